@@ -1,0 +1,22 @@
+# Warnings for every PipeScope target; PIPESCOPE_WARNINGS_AS_ERRORS turns them into errors (CI does).
+function(pipescope_set_warnings target)
+    if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+        target_compile_options(${target} PRIVATE
+            $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+            -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference
+            -Wimplicit-fallthrough>)
+        if(PIPESCOPE_WARNINGS_AS_ERRORS)
+            target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+        endif()
+    endif()
+endfunction()
+
+# A PipeScope library: sources, public include dir, warnings.
+function(pipescope_add_library name)
+    cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_LIBS;PRIVATE_LIBS" ${ARGN})
+    add_library(${name} STATIC ${ARG_SOURCES})
+    target_include_directories(${name} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}/include")
+    target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_LIBS} PRIVATE ${ARG_PRIVATE_LIBS})
+    set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    pipescope_set_warnings(${name})
+endfunction()

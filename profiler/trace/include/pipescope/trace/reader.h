@@ -1,0 +1,127 @@
+// Reads a trace file: run and ranks, ops and memory in a time window, and level-of-detail
+// queries that return at most a few entries per pixel without reading every row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/trace/lod.h>
+#include <pipescope/trace/types.h>
+
+namespace pipescope::trace {
+
+struct TimeRange {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    bool empty() const { return end_ns <= start_ns; }
+};
+
+// Ops of one rank and lane reduced to a pixel grid: entries sorted by start. An entry with
+// count == 1 is one op (with its details); count > 1 is a folded run of ops each narrower than
+// the folding threshold, drawn as one marked box.
+struct LodEntry {
+    std::int64_t start_ns = 0;
+    std::int64_t end_ns = 0;
+    std::int64_t busy_ns = 0;  // summed op durations inside the entry
+    int count = 1;
+    OpKind kind = OpKind::F;  // the op's kind, or the kind with the most busy time when folded
+    bool mixed = false;       // folded ops of more than one kind
+    // Details of a single op (count == 1); -1 otherwise.
+    std::int64_t op_id = -1;
+    int microbatch = -1;
+    int chunk = 0;
+    int iteration = -1;
+    int op_index = -1;
+};
+
+struct LaneLod {
+    int rank = 0;
+    Lane lane = Lane::Compute;
+    std::vector<LodEntry> entries;
+};
+
+struct OpLodResult {
+    int level = -1;  // summary level used; -1: raw rows
+    double ns_per_pixel = 0;
+    std::vector<LaneLod> lanes;  // every (rank, lane) of the trace, in order
+    std::int64_t rows_read = 0;  // rows fetched from the file
+};
+
+// Memory of one rank per pixel: for each category and the total, the minimum, maximum and last
+// bytes over the pixel (the value carried in from before counts).
+struct MemoryPixel {
+    static constexpr int kSeries = kMemoryCategoryCount + 1;  // categories, then the total
+    std::int64_t t_ns = 0;                                    // pixel start
+    std::array<std::int64_t, kSeries> min{};
+    std::array<std::int64_t, kSeries> max{};
+    std::array<std::int64_t, kSeries> last{};
+};
+
+struct MemoryLodResult {
+    int level = -1;
+    double ns_per_pixel = 0;
+    std::vector<MemoryPixel> pixels;
+    std::int64_t rows_read = 0;
+};
+
+class TraceReader {
+  public:
+    TraceReader();
+    ~TraceReader();
+    TraceReader(TraceReader&&) noexcept;
+    TraceReader& operator=(TraceReader&&) noexcept;
+
+    // Opens and checks a trace: a SQLite file, a PipeScope trace, a schema version this build
+    // understands. The status names the file and the problem otherwise.
+    TraceStatus open(const std::string& path);
+    bool isOpen() const;
+    const std::string& path() const;
+
+    const RunInfo& run() const;
+    const std::vector<RankInfo>& ranks() const;
+    int rankCount() const;
+    // True when finish() ran: indexes and summary levels exist. Otherwise queries still work
+    // but read raw rows.
+    bool finalized() const;
+    TimeRange timeRange() const;  // first op start to last op end
+    int iterationCount() const;   // highest iteration in `op` + 1
+    std::int64_t opCount() const;
+    std::int64_t memorySampleCount() const;
+
+    // Ops of `rank` that overlap [t0, t1), optionally of one lane, sorted by start.
+    std::vector<OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1,
+                              std::optional<Lane> lane = std::nullopt) const;
+    // Every op, sorted by (rank, start_ns); the callback returns false to stop.
+    TraceStatus forEachOp(const std::function<bool(const OpRecord&)>& fn) const;
+
+    // Memory samples of `rank` in [t0, t1), sorted by time, preceded by the last sample of each
+    // category before t0 (so the curve starts at its true level).
+    std::vector<MemorySample> memory(int rank, std::int64_t t0, std::int64_t t1) const;
+    TraceStatus forEachMemory(const std::function<bool(const MemorySample&)>& fn) const;
+
+    std::vector<MetricRecord> metrics() const;
+
+    // Level-of-detail ops for a window drawn `pixels` wide (see lod.h for the rules).
+    OpLodResult opsLod(std::int64_t t0, std::int64_t t1, int pixels,
+                       const LodOptions& options = {}) const;
+    MemoryLodResult memoryLod(int rank, std::int64_t t0, std::int64_t t1, int pixels) const;
+
+    // GPU tables.
+    std::int64_t kernelCount() const;
+    TraceStatus forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const;
+
+    // The last error of a query (empty when none): queries on a damaged file return what they
+    // could read and set this.
+    const std::string& lastError() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pipescope::trace

@@ -1,0 +1,85 @@
+// Writes one run into a trace file: prepared statements, one transaction per batch, WAL while
+// writing. A crash loses at most the batch that was not yet committed; run.status stays
+// "running", which tells a reader the run did not finish. finish() builds the indexes and the
+// level-of-detail tables and leaves a single self-contained file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::trace {
+
+struct WriterOptions {
+    std::size_t batch_rows = 65536;  // rows buffered before a batch is committed
+    bool overwrite = false;          // replace an existing file (else refuse with Code::Exists)
+};
+
+struct WriterStats {
+    std::int64_t ops = 0;
+    std::int64_t memory_samples = 0;
+    std::int64_t gpu_records = 0;
+    std::int64_t batches = 0;
+};
+
+class TraceWriter {
+  public:
+    TraceWriter();
+    ~TraceWriter();  // commits what is buffered; a run not finish()ed stays "running"
+    TraceWriter(const TraceWriter&) = delete;
+    TraceWriter& operator=(const TraceWriter&) = delete;
+
+    // Creates the file with the schema and the run row (status "running").
+    TraceStatus create(const std::string& path, const RunInfo& run,
+                       const WriterOptions& options = {});
+
+    // Buffered adds; safe to call from several threads. Errors surface from flush()/finish().
+    void addRank(const RankInfo& rank);
+    void addOp(const OpRecord& op);
+    void addMemory(const MemorySample& sample);
+    void addMetric(const MetricRecord& metric);
+    void addKernel(const KernelRecord& k);
+    void addMemcpy(const MemcpyRecord& m);
+    void addMemset(const MemsetRecord& m);
+    void addRuntime(const RuntimeRecord& r);
+    void addSync(const SyncRecord& s);
+    void addNvtx(const NvtxRecord& n);
+    void addGpuMemoryEvent(const GpuMemoryEvent& e);
+    void addGpuInfo(const GpuInfo& g);
+
+    // Interns a string into StringIds and returns its id.
+    std::int64_t stringId(std::string_view text);
+
+    // Commits the buffered rows as one transaction.
+    TraceStatus flush();
+
+    // Commits the rest, records the status (and end time: now when unset), builds indexes and
+    // level-of-detail tables, checkpoints the WAL and closes the file.
+    TraceStatus finish(RunStatus status, const std::string& message = {},
+                       std::optional<std::int64_t> end_ns = std::nullopt);
+
+    const std::string& path() const;
+    WriterStats stats() const;
+
+    // Test hook: sleeps this long inside each batch transaction (0 = off), so a test can kill
+    // the process while a batch is open.
+    void setBatchDelayForTesting(int milliseconds);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Builds the indexes and level-of-detail tables of a trace that has none (a run that crashed
+// before finish()), and, if it is still "running", marks it failed with `message`. Used by
+// `pipescope-trace repair`; never run on a file another process is still writing.
+TraceStatus finalizeTrace(const std::string& path, const std::string& message);
+
+// Wall-clock epoch nanoseconds (CLOCK_REALTIME, the clock CUPTI uses by default).
+std::int64_t wallClockNs();
+
+}  // namespace pipescope::trace

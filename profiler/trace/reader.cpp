@@ -1,0 +1,456 @@
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <pipescope/trace/reader.h>
+
+#include "lod_build.h"
+#include "reader_impl.h"
+#include "schema.h"
+
+namespace pipescope::trace {
+
+using detail::Db;
+using detail::queryInt;
+using detail::Stmt;
+
+namespace {
+
+std::string describeSqliteFailure(const std::string& path, const Db& db) {
+    const int code = db.extendedErrorCode() & 0xff;
+    if (code == SQLITE_NOTADB) {
+        return path + ": not a SQLite database";
+    }
+    if (code == SQLITE_CORRUPT) {
+        return path + ": the file is truncated or damaged (SQLite: " + db.errorMessage() + ")";
+    }
+    return path + ": cannot read: " + db.errorMessage();
+}
+
+bool looksLikeNsightExport(const Db& db) {
+    if (db.tableExists("META_DATA_EXPORT")) {
+        Stmt s(db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_NAME'");
+        if (s.valid() && s.step() == SQLITE_ROW && s.text(0).find("Nsight") != std::string::npos) {
+            return true;
+        }
+    }
+    return db.tableExists("TARGET_INFO_SESSION_START_TIME") ||
+           db.tableExists("CUPTI_ACTIVITY_KIND_KERNEL") || db.tableExists("NVTX_EVENTS");
+}
+
+std::int64_t metaInt(const Db& db, const char* key, std::int64_t fallback) {
+    Stmt s(db, "SELECT value FROM pipescope_meta WHERE key = ?");
+    s.bind(1, std::string_view(key));
+    if (s.valid() && s.step() == SQLITE_ROW) {
+        try {
+            return std::stoll(s.text(0));
+        } catch (...) {
+            return fallback;
+        }
+    }
+    return fallback;
+}
+
+}  // namespace
+
+TraceReader::TraceReader() : impl_(std::make_unique<Impl>()) {}
+TraceReader::~TraceReader() = default;
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+
+TraceStatus TraceReader::open(const std::string& path) {
+    using Code = TraceStatus::Code;
+    impl_ = std::make_unique<Impl>();
+    Impl& d = *impl_;
+    d.path = path;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+        return TraceStatus::error(Code::NotFound, path + ": no such file");
+    }
+    if (fs::is_directory(path, ec)) {
+        return TraceStatus::error(Code::BadInput, path + ": is a directory, not a trace file");
+    }
+    const auto size = fs::file_size(path, ec);
+    {
+        // Check the header ourselves: SQLite would happily "open" any file and fail later.
+        std::ifstream in(path, std::ios::binary);
+        char header[16] = {};
+        in.read(header, sizeof header);
+        if (size == 0) {
+            return TraceStatus::error(Code::NotSqlite, path + ": empty file, not a trace");
+        }
+        if (in.gcount() < 16 ||
+            std::string_view(header, 16) != std::string_view("SQLite format 3\0", 16)) {
+            return TraceStatus::error(Code::NotSqlite,
+                                      path + ": not a SQLite database, so not a PipeScope trace");
+        }
+    }
+    if (d.db.open(path, SQLITE_OPEN_READWRITE) != SQLITE_OK &&
+        d.db.open(path, SQLITE_OPEN_READONLY) != SQLITE_OK) {
+        return TraceStatus::error(Code::IoError, path + ": cannot open: " + d.db.errorMessage());
+    }
+    Stmt probe(d.db, "SELECT count(*) FROM sqlite_master");
+    if (!probe.valid() || probe.step() != SQLITE_ROW) {
+        const bool corrupt = (d.db.extendedErrorCode() & 0xff) == SQLITE_CORRUPT;
+        return TraceStatus::error(corrupt ? Code::Corrupt : Code::NotSqlite,
+                                  describeSqliteFailure(path, d.db));
+    }
+    const std::int64_t pages = queryInt(d.db, "PRAGMA page_count");
+    const std::int64_t page_size = queryInt(d.db, "PRAGMA page_size");
+    const bool has_wal = fs::exists(path + "-wal", ec);
+    if (!has_wal && pages * page_size > static_cast<std::int64_t>(size)) {
+        return TraceStatus::error(Code::Corrupt, path + ": the file is truncated (" +
+                                                     std::to_string(size) +
+                                                     " bytes on disk, the database needs " +
+                                                     std::to_string(pages * page_size) + ")");
+    }
+    if (!d.db.tableExists("pipescope_meta")) {
+        if (looksLikeNsightExport(d.db)) {
+            return TraceStatus::error(
+                Code::NsightExport,
+                path +
+                    ": this is an Nsight Systems export (nsys export --type sqlite), not a "
+                    "PipeScope trace; PipeScope does not import Nsight reports yet");
+        }
+        return TraceStatus::error(
+            Code::NotPipeScope,
+            path +
+                ": a SQLite database, but not a PipeScope trace (it has no pipescope_meta table)");
+    }
+    const std::int64_t version = queryInt(d.db, "PRAGMA user_version");
+    if (version > kSchemaVersion) {
+        return TraceStatus::error(
+            Code::NewerVersion, path + ": written by a newer PipeScope (trace schema version " +
+                                    std::to_string(version) + "; this build reads up to version " +
+                                    std::to_string(kSchemaVersion) + "): update PipeScope");
+    }
+    if (version < 1) {
+        return TraceStatus::error(Code::NotPipeScope,
+                                  path + ": has a pipescope_meta table but no schema version");
+    }
+    Stmt run(d.db,
+             "SELECT name, config_json, backend, status, message, start_ns, end_ns, host, "
+             "versions, command_line, ranks, iterations, warmup FROM run WHERE id = 1");
+    if (!run.valid() || run.step() != SQLITE_ROW) {
+        return TraceStatus::error(
+            Code::Corrupt, path + ": the run table has no row (" + d.db.errorMessage() + ")");
+    }
+    d.run.name = run.text(0);
+    d.run.config_json = run.text(1);
+    d.run.backend = run.text(2);
+    d.run.status = runStatusFromString(run.text(3)).value_or(RunStatus::Failed);
+    d.run.message = run.text(4);
+    d.run.start_ns = run.int64(5);
+    if (!run.isNull(6)) {
+        d.run.end_ns = run.int64(6);
+    }
+    d.run.host = run.text(7);
+    d.run.versions = run.text(8);
+    d.run.command_line = run.text(9);
+    d.run.ranks = run.int32(10);
+    d.run.iterations = run.int32(11);
+    d.run.warmup = run.int32(12);
+
+    Stmt ranks(d.db,
+               "SELECT rank, stages, device, host, clock_offset_ns, pid FROM rank ORDER BY rank");
+    while (ranks.step() == SQLITE_ROW) {
+        d.ranks.push_back(RankInfo{ranks.int32(0), ranks.text(1), ranks.text(2), ranks.text(3),
+                                   ranks.int64(4), ranks.int64(5)});
+    }
+    // Ranks that wrote ops but no rank row (a crash before the first batch) still get lanes.
+    const int op_ranks =
+        static_cast<int>(queryInt(d.db, "SELECT coalesce(max(rank), -1) + 1 FROM op"));
+    const int wanted = std::max({d.run.ranks, op_ranks, static_cast<int>(d.ranks.size())});
+    for (int r = 0; r < wanted; ++r) {
+        const bool known = std::any_of(d.ranks.begin(), d.ranks.end(),
+                                       [r](const RankInfo& k) { return k.rank == r; });
+        if (!known) {
+            d.ranks.push_back(RankInfo{r, "", "", "", 0, 0});
+        }
+    }
+    std::sort(d.ranks.begin(), d.ranks.end(),
+              [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
+
+    d.finalized = metaInt(d.db, detail::kMetaFinalized, 0) == 1;
+    d.op_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMinLevel, kLodLevels));
+    d.op_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMaxLevel, -1));
+    d.memory_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMinLevel, kLodLevels));
+    d.memory_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMaxLevel, -1));
+    d.max_dur_level = static_cast<int>(metaInt(d.db, detail::kMetaMaxDurLevel, kLodLevels));
+
+    if (d.finalized) {
+        d.range = {metaInt(d.db, detail::kMetaTimeStart, 0),
+                   metaInt(d.db, detail::kMetaTimeEnd, 0)};
+        d.iterations = static_cast<int>(metaInt(d.db, detail::kMetaIterations, 0));
+        d.op_count = metaInt(d.db, detail::kMetaOpCount, 0);
+        d.memory_count = metaInt(d.db, detail::kMetaMemoryCount, 0);
+    } else {
+        Stmt summary(d.db, "SELECT min(start_ns), max(end_ns), max(iteration), count(*) FROM op");
+        if (summary.step() == SQLITE_ROW && !summary.isNull(0)) {
+            d.range = {summary.int64(0), summary.int64(1)};
+            d.iterations = summary.int32(2) + 1;
+            d.op_count = summary.int64(3);
+        } else if ((d.db.extendedErrorCode() & 0xff) == SQLITE_CORRUPT) {
+            return TraceStatus::error(Code::Corrupt, describeSqliteFailure(path, d.db));
+        }
+        d.memory_count = queryInt(d.db, "SELECT count(*) FROM memory");
+    }
+
+    d.ops_by_level.prepare(d.db, std::string("SELECT ") + kOpColumns +
+                                     " FROM op WHERE rank = ? AND lane = ? AND dur_level = ? "
+                                     "AND start_ns >= ? AND start_ns < ? ORDER BY start_ns");
+    d.ops_scan.prepare(d.db, std::string("SELECT ") + kOpColumns +
+                                 " FROM op WHERE rank = ? AND start_ns < ? AND end_ns >= ? "
+                                 "ORDER BY start_ns, rowid");
+    d.lod_window.prepare(d.db,
+                         "SELECT start_ns, end_ns, count, busy_ns, kind, mixed FROM op_lod "
+                         "WHERE level = ? AND rank = ? AND lane = ? AND start_ns >= ? AND "
+                         "start_ns < ? ORDER BY start_ns");
+    d.memory_window.prepare(d.db,
+                            "SELECT t_ns, bytes, category FROM memory WHERE rank = ? AND "
+                            "t_ns >= ? AND t_ns < ? ORDER BY t_ns, rowid");
+    d.memory_before.prepare(d.db,
+                            "SELECT t_ns, bytes FROM memory WHERE rank = ? AND category = ? AND "
+                            "t_ns < ? ORDER BY t_ns DESC, rowid DESC LIMIT 1");
+    d.mem_lod_window.prepare(d.db,
+                             "SELECT category, start_ns, min_bytes, max_bytes, last_bytes FROM "
+                             "memory_lod WHERE level = ? AND rank = ? AND start_ns >= ? AND "
+                             "start_ns < ? ORDER BY start_ns");
+    d.mem_lod_before.prepare(d.db,
+                             "SELECT last_bytes FROM memory_lod WHERE level = ? AND rank = ? AND "
+                             "category = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1");
+    return TraceStatus::success();
+}
+
+bool TraceReader::isOpen() const {
+    return static_cast<bool>(impl_->db);
+}
+const std::string& TraceReader::path() const {
+    return impl_->path;
+}
+const RunInfo& TraceReader::run() const {
+    return impl_->run;
+}
+const std::vector<RankInfo>& TraceReader::ranks() const {
+    return impl_->ranks;
+}
+int TraceReader::rankCount() const {
+    return static_cast<int>(impl_->ranks.size());
+}
+bool TraceReader::finalized() const {
+    return impl_->finalized;
+}
+TimeRange TraceReader::timeRange() const {
+    return impl_->range;
+}
+int TraceReader::iterationCount() const {
+    return impl_->iterations;
+}
+std::int64_t TraceReader::opCount() const {
+    return impl_->op_count;
+}
+std::int64_t TraceReader::memorySampleCount() const {
+    return impl_->memory_count;
+}
+const std::string& TraceReader::lastError() const {
+    return impl_->last_error;
+}
+
+OpRecord TraceReader::Impl::readOp(const Stmt& s) {
+    OpRecord o;
+    o.id = s.int64(0);
+    o.rank = s.int32(1);
+    o.iteration = s.int32(2);
+    o.kind = static_cast<OpKind>(s.int32(3));
+    o.microbatch = static_cast<int>(s.int64OrMinus1(4));
+    o.chunk = s.int32(5);
+    o.lane = static_cast<Lane>(s.int32(6));
+    o.start_ns = s.int64(7);
+    o.end_ns = s.int64(8);
+    o.source = static_cast<Source>(s.int32(9));
+    o.op_index = s.int32(10);
+    o.peer = static_cast<int>(s.int64OrMinus1(11));
+    o.bytes = s.int64OrMinus1(12);
+    o.cpu_ns = s.int64OrMinus1(13);
+    return o;
+}
+
+std::vector<OpRecord> TraceReader::Impl::rawOps(int rank, int lane, int min_level, std::int64_t t0,
+                                                std::int64_t t1, std::int64_t* rows) const {
+    std::vector<OpRecord> out;
+    auto keep = [&](const OpRecord& o) {
+        ++*rows;
+        if (overlaps(o.start_ns, o.end_ns, t0, t1) &&
+            (lane < 0 || static_cast<int>(o.lane) == lane)) {
+            out.push_back(o);
+        }
+    };
+    if (!finalized) {
+        // No indexes yet (the writer did not finish): one scan of the rank's rows.
+        Stmt& s = ops_scan;
+        s.reset();
+        s.bind(1, rank).bind(2, t1).bind(3, t0);
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            const OpRecord o = readOp(s);
+            if (durLevel(o.duration()) >= min_level) {
+                keep(o);
+            }
+        }
+        if (rc != SQLITE_DONE) {
+            noteError("reading ops failed");
+        }
+        return out;
+    }
+    const int lanes[2] = {0, 1};
+    for (int l : lanes) {
+        if (lane >= 0 && l != lane) {
+            continue;
+        }
+        for (int level = std::max(0, min_level); level <= max_dur_level; ++level) {
+            // Ops of this duration level are shorter than W_level: earlier starts cannot reach t0.
+            const std::int64_t lower = level >= kLodLevels ? INT64_MIN : t0 - lodWidth(level);
+            Stmt& s = ops_by_level;
+            s.reset();
+            s.bind(1, rank).bind(2, l).bind(3, level).bind(4, lower).bind(5, t1);
+            int rc;
+            while ((rc = s.step()) == SQLITE_ROW) {
+                keep(readOp(s));
+            }
+            if (rc != SQLITE_DONE) {
+                noteError("reading ops failed");
+            }
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const OpRecord& a, const OpRecord& b) {
+        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.id < b.id;
+    });
+    return out;
+}
+
+std::vector<OpRecord> TraceReader::ops(int rank, std::int64_t t0, std::int64_t t1,
+                                       std::optional<Lane> lane) const {
+    std::int64_t rows = 0;
+    return impl_->rawOps(rank, lane ? static_cast<int>(*lane) : -1, 0, t0, t1, &rows);
+}
+
+TraceStatus TraceReader::forEachOp(const std::function<bool(const OpRecord&)>& fn) const {
+    Stmt s(impl_->db,
+           std::string("SELECT ") + kOpColumns + " FROM op ORDER BY rank, start_ns, rowid");
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        if (!fn(Impl::readOp(s))) {
+            return TraceStatus::success();
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  describeSqliteFailure(impl_->path, impl_->db));
+    }
+    return TraceStatus::success();
+}
+
+std::vector<MemorySample> TraceReader::memory(int rank, std::int64_t t0, std::int64_t t1) const {
+    const Impl& d = *impl_;
+    std::vector<MemorySample> out;
+    for (int c = 0; c < kMemoryCategoryCount; ++c) {
+        Stmt& b = d.memory_before;
+        b.reset();
+        b.bind(1, rank).bind(2, c).bind(3, t0);
+        if (b.step() == SQLITE_ROW) {
+            out.push_back({rank, b.int64(0), b.int64(1), static_cast<MemoryCategory>(c)});
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const MemorySample& a, const MemorySample& b) { return a.t_ns < b.t_ns; });
+    Stmt& s = d.memory_window;
+    s.reset();
+    s.bind(1, rank).bind(2, t0).bind(3, t1);
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        out.push_back({rank, s.int64(0), s.int64(1), static_cast<MemoryCategory>(s.int32(2))});
+    }
+    if (rc != SQLITE_DONE) {
+        d.noteError("reading memory samples failed");
+    }
+    return out;
+}
+
+TraceStatus TraceReader::forEachMemory(const std::function<bool(const MemorySample&)>& fn) const {
+    Stmt s(impl_->db, "SELECT rank, t_ns, bytes, category FROM memory ORDER BY rank, t_ns, rowid");
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        if (!fn({s.int32(0), s.int64(1), s.int64(2), static_cast<MemoryCategory>(s.int32(3))})) {
+            return TraceStatus::success();
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  describeSqliteFailure(impl_->path, impl_->db));
+    }
+    return TraceStatus::success();
+}
+
+std::vector<MetricRecord> TraceReader::metrics() const {
+    std::vector<MetricRecord> out;
+    Stmt s(impl_->db, "SELECT key, value, rank, iteration FROM metric ORDER BY rowid");
+    while (s.step() == SQLITE_ROW) {
+        MetricRecord m{s.text(0), s.real(1), std::nullopt, std::nullopt};
+        if (!s.isNull(2)) {
+            m.rank = s.int32(2);
+        }
+        if (!s.isNull(3)) {
+            m.iteration = s.int32(3);
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::int64_t TraceReader::kernelCount() const {
+    return queryInt(impl_->db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+}
+
+TraceStatus TraceReader::forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const {
+    Stmt s(impl_->db,
+           "SELECT k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId, "
+           "k.globalPid, k.gridId, dn.value, sn.value, k.gridX, k.gridY, k.gridZ, k.blockX, "
+           "k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, "
+           "k.dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+           "LEFT JOIN StringIds dn ON dn.id = k.demangledName "
+           "LEFT JOIN StringIds sn ON sn.id = k.shortName ORDER BY k.deviceId, k.start");
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        KernelRecord k;
+        k.start = s.int64(0);
+        k.end = s.int64(1);
+        k.device_id = s.int32(2);
+        k.context_id = s.int32(3);
+        k.stream_id = s.int32(4);
+        k.correlation_id = s.int64(5);
+        k.global_pid = s.int64(6);
+        k.grid_id = s.int64(7);
+        k.demangled_name = s.text(8);
+        k.short_name = s.text(9);
+        k.grid_x = s.int32(10);
+        k.grid_y = s.int32(11);
+        k.grid_z = s.int32(12);
+        k.block_x = s.int32(13);
+        k.block_y = s.int32(14);
+        k.block_z = s.int32(15);
+        k.registers_per_thread = s.int32(16);
+        k.static_shared_memory = s.int32(17);
+        k.dynamic_shared_memory = s.int32(18);
+        if (!fn(k)) {
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  describeSqliteFailure(impl_->path, impl_->db));
+    }
+    return TraceStatus::success();
+}
+
+}  // namespace pipescope::trace

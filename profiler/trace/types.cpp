@@ -1,0 +1,92 @@
+#include <array>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::trace {
+
+namespace {
+constexpr std::array<std::string_view, kOpKindCount> kOpKindNames = {
+    "F",      "B",      "W",      "IF",     "IB",    "S",         "T",  "L",
+    "SEND_F", "RECV_F", "SEND_B", "RECV_B", "BCAST", "ALLREDUCE", "OPT"};
+constexpr std::array<std::string_view, kMemoryCategoryCount> kCategoryNames = {
+    "weights", "grads", "optimizer", "activations", "vocab", "comm_buffers", "workspace"};
+}  // namespace
+
+std::string_view toString(OpKind k) {
+    const auto i = static_cast<std::size_t>(k);
+    return i < kOpKindNames.size() ? kOpKindNames[i] : std::string_view("?");
+}
+
+std::string_view toString(Lane l) {
+    return l == Lane::Compute ? "compute" : "comm";
+}
+
+std::string_view toString(Source s) {
+    switch (s) {
+        case Source::Sim:
+            return "sim";
+        case Source::Host:
+            return "host";
+        case Source::Gpu:
+            return "gpu";
+    }
+    return "?";
+}
+
+std::string_view toString(MemoryCategory c) {
+    const auto i = static_cast<std::size_t>(c);
+    return i < kCategoryNames.size() ? kCategoryNames[i] : std::string_view("?");
+}
+
+std::string_view toString(RunStatus s) {
+    switch (s) {
+        case RunStatus::Running:
+            return "running";
+        case RunStatus::Complete:
+            return "complete";
+        case RunStatus::Failed:
+            return "failed";
+        case RunStatus::Cancelled:
+            return "cancelled";
+    }
+    return "?";
+}
+
+std::optional<OpKind> opKindFromString(std::string_view s) {
+    for (std::size_t i = 0; i < kOpKindNames.size(); ++i) {
+        if (kOpKindNames[i] == s) {
+            return static_cast<OpKind>(i);
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<RunStatus> runStatusFromString(std::string_view s) {
+    for (auto st :
+         {RunStatus::Running, RunStatus::Complete, RunStatus::Failed, RunStatus::Cancelled}) {
+        if (toString(st) == s) {
+            return st;
+        }
+    }
+    return std::nullopt;
+}
+
+bool isCommKind(OpKind k) {
+    switch (k) {
+        case OpKind::SendF:
+        case OpKind::RecvF:
+        case OpKind::SendB:
+        case OpKind::RecvB:
+        case OpKind::Bcast:
+        case OpKind::AllReduce:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool isBlockingWait(OpKind k) {
+    return k == OpKind::RecvF || k == OpKind::RecvB || k == OpKind::Bcast || k == OpKind::AllReduce;
+}
+
+}  // namespace pipescope::trace

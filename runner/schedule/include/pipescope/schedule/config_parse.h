@@ -1,0 +1,57 @@
+// Parsing, validation and serialisation of the JSON config (docs/config.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pipescope/schedule/config.h>
+
+namespace pipescope::schedule {
+
+// One problem with a config. `path` is the key path ("parallel.microbatches"; "" for the whole
+// document); line/column point into the source text where known (1-based, 0 = unknown).
+struct ConfigIssue {
+    std::string path;
+    std::string message;
+    int line = 0;
+    int column = 0;
+
+    // "parallel.microbatches: must be at least 1, got 0"
+    std::string text() const;
+    // "presets/x.json:12:5: parallel.microbatches: must be at least 1, got 0"
+    std::string text(std::string_view source_name) const;
+};
+
+struct ParseResult {
+    std::optional<Config> config;      // set only when there are no issues
+    std::vector<ConfigIssue> issues;   // every problem found, in document order
+    std::string source_name;           // file name or "<config>"
+
+    bool ok() const { return config.has_value(); }
+    // All issues, one per line, each prefixed with the source name.
+    std::string errorText() const;
+};
+
+// Parses and validates a config given as JSON text. Never throws.
+ParseResult parseConfig(std::string_view json_text, std::string_view source_name = "<config>");
+
+// As parseConfig, after applying overrides to the JSON document (an override's path may name a
+// key the document leaves out; an unknown path is an issue that names it).
+ParseResult parseConfig(std::string_view json_text, const std::vector<Override>& overrides,
+                        std::string_view source_name = "<config>");
+
+// Reads a file and parses it; a missing or unreadable file is an issue that names the file.
+ParseResult loadConfigFile(const std::string& path, const std::vector<Override>& overrides = {});
+
+// Parses "model.vocab=256000" into an Override; nullopt (and *error set) when malformed.
+std::optional<Override> parseOverride(std::string_view assignment, std::string* error);
+
+// The config as JSON that parseConfig reads back into an equal Config (all keys written).
+std::string toJson(const Config& config, int indent = 2);
+
+// The applied form of a compare variant: the config with that variant's overrides, validated.
+ParseResult applyVariant(const Config& base, const Variant& variant);
+
+}  // namespace pipescope::schedule

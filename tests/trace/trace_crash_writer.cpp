@@ -1,0 +1,45 @@
+// Test helper for tst_trace_crash: writes batches of ops into a trace until it is killed,
+// printing "committed N" after each batch. Each batch transaction stays open for a while (the
+// writer's test hook), so a kill almost always lands inside an open batch.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <pipescope/trace/writer.h>
+
+int main(int argc, char** argv) {
+    using namespace pipescope::trace;
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: trace_crash_writer OUT.db ROWS_PER_BATCH DELAY_MS\n");
+        return 2;
+    }
+    const int rows = std::atoi(argv[2]);
+    TraceWriter w;
+    RunInfo run;
+    run.name = "crash";
+    run.config_json = "{}";
+    run.backend = "cpu";
+    run.ranks = 1;
+    run.iterations = 1000000;
+    WriterOptions options;
+    options.batch_rows = static_cast<std::size_t>(rows);
+    if (!w.create(argv[1], run, options).ok()) {
+        std::fprintf(stderr, "cannot create %s\n", argv[1]);
+        return 1;
+    }
+    w.addRank({0, "0", "cpu", "", 0, 0});
+    w.flush();
+    w.setBatchDelayForTesting(std::atoi(argv[3]));
+    for (std::int64_t i = 0;; ++i) {
+        OpRecord o;
+        o.iteration = static_cast<int>(i / rows);
+        o.op_index = static_cast<int>(i % rows);
+        o.start_ns = i * 1000;
+        o.end_ns = o.start_ns + 900;
+        w.addOp(o);  // the batch commits inside the add that fills it
+        if ((i + 1) % rows == 0) {
+            std::printf("committed %lld\n", static_cast<long long>((i + 1) / rows));
+            std::fflush(stdout);
+        }
+    }
+}

@@ -1,0 +1,496 @@
+// Window and level-of-detail queries checked against brute force on random traces: the file's
+// precomputed levels and indexed queries must give exactly what a direct computation over all
+// ops gives, and the result must stay within a few entries per pixel.
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/trace/lod.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+#include "testsupport.h"
+
+using namespace pipescope::trace;
+
+namespace {
+
+struct RandomTrace {
+    std::vector<OpRecord> ops;  // id = insertion order + 1 (the rowid)
+    std::vector<MemorySample> memory;
+    int ranks = 3;
+    std::int64_t span = 0;
+};
+
+// Pipeline-like lanes: mostly back-to-back ops with gaps, durations spread over six orders of
+// magnitude (so every level has wide and narrow ops), a few overlapping ops, instants.
+RandomTrace makeTrace(std::uint64_t seed, int ops_per_lane) {
+    std::mt19937_64 rng(seed);
+    RandomTrace t;
+    std::uniform_real_distribution<double> log_dur(1.0, 7.0);
+    std::uniform_int_distribution<int> kind(0, kOpKindCount - 1);
+    std::uniform_int_distribution<int> pct(0, 99);
+    for (int r = 0; r < t.ranks; ++r) {
+        for (int lane = 0; lane < kLaneCount; ++lane) {
+            std::int64_t now = static_cast<std::int64_t>(rng() % 5000);
+            for (int i = 0; i < ops_per_lane; ++i) {
+                OpRecord o;
+                o.rank = r;
+                o.lane = static_cast<Lane>(lane);
+                o.iteration = i * 3 / ops_per_lane;
+                o.kind = static_cast<OpKind>(kind(rng));
+                o.microbatch = i % 16;
+                o.op_index = i;
+                const int p = pct(rng);
+                const auto dur =
+                    p < 3 ? 0 : static_cast<std::int64_t>(std::pow(10.0, log_dur(rng)));
+                o.start_ns = p < 8 && now > dur ? now - dur / 2 : now;  // some overlap
+                o.end_ns = o.start_ns + dur;
+                now = std::max(now, o.end_ns) +
+                      static_cast<std::int64_t>(std::pow(10.0, log_dur(rng) - 1.0));
+                t.ops.push_back(o);
+            }
+        }
+        std::int64_t tm = 0;
+        for (int i = 0; i < ops_per_lane; ++i) {
+            tm += static_cast<std::int64_t>(std::pow(10.0, log_dur(rng)));
+            const auto cat = static_cast<MemoryCategory>(rng() % kMemoryCategoryCount);
+            t.memory.push_back({r, tm, static_cast<std::int64_t>(rng() % 1'000'000), cat});
+            if (pct(rng) < 10) {  // two changes at one instant
+                const auto cat2 = static_cast<MemoryCategory>(rng() % kMemoryCategoryCount);
+                t.memory.push_back({r, tm, static_cast<std::int64_t>(rng() % 1'000'000), cat2});
+            }
+        }
+    }
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+        t.ops[i].id = static_cast<std::int64_t>(i) + 1;
+        t.span = std::max(t.span, t.ops[i].end_ns);
+    }
+    return t;
+}
+
+bool overlapsWindow(const OpRecord& o, std::int64_t t0, std::int64_t t1) {
+    return o.start_ns < t1 && (o.end_ns > t0 || (o.end_ns == o.start_ns && o.start_ns >= t0));
+}
+
+// The folding rules of lod.h, computed directly from all ops of one rank and lane.
+std::vector<LodEntry> foldedGroups(const RandomTrace& t, int rank, int lane, int level) {
+    std::vector<const OpRecord*> lane_ops;
+    for (const auto& o : t.ops) {
+        if (o.rank == rank) {
+            lane_ops.push_back(&o);
+        }
+    }
+    std::stable_sort(lane_ops.begin(), lane_ops.end(), [](const OpRecord* a, const OpRecord* b) {
+        return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->id < b->id;
+    });
+    std::vector<LodEntry> out;
+    bool open = false;
+    std::int64_t bucket = 0;
+    std::map<int, std::int64_t> busy;
+    int first_kind = 0;
+    LodEntry cur;
+    auto close = [&] {
+        if (!open) {
+            return;
+        }
+        int k = first_kind;
+        for (const auto& [kind, b] : busy) {
+            if (b > busy[k]) {
+                k = kind;
+            }
+        }
+        cur.kind = static_cast<OpKind>(k);
+        cur.mixed = busy.size() > 1;
+        out.push_back(cur);
+        open = false;
+    };
+    for (const OpRecord* o : lane_ops) {
+        if (static_cast<int>(o->lane) != lane) {
+            continue;
+        }
+        if (durLevel(o->duration()) > level) {
+            close();
+            continue;
+        }
+        const std::int64_t b = o->start_ns / lodWidth(level);
+        if (open && b != bucket) {
+            close();
+        }
+        if (!open) {
+            open = true;
+            bucket = b;
+            cur = LodEntry{};
+            cur.start_ns = o->start_ns;
+            cur.end_ns = o->end_ns;
+            cur.count = 0;
+            cur.busy_ns = 0;
+            busy.clear();
+            first_kind = static_cast<int>(o->kind);
+        }
+        cur.end_ns = std::max(cur.end_ns, o->end_ns);
+        cur.count += 1;
+        cur.busy_ns += o->duration();
+        busy[static_cast<int>(o->kind)] += o->duration();
+    }
+    close();
+    return out;
+}
+
+std::vector<LodEntry> expectedLane(const RandomTrace& t, int rank, int lane, int level,
+                                   std::int64_t t0, std::int64_t t1, double threshold) {
+    std::vector<OpRecord> raw;
+    for (const auto& o : t.ops) {
+        if (o.rank == rank && static_cast<int>(o.lane) == lane && overlapsWindow(o, t0, t1) &&
+            (level < 0 || durLevel(o.duration()) > level)) {
+            raw.push_back(o);
+        }
+    }
+    std::sort(raw.begin(), raw.end(), [](const OpRecord& a, const OpRecord& b) {
+        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.id < b.id;
+    });
+    std::vector<LodEntry> entries;
+    for (const auto& o : raw) {
+        LodEntry e;
+        e.start_ns = o.start_ns;
+        e.end_ns = o.end_ns;
+        e.busy_ns = o.duration();
+        e.kind = o.kind;
+        e.op_id = o.id;
+        entries.push_back(e);
+    }
+    if (level >= 0) {
+        for (const auto& g : foldedGroups(t, rank, lane, level)) {
+            if (g.start_ns < t1 &&
+                (g.end_ns > t0 || (g.end_ns == g.start_ns && g.start_ns >= t0))) {
+                entries.push_back(g);
+            }
+        }
+        std::stable_sort(entries.begin(), entries.end(), [](const LodEntry& a, const LodEntry& b) {
+            return a.start_ns < b.start_ns;
+        });
+    }
+    // Pixel folding, as the reader does it.
+    std::vector<LodEntry> out;
+    for (const auto& e : entries) {
+        if (!out.empty()) {
+            LodEntry& c = out.back();
+            const double w_c = static_cast<double>(c.end_ns - c.start_ns);
+            const double w_e = static_cast<double>(e.end_ns - e.start_ns);
+            const double merged = static_cast<double>(std::max(c.end_ns, e.end_ns) - c.start_ns);
+            if (w_c < threshold && w_e < threshold &&
+                static_cast<double>(e.start_ns - c.end_ns) < threshold && merged <= threshold) {
+                if (e.busy_ns > c.busy_ns) {
+                    c.kind = e.kind;
+                }
+                c.mixed = c.mixed || e.mixed || c.kind != e.kind;
+                c.end_ns = std::max(c.end_ns, e.end_ns);
+                c.busy_ns += e.busy_ns;
+                c.count += e.count;
+                c.op_id = -1;
+                continue;
+            }
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+QString describe(const LodEntry& e) {
+    return QString("[%1,%2) n=%3 busy=%4 kind=%5 mixed=%6 op=%7")
+        .arg(e.start_ns)
+        .arg(e.end_ns)
+        .arg(e.count)
+        .arg(e.busy_ns)
+        .arg(int(e.kind))
+        .arg(e.mixed)
+        .arg(e.op_id);
+}
+
+}  // namespace
+
+class TstTraceLod : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void windowQueries();
+    void opsLodMatchesBruteForce_data();
+    void opsLodMatchesBruteForce();
+    void lodBoundsEntriesPerPixel();
+    void memoryLodRawIsExact();
+    void memoryLodKeepsPeaks();
+    void unfinishedTraceStillAnswers();
+
+  private:
+    QString writeTrace(const RandomTrace& t, const QString& name, bool finish);
+    QTemporaryDir dir_;
+    RandomTrace trace_;
+    TraceReader reader_;
+};
+
+QString TstTraceLod::writeTrace(const RandomTrace& t, const QString& name, bool finish) {
+    const QString path = dir_.filePath(name);
+    TraceWriter w;
+    RunInfo run;
+    run.name = name.toStdString();
+    run.config_json = "{}";
+    run.backend = "sim";
+    run.ranks = t.ranks;
+    run.iterations = 3;
+    WriterOptions opt;
+    opt.batch_rows = 5000;
+    if (!w.create(path.toStdString(), run, opt).ok()) {
+        return {};
+    }
+    for (int r = 0; r < t.ranks; ++r) {
+        w.addRank({r, std::to_string(r), "sim", "", 0, 0});
+    }
+    for (const auto& o : t.ops) {
+        w.addOp(o);
+    }
+    for (const auto& m : t.memory) {
+        w.addMemory(m);
+    }
+    if (finish) {
+        w.finish(RunStatus::Complete);
+    } else {
+        w.flush();
+    }
+    return path;
+}
+
+void TstTraceLod::initTestCase() {
+    trace_ = makeTrace(20261122, 4000);
+    const QString path = writeTrace(trace_, "random.db", true);
+    const auto st = reader_.open(path.toStdString());
+    QVERIFY2(st.ok(), st.message.c_str());
+    QVERIFY(reader_.finalized());
+    QCOMPARE(reader_.opCount(), static_cast<std::int64_t>(trace_.ops.size()));
+}
+
+void TstTraceLod::windowQueries() {
+    std::mt19937_64 rng(7);
+    for (int q = 0; q < 200; ++q) {
+        const int rank = static_cast<int>(rng() % 3);
+        const std::int64_t a =
+            static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(trace_.span));
+        const std::int64_t len = static_cast<std::int64_t>(
+            std::pow(10.0, 1.0 + static_cast<double>(rng() % 600) / 100.0));
+        const std::int64_t b = a + len;
+        std::vector<std::int64_t> expected;
+        for (const auto& o : trace_.ops) {
+            if (o.rank == rank && overlapsWindow(o, a, b)) {
+                expected.push_back(o.id);
+            }
+        }
+        std::vector<std::int64_t> got;
+        for (const auto& o : reader_.ops(rank, a, b)) {
+            got.push_back(o.id);
+        }
+        std::sort(expected.begin(), expected.end());
+        std::sort(got.begin(), got.end());
+        QVERIFY2(got == expected, qPrintable(QString("rank %1 window [%2,%3): %4 ops, expected %5")
+                                                 .arg(rank)
+                                                 .arg(a)
+                                                 .arg(b)
+                                                 .arg(got.size())
+                                                 .arg(expected.size())));
+    }
+}
+
+void TstTraceLod::opsLodMatchesBruteForce_data() {
+    QTest::addColumn<double>("from");
+    QTest::addColumn<double>("fraction");
+    QTest::addColumn<int>("pixels");
+    QTest::newRow("all, 1000 px") << 0.0 << 1.0 << 1000;
+    QTest::newRow("all, 37 px") << 0.0 << 1.0 << 37;
+    QTest::newRow("wider than the run") << -0.5 << 2.0 << 800;
+    QTest::newRow("tenth") << 0.3 << 0.1 << 1000;
+    QTest::newRow("hundredth") << 0.55 << 0.01 << 1000;
+    QTest::newRow("thousandth") << 0.71 << 0.001 << 1000;
+    QTest::newRow("1e-5") << 0.2 << 0.00001 << 600;
+    QTest::newRow("tiny window") << 0.4 << 0.0000005 << 1000;
+}
+
+void TstTraceLod::opsLodMatchesBruteForce() {
+    QFETCH(double, from);
+    QFETCH(double, fraction);
+    QFETCH(int, pixels);
+    const auto span = static_cast<double>(trace_.span);
+    const auto t0 = static_cast<std::int64_t>(from * span);
+    const auto t1 = t0 + std::max<std::int64_t>(1, static_cast<std::int64_t>(fraction * span));
+    const LodOptions options;
+    const auto result = reader_.opsLod(t0, t1, pixels, options);
+    QCOMPARE(result.lanes.size(), std::size_t(3 * kLaneCount));
+    const double threshold = options.fold_pixels * result.ns_per_pixel;
+    for (const auto& lane : result.lanes) {
+        const auto expected = expectedLane(trace_, lane.rank, static_cast<int>(lane.lane),
+                                           result.level, t0, t1, threshold);
+        if (lane.entries.size() != expected.size()) {
+            QFAIL(qPrintable(QString("rank %1 lane %2 level %3: %4 entries, expected %5")
+                                 .arg(lane.rank)
+                                 .arg(int(lane.lane))
+                                 .arg(result.level)
+                                 .arg(lane.entries.size())
+                                 .arg(expected.size())));
+        }
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+            const auto& g = lane.entries[i];
+            const auto& e = expected[i];
+            const bool same = g.start_ns == e.start_ns && g.end_ns == e.end_ns &&
+                              g.count == e.count && g.busy_ns == e.busy_ns && g.kind == e.kind &&
+                              g.mixed == e.mixed && g.op_id == e.op_id;
+            QVERIFY2(same, qPrintable(QString("rank %1 lane %2 entry %3: got %4, expected %5")
+                                          .arg(lane.rank)
+                                          .arg(int(lane.lane))
+                                          .arg(i)
+                                          .arg(describe(g), describe(e))));
+        }
+        // Every op in the window is inside an entry that counts it.
+        std::int64_t counted = 0;
+        for (const auto& g : lane.entries) {
+            counted += g.count;
+        }
+        std::int64_t in_window = 0;
+        for (const auto& o : trace_.ops) {
+            if (o.rank == lane.rank && o.lane == lane.lane && overlapsWindow(o, t0, t1)) {
+                ++in_window;
+            }
+        }
+        QVERIFY(counted >= in_window);
+    }
+}
+
+void TstTraceLod::lodBoundsEntriesPerPixel() {
+    // A dense trace: at full zoom-out the answer must stay near the pixel count, and reading it
+    // must not touch most rows.
+    const RandomTrace dense = makeTrace(99, 30000);
+    const QString path = writeTrace(dense, "dense.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    const int pixels = 500;
+    const auto result = r.opsLod(0, dense.span, pixels);
+    QVERIFY(result.level >= 0);
+    std::size_t most = 0;
+    for (const auto& lane : result.lanes) {
+        most = std::max(most, lane.entries.size());
+        QVERIFY(std::is_sorted(
+            lane.entries.begin(), lane.entries.end(),
+            [](const LodEntry& a, const LodEntry& b) { return a.start_ns < b.start_ns; }));
+    }
+    QVERIFY2(most <= std::size_t(2 * pixels),
+             qPrintable(QString("%1 entries in one lane").arg(most)));
+    QVERIFY2(result.rows_read < static_cast<std::int64_t>(dense.ops.size()) / 4,
+             qPrintable(QString("read %1 of %2 rows").arg(result.rows_read).arg(dense.ops.size())));
+}
+
+void TstTraceLod::memoryLodRawIsExact() {
+    // Narrow windows are answered from raw samples: compare pixel by pixel.
+    const int rank = 1;
+    std::vector<MemorySample> samples;
+    for (const auto& m : trace_.memory) {
+        if (m.rank == rank) {
+            samples.push_back(m);
+        }
+    }
+    const std::int64_t t0 = samples[samples.size() / 2].t_ns - 500;
+    const std::int64_t t1 = t0 + 100'000;
+    const int pixels = 400;
+    const auto result = reader_.memoryLod(rank, t0, t1, pixels);
+    QCOMPARE(result.level, -1);
+    std::array<std::int64_t, kMemoryCategoryCount> cur{};
+    std::size_t i = 0;
+    auto total = [&] {
+        std::int64_t s = 0;
+        for (auto v : cur) {
+            s += v;
+        }
+        return s;
+    };
+    for (; i < samples.size() && samples[i].t_ns < t0; ++i) {
+        cur[static_cast<std::size_t>(samples[i].category)] = samples[i].bytes;
+    }
+    for (int p = 0; p < pixels; ++p) {
+        const auto& px = result.pixels[static_cast<std::size_t>(p)];
+        const auto end = p + 1 == pixels ? t1 : result.pixels[static_cast<std::size_t>(p + 1)].t_ns;
+        std::int64_t lo = total(), hi = total();
+        while (i < samples.size() && samples[i].t_ns < end) {
+            const auto t = samples[i].t_ns;
+            while (i < samples.size() && samples[i].t_ns == t) {
+                cur[static_cast<std::size_t>(samples[i].category)] = samples[i].bytes;
+                ++i;
+            }
+            lo = std::min(lo, total());
+            hi = std::max(hi, total());
+        }
+        QCOMPARE(px.min[kMemoryCategoryCount], lo);
+        QCOMPARE(px.max[kMemoryCategoryCount], hi);
+        QCOMPARE(px.last[kMemoryCategoryCount], total());
+    }
+}
+
+void TstTraceLod::memoryLodKeepsPeaks() {
+    for (int rank = 0; rank < 3; ++rank) {
+        std::array<std::int64_t, kMemoryCategoryCount> cur{};
+        std::int64_t peak = 0, last = 0;
+        std::vector<MemorySample> samples;
+        for (const auto& m : trace_.memory) {
+            if (m.rank == rank) {
+                samples.push_back(m);
+            }
+        }
+        for (std::size_t i = 0; i < samples.size();) {
+            const auto t = samples[i].t_ns;
+            while (i < samples.size() && samples[i].t_ns == t) {
+                cur[static_cast<std::size_t>(samples[i].category)] = samples[i].bytes;
+                ++i;
+            }
+            last = 0;
+            for (auto v : cur) {
+                last += v;
+            }
+            peak = std::max(peak, last);
+        }
+        const std::int64_t end = samples.back().t_ns + 1;
+        for (int pixels : {1000, 100, 7}) {
+            const auto result = reader_.memoryLod(rank, 0, end, pixels);
+            // Samples are about 1 ms apart: 1000 pixels still read raw rows, fewer use levels.
+            QVERIFY(pixels > 100 || result.level >= 0);
+            std::int64_t got = 0;
+            for (const auto& px : result.pixels) {
+                got = std::max(got, px.max[kMemoryCategoryCount]);
+            }
+            QCOMPARE(got, peak);
+            QCOMPARE(result.pixels.back().last[kMemoryCategoryCount], last);
+        }
+    }
+}
+
+void TstTraceLod::unfinishedTraceStillAnswers() {
+    const RandomTrace small = makeTrace(5, 300);
+    const QString path = writeTrace(small, "unfinished.db", false);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(!r.finalized());
+    QCOMPARE(int(r.run().status), int(RunStatus::Running));
+    const auto result = r.opsLod(0, small.span, 300);
+    QCOMPARE(result.level, -1);
+    const double threshold = 2.0 * result.ns_per_pixel;
+    for (const auto& lane : result.lanes) {
+        const auto expected =
+            expectedLane(small, lane.rank, int(lane.lane), -1, 0, small.span, threshold);
+        QCOMPARE(lane.entries.size(), expected.size());
+    }
+    QCOMPARE(r.ops(2, 0, small.span).size(),
+             static_cast<std::size_t>(
+                 std::count_if(small.ops.begin(), small.ops.end(), [&](const OpRecord& o) {
+                     return o.rank == 2 && overlapsWindow(o, 0, small.span);
+                 })));
+}
+
+QTEST_GUILESS_MAIN(TstTraceLod)
+#include "tst_trace_lod.moc"

@@ -1,0 +1,369 @@
+// Writing a trace and reading it back: every record, the run status, the Nsight-compatible
+// tables, single-file output, and the refusals (overwrite, newer schema, foreign files).
+#include <sqlite3.h>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+#include "testsupport.h"
+
+using namespace pipescope::trace;
+
+namespace {
+
+RunInfo sampleRun() {
+    RunInfo run;
+    run.name = "roundtrip";
+    run.config_json = R"({"name":"roundtrip"})";
+    run.backend = "sim";
+    run.start_ns = 1'700'000'000'000'000'000;
+    run.host = "testhost";
+    run.versions = "pipescope test";
+    run.command_line = "tst_trace_roundtrip";
+    run.ranks = 2;
+    run.iterations = 2;
+    run.warmup = 1;
+    return run;
+}
+
+std::vector<OpRecord> sampleOps() {
+    std::vector<OpRecord> ops;
+    int index = 0;
+    for (int it = 0; it < 2; ++it) {
+        for (int mb = 0; mb < 4; ++mb) {
+            OpRecord f;
+            f.rank = mb % 2;
+            f.iteration = it;
+            f.kind = OpKind::F;
+            f.microbatch = mb;
+            f.start_ns = it * 100'000 + mb * 1000;
+            f.end_ns = f.start_ns + 900;
+            f.op_index = index++;
+            ops.push_back(f);
+            OpRecord s = f;
+            s.kind = OpKind::SendF;
+            s.lane = Lane::Comm;
+            s.peer = 1 - f.rank;
+            s.bytes = 4096;
+            s.start_ns = f.end_ns;
+            s.end_ns = f.end_ns + 50;
+            s.source = Source::Host;
+            s.cpu_ns = 40;
+            s.op_index = index++;
+            ops.push_back(s);
+        }
+    }
+    OpRecord opt;
+    opt.rank = 1;
+    opt.iteration = 1;
+    opt.kind = OpKind::Opt;
+    opt.microbatch = -1;
+    opt.start_ns = 150'000;
+    opt.end_ns = 150'000;  // an instant op
+    opt.op_index = index++;
+    ops.push_back(opt);
+    return ops;
+}
+
+bool sameOp(const OpRecord& a, const OpRecord& b) {
+    return a.rank == b.rank && a.iteration == b.iteration && a.kind == b.kind &&
+           a.microbatch == b.microbatch && a.chunk == b.chunk && a.lane == b.lane &&
+           a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.source == b.source &&
+           a.op_index == b.op_index && a.peer == b.peer && a.bytes == b.bytes &&
+           a.cpu_ns == b.cpu_ns;
+}
+
+std::int64_t sqlInt(const QString& path, const char* sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt* st = nullptr;
+    std::int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+void sqlExec(const QString& path, const char* sql) {
+    sqlite3* db = nullptr;
+    sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                    nullptr);
+    sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+}
+
+}  // namespace
+
+class TstTraceRoundtrip : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void roundTrip();
+    void refusesToOverwrite();
+    void overwritesWhenAsked();
+    void refusesNewerSchema();
+    void recognisesForeignFiles_data();
+    void recognisesForeignFiles();
+    void smallBatchesCommitAsTheyGo();
+
+  private:
+    QTemporaryDir dir_;
+};
+
+void TstTraceRoundtrip::roundTrip() {
+    const QString path = dir_.filePath("roundtrip.db");
+    const auto ops = sampleOps();
+    {
+        TraceWriter w;
+        QVERIFY2(w.create(path.toStdString(), sampleRun()).ok(), "create failed");
+        w.addRank({0, "0", "sim", "testhost", 0, 11});
+        w.addRank({1, "1", "sim", "testhost", -25, 12});
+        for (const auto& o : ops) {
+            w.addOp(o);
+        }
+        w.addMemory({0, 0, 1000, MemoryCategory::Weights});
+        w.addMemory({0, 500, 300, MemoryCategory::Activations});
+        w.addMemory({0, 900, 0, MemoryCategory::Activations});
+        w.addMemory({1, 10, 2000, MemoryCategory::Vocab});
+        w.addMetric({"loss", 2.5, std::nullopt, 1});
+        w.addMetric({"busy_ms", 0.25, 1, std::nullopt});
+        KernelRecord k;
+        k.start = 100;
+        k.end = 400;
+        k.device_id = 0;
+        k.stream_id = 7;
+        k.correlation_id = 42;
+        k.grid_id = 9;
+        k.demangled_name = "void gemm<float>(int)";
+        k.short_name = "gemm";
+        k.grid_x = 128;
+        k.block_x = 256;
+        w.addKernel(k);
+        RuntimeRecord r{90, 110, 12, 42, "cudaLaunchKernel_v7000", 0};
+        w.addRuntime(r);
+        w.addNvtx({100, 400, 59, "F0", 12, 0});
+        w.addGpuInfo({0, "Test GPU", "0000:01:00.0", 80LL << 30, 2'000'000'000'000LL,
+                      1'400'000'000LL, 108, "GPU-uuid", 8, 0});
+        QCOMPARE(w.stats().ops, 0);  // nothing committed before a flush or a full batch
+        QVERIFY(w.finish(RunStatus::Complete, {}, sampleRun().start_ns + 200'000).ok());
+        QCOMPARE(w.stats().ops, static_cast<std::int64_t>(ops.size()));
+    }
+    QVERIFY2(!QFile::exists(path + "-wal"), "a finished trace must be one file");
+
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QVERIFY2(st.ok(), st.message.c_str());
+    QVERIFY(r.finalized());
+    QCOMPARE(r.run().name, std::string("roundtrip"));
+    QCOMPARE(int(r.run().status), int(RunStatus::Complete));
+    QCOMPARE(r.run().backend, std::string("sim"));
+    QCOMPARE(r.run().warmup, 1);
+    QCOMPARE(*r.run().end_ns, sampleRun().start_ns + 200'000);
+    QCOMPARE(r.rankCount(), 2);
+    QCOMPARE(r.ranks()[1].clock_offset_ns, -25);
+    QCOMPARE(r.iterationCount(), 2);
+    QCOMPARE(r.opCount(), static_cast<std::int64_t>(ops.size()));
+    QCOMPARE(r.timeRange().start_ns, 0);
+    QCOMPARE(r.timeRange().end_ns, 150'000);
+
+    std::vector<OpRecord> back;
+    QVERIFY(r.forEachOp([&](const OpRecord& o) {
+                 back.push_back(o);
+                 return true;
+             }).ok());
+    QCOMPARE(back.size(), ops.size());
+    for (const auto& o : ops) {
+        const bool found =
+            std::any_of(back.begin(), back.end(), [&](const OpRecord& b) { return sameOp(o, b); });
+        QVERIFY2(found, qPrintable(QString("op %1 missing").arg(o.op_index)));
+    }
+    // forEachOp order: rank, then start.
+    QVERIFY(std::is_sorted(back.begin(), back.end(), [](const OpRecord& a, const OpRecord& b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.start_ns < b.start_ns;
+    }));
+
+    const auto win = r.ops(0, 1000, 3000);
+    // Rank 0 holds micro-batches 0 and 2 of each iteration: F2 [2000, 2900) and its send.
+    QCOMPARE(win.size(), std::size_t(2));
+    QCOMPARE(int(win[0].kind), int(OpKind::F));
+    QCOMPARE(win[0].microbatch, 2);
+    QCOMPARE(r.ops(1, 149'999, 150'001).size(), std::size_t(1));  // the instant OPT
+
+    const auto mem = r.memory(0, 600, 2000);
+    // Carried in: weights at 0 and activations at 500; then the free at 900.
+    QCOMPARE(mem.size(), std::size_t(3));
+    QCOMPARE(mem[0].t_ns, 0);
+    QCOMPARE(mem[1].bytes, 300);
+    QCOMPARE(mem[2].t_ns, 900);
+    QCOMPARE(mem[2].bytes, 0);
+
+    const auto metrics = r.metrics();
+    QCOMPARE(metrics.size(), std::size_t(2));
+    QCOMPARE(metrics[0].key, std::string("loss"));
+    QCOMPARE(*metrics[0].iteration, 1);
+    QVERIFY(!metrics[0].rank);
+    QCOMPARE(*metrics[1].rank, 1);
+
+    QCOMPARE(r.kernelCount(), 1);
+    KernelRecord k;
+    QVERIFY(r.forEachKernel([&](const KernelRecord& x) {
+                 k = x;
+                 return true;
+             }).ok());
+    QCOMPARE(k.short_name, std::string("gemm"));
+    QCOMPARE(k.demangled_name, std::string("void gemm<float>(int)"));
+    QCOMPARE(k.grid_x, 128);
+
+    // The Nsight-style joins that public scripts use work on our file.
+    QCOMPARE(sqlInt(path,
+                    "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+                    "ON s.id = k.shortName WHERE s.value = 'gemm'"),
+             1);
+    QCOMPARE(sqlInt(path,
+                    "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN "
+                    "CUPTI_ACTIVITY_KIND_KERNEL k USING (correlationId)"),
+             1);
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM op_named WHERE kind = 'SEND_F' AND lane = 'comm'"),
+             8);
+    QCOMPARE(sqlInt(path, "PRAGMA user_version"), kSchemaVersion);
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM TARGET_INFO_GPU WHERE smCount = 108"), 1);
+}
+
+void TstTraceRoundtrip::refusesToOverwrite() {
+    const QString path = dir_.filePath("keep.db");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("precious user data");
+    f.close();
+    TraceWriter w;
+    const auto st = w.create(path.toStdString(), sampleRun());
+    QCOMPARE(int(st.code), int(TraceStatus::Code::Exists));
+    QVERIFY(QString::fromStdString(st.message).contains("keep.db"));
+    QCOMPARE(pipescope::test::readFile(path), QByteArray("precious user data"));
+}
+
+void TstTraceRoundtrip::overwritesWhenAsked() {
+    const QString path = dir_.filePath("replace.db");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("old");
+    f.close();
+    TraceWriter w;
+    WriterOptions opt;
+    opt.overwrite = true;
+    QVERIFY(w.create(path.toStdString(), sampleRun(), opt).ok());
+    QVERIFY(w.finish(RunStatus::Cancelled, "stopped by the user").ok());
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QCOMPARE(int(r.run().status), int(RunStatus::Cancelled));
+    QCOMPARE(r.run().message, std::string("stopped by the user"));
+    QCOMPARE(r.opCount(), 0);
+    QVERIFY(r.timeRange().empty());
+}
+
+void TstTraceRoundtrip::refusesNewerSchema() {
+    const QString path = dir_.filePath("newer.db");
+    TraceWriter w;
+    QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+    QVERIFY(w.finish(RunStatus::Complete).ok());
+    sqlExec(path, "PRAGMA user_version = 99");
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QCOMPARE(int(st.code), int(TraceStatus::Code::NewerVersion));
+    QVERIFY2(QString::fromStdString(st.message).contains("version 99"), st.message.c_str());
+}
+
+void TstTraceRoundtrip::recognisesForeignFiles_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("phrase");
+    QTest::newRow("missing") << "missing" << int(TraceStatus::Code::NotFound) << "no such file";
+    QTest::newRow("empty") << "empty" << int(TraceStatus::Code::NotSqlite) << "empty file";
+    QTest::newRow("text") << "text" << int(TraceStatus::Code::NotSqlite) << "not a SQLite database";
+    QTest::newRow("other sqlite") << "other" << int(TraceStatus::Code::NotPipeScope)
+                                  << "not a PipeScope trace";
+    QTest::newRow("nsight") << "nsight" << int(TraceStatus::Code::NsightExport) << "Nsight Systems";
+    QTest::newRow("truncated") << "truncated" << int(TraceStatus::Code::Corrupt) << "truncated";
+    QTest::newRow("directory") << "directory" << int(TraceStatus::Code::BadInput) << "directory";
+}
+
+void TstTraceRoundtrip::recognisesForeignFiles() {
+    QFETCH(QString, kind);
+    QFETCH(int, code);
+    QFETCH(QString, phrase);
+    const QString path = dir_.filePath("foreign-" + kind + ".db");
+    if (kind == "empty" || kind == "text") {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        if (kind == "text") {
+            f.write("rank,start\n0,1\n");
+        }
+    } else if (kind == "other") {
+        sqlExec(path, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)");
+    } else if (kind == "nsight") {
+        sqlExec(
+            path,
+            "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);"
+            "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', 'NVIDIA Nsight Systems');"
+            "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER);");
+    } else if (kind == "truncated") {
+        const QString good = dir_.filePath("good-for-truncation.db");
+        {
+            TraceWriter w;
+            QVERIFY(w.create(good.toStdString(), sampleRun()).ok());
+            for (int i = 0; i < 5000; ++i) {
+                OpRecord o;
+                o.start_ns = i * 100;
+                o.end_ns = o.start_ns + 90;
+                o.op_index = i;
+                w.addOp(o);
+            }
+            QVERIFY(w.finish(RunStatus::Complete).ok());
+        }
+        QByteArray bytes = pipescope::test::readFile(good);
+        QVERIFY(bytes.size() > 8192);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(bytes.left(bytes.size() / 2));
+    } else if (kind == "directory") {
+        QVERIFY(QDir().mkpath(path));
+    }
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QCOMPARE(int(st.code), code);
+    const QString msg = QString::fromStdString(st.message);
+    QVERIFY2(msg.contains(phrase), qPrintable(msg));
+    QVERIFY2(msg.contains(QFileInfo(path).fileName()), qPrintable(msg));
+}
+
+void TstTraceRoundtrip::smallBatchesCommitAsTheyGo() {
+    const QString path = dir_.filePath("batches.db");
+    TraceWriter w;
+    WriterOptions opt;
+    opt.batch_rows = 10;
+    QVERIFY(w.create(path.toStdString(), sampleRun(), opt).ok());
+    for (int i = 0; i < 35; ++i) {
+        OpRecord o;
+        o.start_ns = i;
+        o.end_ns = i + 1;
+        o.op_index = i;
+        w.addOp(o);
+    }
+    QCOMPARE(w.stats().batches, 3);
+    QCOMPARE(w.stats().ops, 30);
+    // Another connection sees the committed batches while the writer is still open.
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM op"), 30);
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM run WHERE status = 'running'"), 1);
+    QVERIFY(w.finish(RunStatus::Failed, "rank 1 ran out of memory").ok());
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM op"), 35);
+}
+
+QTEST_GUILESS_MAIN(TstTraceRoundtrip)
+#include "tst_trace_roundtrip.moc"
