@@ -49,10 +49,10 @@ Placement computePlacement(const Config& config,
                            const std::optional<RedistributionChoice>& choice = std::nullopt);
 
 // ---- parameters -----------------------------------------------------------------------------
-std::int64_t paddedVocab(const Config& config);  // V rounded up to a multiple of p when sharded
-std::int64_t paramsPerLayer(const ModelConfig& m);       // 4h^2 + 2hf + biases + 2 LayerNorms
-std::int64_t inputLayerParams(const ModelConfig& m);     // token (V x h) + position (s x h)
-std::int64_t outputLayerParams(const ModelConfig& m);    // V x h + final LayerNorm (2h)
+std::int64_t paddedVocab(const Config& config);     // V rounded up to a multiple of p when sharded
+std::int64_t paramsPerLayer(const ModelConfig& m);  // 4h^2 + 2hf + biases + 2 LayerNorms
+std::int64_t inputLayerParams(const ModelConfig& m);   // token (V x h) + position (s x h)
+std::int64_t outputLayerParams(const ModelConfig& m);  // V x h + final LayerNorm (2h)
 std::int64_t totalParams(const ModelConfig& m);
 
 // Parameters each rank holds: its transformer layers plus its vocabulary share (whole tables on
@@ -76,12 +76,14 @@ struct BytesPerParam {
 BytesPerParam bytesPerParam(DType dtype);
 
 // ---- FLOPs per micro-batch ------------------------------------------------------------------
-double layerForwardFlops(const ModelConfig& m);          // 8bsh^2 + 4bs^2h + 4bshf
-double layerBackwardInputFlops(const ModelConfig& m);    // B when W is split: 8bsh^2+8bs^2h+4bshf
-double layerBackwardWeightFlops(const ModelConfig& m);   // W: 8bsh^2 + 4bshf
-double layerBackwardFlops(const ModelConfig& m);         // B + W = 2 x forward
-double outputLayerForwardFlops(const ModelConfig& m);    // 2bshV (unsharded, padded V)
-double outputLayerBackwardFlops(const ModelConfig& m);   // 4bshV
+double layerForwardFlops(const ModelConfig& m);         // 8bsh^2 + 4bs^2h + 4bshf
+double layerBackwardInputFlops(const ModelConfig& m);   // B when W is split: 8bsh^2+8bs^2h+4bshf
+double layerBackwardWeightFlops(const ModelConfig& m);  // W: 8bsh^2 + 4bshf
+double layerBackwardFlops(const ModelConfig& m);        // B + W = 2 x forward
+// The whole output layer with V = m.vocab (naive and redistributed never pad, so that is the
+// padded V there too).
+double outputLayerForwardFlops(const ModelConfig& m);   // 2bshV
+double outputLayerBackwardFlops(const ModelConfig& m);  // 4bshV
 // Vocabulary-parallel passes of one shard (V/p rows): vocab-1 S = 2bshV/p, T = 4bshV/p;
 // vocab-2 S = 4bshV/p (logits + softmax-weighted A_d), T = 2bshV/p (weight gradient only);
 // interlaced: S = 2bshV/p, T = 4bshV/p (as vocab-1). Other methods: 0.
@@ -94,9 +96,10 @@ double vocabTFlops(const Config& config);
 // f = 4h: Korthikanti et al. 2022).
 double layerActivationBytes(const ModelConfig& m);
 double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows);  // fp32: 4*b*s*rows
-double hiddenBytes(const ModelConfig& m);                // one s*b*h tensor in the model dtype
-double hiddenBytesFp32(const ModelConfig& m);            // one s*b*h tensor in fp32
-// Input layer lookups read and write one s*b*h tensor (memory-bound).
+double hiddenBytes(const ModelConfig& m);      // one s*b*h tensor in the model dtype
+double hiddenBytesFp32(const ModelConfig& m);  // one s*b*h tensor in fp32
+// Input layer lookups read and write one s*b*h tensor (memory-bound). The backward reads the
+// incoming s*b*h gradient and reads and writes as many fp32 gradient rows (scatter-add).
 double inputLayerForwardBytes(const ModelConfig& m);
 double inputLayerBackwardBytes(const ModelConfig& m);
 

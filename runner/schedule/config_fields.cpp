@@ -1,0 +1,200 @@
+#include "config_fields.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace pipescope::schedule::detail {
+namespace {
+
+constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+
+std::string parentPath(const std::string& path) {
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+}  // namespace
+
+void FieldReader::report(const std::string& path, std::string message, bool at_key) {
+    issues_->push_back(ConfigIssue{path, std::move(message), 0, 0});
+    const TextPos pos = issuePosition(positions_, path, at_key);
+    issues_->back().line = pos.line;
+    issues_->back().column = pos.column;
+}
+
+void FieldReader::reportMissing(const std::string& path) {
+    const std::string parent = parentPath(path);
+    const TextPos pos = issuePosition(positions_, parent, !parent.empty());
+    issues_->push_back(ConfigIssue{path, "required key is missing", pos.line, pos.column});
+}
+
+void FieldReader::checkUnknownKeys(const Section& s, const std::vector<std::string_view>& known) {
+    for (const auto& item : s.json->items()) {
+        const std::string& key = item.key();
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+            report(memberPath(s.path, key), unknownKeyMessage(key, known), true);
+        }
+    }
+}
+
+Section FieldReader::section(const Section& parent, std::string_view key, bool required) {
+    Section s;
+    s.path = memberPath(parent.path, key);
+    if (!parent.usable || parent.json == nullptr) {
+        s.usable = parent.usable && !required;
+        return s;
+    }
+    const auto it = parent.json->find(key);
+    if (it == parent.json->end()) {
+        if (required) {
+            reportMissing(s.path);
+        }
+        s.usable = !required;
+        return s;
+    }
+    if (!it->is_object()) {
+        report(s.path, "must be an object, got " + describeValue(*it), false);
+        return s;
+    }
+    s.json = &*it;
+    s.usable = true;
+    checkUnknownKeys(s, *knownKeys(s.path));
+    return s;
+}
+
+const Json* FieldReader::member(const Section& s, std::string_view key) const {
+    if (s.json == nullptr) {
+        return nullptr;
+    }
+    const auto it = s.json->find(key);
+    return it == s.json->end() ? nullptr : &*it;
+}
+
+std::optional<std::int64_t> FieldReader::checkInt(const std::string& path, const Json& v,
+                                                  std::int64_t min, std::int64_t max,
+                                                  std::string_view what) {
+    if (!v.is_number_integer()) {
+        report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
+        return std::nullopt;
+    }
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+        report(path, "must be at most " + std::to_string(max) + ", got " + v.dump(), false);
+        return std::nullopt;
+    }
+    const auto i = v.get<std::int64_t>();
+    if (i < min) {
+        report(path, "must be at least " + std::to_string(min) + ", got " + v.dump(), false);
+        return std::nullopt;
+    }
+    if (i > max) {
+        report(path, "must be at most " + std::to_string(max) + ", got " + v.dump(), false);
+        return std::nullopt;
+    }
+    return i;
+}
+
+Field<int> FieldReader::readInt(const Section& s, std::string_view key, int min,
+                                std::optional<int> fallback) {
+    if (!s.usable) {
+        return {};
+    }
+    const std::string path = memberPath(s.path, key);
+    const Json* v = member(s, key);
+    if (v == nullptr) {
+        if (!fallback) {
+            reportMissing(path);
+            return {};
+        }
+        return ok(*fallback, false);
+    }
+    const auto i = checkInt(path, *v, min, kIntMax, "an integer");
+    return i ? ok(static_cast<int>(*i), true) : Field<int>{};
+}
+
+Field<std::optional<int>> FieldReader::readNullableInt(const Section& s, std::string_view key,
+                                                       int min) {
+    if (!s.usable) {
+        return {};
+    }
+    const Json* v = member(s, key);
+    if (v == nullptr || v->is_null()) {
+        return ok(std::optional<int>(), false);
+    }
+    const auto i = checkInt(memberPath(s.path, key), *v, min, kIntMax, "null or an integer");
+    return i ? ok(std::optional<int>(static_cast<int>(*i)), true) : Field<std::optional<int>>{};
+}
+
+bool FieldReader::checkNumber(const std::string& path, const Json& v, Bound bound,
+                              std::string_view what) {
+    if (!v.is_number()) {
+        report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
+        return false;
+    }
+    const double d = v.get<double>();
+    if (bound == Bound::Positive && !(d > 0)) {
+        report(path, "must be greater than 0, got " + v.dump(), false);
+        return false;
+    }
+    if (bound == Bound::NonNegative && !(d >= 0)) {
+        report(path, "must be at least 0, got " + v.dump(), false);
+        return false;
+    }
+    if (bound == Bound::Fraction && !(d > 0 && d <= 1)) {
+        report(path, "must be in (0, 1], got " + v.dump(), false);
+        return false;
+    }
+    return true;
+}
+
+Field<double> FieldReader::readNumber(const Section& s, std::string_view key, Bound bound,
+                                      double fallback) {
+    if (!s.usable) {
+        return {};
+    }
+    const Json* v = member(s, key);
+    if (v == nullptr) {
+        return ok(fallback, false);
+    }
+    if (!checkNumber(memberPath(s.path, key), *v, bound, "a number")) {
+        return {};
+    }
+    return ok(v->get<double>(), true);
+}
+
+Field<std::optional<double>> FieldReader::readNullableNumber(const Section& s,
+                                                             std::string_view key) {
+    if (!s.usable) {
+        return {};
+    }
+    const Json* v = member(s, key);
+    if (v == nullptr || v->is_null()) {
+        return ok(std::optional<double>(), false);
+    }
+    if (!checkNumber(memberPath(s.path, key), *v, Bound::NonNegative, "null or a number")) {
+        return {};
+    }
+    return ok(std::optional<double>(v->get<double>()), true);
+}
+
+Field<std::string> FieldReader::readString(const Section& s, std::string_view key,
+                                           std::string fallback) {
+    if (!s.usable) {
+        return {};
+    }
+    const std::string path = memberPath(s.path, key);
+    const Json* v = member(s, key);
+    if (v == nullptr) {
+        return ok(std::move(fallback), false);
+    }
+    if (!v->is_string()) {
+        report(path, "must be a string, got " + describeValue(*v), false);
+        return {};
+    }
+    if (v->get_ref<const std::string&>().empty()) {
+        report(path, "must not be empty", false);
+        return {};
+    }
+    return ok(v->get<std::string>(), true);
+}
+
+}  // namespace pipescope::schedule::detail

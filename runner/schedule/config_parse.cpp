@@ -1,0 +1,270 @@
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <pipescope/schedule/config_parse.h>
+
+#include "config_keys.h"
+#include "config_validate.h"
+#include "json_reader.h"
+
+namespace pipescope::schedule {
+
+using detail::Json;
+
+std::string ConfigIssue::text() const {
+    return path.empty() ? message : path + ": " + message;
+}
+
+std::string ConfigIssue::text(std::string_view source_name) const {
+    std::string out(source_name);
+    if (line > 0) {
+        out += ":" + std::to_string(line) + ":" + std::to_string(column);
+    }
+    return out + ": " + text();
+}
+
+std::string ParseResult::errorText() const {
+    std::string out;
+    for (const ConfigIssue& issue : issues) {
+        if (!out.empty()) {
+            out += '\n';
+        }
+        out += issue.text(source_name);
+    }
+    return out;
+}
+
+namespace {
+
+std::string dumpJson(const Json& value, int indent) {
+    return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+// An override's value: JSON where it is valid JSON, else the text as a string, so that
+// "parallel.vocab=vocab-2" needs no quotes.
+Json overrideValue(const std::string& value_json) {
+    detail::JsonReadResult r = detail::readJson(value_json);
+    if (r.error) {
+        return Json(value_json);
+    }
+    return std::move(r.value);
+}
+
+std::string_view trim(std::string_view s) {
+    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    while (!s.empty() && space(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && space(s.back())) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+Json optionalJson(const std::optional<int>& v) {
+    return v ? Json(*v) : Json(nullptr);
+}
+Json optionalJson(const std::optional<double>& v) {
+    return v ? Json(*v) : Json(nullptr);
+}
+
+Json configToJson(const Config& c) {
+    Json j = Json::object();
+    j["name"] = c.name;
+    const ModelConfig& m = c.model;
+    j["model"] = {{"layers", m.layers},           {"hidden", m.hidden},
+                  {"ffn_hidden", m.ffn_hidden},   {"heads", m.heads},
+                  {"seq_len", m.seq_len},         {"vocab", m.vocab},
+                  {"micro_batch", m.micro_batch}, {"dtype", toString(m.dtype)}};
+    const ParallelConfig& p = c.parallel;
+    j["parallel"] = {{"pipeline", p.pipeline},
+                     {"microbatches", p.microbatches},
+                     {"schedule", toString(p.schedule)},
+                     {"virtual_stages", p.virtual_stages},
+                     {"vocab", toString(p.vocab)},
+                     {"first_stage_layers", optionalJson(p.first_stage_layers)},
+                     {"last_stage_layers", optionalJson(p.last_stage_layers)}};
+    const HardwareConfig& h = c.hardware;
+    j["hardware"] = {{"name", h.name},
+                     {"peak_tflops", h.peak_tflops},
+                     {"memory_gib", h.memory_gib},
+                     {"p2p_gbps", h.p2p_gbps},
+                     {"allreduce_gbps", h.allreduce_gbps},
+                     {"latency_us", h.latency_us},
+                     {"memory_gbps", h.memory_gbps},
+                     {"gemm_efficiency", h.gemm_efficiency}};
+    Json table = Json::object();
+    for (const CostKey k : kAllCostKeys) {
+        table[std::string(toString(k))] = c.costs.table(k);
+    }
+    const std::string source = c.costs.source == CostSource::Calibrated
+                                   ? "calibrated:" + c.costs.calibrated_path
+                                   : std::string(toString(c.costs.source));
+    j["costs"] = {{"source", source},
+                  {"per_stage_us", std::move(table)},
+                  {"p2p_us", optionalJson(c.costs.p2p_us)},
+                  {"collective_us", optionalJson(c.costs.collective_us)}};
+    j["run"] = {{"iterations", c.run.iterations}, {"warmup", c.run.warmup}, {"seed", c.run.seed}};
+    Json compare = Json::array();
+    for (const Variant& v : c.compare) {
+        Json set = Json::object();
+        for (const Override& o : v.overrides) {
+            set[o.path] = overrideValue(o.value_json);
+        }
+        compare.push_back({{"label", v.label}, {"set", std::move(set)}});
+    }
+    j["compare"] = std::move(compare);
+    return j;
+}
+
+// Applies the overrides to a read document, validates it and orders the issues: override
+// problems first (they come from the command line), then the document's in source order.
+ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& overrides,
+                   std::string_view source_name, bool allow_compare) {
+    ParseResult result;
+    result.source_name = std::string(source_name);
+    if (doc.error) {
+        result.issues.push_back(
+            ConfigIssue{"", doc.error->message, doc.error->pos.line, doc.error->pos.column});
+        return result;
+    }
+    std::vector<ConfigIssue> found;
+    for (const detail::DuplicateKey& d : doc.duplicates) {
+        const detail::TextPos first = detail::issuePosition(doc.positions, d.path, true);
+        found.push_back(ConfigIssue{d.path,
+                                    "duplicate key; it already appears at line " +
+                                        std::to_string(first.line) + ", column " +
+                                        std::to_string(first.column),
+                                    d.pos.line, d.pos.column});
+    }
+    for (const Override& o : overrides) {
+        if (const auto problem = detail::checkKeyPath(o.path)) {
+            result.issues.push_back(ConfigIssue{o.path, *problem, 0, 0});
+            continue;
+        }
+        std::string error;
+        if (!detail::setPath(doc.value, o.path, overrideValue(o.value_json), &error)) {
+            result.issues.push_back(ConfigIssue{o.path, error, 0, 0});
+            continue;
+        }
+        detail::forgetPositions(doc.positions, o.path);
+    }
+    detail::Validation v = detail::validateDocument(doc.value, doc.positions, allow_compare);
+    found.insert(found.end(), std::make_move_iterator(v.issues.begin()),
+                 std::make_move_iterator(v.issues.end()));
+    std::stable_sort(found.begin(), found.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
+        const auto key = [](const ConfigIssue& i) {
+            return std::pair(i.line > 0 ? i.line : INT_MAX, i.column);
+        };
+        return key(a) < key(b);
+    });
+    result.issues.insert(result.issues.end(), std::make_move_iterator(found.begin()),
+                         std::make_move_iterator(found.end()));
+    if (result.issues.empty()) {
+        result.config = std::move(v.config);
+    }
+    return result;
+}
+
+}  // namespace
+
+ParseResult parseConfig(std::string_view json_text, std::string_view source_name) {
+    return parseConfig(json_text, std::vector<Override>{}, source_name);
+}
+
+ParseResult parseConfig(std::string_view json_text, const std::vector<Override>& overrides,
+                        std::string_view source_name) {
+    try {
+        return finish(detail::readJson(json_text), overrides, source_name, true);
+    } catch (const std::exception& e) {
+        // Nothing above is expected to throw; if it does, the caller still gets an issue.
+        ParseResult r;
+        r.source_name = std::string(source_name);
+        r.issues.push_back(ConfigIssue{"", std::string("internal error: ") + e.what(), 0, 0});
+        return r;
+    }
+}
+
+ParseResult loadConfigFile(const std::string& path, const std::vector<Override>& overrides) {
+    const auto fail = [&path](std::string message) {
+        ParseResult r;
+        r.source_name = path;
+        r.issues.push_back(ConfigIssue{"", std::move(message), 0, 0});
+        return r;
+    };
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        return fail("is a directory, not a config file");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        return fail(std::filesystem::exists(path, ec) ? "cannot open the file for reading"
+                                                      : "no such file");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) {
+        return fail("could not read the whole file");
+    }
+    return parseConfig(text.str(), overrides, path);
+}
+
+std::optional<Override> parseOverride(std::string_view assignment, std::string* error) {
+    const auto fail = [&](std::string message) -> std::optional<Override> {
+        if (error != nullptr) {
+            *error = std::move(message);
+        }
+        return std::nullopt;
+    };
+    const auto eq = assignment.find('=');
+    if (eq == std::string_view::npos) {
+        return fail("expected KEY=VALUE (e.g. model.vocab=256000), got \"" +
+                    std::string(assignment) + "\"");
+    }
+    const std::string_view path = trim(assignment.substr(0, eq));
+    const std::string_view value = trim(assignment.substr(eq + 1));
+    if (path.empty()) {
+        return fail("missing the key before '=' in \"" + std::string(assignment) + "\"");
+    }
+    Override o;
+    o.path = std::string(path);
+    o.value_json =
+        detail::readJson(value).error ? dumpJson(Json(std::string(value)), -1) : std::string(value);
+    return o;
+}
+
+std::string toJson(const Config& config, int indent) {
+    return dumpJson(configToJson(config), indent);
+}
+
+ParseResult applyVariant(const Config& base, const Variant& variant) {
+    const std::string source = "compare variant \"" + variant.label + "\"";
+    try {
+        detail::JsonReadResult doc;
+        doc.value = configToJson(base);
+        doc.value.erase("compare");
+        const bool sets_name = std::any_of(variant.overrides.begin(), variant.overrides.end(),
+                                           [](const Override& o) { return o.path == "name"; });
+        if (!sets_name) {
+            // A derived name describes the base's contents, which the variant changes: derive it
+            // again. A chosen name is kept and the label added.
+            if (base.name == detail::deriveName(base)) {
+                doc.value.erase("name");
+            } else {
+                doc.value["name"] = base.name + " [" + variant.label + "]";
+            }
+        }
+        return finish(std::move(doc), variant.overrides, source, false);
+    } catch (const std::exception& e) {
+        ParseResult r;
+        r.source_name = source;
+        r.issues.push_back(ConfigIssue{"", std::string("internal error: ") + e.what(), 0, 0});
+        return r;
+    }
+}
+
+}  // namespace pipescope::schedule

@@ -1,0 +1,369 @@
+// Formulas and their sources: docs/model-math.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include <pipescope/schedule/model_math.h>
+
+namespace pipescope::schedule {
+namespace {
+
+int chunksOf(const Config& c) {
+    switch (c.parallel.schedule) {
+        case ScheduleKind::Interleaved1F1B:
+            return std::max(1, c.parallel.virtual_stages);
+        case ScheduleKind::VHalf:
+            return 2;
+        default:
+            return 1;
+    }
+}
+
+int positionsOf(const Config& c) {
+    return std::max(1, c.parallel.pipeline) * chunksOf(c);
+}
+
+// `total` layers over `count` positions, as evenly as possible, the earliest taking the extra.
+std::vector<int> spreadEvenly(int total, int count) {
+    std::vector<int> out(static_cast<std::size_t>(std::max(0, count)), 0);
+    if (count <= 0 || total <= 0) {
+        return out;
+    }
+    for (int i = 0; i < count; ++i) {
+        out[static_cast<std::size_t>(i)] = total / count + (i < total % count ? 1 : 0);
+    }
+    return out;
+}
+
+// The per-position layer counts of a redistributed split.
+std::vector<int> redistributedLayers(int layers, int positions, int first, int last) {
+    if (positions <= 1) {
+        return {layers};
+    }
+    std::vector<int> out;
+    out.push_back(first);
+    const std::vector<int> middle = spreadEvenly(layers - first - last, positions - 2);
+    out.insert(out.end(), middle.begin(), middle.end());
+    out.push_back(last);
+    return out;
+}
+
+double b(const ModelConfig& m) {
+    return m.micro_batch;
+}
+double s(const ModelConfig& m) {
+    return m.seq_len;
+}
+double h(const ModelConfig& m) {
+    return m.hidden;
+}
+double f(const ModelConfig& m) {
+    return m.ffn_hidden;
+}
+double d(const ModelConfig& m) {
+    return dtypeBytes(m.dtype);
+}
+
+// Rows of one vocabulary shard under the sharded methods (padded vocabulary / p).
+double shardRows(const Config& c) {
+    return static_cast<double>(paddedVocab(c)) / std::max(1, c.parallel.pipeline);
+}
+
+}  // namespace
+
+int Placement::position(int rank, int chunk) const {
+    for (std::size_t q = 0; q < position_rank.size(); ++q) {
+        if (position_rank[q] == rank && position_chunk[q] == chunk) {
+            return static_cast<int>(q);
+        }
+    }
+    return -1;
+}
+
+int Placement::layersOnRank(int rank) const {
+    int total = 0;
+    for (std::size_t q = 0; q < layers.size(); ++q) {
+        if (position_rank[q] == rank) {
+            total += layers[q];
+        }
+    }
+    return total;
+}
+
+RedistributionChoice chooseRedistribution(const Config& config, double layer_cost,
+                                          double input_cost, double output_cost) {
+    const int layers = config.model.layers;
+    const int positions = positionsOf(config);
+    const auto& fixed_first = config.parallel.first_stage_layers;
+    const auto& fixed_last = config.parallel.last_stage_layers;
+    if (positions <= 1) {
+        return {layers, 0};
+    }
+    if (fixed_first && fixed_last) {
+        return {*fixed_first, *fixed_last};
+    }
+    // Ties are compared with a relative tolerance so that sums of the same costs taken in a
+    // different order do not decide.
+    const auto less = [](double a, double b2) {
+        return a < b2 - 1e-9 * std::max(std::abs(a), std::abs(b2));
+    };
+    const std::vector<int> even = spreadEvenly(layers, positions);
+    RedistributionChoice best{even.front(), even.back()};
+    double best_max = std::numeric_limits<double>::infinity();
+    double best_spread = best_max;
+    int best_moved = std::numeric_limits<int>::max();
+    for (int first = 0; first <= layers; ++first) {
+        if (fixed_first && first != *fixed_first) {
+            continue;
+        }
+        for (int last = 0; first + last <= layers; ++last) {
+            if ((fixed_last && last != *fixed_last) || (positions == 2 && first + last != layers)) {
+                continue;
+            }
+            const std::vector<int> split = redistributedLayers(layers, positions, first, last);
+            double max_cost = -std::numeric_limits<double>::infinity();
+            double min_cost = std::numeric_limits<double>::infinity();
+            for (std::size_t q = 0; q < split.size(); ++q) {
+                double cost = split[q] * layer_cost;
+                cost += q == 0 ? input_cost : 0.0;
+                cost += q + 1 == split.size() ? output_cost : 0.0;
+                max_cost = std::max(max_cost, cost);
+                min_cost = std::min(min_cost, cost);
+            }
+            const double spread = max_cost - min_cost;
+            const int moved = std::abs(first - even.front()) + std::abs(last - even.back());
+            const bool better =
+                less(max_cost, best_max) ||
+                (!less(best_max, max_cost) &&
+                 (less(spread, best_spread) || (!less(best_spread, spread) && moved < best_moved)));
+            if (better) {
+                best = {first, last};
+                best_max = max_cost;
+                best_spread = spread;
+                best_moved = moved;
+            }
+        }
+    }
+    return best;
+}
+
+Placement computePlacement(const Config& config,
+                           const std::optional<RedistributionChoice>& choice) {
+    Placement p;
+    p.ranks = std::max(1, config.parallel.pipeline);
+    p.chunks = chunksOf(config);
+    const int positions = p.ranks * p.chunks;
+    for (int q = 0; q < positions; ++q) {
+        int rank = q;
+        int chunk = 0;
+        if (config.parallel.schedule == ScheduleKind::Interleaved1F1B) {
+            rank = q % p.ranks;
+            chunk = q / p.ranks;
+        } else if (config.parallel.schedule == ScheduleKind::VHalf) {
+            rank = q < p.ranks ? q : 2 * p.ranks - 1 - q;
+            chunk = q < p.ranks ? 0 : 1;
+        }
+        p.position_rank.push_back(rank);
+        p.position_chunk.push_back(chunk);
+    }
+    const int layers = config.model.layers;
+    if (config.parallel.vocab != VocabMethod::Redistributed || positions < 2) {
+        p.layers = spreadEvenly(layers, positions);
+        return p;
+    }
+    RedistributionChoice c;
+    if (choice) {
+        c = *choice;
+    } else {
+        const ModelConfig& m = config.model;
+        c = chooseRedistribution(config, layerForwardFlops(m) + layerBackwardFlops(m), 0.0,
+                                 outputLayerForwardFlops(m) + outputLayerBackwardFlops(m));
+    }
+    // A forced choice that does not fit is cut down rather than producing negative counts.
+    c.first = std::clamp(c.first, 0, layers);
+    c.last = std::clamp(c.last, 0, layers - c.first);
+    if (positions == 2) {
+        c.last = layers - c.first;
+    }
+    p.layers = redistributedLayers(layers, positions, c.first, c.last);
+    return p;
+}
+
+// ---- parameters -----------------------------------------------------------------------------
+
+std::int64_t paddedVocab(const Config& config) {
+    const std::int64_t v = config.model.vocab;
+    if (!isShardedVocab(config.parallel.vocab) || config.parallel.pipeline <= 1) {
+        return v;
+    }
+    const std::int64_t p = config.parallel.pipeline;
+    return (v + p - 1) / p * p;
+}
+
+std::int64_t paramsPerLayer(const ModelConfig& m) {
+    const std::int64_t hh = m.hidden;
+    const std::int64_t ff = m.ffn_hidden;
+    const std::int64_t qkv = 3 * hh * hh + 3 * hh;
+    const std::int64_t projection = hh * hh + hh;
+    const std::int64_t mlp = 2 * hh * ff + ff + hh;
+    const std::int64_t layer_norms = 4 * hh;
+    return qkv + projection + mlp + layer_norms;
+}
+
+std::int64_t inputLayerParams(const ModelConfig& m) {
+    return m.vocab * m.hidden + static_cast<std::int64_t>(m.seq_len) * m.hidden;
+}
+
+std::int64_t outputLayerParams(const ModelConfig& m) {
+    return m.vocab * m.hidden + 2 * static_cast<std::int64_t>(m.hidden);
+}
+
+std::int64_t totalParams(const ModelConfig& m) {
+    return m.layers * paramsPerLayer(m) + inputLayerParams(m) + outputLayerParams(m);
+}
+
+std::vector<RankParams> paramsPerRank(const Config& config, const Placement& placement) {
+    std::vector<RankParams> out(static_cast<std::size_t>(std::max(1, placement.ranks)));
+    const ModelConfig& m = config.model;
+    const std::int64_t per_layer = paramsPerLayer(m);
+    for (int r = 0; r < placement.ranks; ++r) {
+        out[static_cast<std::size_t>(r)].transformer = placement.layersOnRank(r) * per_layer;
+    }
+    if (placement.positions() == 0) {
+        return out;
+    }
+    const auto first_rank = static_cast<std::size_t>(placement.position_rank.front());
+    const auto last_rank = static_cast<std::size_t>(placement.position_rank.back());
+    if (isShardedVocab(config.parallel.vocab)) {
+        const std::int64_t rows = paddedVocab(config) / std::max(1, placement.ranks);
+        for (auto& rp : out) {
+            rp.vocab = 2 * rows * m.hidden;
+        }
+        out[first_rank].vocab += static_cast<std::int64_t>(m.seq_len) * m.hidden;
+        out[last_rank].vocab += 2 * static_cast<std::int64_t>(m.hidden);
+    } else {
+        out[first_rank].vocab += inputLayerParams(m);
+        out[last_rank].vocab += outputLayerParams(m);
+    }
+    return out;
+}
+
+BytesPerParam bytesPerParam(DType dtype) {
+    if (dtype == DType::FP32) {
+        return {4, 4, 8};
+    }
+    return {2, 4, 12};
+}
+
+// ---- FLOPs per micro-batch ------------------------------------------------------------------
+
+double layerForwardFlops(const ModelConfig& m) {
+    return 8 * b(m) * s(m) * h(m) * h(m) + 4 * b(m) * s(m) * s(m) * h(m) +
+           4 * b(m) * s(m) * h(m) * f(m);
+}
+
+double layerBackwardInputFlops(const ModelConfig& m) {
+    return 8 * b(m) * s(m) * h(m) * h(m) + 8 * b(m) * s(m) * s(m) * h(m) +
+           4 * b(m) * s(m) * h(m) * f(m);
+}
+
+double layerBackwardWeightFlops(const ModelConfig& m) {
+    return 8 * b(m) * s(m) * h(m) * h(m) + 4 * b(m) * s(m) * h(m) * f(m);
+}
+
+double layerBackwardFlops(const ModelConfig& m) {
+    return layerBackwardInputFlops(m) + layerBackwardWeightFlops(m);
+}
+
+double outputLayerForwardFlops(const ModelConfig& m) {
+    return 2 * b(m) * s(m) * h(m) * static_cast<double>(m.vocab);
+}
+
+double outputLayerBackwardFlops(const ModelConfig& m) {
+    return 4 * b(m) * s(m) * h(m) * static_cast<double>(m.vocab);
+}
+
+double vocabSFlops(const Config& config) {
+    const ModelConfig& m = config.model;
+    const double unit = 2 * b(m) * s(m) * h(m) * shardRows(config);
+    switch (config.parallel.vocab) {
+        case VocabMethod::Vocab2:
+            return 2 * unit;
+        case VocabMethod::Vocab1:
+        case VocabMethod::Interlaced:
+            return unit;
+        default:
+            return 0;
+    }
+}
+
+double vocabTFlops(const Config& config) {
+    const ModelConfig& m = config.model;
+    const double unit = 2 * b(m) * s(m) * h(m) * shardRows(config);
+    switch (config.parallel.vocab) {
+        case VocabMethod::Vocab2:
+            return unit;
+        case VocabMethod::Vocab1:
+        case VocabMethod::Interlaced:
+            return 2 * unit;
+        default:
+            return 0;
+    }
+}
+
+// ---- bytes per micro-batch -------------------------------------------------------------------
+
+double layerActivationBytes(const ModelConfig& m) {
+    const double sb = s(m) * b(m);
+    return sb * h(m) * (8 * d(m) + 2) + 2 * d(m) * sb * f(m) +
+           (2 * d(m) + 1) * m.heads * s(m) * s(m) * b(m);
+}
+
+double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows) {
+    return 4 * b(m) * s(m) * static_cast<double>(vocab_rows);
+}
+
+double hiddenBytes(const ModelConfig& m) {
+    return s(m) * b(m) * h(m) * d(m);
+}
+
+double hiddenBytesFp32(const ModelConfig& m) {
+    return 4 * s(m) * b(m) * h(m);
+}
+
+double inputLayerForwardBytes(const ModelConfig& m) {
+    // Gather the embedding rows of the tokens, write the s*b*h output.
+    return 2 * hiddenBytes(m);
+}
+
+double inputLayerBackwardBytes(const ModelConfig& m) {
+    // Read the incoming s*b*h gradient and read-modify-write the same number of fp32 gradient
+    // rows (gradients are kept in fp32, bytesPerParam).
+    return hiddenBytes(m) + 2 * hiddenBytesFp32(m);
+}
+
+// ---- whole iteration --------------------------------------------------------------------------
+
+double modelFlopsPerIteration(const Config& config) {
+    const ModelConfig& m = config.model;
+    const double big_b = b(m) * config.parallel.microbatches;
+    const double per_layer = 8 * big_b * s(m) * h(m) * h(m) + 4 * big_b * s(m) * s(m) * h(m) +
+                             4 * big_b * s(m) * h(m) * f(m);
+    return 3 * (2 * big_b * s(m) * h(m) * static_cast<double>(m.vocab) + m.layers * per_layer);
+}
+
+double mfu(const Config& config, double iteration_time_s) {
+    const double peak = config.hardware.peak_tflops * 1e12;
+    const double ranks = std::max(1, config.parallel.pipeline);
+    if (!(iteration_time_s > 0) || !(peak > 0)) {
+        return 0.0;
+    }
+    return modelFlopsPerIteration(config) / (ranks * iteration_time_s * peak);
+}
+
+double tokensPerIteration(const Config& config) {
+    return b(config.model) * s(config.model) * config.parallel.microbatches;
+}
+
+}  // namespace pipescope::schedule
