@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <pipescope/trace/reader.h>
 
@@ -159,13 +160,27 @@ TraceStatus TraceReader::open(const std::string& path) {
                                    ranks.int64(4), ranks.int64(5)});
     }
     // Ranks that wrote ops but no rank row (a crash before the first batch) still get lanes.
-    const int op_ranks =
-        static_cast<int>(queryInt(d.db, "SELECT coalesce(max(rank), -1) + 1 FROM op"));
-    const int wanted = std::max({d.run.ranks, op_ranks, static_cast<int>(d.ranks.size())});
-    for (int r = 0; r < wanted; ++r) {
-        const bool known = std::any_of(d.ranks.begin(), d.ranks.end(),
-                                       [r](const RankInfo& k) { return k.rank == r; });
-        if (!known) {
+    std::set<int> known;
+    for (const auto& k : d.ranks) {
+        known.insert(k.rank);
+    }
+    for (int r = 0; r < std::min(d.run.ranks, kMaxRanks); ++r) {
+        known.insert(r);
+    }
+    Stmt distinct(d.db, "SELECT DISTINCT rank FROM op");
+    while (distinct.step() == SQLITE_ROW) {
+        known.insert(static_cast<int>(std::clamp<std::int64_t>(distinct.int64(0), -1, kMaxRanks)));
+    }
+    if (d.run.ranks < 0 || d.run.ranks > kMaxRanks ||
+        (!known.empty() && (*known.begin() < 0 || *known.rbegin() >= kMaxRanks))) {
+        return TraceStatus::error(Code::Corrupt, path + ": rank numbers outside 0.." +
+                                                     std::to_string(kMaxRanks - 1) +
+                                                     ": the file is damaged");
+    }
+    for (int r : known) {
+        const bool listed = std::any_of(d.ranks.begin(), d.ranks.end(),
+                                        [r](const RankInfo& k) { return k.rank == r; });
+        if (!listed) {
             d.ranks.push_back(RankInfo{r, "", "", "", 0, 0});
         }
     }
@@ -273,6 +288,7 @@ OpRecord TraceReader::Impl::readOp(const Stmt& s) {
     o.peer = static_cast<int>(s.int64OrMinus1(11));
     o.bytes = s.int64OrMinus1(12);
     o.cpu_ns = s.int64OrMinus1(13);
+    o.collective = s.isNull(14) ? 0 : s.int32(14);
     return o;
 }
 
@@ -281,7 +297,7 @@ std::vector<OpRecord> TraceReader::Impl::rawOps(int rank, int lane, int min_leve
     std::vector<OpRecord> out;
     auto keep = [&](const OpRecord& o) {
         ++*rows;
-        if (overlaps(o.start_ns, o.end_ns, t0, t1) &&
+        if (isKnownOp(o) && overlaps(o.start_ns, o.end_ns, t0, t1) &&
             (lane < 0 || static_cast<int>(o.lane) == lane)) {
             out.push_back(o);
         }
@@ -340,7 +356,8 @@ TraceStatus TraceReader::forEachOp(const std::function<bool(const OpRecord&)>& f
            std::string("SELECT ") + kOpColumns + " FROM op ORDER BY rank, start_ns, rowid");
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-        if (!fn(Impl::readOp(s))) {
+        const OpRecord o = Impl::readOp(s);
+        if (isKnownOp(o) && !fn(o)) {
             return TraceStatus::success();
         }
     }
@@ -369,7 +386,10 @@ std::vector<MemorySample> TraceReader::memory(int rank, std::int64_t t0, std::in
     s.bind(1, rank).bind(2, t0).bind(3, t1);
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-        out.push_back({rank, s.int64(0), s.int64(1), static_cast<MemoryCategory>(s.int32(2))});
+        const MemorySample m{rank, s.int64(0), s.int64(1), static_cast<MemoryCategory>(s.int32(2))};
+        if (isKnownCategory(m.category)) {
+            out.push_back(m);
+        }
     }
     if (rc != SQLITE_DONE) {
         d.noteError("reading memory samples failed");
@@ -381,7 +401,9 @@ TraceStatus TraceReader::forEachMemory(const std::function<bool(const MemorySamp
     Stmt s(impl_->db, "SELECT rank, t_ns, bytes, category FROM memory ORDER BY rank, t_ns, rowid");
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
-        if (!fn({s.int32(0), s.int64(1), s.int64(2), static_cast<MemoryCategory>(s.int32(3))})) {
+        const MemorySample m{s.int32(0), s.int64(1), s.int64(2),
+                             static_cast<MemoryCategory>(s.int32(3))};
+        if (isKnownCategory(m.category) && !fn(m)) {
             return TraceStatus::success();
         }
     }
@@ -395,7 +417,8 @@ TraceStatus TraceReader::forEachMemory(const std::function<bool(const MemorySamp
 std::vector<MetricRecord> TraceReader::metrics() const {
     std::vector<MetricRecord> out;
     Stmt s(impl_->db, "SELECT key, value, rank, iteration FROM metric ORDER BY rowid");
-    while (s.step() == SQLITE_ROW) {
+    int rc;
+    while ((rc = s.step()) == SQLITE_ROW) {
         MetricRecord m{s.text(0), s.real(1), std::nullopt, std::nullopt};
         if (!s.isNull(2)) {
             m.rank = s.int32(2);
@@ -404,6 +427,9 @@ std::vector<MetricRecord> TraceReader::metrics() const {
             m.iteration = s.int32(3);
         }
         out.push_back(std::move(m));
+    }
+    if (rc != SQLITE_DONE) {
+        impl_->noteError("reading metrics failed");
     }
     return out;
 }

@@ -50,7 +50,7 @@ struct TraceReader::Impl {
 // The column list readOp expects, in order.
 inline constexpr const char* kOpColumns =
     "rowid, rank, iteration, kind, microbatch, chunk, lane, start_ns, end_ns, source, op_index, "
-    "peer, bytes, cpu_ns";
+    "peer, bytes, cpu_ns, collective";
 
 // An op overlaps [t0, t1) when it starts before t1 and ends after t0; an instant (zero length)
 // op counts when it lies inside the window.

@@ -268,6 +268,7 @@ CREATE TABLE op (
     source INTEGER NOT NULL,
     op_index INTEGER NOT NULL,
     peer INTEGER,
+    collective INTEGER,
     bytes INTEGER,
     cpu_ns INTEGER,
     dur_level INTEGER NOT NULL
@@ -310,6 +311,13 @@ CREATE TABLE ENUM_OP_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, 
 CREATE TABLE ENUM_LANE (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE ENUM_SOURCE (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE ENUM_MEMORY_CATEGORY (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE ENUM_COLLECTIVE (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT NOT NULL);
+INSERT INTO ENUM_COLLECTIVE VALUES
+    (1, 'input', 'all-reduce of the sharded embedding lookups (after IF)'),
+    (2, 'input_grad', 'broadcast of the embedding-output gradient (before IB)'),
+    (3, 'output_bcast', 'broadcast of the output layer input and loss gradient (before S)'),
+    (4, 'output', 'all-reduce of the softmax statistics, barrier C (after S)'),
+    (5, 'output_grad', 'all-reduce of the output layer input gradient (after T)');
 INSERT INTO ENUM_OP_KIND VALUES
     (0, 'F', 'transformer forward'),
     (1, 'B', 'transformer backward (input gradient where W is split)'),
@@ -334,11 +342,12 @@ INSERT INTO ENUM_MEMORY_CATEGORY VALUES
 CREATE VIEW op_named AS
     SELECT op.rowid AS id, op.rank, op.iteration, k.name AS kind, op.microbatch, op.chunk,
            l.name AS lane, op.start_ns, op.end_ns, op.end_ns - op.start_ns AS dur_ns,
-           s.name AS source, op.op_index, op.peer, op.bytes, op.cpu_ns
+           s.name AS source, op.op_index, op.peer, c.name AS collective, op.bytes, op.cpu_ns
     FROM op
     JOIN ENUM_OP_KIND k ON k.id = op.kind
     JOIN ENUM_LANE l ON l.id = op.lane
-    JOIN ENUM_SOURCE s ON s.id = op.source;
+    JOIN ENUM_SOURCE s ON s.id = op.source
+    LEFT JOIN ENUM_COLLECTIVE c ON c.id = op.collective;
 CREATE VIEW memory_named AS
     SELECT m.rank, m.t_ns, m.bytes, c.name AS category
     FROM memory m JOIN ENUM_MEMORY_CATEGORY c ON c.id = m.category;

@@ -71,6 +71,26 @@ std::optional<RunStatus> runStatusFromString(std::string_view s) {
     return std::nullopt;
 }
 
+std::string_view collectiveName(int id) {
+    constexpr std::array<std::string_view, 6> kNames = {
+        "", "input", "input_grad", "output_bcast", "output", "output_grad"};
+    return id > 0 && id < static_cast<int>(kNames.size()) ? kNames[static_cast<std::size_t>(id)]
+                                                          : std::string_view();
+}
+
+bool isKnownOp(const OpRecord& op) {
+    const auto kind = static_cast<int>(op.kind);
+    const auto lane = static_cast<int>(op.lane);
+    const auto source = static_cast<int>(op.source);
+    return kind >= 0 && kind < kOpKindCount && lane >= 0 && lane < kLaneCount && source >= 0 &&
+           source <= static_cast<int>(Source::Gpu);
+}
+
+bool isKnownCategory(MemoryCategory category) {
+    const auto c = static_cast<int>(category);
+    return c >= 0 && c < kMemoryCategoryCount;
+}
+
 bool isCommKind(OpKind k) {
     switch (k) {
         case OpKind::SendF:

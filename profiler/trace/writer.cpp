@@ -103,8 +103,8 @@ bool TraceWriter::Impl::prepareStatements() {
          "VALUES (?, ?, ?, ?, ?, ?)"},
         {&ins_op,
          "INSERT INTO op (rank, iteration, kind, microbatch, chunk, lane, start_ns, end_ns, "
-         "source, op_index, peer, bytes, cpu_ns, dur_level) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
+         "source, op_index, peer, collective, bytes, cpu_ns, dur_level) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
         {&ins_memory, "INSERT INTO memory (rank, t_ns, bytes, category) VALUES (?, ?, ?, ?)"},
         {&ins_metric, "INSERT INTO metric (key, value, rank, iteration) VALUES (?, ?, ?, ?)"},
         {&ins_string, "INSERT INTO StringIds (id, value) VALUES (?, ?)"},
@@ -180,8 +180,9 @@ bool TraceWriter::Impl::writeBatch() {
         s.bind(1, o.rank).bind(2, o.iteration).bind(3, static_cast<int>(o.kind));
         s.bindOrNull(4, o.microbatch).bind(5, o.chunk).bind(6, static_cast<int>(o.lane));
         s.bind(7, o.start_ns).bind(8, o.end_ns).bind(9, static_cast<int>(o.source));
-        s.bind(10, o.op_index).bindOrNull(11, o.peer).bindOrNull(12, o.bytes);
-        s.bindOrNull(13, o.cpu_ns).bind(14, durLevel(o.end_ns - o.start_ns));
+        s.bind(10, o.op_index).bindOrNull(11, o.peer);
+        s.bindOrNull(12, o.collective > 0 ? o.collective : -1).bindOrNull(13, o.bytes);
+        s.bindOrNull(14, o.cpu_ns).bind(15, durLevel(o.end_ns - o.start_ns));
         if (!done(s)) {
             return false;
         }

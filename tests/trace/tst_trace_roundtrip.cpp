@@ -291,6 +291,8 @@ void TstTraceRoundtrip::recognisesForeignFiles_data() {
     QTest::newRow("nsight") << "nsight" << int(TraceStatus::Code::NsightExport) << "Nsight Systems";
     QTest::newRow("truncated") << "truncated" << int(TraceStatus::Code::Corrupt) << "truncated";
     QTest::newRow("directory") << "directory" << int(TraceStatus::Code::BadInput) << "directory";
+    QTest::newRow("absurd rank") << "absurd-rank" << int(TraceStatus::Code::Corrupt)
+                                 << "rank numbers";
 }
 
 void TstTraceRoundtrip::recognisesForeignFiles() {
@@ -332,6 +334,15 @@ void TstTraceRoundtrip::recognisesForeignFiles() {
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(bytes.left(bytes.size() / 2));
+    } else if (kind == "absurd-rank") {
+        // A damaged rank number must be refused quickly, not turned into billions of lanes.
+        TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+        for (const auto& o : sampleOps()) {
+            w.addOp(o);
+        }
+        QVERIFY(w.finish(RunStatus::Complete).ok());
+        sqlExec(path, "UPDATE op SET rank = 2000000000 WHERE rowid = 5");
     } else if (kind == "directory") {
         QVERIFY(QDir().mkpath(path));
     }

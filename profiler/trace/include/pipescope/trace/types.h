@@ -59,6 +59,13 @@ std::string_view toString(MemoryCategory c);  // "weights", "comm_buffers", ...
 std::string_view toString(RunStatus s);       // "running", "complete", ...
 std::optional<OpKind> opKindFromString(std::string_view s);
 std::optional<RunStatus> runStatusFromString(std::string_view s);
+// Ranks a trace may have; a file claiming more is damaged.
+inline constexpr int kMaxRanks = 1 << 16;
+
+// Name of a vocabulary collective (op.collective) as ENUM_COLLECTIVE names it; empty for 0 (not
+// a collective) and for ids this build does not know.
+std::string_view collectiveName(int id);
+
 bool isCommKind(OpKind k);      // sends, receives and collectives
 bool isBlockingWait(OpKind k);  // receives and collectives: a compute lane may wait on them
 
@@ -102,7 +109,8 @@ struct OpRecord {
     std::int64_t end_ns = 0;
     Source source = Source::Sim;
     int op_index = 0;          // index in its rank's op list
-    int peer = -1;             // point-to-point peer rank; -1 for compute ops and collectives
+    int peer = -1;             // point-to-point peer, or a broadcast's root; -1 otherwise
+    int collective = 0;        // which vocabulary collective (ENUM_COLLECTIVE); 0 otherwise
     std::int64_t bytes = -1;   // communicated bytes; -1 when not applicable
     std::int64_t cpu_ns = -1;  // thread CPU time of a host span; -1 when not measured
 
@@ -124,6 +132,16 @@ struct MetricRecord {
     std::optional<int> rank;
     std::optional<int> iteration;
 };
+
+// Rows of a newer minor format may carry kinds, lanes, sources or categories this build does
+// not know; readers of the op and memory tables skip them, as the *_named views do.
+bool isKnownOp(const OpRecord& op);
+bool isKnownCategory(MemoryCategory category);
+
+// Rows of a newer minor format may carry kinds, lanes, sources or categories this build does
+// not know; readers of the op and memory tables skip them, as the *_named views do.
+bool isKnownOp(const OpRecord& op);
+bool isKnownCategory(MemoryCategory category);
 
 // ---- Nsight-compatible GPU records (subset of the columns; see docs/trace-format.md) --------
 struct KernelRecord {

@@ -1,0 +1,78 @@
+#include "busy_sweep.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace pipescope::analysis::detail {
+
+BusySweep::BusySweep(const std::vector<Window>& windows) : windows_(windows) {}
+
+void BusySweep::beginRank(std::vector<WindowTotals>* totals) {
+    totals_ = totals;
+    started_ = false;
+    cursor_ = 0;
+    compute_end_ = std::numeric_limits<std::int64_t>::min();
+    wait_end_ = std::numeric_limits<std::int64_t>::min();
+    next_window_ = 0;
+    active_.clear();
+}
+
+void BusySweep::add(const trace::OpRecord& op) {
+    if (!trace::isKnownOp(op)) {
+        return;
+    }
+    const std::int64_t start = op.start_ns;
+    const std::int64_t end = std::max(op.end_ns, op.start_ns);  // a damaged row counts as empty
+    if (!started_) {
+        started_ = true;
+        cursor_ = start;
+    } else {
+        advanceTo(start);
+    }
+    if (op.lane == trace::Lane::Compute) {
+        compute_end_ = std::max(compute_end_, end);
+    }
+    if (trace::isBlockingWait(op.kind)) {
+        wait_end_ = std::max(wait_end_, end);
+    }
+}
+
+void BusySweep::endRank() {
+    if (started_) {
+        advanceTo(std::max(compute_end_, wait_end_));
+    }
+    totals_ = nullptr;
+}
+
+void BusySweep::advanceTo(std::int64_t until) {
+    if (until <= cursor_) {
+        return;
+    }
+    const std::int64_t busy_end = std::clamp(compute_end_, cursor_, until);
+    if (busy_end > cursor_) {
+        attribute(cursor_, busy_end, true);
+    }
+    // Waiting counts only where the compute lane is idle, i.e. after busy_end.
+    const std::int64_t wait_end = std::min(wait_end_, until);
+    if (wait_end > busy_end) {
+        attribute(busy_end, wait_end, false);
+    }
+    cursor_ = until;
+}
+
+void BusySweep::attribute(std::int64_t a, std::int64_t b, bool busy) {
+    while (next_window_ < windows_.size() && windows_[next_window_].start_ns < b) {
+        active_.push_back(next_window_++);
+    }
+    std::erase_if(active_, [&](std::size_t w) { return windows_[w].end_ns <= a; });
+    for (std::size_t w : active_) {
+        const std::int64_t overlap =
+            std::min(b, windows_[w].end_ns) - std::max(a, windows_[w].start_ns);
+        if (overlap > 0) {
+            WindowTotals& t = (*totals_)[w];
+            (busy ? t.busy_ns : t.comm_wait_ns) += overlap;
+        }
+    }
+}
+
+}  // namespace pipescope::analysis::detail

@@ -1,0 +1,143 @@
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <pipescope/analysis/compare.h>
+
+namespace pipescope::analysis {
+
+const char* toString(Better b) {
+    return b == Better::Lower ? "lower" : "higher";
+}
+
+const char* toString(Verdict v) {
+    switch (v) {
+        case Verdict::Baseline:
+            return "baseline";
+        case Verdict::Same:
+            return "same";
+        case Verdict::Better:
+            return "better";
+        case Verdict::Worse:
+            return "worse";
+        case Verdict::Unknown:
+            return "unknown";
+    }
+    return "unknown";
+}
+
+namespace {
+
+// Differences this small relative to the values are rounding, not a change.
+constexpr double kSameTolerance = 1e-9;
+
+void fillDeltas(QuantityComparison* q) {
+    const std::optional<double> base = q->values.empty() ? std::nullopt : q->values.front();
+    for (std::size_t i = 0; i < q->values.size(); ++i) {
+        const std::optional<double> v = q->values[i];
+        if (i == 0) {
+            q->delta.push_back(std::nullopt);
+            q->relative.push_back(std::nullopt);
+            q->verdicts.push_back(Verdict::Baseline);
+            continue;
+        }
+        if (!base || !v) {
+            q->delta.push_back(std::nullopt);
+            q->relative.push_back(std::nullopt);
+            q->verdicts.push_back(Verdict::Unknown);
+            continue;
+        }
+        const double d = *v - *base;
+        q->delta.push_back(d);
+        q->relative.push_back(*base != 0 ? std::optional<double>(d / std::fabs(*base))
+                                         : std::nullopt);
+        const double scale = std::max(std::fabs(*base), std::fabs(*v));
+        if (std::fabs(d) <= kSameTolerance * scale) {
+            q->verdicts.push_back(Verdict::Same);
+        } else {
+            const bool lower = d < 0;
+            q->verdicts.push_back(lower == (q->better == Better::Lower) ? Verdict::Better
+                                                                        : Verdict::Worse);
+        }
+    }
+}
+
+using Getter = std::function<std::optional<double>(const RunStats&)>;
+
+QuantityComparison quantity(const std::vector<RunStats>& runs, std::string key, std::string label,
+                            std::string unit, int rank, Better better, const Getter& get) {
+    QuantityComparison q;
+    q.key = std::move(key);
+    q.label = std::move(label);
+    q.unit = std::move(unit);
+    q.rank = rank;
+    q.better = better;
+    for (const RunStats& r : runs) {
+        q.values.push_back(get(r));
+    }
+    fillDeltas(&q);
+    return q;
+}
+
+const RankStats* findRank(const RunStats& r, int rank) {
+    const auto it = std::find_if(r.ranks.begin(), r.ranks.end(),
+                                 [rank](const RankStats& s) { return s.rank == rank; });
+    return it == r.ranks.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+RunComparison compareRuns(const std::vector<RunStats>& runs) {
+    RunComparison c;
+    for (const RunStats& r : runs) {
+        c.paths.push_back(r.path);
+        c.names.push_back(r.run.name);
+        c.statuses.push_back(r.run.status);
+    }
+    c.quantities.push_back(quantity(runs, "iteration_time_ns", "iteration time", "ns", -1,
+                                    Better::Lower,
+                                    [](const RunStats& r) { return r.iteration_time_ns; }));
+    c.quantities.push_back(quantity(runs, "mfu", "MFU", "ratio", -1, Better::Higher,
+                                    [](const RunStats& r) { return r.mfu; }));
+    c.quantities.push_back(quantity(runs, "tokens_per_s", "tokens/s", "tokens/s", -1,
+                                    Better::Higher,
+                                    [](const RunStats& r) { return r.tokens_per_s; }));
+    c.quantities.push_back(quantity(runs, "bubble_ratio", "mean bubble ratio", "ratio", -1,
+                                    Better::Lower,
+                                    [](const RunStats& r) { return r.mean_bubble_ratio; }));
+    // Every rank that any run has, in rank order.
+    std::vector<int> ranks;
+    for (const RunStats& r : runs) {
+        for (const RankStats& s : r.ranks) {
+            ranks.push_back(s.rank);
+        }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    for (int rank : ranks) {
+        const std::string name = "rank " + std::to_string(rank);
+        c.quantities.push_back(quantity(runs, "busy_ns", name + " busy", "ns", rank, Better::Lower,
+                                        [rank](const RunStats& r) -> std::optional<double> {
+                                            const RankStats* s = findRank(r, rank);
+                                            if (!s || !r.iteration_time_ns) {
+                                                return std::nullopt;
+                                            }
+                                            return s->busy_ns;
+                                        }));
+    }
+    for (int rank : ranks) {
+        const std::string name = "rank " + std::to_string(rank);
+        c.quantities.push_back(quantity(runs, "peak_memory_bytes", name + " peak memory", "bytes",
+                                        rank, Better::Lower,
+                                        [rank](const RunStats& r) -> std::optional<double> {
+                                            const RankStats* s = findRank(r, rank);
+                                            if (!s || !s->peak_memory.present) {
+                                                return std::nullopt;
+                                            }
+                                            return static_cast<double>(s->peak_memory.bytes);
+                                        }));
+    }
+    return c;
+}
+
+}  // namespace pipescope::analysis

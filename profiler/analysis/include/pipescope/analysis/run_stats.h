@@ -1,0 +1,110 @@
+// Metrics of one run, exactly as architecture.md "Metrics" and docs/metrics.md define them:
+// iteration time, busy / bubble / communication wait per rank and iteration, peak memory per
+// rank, imbalance, MFU and tokens/s. Computed by streaming the trace (ops, then memory), so a
+// trace of millions of ops never sits in memory at once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/types.h>
+
+namespace pipescope::analysis {
+
+// Keys of the run-level `metric` rows (rank and iteration NULL) that the simulator and the
+// runners write; absent keys leave the figures that need them empty.
+inline constexpr const char* kMetricModelFlops = "model_flops_per_iteration";
+inline constexpr const char* kMetricPeakFlops = "peak_flops_per_rank";  // FLOP/s
+inline constexpr const char* kMetricTokens = "tokens_per_iteration";
+inline constexpr const char* kMetricMemoryCapacity = "memory_capacity_bytes";
+
+// One rank in one iteration. Busy and communication wait are clipped to the iteration window.
+struct RankIterationStats {
+    std::int64_t busy_ns = 0;
+    std::int64_t bubble_ns = 0;     // iteration time - busy
+    std::int64_t comm_wait_ns = 0;  // compute lane idle while a receive or collective runs
+    double bubble_ratio = 0;        // bubble / iteration time (0 for an empty window)
+};
+
+// One iteration: its window over all ranks and each rank's figures in it.
+struct IterationStats {
+    int iteration = 0;
+    std::int64_t start_ns = 0;              // first op start of the iteration, any rank
+    std::int64_t end_ns = 0;                // last op end of the iteration, any rank
+    bool measured = false;                  // counted in the run-level averages
+    std::vector<RankIterationStats> ranks;  // in the order of RunStats::ranks
+
+    std::int64_t timeNs() const { return end_ns - start_ns; }
+};
+
+// The highest summed memory of one rank and what it was made of.
+struct MemoryPeak {
+    bool present = false;  // false: the rank recorded no memory samples
+    std::int64_t bytes = 0;
+    std::int64_t t_ns = 0;  // first time the peak was reached
+    std::array<std::int64_t, trace::kMemoryCategoryCount> by_category{};
+};
+
+// A rank's figures averaged over the measured iterations.
+struct RankStats {
+    int rank = 0;
+    std::string stages;
+    double busy_ns = 0;
+    double bubble_ns = 0;
+    double comm_wait_ns = 0;
+    double bubble_ratio = 0;  // mean of the per-iteration ratios
+    MemoryPeak peak_memory;
+};
+
+// max over ranks / mean over ranks; empty when the mean is zero or nothing was recorded.
+struct Imbalance {
+    std::optional<double> busy;
+    std::optional<double> peak_memory;  // over the ranks that recorded memory
+};
+
+// The run-level metric rows the figures below need, when the run wrote them.
+struct RunMetricInputs {
+    std::optional<double> model_flops_per_iteration;
+    std::optional<double> peak_flops_per_rank;
+    std::optional<double> tokens_per_iteration;
+    std::optional<double> memory_capacity_bytes;
+};
+
+struct RunStats {
+    std::string path;
+    trace::RunInfo run;
+    int rank_count = 0;
+    std::vector<IterationStats> iterations;  // every recorded iteration, ascending
+    std::vector<int> measured;               // the iterations averaged below
+    // True when no iteration was past the warm-up, so every iteration was averaged.
+    bool warmup_fallback = false;
+    bool single_iteration = false;  // the caller chose one iteration (AnalysisOptions)
+
+    std::optional<double> iteration_time_ns;  // mean over the measured iterations
+    std::optional<double> mean_bubble_ratio;  // mean over ranks of RankStats::bubble_ratio
+    std::vector<RankStats> ranks;
+    Imbalance imbalance;
+    RunMetricInputs inputs;
+    std::optional<double> mfu;           // 0..1
+    std::optional<double> tokens_per_s;  // tokens per second of iteration time
+};
+
+struct AnalysisOptions {
+    // Average only this iteration (warm-up or not); peak memory then covers its window.
+    std::optional<int> iteration;
+};
+
+// Computes the statistics of an open trace. Errors (a damaged file, an iteration that is not in
+// the trace) come back in the status, whose message names the file and the problem.
+trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOptions& options,
+                              RunStats* out);
+
+// Opens `path` and analyzes it; the status is TraceReader::open's when the file is not a trace.
+trace::TraceStatus analyzeFile(const std::string& path, const AnalysisOptions& options,
+                               RunStats* out);
+
+}  // namespace pipescope::analysis

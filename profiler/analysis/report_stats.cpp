@@ -1,0 +1,205 @@
+// `stats` output: a table for people, JSON for programs.
+#include <pipescope/analysis/report.h>
+
+#include "json_value.h"
+#include "text_table.h"
+
+namespace pipescope::analysis {
+
+using detail::fixed;
+using detail::Json;
+using detail::percent;
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr std::size_t kMaxListedIterations = 16;
+
+std::optional<double> toMs(std::optional<double> ns) {
+    return ns ? std::optional<double>(*ns / kNsPerMs) : std::nullopt;
+}
+
+// "1", "1-9", "0, 2, 5-7".
+std::string iterationList(const std::vector<int>& its) {
+    std::string out;
+    for (std::size_t i = 0; i < its.size();) {
+        std::size_t j = i;
+        while (j + 1 < its.size() && its[j + 1] == its[j] + 1) {
+            ++j;
+        }
+        if (!out.empty()) {
+            out += ", ";
+        }
+        out += std::to_string(its[i]);
+        if (j > i) {
+            out += '-';
+            out += std::to_string(its[j]);
+        }
+        i = j + 1;
+    }
+    return out;
+}
+
+std::string describeMeasured(const RunStats& s) {
+    const std::size_t recorded = s.iterations.size();
+    std::string text =
+        std::to_string(recorded) + " recorded, warm-up " + std::to_string(s.run.warmup) + "; ";
+    if (s.measured.empty()) {
+        return text + "no iteration to average";
+    }
+    const std::string list = iterationList(s.measured);
+    const std::string plural = s.measured.size() == 1 ? "iteration " : "iterations ";
+    if (s.single_iteration) {
+        return text + "figures for iteration " + list + " only";
+    }
+    if (s.warmup_fallback) {
+        return text + "none past the warm-up, so figures average all: " + plural + list;
+    }
+    return text + "figures average " + plural + list;
+}
+
+std::string perIterationLine(const RunStats& s) {
+    std::string out;
+    std::size_t shown = 0;
+    for (const IterationStats& it : s.iterations) {
+        if (shown == kMaxListedIterations) {
+            out += ", ... (" + std::to_string(s.iterations.size() - shown) + " more)";
+            break;
+        }
+        if (shown > 0) {
+            out += ", ";
+        }
+        out += std::to_string(it.iteration) + ": " +
+               fixed(static_cast<double>(it.timeNs()) / kNsPerMs, 3);
+        if (!it.measured) {
+            out += " (not averaged)";
+        }
+        ++shown;
+    }
+    return out;
+}
+
+std::string gib(const MemoryPeak& p) {
+    return p.present ? fixed(static_cast<double>(p.bytes) / kBytesPerGiB, 2) : "-";
+}
+
+}  // namespace
+
+std::string describeStatus(const trace::RunInfo& run) {
+    const std::string name(trace::toString(run.status));
+    if (run.status == trace::RunStatus::Complete) {
+        return name;
+    }
+    std::string text = name;
+    if (!run.message.empty()) {
+        text += ": " + detail::printable(run.message);
+    }
+    return text + " (the run did not finish; figures cover what was recorded)";
+}
+
+std::string formatStatsTable(const RunStats& s) {
+    std::string out;
+    out += "run: " + detail::printable(s.run.name) + " (backend " +
+           detail::printable(s.run.backend) + ", " + std::to_string(s.rank_count) + " ranks)\n";
+    out += "file: " + detail::printable(s.path) + "\n";
+    out += "status: " + describeStatus(s.run) + "\n";
+    out += "iterations: " + describeMeasured(s) + "\n\n";
+
+    detail::TextTable table(
+        {"rank", "stages", "busy ms", "bubble ms", "bubble %", "comm wait ms", "peak memory GiB"},
+        0);
+    const bool have = s.iteration_time_ns.has_value();
+    for (const RankStats& r : s.ranks) {
+        auto ms = [&](double ns) { return have ? fixed(ns / kNsPerMs, 3) : "-"; };
+        table.addRow({std::to_string(r.rank), r.stages.empty() ? "-" : detail::printable(r.stages),
+                      ms(r.busy_ns), ms(r.bubble_ns), have ? percent(r.bubble_ratio) : "-",
+                      ms(r.comm_wait_ns), gib(r.peak_memory)});
+    }
+    out += table.render() + "\n";
+
+    detail::TextTable summary({"", ""}, 1);
+    summary.addRow({"iteration time ms", fixed(toMs(s.iteration_time_ns), 3)});
+    summary.addRow({"MFU", percent(s.mfu)});
+    summary.addRow({"tokens/s", fixed(s.tokens_per_s, 0)});
+    summary.addRow({"mean bubble ratio", percent(s.mean_bubble_ratio)});
+    summary.addRow({"busy imbalance", fixed(s.imbalance.busy, 3)});
+    summary.addRow({"peak memory imbalance", fixed(s.imbalance.peak_memory, 3)});
+    const auto capacity = s.inputs.memory_capacity_bytes;
+    summary.addRow(
+        {"memory capacity GiB",
+         fixed(capacity ? std::optional<double>(*capacity / kBytesPerGiB) : std::nullopt, 2)});
+    // The header row of this two-column list is empty; drop its blank line.
+    std::string lines = summary.render();
+    lines.erase(0, lines.find('\n') + 1);
+    out += lines;
+    if (!s.iterations.empty()) {
+        out += "per iteration ms: " + perIterationLine(s) + "\n";
+    }
+    return out;
+}
+
+std::string formatStatsJson(const RunStats& s) {
+    Json root = Json::object();
+    root.set("file", s.path);
+    root.set("run", s.run.name);
+    root.set("backend", s.run.backend);
+    root.set("status", std::string(trace::toString(s.run.status)));
+    root.set("status_message", s.run.message.empty() ? Json() : Json(s.run.message));
+    root.set("iteration_time_ms", toMs(s.iteration_time_ns));
+    root.set("mfu", s.mfu);
+    root.set("tokens_per_s", s.tokens_per_s);
+    root.set("bubble_ratio", s.mean_bubble_ratio);
+    Json imbalance = Json::object();
+    imbalance.set("busy", s.imbalance.busy);
+    imbalance.set("peak_memory", s.imbalance.peak_memory);
+    root.set("imbalance", std::move(imbalance));
+    root.set("memory_capacity_bytes", s.inputs.memory_capacity_bytes);
+
+    Json its = Json::object();
+    its.set("recorded", static_cast<std::int64_t>(s.iterations.size()));
+    its.set("warmup", s.run.warmup);
+    its.set("measured", static_cast<std::int64_t>(s.measured.size()));
+    Json selected = Json::array();
+    for (int i : s.measured) {
+        selected.push(i);
+    }
+    its.set("selected", std::move(selected));
+    Json numbers = Json::array();
+    Json per = Json::array();
+    for (const IterationStats& it : s.iterations) {
+        numbers.push(it.iteration);
+        per.push(static_cast<double>(it.timeNs()) / kNsPerMs);
+    }
+    its.set("numbers", std::move(numbers));
+    its.set("per_iteration_ms", std::move(per));
+    root.set("iterations", std::move(its));
+
+    Json ranks = Json::array();
+    const bool have = s.iteration_time_ns.has_value();
+    for (const RankStats& r : s.ranks) {
+        Json o = Json::object();
+        o.set("rank", r.rank);
+        o.set("stages", r.stages);
+        o.set("busy_ms", have ? Json(r.busy_ns / kNsPerMs) : Json());
+        o.set("bubble_ms", have ? Json(r.bubble_ns / kNsPerMs) : Json());
+        o.set("bubble_ratio", have ? Json(r.bubble_ratio) : Json());
+        o.set("comm_wait_ms", have ? Json(r.comm_wait_ns / kNsPerMs) : Json());
+        const MemoryPeak& p = r.peak_memory;
+        o.set("peak_memory_bytes", p.present ? Json(p.bytes) : Json());
+        o.set("peak_memory_t_ns", p.present ? Json(p.t_ns) : Json());
+        Json cats = p.present ? Json::object() : Json();
+        if (p.present) {
+            for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+                cats.set(std::string(trace::toString(static_cast<trace::MemoryCategory>(c))),
+                         p.by_category[static_cast<std::size_t>(c)]);
+            }
+        }
+        o.set("peak_memory_by_category", std::move(cats));
+        ranks.push(std::move(o));
+    }
+    root.set("ranks", std::move(ranks));
+    return root.dump();
+}
+
+}  // namespace pipescope::analysis

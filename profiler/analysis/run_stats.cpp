@@ -1,0 +1,326 @@
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string_view>
+
+#include <pipescope/analysis/run_stats.h>
+
+#include "busy_sweep.h"
+#include "memory_peak.h"
+
+namespace pipescope::analysis {
+
+namespace {
+
+using detail::Window;
+using detail::WindowTotals;
+using Code = trace::TraceStatus::Code;
+
+// First pass: the window of every iteration (first op start to last op end over all ranks).
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, std::vector<Window>* out) {
+    std::map<int, Window> by_iteration;
+    const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
+        if (!trace::isKnownOp(op)) {
+            return true;
+        }
+        const std::int64_t end = std::max(op.end_ns, op.start_ns);
+        auto [it, inserted] =
+            by_iteration.try_emplace(op.iteration, Window{op.iteration, op.start_ns, end});
+        if (!inserted) {
+            it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
+            it->second.end_ns = std::max(it->second.end_ns, end);
+        }
+        return true;
+    });
+    out->clear();
+    for (const auto& [iteration, window] : by_iteration) {
+        out->push_back(window);
+    }
+    return st;
+}
+
+// Second pass: busy time and communication wait of every rank in every window.
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
+                              const std::map<int, std::size_t>& rank_index,
+                              std::vector<std::vector<WindowTotals>>* totals) {
+    // The sweep needs windows by start; windows (by iteration) usually are, but need not be.
+    std::vector<std::size_t> order(windows.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return windows[a].start_ns < windows[b].start_ns;
+    });
+    std::vector<Window> by_start;
+    for (std::size_t i : order) {
+        by_start.push_back(windows[i]);
+    }
+    std::vector<std::vector<WindowTotals>> sorted_totals(rank_index.size(),
+                                                         std::vector<WindowTotals>(windows.size()));
+
+    detail::BusySweep sweep(by_start);
+    bool in_rank = false;
+    int current_rank = 0;
+    const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
+        if (!in_rank || op.rank != current_rank) {
+            if (in_rank) {
+                sweep.endRank();
+                in_rank = false;
+            }
+            current_rank = op.rank;
+            const auto it = rank_index.find(op.rank);
+            if (it == rank_index.end()) {
+                return true;  // a rank the trace does not list: nothing to attribute it to
+            }
+            sweep.beginRank(&sorted_totals[it->second]);
+            in_rank = true;
+        }
+        sweep.add(op);
+        return true;
+    });
+    if (in_rank) {
+        sweep.endRank();
+    }
+    totals->assign(rank_index.size(), std::vector<WindowTotals>(windows.size()));
+    for (std::size_t r = 0; r < rank_index.size(); ++r) {
+        for (std::size_t k = 0; k < order.size(); ++k) {
+            (*totals)[r][order[k]] = sorted_totals[r][k];
+        }
+    }
+    return st;
+}
+
+trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
+                                const std::map<int, std::size_t>& rank_index,
+                                std::optional<trace::TimeRange> window,
+                                std::vector<MemoryPeak>* peaks) {
+    peaks->assign(rank_index.size(), MemoryPeak{});
+    std::optional<detail::MemoryPeakTracker> tracker;
+    std::size_t current = 0;
+    bool in_rank = false;
+    int current_rank = 0;
+    auto close = [&] {
+        if (tracker) {
+            (*peaks)[current] = tracker->finish();
+            tracker.reset();
+        }
+    };
+    const trace::TraceStatus st = reader.forEachMemory([&](const trace::MemorySample& s) {
+        if (!in_rank || s.rank != current_rank) {
+            close();
+            in_rank = true;
+            current_rank = s.rank;
+            const auto it = rank_index.find(s.rank);
+            if (it == rank_index.end()) {
+                return true;
+            }
+            current = it->second;
+            tracker.emplace(window);
+        }
+        if (tracker) {
+            tracker->add(s);
+        }
+        return true;
+    });
+    close();
+    return st;
+}
+
+RunMetricInputs readMetricInputs(const trace::TraceReader& reader) {
+    RunMetricInputs in;
+    for (const trace::MetricRecord& m : reader.metrics()) {
+        if (m.rank || m.iteration) {
+            continue;  // per-rank or per-iteration values are not the run-level inputs
+        }
+        // A key written twice: the later row wins, as a later write corrects an earlier one.
+        if (m.key == kMetricModelFlops) {
+            in.model_flops_per_iteration = m.value;
+        } else if (m.key == kMetricPeakFlops) {
+            in.peak_flops_per_rank = m.value;
+        } else if (m.key == kMetricTokens) {
+            in.tokens_per_iteration = m.value;
+        } else if (m.key == kMetricMemoryCapacity) {
+            in.memory_capacity_bytes = m.value;
+        }
+    }
+    return in;
+}
+
+std::optional<double> maxOverMean(const std::vector<double>& values) {
+    if (values.empty()) {
+        return std::nullopt;
+    }
+    const double mean =
+        std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    if (mean <= 0) {
+        return std::nullopt;
+    }
+    return *std::max_element(values.begin(), values.end()) / mean;
+}
+
+void chooseMeasured(const AnalysisOptions& options, int warmup, RunStats* s) {
+    s->measured.clear();
+    if (options.iteration) {
+        s->single_iteration = true;
+        s->measured.push_back(*options.iteration);
+    } else {
+        for (const IterationStats& it : s->iterations) {
+            if (it.iteration >= warmup) {
+                s->measured.push_back(it.iteration);
+            }
+        }
+        if (s->measured.empty() && !s->iterations.empty()) {
+            s->warmup_fallback = true;
+            for (const IterationStats& it : s->iterations) {
+                s->measured.push_back(it.iteration);
+            }
+        }
+    }
+    for (IterationStats& it : s->iterations) {
+        it.measured =
+            std::find(s->measured.begin(), s->measured.end(), it.iteration) != s->measured.end();
+    }
+}
+
+// Run-level figures from the per-iteration ones.
+void summarize(RunStats* s) {
+    std::vector<const IterationStats*> measured;
+    for (const IterationStats& it : s->iterations) {
+        if (it.measured) {
+            measured.push_back(&it);
+        }
+    }
+    if (!measured.empty()) {
+        const double n = static_cast<double>(measured.size());
+        double time = 0;
+        for (const IterationStats* it : measured) {
+            time += static_cast<double>(it->timeNs());
+        }
+        s->iteration_time_ns = time / n;
+        for (std::size_t r = 0; r < s->ranks.size(); ++r) {
+            RankStats& rs = s->ranks[r];
+            for (const IterationStats* it : measured) {
+                rs.busy_ns += static_cast<double>(it->ranks[r].busy_ns) / n;
+                rs.bubble_ns += static_cast<double>(it->ranks[r].bubble_ns) / n;
+                rs.comm_wait_ns += static_cast<double>(it->ranks[r].comm_wait_ns) / n;
+                rs.bubble_ratio += it->ranks[r].bubble_ratio / n;
+            }
+        }
+        if (!s->ranks.empty()) {
+            double ratio = 0;
+            for (const RankStats& rs : s->ranks) {
+                ratio += rs.bubble_ratio;
+            }
+            s->mean_bubble_ratio = ratio / static_cast<double>(s->ranks.size());
+        }
+    }
+    std::vector<double> busy;
+    std::vector<double> memory;
+    for (const RankStats& rs : s->ranks) {
+        busy.push_back(rs.busy_ns);
+        if (rs.peak_memory.present) {
+            memory.push_back(static_cast<double>(rs.peak_memory.bytes));
+        }
+    }
+    if (s->iteration_time_ns) {
+        s->imbalance.busy = maxOverMean(busy);
+    }
+    s->imbalance.peak_memory = maxOverMean(memory);
+
+    const RunMetricInputs& in = s->inputs;
+    const double seconds = s->iteration_time_ns.value_or(0) * 1e-9;
+    if (seconds > 0 && in.model_flops_per_iteration && in.peak_flops_per_rank &&
+        *in.peak_flops_per_rank > 0 && s->rank_count > 0) {
+        s->mfu = *in.model_flops_per_iteration /
+                 (static_cast<double>(s->rank_count) * seconds * *in.peak_flops_per_rank);
+    }
+    if (seconds > 0 && in.tokens_per_iteration) {
+        s->tokens_per_s = *in.tokens_per_iteration / seconds;
+    }
+}
+
+std::string describeIterations(const std::vector<Window>& windows) {
+    if (windows.empty()) {
+        return "it has no ops";
+    }
+    return "it has iterations " + std::to_string(windows.front().iteration) + " to " +
+           std::to_string(windows.back().iteration);
+}
+
+}  // namespace
+
+trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOptions& options,
+                              RunStats* out) {
+    RunStats s;
+    s.path = reader.path();
+    s.run = reader.run();
+    s.rank_count = reader.rankCount();
+
+    std::vector<Window> windows;
+    if (trace::TraceStatus st = collectWindows(reader, &windows); !st.ok()) {
+        return st;
+    }
+    std::optional<trace::TimeRange> memory_window;
+    if (options.iteration) {
+        const auto it = std::find_if(windows.begin(), windows.end(), [&](const Window& w) {
+            return w.iteration == *options.iteration;
+        });
+        if (it == windows.end()) {
+            return trace::TraceStatus::error(
+                Code::BadInput, reader.path() + ": iteration " +
+                                    std::to_string(*options.iteration) + " is not in the trace (" +
+                                    describeIterations(windows) + ")");
+        }
+        memory_window = trace::TimeRange{it->start_ns, it->end_ns};
+    }
+
+    std::map<int, std::size_t> rank_index;
+    for (const trace::RankInfo& r : reader.ranks()) {
+        rank_index.emplace(r.rank, s.ranks.size());
+        s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, {}});
+    }
+
+    std::vector<std::vector<WindowTotals>> totals;
+    if (trace::TraceStatus st = sweepRanks(reader, windows, rank_index, &totals); !st.ok()) {
+        return st;
+    }
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+        IterationStats it;
+        it.iteration = windows[w].iteration;
+        it.start_ns = windows[w].start_ns;
+        it.end_ns = windows[w].end_ns;
+        const std::int64_t time = it.timeNs();
+        for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+            RankIterationStats ri;
+            ri.busy_ns = totals[r][w].busy_ns;
+            ri.comm_wait_ns = totals[r][w].comm_wait_ns;
+            ri.bubble_ns = time - ri.busy_ns;
+            ri.bubble_ratio =
+                time > 0 ? static_cast<double>(ri.bubble_ns) / static_cast<double>(time) : 0.0;
+            it.ranks.push_back(ri);
+        }
+        s.iterations.push_back(std::move(it));
+    }
+    chooseMeasured(options, s.run.warmup, &s);
+
+    std::vector<MemoryPeak> peaks;
+    if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &peaks); !st.ok()) {
+        return st;
+    }
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+        s.ranks[r].peak_memory = peaks[r];
+    }
+    s.inputs = readMetricInputs(reader);
+    summarize(&s);
+    *out = std::move(s);
+    return trace::TraceStatus::success();
+}
+
+trace::TraceStatus analyzeFile(const std::string& path, const AnalysisOptions& options,
+                               RunStats* out) {
+    trace::TraceReader reader;
+    if (trace::TraceStatus st = reader.open(path); !st.ok()) {
+        return st;
+    }
+    return analyzeRun(reader, options, out);
+}
+
+}  // namespace pipescope::analysis

@@ -1,0 +1,129 @@
+#include "atomic_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+
+namespace pipescope::interop::detail {
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 1 << 20;
+constexpr int kMaxNameAttempts = 100;
+
+using Code = trace::TraceStatus::Code;
+
+}  // namespace
+
+AtomicFile::~AtomicFile() {
+    discard();
+}
+
+trace::TraceStatus AtomicFile::open(const std::string& target) {
+    discard();
+    target_ = target;
+    error_ = {};
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) {
+        error_ =
+            trace::TraceStatus::error(Code::IoError, target + ": cannot write: it is a directory");
+        return error_;
+    }
+    const fs::path path(target);
+    const std::string name = path.filename().string();
+    const fs::path dir = path.parent_path();
+    // A hidden name beside the target: same file system, so the final rename is atomic.
+    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
+        const std::string temp_name =
+            "." + name + "." + std::to_string(::getpid()) + "-" + std::to_string(attempt) + ".tmp";
+        temp_ = (dir / temp_name).string();
+        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd_ >= 0 || errno != EEXIST) {
+            break;
+        }
+    }
+    if (fd_ < 0) {
+        const int err = errno;
+        temp_.clear();
+        fail("cannot write", err);
+        return error_;
+    }
+    buffer_.reserve(kBufferBytes);
+    return error_;
+}
+
+void AtomicFile::write(std::string_view bytes) {
+    if (fd_ < 0 || !error_.ok()) {
+        return;
+    }
+    buffer_.append(bytes);
+    if (buffer_.size() >= kBufferBytes) {
+        flushBuffer();
+    }
+}
+
+void AtomicFile::flushBuffer() {
+    const char* p = buffer_.data();
+    std::size_t left = buffer_.size();
+    while (left > 0 && error_.ok()) {
+        const ssize_t n = ::write(fd_, p, left);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            fail("writing failed", errno);
+            break;
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    buffer_.clear();
+}
+
+trace::TraceStatus AtomicFile::commit() {
+    if (fd_ < 0) {
+        return error_.ok() ? trace::TraceStatus::error(Code::IoError, target_ + ": not open")
+                           : error_;
+    }
+    flushBuffer();
+    if (error_.ok() && ::fsync(fd_) != 0 && errno != EINVAL) {
+        fail("writing failed", errno);  // EINVAL: a file system without fsync (e.g. a pipe)
+    }
+    if (::close(fd_) != 0 && error_.ok()) {
+        fail("writing failed", errno);
+    }
+    fd_ = -1;
+    if (error_.ok() && std::rename(temp_.c_str(), target_.c_str()) != 0) {
+        fail("cannot replace it", errno);
+    }
+    if (!error_.ok()) {
+        std::remove(temp_.c_str());
+    }
+    temp_.clear();
+    return error_;
+}
+
+void AtomicFile::discard() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+    if (!temp_.empty()) {
+        std::remove(temp_.c_str());
+        temp_.clear();
+    }
+    buffer_.clear();
+}
+
+void AtomicFile::fail(const std::string& what, int err) {
+    if (error_.ok()) {
+        error_ = trace::TraceStatus::error(Code::IoError,
+                                           target_ + ": " + what + ": " + std::strerror(err));
+    }
+}
+
+}  // namespace pipescope::interop::detail

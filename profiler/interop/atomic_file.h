@@ -1,0 +1,40 @@
+// An output file that appears only when it is complete: bytes go to a temporary file beside the
+// target, which commit() renames into place. A failed or abandoned export therefore never
+// leaves a half-written file behind and never destroys the file it would have replaced.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::interop::detail {
+
+class AtomicFile {
+  public:
+    AtomicFile() = default;
+    ~AtomicFile();  // removes the temporary file unless commit() succeeded
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
+
+    // Creates the temporary file. Errors name the target and the reason (Code::IoError).
+    trace::TraceStatus open(const std::string& target);
+    // Buffered; the first failure is kept and reported by commit().
+    void write(std::string_view bytes);
+    // Flushes, syncs and renames the temporary file onto the target.
+    trace::TraceStatus commit();
+    // Abandons the output (also what the destructor does).
+    void discard();
+
+  private:
+    void flushBuffer();
+    void fail(const std::string& what, int err);
+
+    std::string target_;
+    std::string temp_;
+    int fd_ = -1;
+    std::string buffer_;
+    trace::TraceStatus error_;
+};
+
+}  // namespace pipescope::interop::detail

@@ -1,0 +1,433 @@
+// pipescope-trace: statistics, comparison, export and repair of trace files (docs/trace-cli.md).
+// Data goes to stdout, messages to stderr. Exit codes: 0 ok, 2 bad arguments or a bad input
+// file, 4 an output could not be written.
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/report.h>
+#include <pipescope/analysis/run_stats.h>
+#include <pipescope/interop/chrome_export.h>
+#include <pipescope/interop/csv_export.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+namespace {
+
+using pipescope::trace::TraceStatus;
+namespace analysis = pipescope::analysis;
+namespace interop = pipescope::interop;
+namespace trace = pipescope::trace;
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitWriteFailed = 4;
+
+constexpr const char* kProgram = "pipescope-trace";
+#ifndef PIPESCOPE_VERSION
+#define PIPESCOPE_VERSION "unknown"
+#endif
+
+struct Command {
+    const char* name;
+    const char* synopsis;
+    const char* help;
+    int (*run)(const std::vector<std::string>& args);
+};
+
+int runStats(const std::vector<std::string>& args);
+int runCompare(const std::vector<std::string>& args);
+int runExportChrome(const std::vector<std::string>& args);
+int runExportCsv(const std::vector<std::string>& args);
+int runRepair(const std::vector<std::string>& args);
+
+const Command kCommands[] = {
+    {"stats", "stats RUN.db [--json] [--iteration N]",
+     "Per-rank busy, bubble and communication-wait time and peak memory, then iteration time,\n"
+     "MFU, tokens/s, mean bubble ratio and imbalance. Figures average the iterations after the\n"
+     "warm-up (all of them when none is past it).\n"
+     "  --json          JSON instead of a table\n"
+     "  --iteration N   figures for iteration N only (peak memory within its window)\n",
+     runStats},
+    {"compare", "compare A.db B.db [MORE.db ...] [--json]",
+     "Runs side by side: iteration time, MFU, tokens/s, mean bubble ratio, busy time and peak\n"
+     "memory per rank, each with its delta against the first run and whether it is better.\n"
+     "  --json          JSON instead of a table\n",
+     runCompare},
+    {"export-chrome", "export-chrome RUN.db OUT.json",
+     "Chrome / Perfetto trace-event JSON: one process per rank (threads compute, comm and extra\n"
+     "threads for overlapping ops), memory counters, send->receive flow arrows, GPU kernels.\n"
+     "Open it in https://ui.perfetto.dev or chrome://tracing.\n",
+     runExportChrome},
+    {"export-csv", "export-csv RUN.db OUT.csv [--table op|memory|metric]",
+     "One table as CSV (RFC 4180) with a header row; empty fields are NULL.\n"
+     "  --table T       op (default; the op_named view's columns), memory or metric\n",
+     runExportCsv},
+    {"repair", "repair RUN.db",
+     "For a run that stopped before finishing (status running): builds the indexes and summary\n"
+     "levels that the writer did not get to build and marks the run failed. Refuses complete\n"
+     "runs. Never run it on a trace that a runner is still writing.\n",
+     runRepair},
+};
+
+void printErr(const std::string& text) {
+    std::fputs((std::string(kProgram) + ": " + text + "\n").c_str(), stderr);
+}
+
+// Data to stdout; a failed write (a closed pipe, a full disk) is exit code 4.
+int printOut(const std::string& text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0) {
+        printErr("cannot write to standard output");
+        return kExitWriteFailed;
+    }
+    return kExitOk;
+}
+
+const Command* findCommand(std::string_view name) {
+    for (const Command& c : kCommands) {
+        if (name == c.name) {
+            return &c;
+        }
+    }
+    return nullptr;
+}
+
+std::string commandList() {
+    std::string list;
+    for (const Command& c : kCommands) {
+        list += (list.empty() ? "" : ", ") + std::string(c.name);
+    }
+    return list + ", help";
+}
+
+std::string usage() {
+    std::string text = std::string("usage: ") + kProgram + " COMMAND [ARGS]\n\ncommands:\n";
+    for (const Command& c : kCommands) {
+        text += "  " + std::string(kProgram) + " " + c.synopsis + "\n";
+    }
+    text += "  " + std::string(kProgram) + " help COMMAND\n";
+    text += "  " + std::string(kProgram) + " --version\n\n";
+    text += "exit codes: 0 ok, 2 bad arguments or bad input file, 4 writing an output failed\n";
+    return text;
+}
+
+std::string commandHelp(const Command& c) {
+    return std::string("usage: ") + kProgram + " " + c.synopsis + "\n\n" + c.help;
+}
+
+int badArguments(const Command& c, const std::string& problem) {
+    printErr(std::string(c.name) + ": " + problem);
+    std::fputs(("usage: " + std::string(kProgram) + " " + c.synopsis + "\n").c_str(), stderr);
+    return kExitBadInput;
+}
+
+// Arguments of one command: positionals and options (--flag, --opt VALUE, --opt=VALUE).
+struct ParsedArgs {
+    std::vector<std::string> positional;
+    std::map<std::string, std::string> options;
+    bool help = false;
+    std::string error;
+};
+
+ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::string>& flags,
+                     const std::set<std::string>& valued) {
+    ParsedArgs p;
+    bool options_done = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (options_done || a.size() < 2 || a[0] != '-') {
+            p.positional.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            options_done = true;
+            continue;
+        }
+        if (a == "--help" || a == "-h") {
+            p.help = true;
+            continue;
+        }
+        const std::size_t eq = a.find('=');
+        const std::string name = a.substr(0, eq);
+        if (flags.count(name) && eq == std::string::npos) {
+            p.options[name] = "";
+        } else if (valued.count(name)) {
+            if (eq != std::string::npos) {
+                p.options[name] = a.substr(eq + 1);
+            } else if (i + 1 < args.size()) {
+                p.options[name] = args[++i];
+            } else {
+                p.error = name + " needs a value";
+                return p;
+            }
+        } else {
+            p.error = "unknown option '" + a + "'";
+            return p;
+        }
+    }
+    return p;
+}
+
+// Opens a trace; on failure prints TraceReader's message (it names the file and the problem).
+bool openTrace(const std::string& path, trace::TraceReader* reader) {
+    const TraceStatus st = reader->open(path);
+    if (!st.ok()) {
+        printErr(st.message);
+        return false;
+    }
+    return true;
+}
+
+bool sameFile(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+int runStats(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("stats");
+    const ParsedArgs p = parseArgs(args, {"--json"}, {"--iteration"});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    if (p.positional.size() != 1) {
+        return badArguments(cmd, p.positional.empty() ? "missing the trace file"
+                                                      : "expects exactly one trace file");
+    }
+    analysis::AnalysisOptions options;
+    if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
+        int n = -1;
+        const std::string& v = it->second;
+        const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 0) {
+            return badArguments(cmd, "--iteration needs a whole number >= 0, not '" + v + "'");
+        }
+        options.iteration = n;
+    }
+    trace::TraceReader reader;
+    if (!openTrace(p.positional[0], &reader)) {
+        return kExitBadInput;
+    }
+    analysis::RunStats stats;
+    if (const TraceStatus st = analysis::analyzeRun(reader, options, &stats); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    const bool json = p.options.count("--json") > 0;
+    return printOut(json ? analysis::formatStatsJson(stats) : analysis::formatStatsTable(stats));
+}
+
+int runCompare(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("compare");
+    const ParsedArgs p = parseArgs(args, {"--json"}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    if (p.positional.size() < 2) {
+        return badArguments(cmd, "needs at least two trace files");
+    }
+    std::vector<analysis::RunStats> runs;
+    for (const std::string& path : p.positional) {
+        trace::TraceReader reader;
+        if (!openTrace(path, &reader)) {
+            return kExitBadInput;
+        }
+        analysis::RunStats stats;
+        if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
+            printErr(st.message);
+            return kExitBadInput;
+        }
+        runs.push_back(std::move(stats));
+    }
+    const analysis::RunComparison c = analysis::compareRuns(runs);
+    const bool json = p.options.count("--json") > 0;
+    return printOut(json ? analysis::formatComparisonJson(c) : analysis::formatComparisonTable(c));
+}
+
+// Exit code for a failed export: the output could not be written (4) or the trace not read (2).
+int exportFailed(const TraceStatus& st) {
+    printErr(st.message);
+    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+}
+
+// Shared checks of the export commands: two positionals, a readable trace, and an output that
+// is not the trace itself (replacing it would destroy the run).
+bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* reader,
+                   int* exit_code) {
+    if (p.positional.size() != 2) {
+        *exit_code = badArguments(cmd, p.positional.size() < 2
+                                           ? "needs the trace file and the output file"
+                                           : "expects exactly a trace file and an output file");
+        return false;
+    }
+    if (!openTrace(p.positional[0], reader)) {
+        *exit_code = kExitBadInput;
+        return false;
+    }
+    if (sameFile(p.positional[0], p.positional[1])) {
+        *exit_code =
+            badArguments(cmd, p.positional[1] + ": is the trace itself; refusing to overwrite it");
+        return false;
+    }
+    return true;
+}
+
+int runExportChrome(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("export-chrome");
+    const ParsedArgs p = parseArgs(args, {}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    trace::TraceReader reader;
+    int code = kExitOk;
+    if (!prepareExport(cmd, p, &reader, &code)) {
+        return code;
+    }
+    interop::ChromeExportStats stats;
+    if (const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats); !st.ok()) {
+        return exportFailed(st);
+    }
+    printErr("wrote " + p.positional[1] + ": " + std::to_string(stats.ops) + " ops, " +
+             std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
+             " memory events, " + std::to_string(stats.kernels) + " kernels, " +
+             std::to_string(stats.overlap_lanes) + " overlap lanes");
+    return kExitOk;
+}
+
+int runExportCsv(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("export-csv");
+    const ParsedArgs p = parseArgs(args, {}, {"--table"});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    interop::CsvTable table = interop::CsvTable::Op;
+    if (const auto it = p.options.find("--table"); it != p.options.end()) {
+        const auto t = interop::csvTableFromString(it->second);
+        if (!t) {
+            return badArguments(cmd,
+                                "--table must be op, memory or metric, not '" + it->second + "'");
+        }
+        table = *t;
+    }
+    trace::TraceReader reader;
+    int code = kExitOk;
+    if (!prepareExport(cmd, p, &reader, &code)) {
+        return code;
+    }
+    std::int64_t rows = 0;
+    if (const TraceStatus st = interop::exportCsv(reader, p.positional[1], table, &rows);
+        !st.ok()) {
+        return exportFailed(st);
+    }
+    printErr("wrote " + p.positional[1] + ": " + std::to_string(rows) + " " +
+             std::string(interop::toString(table)) + " rows");
+    return kExitOk;
+}
+
+int runRepair(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("repair");
+    const ParsedArgs p = parseArgs(args, {}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    if (p.positional.size() != 1) {
+        return badArguments(cmd, p.positional.empty() ? "missing the trace file"
+                                                      : "expects exactly one trace file");
+    }
+    const std::string& path = p.positional[0];
+    trace::RunStatus status = trace::RunStatus::Running;
+    bool finalized = false;
+    {
+        // Closed before repairing: finalizeTrace opens the file for writing itself.
+        trace::TraceReader reader;
+        if (!openTrace(path, &reader)) {
+            return kExitBadInput;
+        }
+        status = reader.run().status;
+        finalized = reader.finalized();
+    }
+    if (status == trace::RunStatus::Complete) {
+        printErr(path +
+                 ": the run is complete; repair is only for a run that stopped before it "
+                 "finished (status running)");
+        return kExitBadInput;
+    }
+    if (status != trace::RunStatus::Running && finalized) {
+        printErr(path + ": nothing to repair (status " + std::string(trace::toString(status)) +
+                 ", indexes and summary levels present)");
+        return kExitOk;
+    }
+    const TraceStatus st = trace::finalizeTrace(
+        path, "the run stopped before it finished; repaired by pipescope-trace repair");
+    if (!st.ok()) {
+        printErr(st.message);
+        return st.code == TraceStatus::Code::NotPipeScope ? kExitBadInput : kExitWriteFailed;
+    }
+    printErr("repaired " + path + ": indexes and summary levels built" +
+             (status == trace::RunStatus::Running ? "; status set to failed" : ""));
+    return kExitOk;
+}
+
+int runHelp(const std::vector<std::string>& args) {
+    if (args.empty()) {
+        return printOut(usage());
+    }
+    if (const Command* c = findCommand(args[0])) {
+        return printOut(commandHelp(*c));
+    }
+    printErr("no command '" + args[0] + "'; commands: " + commandList());
+    return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> all(argv + 1, argv + argc);
+    if (all.empty()) {
+        std::fputs(usage().c_str(), stderr);
+        return kExitBadInput;
+    }
+    const std::string& first = all[0];
+    const std::vector<std::string> rest(all.begin() + 1, all.end());
+    if (first == "--help" || first == "-h" || first == "help") {
+        return runHelp(rest);
+    }
+    if (first == "--version") {
+        return printOut(std::string(kProgram) + " " + PIPESCOPE_VERSION + " (trace schema " +
+                        std::to_string(trace::kSchemaVersion) + ")\n");
+    }
+    const Command* cmd = findCommand(first);
+    if (!cmd) {
+        printErr("unknown command '" + first + "'; commands: " + commandList());
+        return kExitBadInput;
+    }
+    try {
+        return cmd->run(rest);
+    } catch (const std::exception& e) {
+        // The libraries return errors; this is the last guard against a crash (e.g. bad_alloc).
+        printErr(std::string(cmd->name) + ": internal error: " + e.what());
+        return kExitBadInput;
+    }
+}

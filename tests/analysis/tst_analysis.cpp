@@ -1,0 +1,427 @@
+// Metrics of pipescope_analysis against values worked out by hand from the fixture tables
+// (trace_fixture.h) and from small traces built here for one rule each.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/report.h>
+#include <pipescope/analysis/run_stats.h>
+
+#include "testsupport.h"
+#include "trace_fixture.h"
+
+using namespace pipescope;
+using analysis::RunStats;
+using test::FixtureOp;
+using test::kMiB;
+using trace::Lane;
+using trace::OpKind;
+
+namespace {
+
+constexpr std::int64_t kUs = 1000;
+
+// A trace of just these ops (times in us), one rank row per rank used.
+QString writeOpsTrace(const QString& path, const std::vector<FixtureOp>& ops, int ranks,
+                      int warmup) {
+    trace::TraceWriter w;
+    trace::RunInfo run;
+    run.name = "rule";
+    run.backend = "sim";
+    run.ranks = ranks;
+    run.iterations = 2;
+    run.warmup = warmup;
+    trace::WriterOptions wo;
+    wo.overwrite = true;
+    if (const auto st = w.create(path.toStdString(), run, wo); !st.ok()) {
+        return QString::fromStdString(st.message);
+    }
+    for (int r = 0; r < ranks; ++r) {
+        w.addRank({r, std::to_string(r), "sim", "", 0, 0});
+    }
+    int index = 0;
+    for (const FixtureOp& f : ops) {
+        trace::OpRecord op;
+        op.rank = f.rank;
+        op.iteration = f.iteration;
+        op.kind = f.kind;
+        op.microbatch = f.microbatch;
+        op.lane = f.lane;
+        op.start_ns = f.start_us * kUs;
+        op.end_ns = f.end_us * kUs;
+        op.op_index = index++;
+        op.peer = f.peer;
+        w.addOp(op);
+    }
+    const auto st = w.finish(trace::RunStatus::Complete, {}, 1);
+    return st.ok() ? QString() : QString::fromStdString(st.message);
+}
+
+RunStats analyze(const QString& path, analysis::AnalysisOptions options = {}) {
+    RunStats s;
+    const trace::TraceStatus st = analysis::analyzeFile(path.toStdString(), options, &s);
+    if (!st.ok()) {
+        qWarning("%s", st.message.c_str());
+    }
+    return s;
+}
+
+}  // namespace
+
+class TestAnalysis : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void rankIteration_data();
+    void rankIteration();
+    void runLevel();
+    void peakMemory_data();
+    void peakMemory();
+    void warmupFallback();
+    void singleIteration();
+    void missingIteration();
+    void withoutMetrics();
+    void windowsClipOps();
+    void commWaitRules_data();
+    void commWaitRules();
+    void comparison_data();
+    void comparison();
+    void reports();
+
+  private:
+    QTemporaryDir dir_;
+    QString a_, b_, bare_, long_warmup_, running_;
+    RunStats stats_a_;
+};
+
+void TestAnalysis::initTestCase() {
+    QVERIFY(dir_.isValid());
+    a_ = dir_.filePath("a.db");
+    b_ = dir_.filePath("b.db");
+    bare_ = dir_.filePath("bare.db");
+    long_warmup_ = dir_.filePath("warmup.db");
+    running_ = dir_.filePath("running.db");
+    QCOMPARE(test::writeFixtureTrace(a_), QString());
+    test::FixtureOptions faster;
+    faster.ns_per_us = 800;
+    faster.rank2_activations = 2048 * kMiB;
+    QCOMPARE(test::writeFixtureTrace(b_, faster), QString());
+    test::FixtureOptions bare;
+    bare.metrics = false;
+    QCOMPARE(test::writeFixtureTrace(bare_, bare), QString());
+    test::FixtureOptions warm;
+    warm.warmup = 5;
+    QCOMPARE(test::writeFixtureTrace(long_warmup_, warm), QString());
+    test::FixtureOptions crashed;
+    crashed.finish = false;
+    QCOMPARE(test::writeFixtureTrace(running_, crashed), QString());
+    const trace::TraceStatus st = analysis::analyzeFile(a_.toStdString(), {}, &stats_a_);
+    QVERIFY2(st.ok(), st.message.c_str());
+}
+
+// Per rank and iteration, from the fixture tables (all in us):
+// iteration 0, window [0, 80):
+//   rank 0 compute [0,10) [44,64) [70,75) = 35; waits RECV_B [12,44) + ALLREDUCE [64,70) = 38
+//   rank 1 compute [12,22) [32,42) [70,75) = 25; waits [0,12) [24,32) [64,70) = 26
+//   rank 2 compute [24,30) [70,80) = 16; waits [0,24) [60,70) = 34
+// iteration 1, window [100, 172):
+//   rank 0 compute [100,120) [140,150) [152,162) [166,170) = 44; waits [121,140) [150,152)
+//          [162,166) = 25
+//   rank 1 compute 4 x 8 + [166,170) = 36; waits [100,111) + 3 x 1 + [160,166) = 20
+//   rank 2 compute [120,129) [131,139) (F1 and W0 overlap) [166,172) = 23; waits [100,120)
+//          [130,131) [137,166) = 50, of which [137,139) computes: 48
+void TestAnalysis::rankIteration_data() {
+    QTest::addColumn<int>("iteration");
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<qint64>("busy_us");
+    QTest::addColumn<qint64>("wait_us");
+    QTest::addColumn<qint64>("time_us");
+    QTest::newRow("it0 rank0") << 0 << 0 << qint64(35) << qint64(38) << qint64(80);
+    QTest::newRow("it0 rank1") << 0 << 1 << qint64(25) << qint64(26) << qint64(80);
+    QTest::newRow("it0 rank2") << 0 << 2 << qint64(16) << qint64(34) << qint64(80);
+    QTest::newRow("it1 rank0") << 1 << 0 << qint64(44) << qint64(25) << qint64(72);
+    QTest::newRow("it1 rank1") << 1 << 1 << qint64(36) << qint64(20) << qint64(72);
+    QTest::newRow("it1 rank2 overlap") << 1 << 2 << qint64(23) << qint64(48) << qint64(72);
+}
+
+void TestAnalysis::rankIteration() {
+    QFETCH(int, iteration);
+    QFETCH(int, rank);
+    QFETCH(qint64, busy_us);
+    QFETCH(qint64, wait_us);
+    QFETCH(qint64, time_us);
+    QCOMPARE(stats_a_.iterations.size(), std::size_t{2});
+    const analysis::IterationStats& it = stats_a_.iterations[static_cast<std::size_t>(iteration)];
+    QCOMPARE(it.iteration, iteration);
+    QCOMPARE(it.timeNs(), time_us * kUs);
+    QCOMPARE(it.measured, iteration == 1);
+    const analysis::RankIterationStats& r = it.ranks[static_cast<std::size_t>(rank)];
+    QCOMPARE(r.busy_ns, busy_us * kUs);
+    QCOMPARE(r.bubble_ns, (time_us - busy_us) * kUs);
+    QCOMPARE(r.comm_wait_ns, wait_us * kUs);
+    QCOMPARE(r.bubble_ratio, double(time_us - busy_us) / double(time_us));
+}
+
+void TestAnalysis::runLevel() {
+    const RunStats& s = stats_a_;
+    QCOMPARE(s.rank_count, 3);
+    QCOMPARE(s.measured, std::vector<int>{1});  // iteration 0 is the warm-up
+    QVERIFY(!s.warmup_fallback);
+    QCOMPARE(*s.iteration_time_ns, 72000.0);
+    QCOMPARE(s.ranks[0].busy_ns, 44000.0);
+    QCOMPARE(s.ranks[2].comm_wait_ns, 48000.0);
+    QCOMPARE(s.ranks[1].bubble_ratio, 0.5);
+    // (28 + 36 + 49) / 72 / 3
+    QCOMPARE(*s.mean_bubble_ratio, 113.0 / 216.0);
+    // busy 44, 36, 23: max / mean = 44 / (103 / 3)
+    QCOMPARE(*s.imbalance.busy, 132.0 / 103.0);
+    // peaks 4096, 1792, 2560 MiB: 4096 / 2816
+    QCOMPARE(*s.imbalance.peak_memory, 4096.0 / 2816.0);
+    // 1.08e8 FLOP / (3 * 72e-6 s * 1e12 FLOP/s); 7200 tokens / 72e-6 s
+    QCOMPARE(*s.mfu, 0.5);
+    QCOMPARE(*s.tokens_per_s, 1e8);
+    QCOMPARE(*s.inputs.memory_capacity_bytes, 8.0 * 1024 * kMiB);
+    QVERIFY(s.run.status == trace::RunStatus::Complete);
+}
+
+void TestAnalysis::peakMemory_data() {
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<qint64>("peak_mib");
+    QTest::addColumn<qint64>("t_us");
+    QTest::addColumn<qint64>("activations_mib");
+    QTest::addColumn<qint64>("grads_mib");
+    // Rank 0 at 140 us: grads +256 and activations -512 in one instant; 4352 MiB never happened.
+    QTest::newRow("rank0 simultaneous")
+        << 0 << qint64(4096) << qint64(110) << qint64(1024) << qint64(0);
+    QTest::newRow("rank1") << 1 << qint64(1792) << qint64(121) << qint64(768) << qint64(0);
+    QTest::newRow("rank2") << 2 << qint64(2560) << qint64(120) << qint64(1024) << qint64(0);
+}
+
+void TestAnalysis::peakMemory() {
+    QFETCH(int, rank);
+    QFETCH(qint64, peak_mib);
+    QFETCH(qint64, t_us);
+    QFETCH(qint64, activations_mib);
+    QFETCH(qint64, grads_mib);
+    const analysis::MemoryPeak& p = stats_a_.ranks[static_cast<std::size_t>(rank)].peak_memory;
+    QVERIFY(p.present);
+    QCOMPARE(p.bytes, peak_mib * kMiB);
+    QCOMPARE(p.t_ns, t_us * kUs);
+    const auto cat = [&](trace::MemoryCategory c) {
+        return p.by_category[static_cast<std::size_t>(c)];
+    };
+    QCOMPARE(cat(trace::MemoryCategory::Activations), activations_mib * kMiB);
+    QCOMPARE(cat(trace::MemoryCategory::Grads), grads_mib * kMiB);
+    std::int64_t sum = 0;
+    for (auto b : p.by_category) {
+        sum += b;
+    }
+    QCOMPARE(sum, p.bytes);
+}
+
+void TestAnalysis::warmupFallback() {
+    const RunStats s = analyze(long_warmup_);
+    QVERIFY(s.warmup_fallback);
+    QCOMPARE(s.measured, (std::vector<int>{0, 1}));
+    QCOMPARE(*s.iteration_time_ns, 76000.0);                         // (80 + 72) / 2
+    QCOMPARE(s.ranks[0].busy_ns, 39500.0);                           // (35 + 44) / 2
+    QCOMPARE(s.ranks[0].bubble_ratio, (45.0 / 80 + 28.0 / 72) / 2);  // mean of the ratios
+}
+
+void TestAnalysis::singleIteration() {
+    analysis::AnalysisOptions o;
+    o.iteration = 0;
+    const RunStats s = analyze(a_, o);
+    QVERIFY(s.single_iteration);
+    QCOMPARE(s.measured, std::vector<int>{0});
+    QCOMPARE(*s.iteration_time_ns, 80000.0);
+    QCOMPARE(s.ranks[2].busy_ns, 16000.0);
+    // Peak memory within [0, 80) us only.
+    QCOMPARE(s.ranks[0].peak_memory.bytes, 3584 * kMiB);  // weights + optimizer + 512 activations
+    QCOMPARE(s.ranks[0].peak_memory.t_ns, 10 * kUs);
+    QCOMPARE(s.ranks[1].peak_memory.bytes, 1280 * kMiB);
+    QCOMPARE(s.ranks[2].peak_memory.bytes, 1536 * kMiB);
+    QCOMPARE(s.ranks[2].peak_memory.t_ns, 0);
+    // MFU uses that iteration's time: 1.08e8 / (3 * 80e-6 * 1e12)
+    QCOMPARE(*s.mfu, 0.45);
+}
+
+void TestAnalysis::missingIteration() {
+    analysis::AnalysisOptions o;
+    o.iteration = 7;
+    RunStats s;
+    const trace::TraceStatus st = analysis::analyzeFile(a_.toStdString(), o, &s);
+    QVERIFY(!st.ok());
+    QVERIFY(st.code == trace::TraceStatus::Code::BadInput);
+    QVERIFY2(st.message.find(a_.toStdString()) != std::string::npos, st.message.c_str());
+    QVERIFY2(st.message.find("iteration 7") != std::string::npos, st.message.c_str());
+}
+
+void TestAnalysis::withoutMetrics() {
+    const RunStats s = analyze(bare_);
+    QVERIFY(!s.mfu);
+    QVERIFY(!s.tokens_per_s);
+    QVERIFY(!s.inputs.memory_capacity_bytes);
+    // A per-rank row with a run-level key was not taken for the run-level value.
+    QVERIFY(!s.inputs.tokens_per_iteration);
+    QCOMPARE(*s.iteration_time_ns, 72000.0);
+    const QJsonObject o =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatStatsJson(s))).object();
+    QVERIFY(o.contains("mfu"));
+    QVERIFY(o.value("mfu").isNull());
+    QVERIFY(o.value("tokens_per_s").isNull());
+    QVERIFY(QString::fromStdString(analysis::formatStatsTable(s))
+                .contains(QRegularExpression("MFU +-\n")));
+}
+
+// Iteration windows that overlap in time: each rank's compute is clipped to each window, ops
+// of the neighbouring iteration included (so busy never exceeds the iteration time).
+void TestAnalysis::windowsClipOps() {
+    const QString path = dir_.filePath("clip.db");
+    QCOMPARE(writeOpsTrace(path,
+                           {{0, 0, OpKind::F, 0, Lane::Compute, 0, 10},
+                            {0, 1, OpKind::F, 0, Lane::Compute, 12, 30},
+                            {1, 0, OpKind::F, 0, Lane::Compute, 5, 20},
+                            {1, 1, OpKind::F, 0, Lane::Compute, 20, 40}},
+                           2, 0),
+             QString());
+    const RunStats s = analyze(path);
+    QCOMPARE(s.iterations.size(), std::size_t{2});
+    QCOMPARE(s.iterations[0].timeNs(), 20 * kUs);          // [0, 20)
+    QCOMPARE(s.iterations[1].timeNs(), 28 * kUs);          // [12, 40)
+    QCOMPARE(s.iterations[0].ranks[0].busy_ns, 18 * kUs);  // [0,10) + [12,20)
+    QCOMPARE(s.iterations[1].ranks[0].busy_ns, 18 * kUs);  // [12,30)
+    QCOMPARE(s.iterations[0].ranks[1].busy_ns, 15 * kUs);  // [5,20)
+    QCOMPARE(s.iterations[1].ranks[1].busy_ns, 28 * kUs);  // [12,20) + [20,40)
+    QCOMPARE(s.iterations[1].ranks[1].bubble_ns, 0);
+}
+
+void TestAnalysis::commWaitRules_data() {
+    QTest::addColumn<std::vector<FixtureOp>>("ops");
+    QTest::addColumn<qint64>("busy_us");
+    QTest::addColumn<qint64>("wait_us");
+    using K = OpKind;
+    constexpr Lane C = Lane::Compute;
+    constexpr Lane M = Lane::Comm;
+    QTest::newRow("send is not a wait")
+        << std::vector<FixtureOp>{{0, 0, K::F, 0, C, 0, 10}, {0, 0, K::SendF, 0, M, 10, 30, 1}}
+        << qint64(10) << qint64(0);
+    QTest::newRow("receive on the compute lane is busy")
+        << std::vector<FixtureOp>{{0, 0, K::RecvF, 0, C, 0, 10, 1}, {0, 0, K::F, 0, C, 10, 20}}
+        << qint64(20) << qint64(0);
+    QTest::newRow("broadcast partly hidden by compute")
+        << std::vector<FixtureOp>{{0, 0, K::Bcast, -1, M, 0, 10}, {0, 0, K::F, 0, C, 5, 15}}
+        << qint64(10) << qint64(5);
+    QTest::newRow("overlapping waits counted once")
+        << std::vector<FixtureOp>{{0, 0, K::AllReduce, -1, M, 0, 10},
+                                  {0, 0, K::RecvB, 0, C, 20, 25, 1},
+                                  {0, 0, K::RecvB, 0, M, 5, 20, 1},
+                                  {0, 0, K::F, 0, C, 25, 30}}
+        << qint64(10) << qint64(20);
+    QTest::newRow("wait inside a long compute op")
+        << std::vector<FixtureOp>{{0, 0, K::F, 0, C, 0, 30}, {0, 0, K::RecvF, 0, M, 10, 20, 1}}
+        << qint64(30) << qint64(0);
+}
+
+void TestAnalysis::commWaitRules() {
+    QFETCH(std::vector<FixtureOp>, ops);
+    QFETCH(qint64, busy_us);
+    QFETCH(qint64, wait_us);
+    const QString path = dir_.filePath(QStringLiteral("wait-%1.db").arg(QTest::currentDataTag()));
+    QCOMPARE(writeOpsTrace(path, ops, 1, 0), QString());
+    const RunStats s = analyze(path);
+    QCOMPARE(s.iterations.size(), std::size_t{1});
+    QCOMPARE(s.iterations[0].ranks[0].busy_ns, busy_us * kUs);
+    QCOMPARE(s.iterations[0].ranks[0].comm_wait_ns, wait_us * kUs);
+}
+
+void TestAnalysis::comparison_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<double>("base");
+    QTest::addColumn<double>("other");
+    QTest::addColumn<double>("relative");
+    QTest::addColumn<QString>("verdict");
+    // Run B: every op 20% shorter, rank 2 holds 1024 MiB more activations.
+    QTest::newRow("iteration time")
+        << "iteration_time_ns" << -1 << 72000.0 << 57600.0 << -0.2 << "better";
+    QTest::newRow("mfu") << "mfu" << -1 << 0.5 << 0.625 << 0.25 << "better";
+    QTest::newRow("tokens/s") << "tokens_per_s" << -1 << 1e8 << 1.25e8 << 0.25 << "better";
+    QTest::newRow("bubble ratio") << "bubble_ratio" << -1 << 113.0 / 216 << 113.0 / 216 << 0.0
+                                  << "same";
+    QTest::newRow("rank 1 busy") << "busy_ns" << 1 << 36000.0 << 28800.0 << -0.2 << "better";
+    QTest::newRow("rank 0 memory")
+        << "peak_memory_bytes" << 0 << 4096.0 * kMiB << 4096.0 * kMiB << 0.0 << "same";
+    QTest::newRow("rank 2 memory")
+        << "peak_memory_bytes" << 2 << 2560.0 * kMiB << 3584.0 * kMiB << 0.4 << "worse";
+}
+
+void TestAnalysis::comparison() {
+    QFETCH(QString, key);
+    QFETCH(int, rank);
+    QFETCH(double, base);
+    QFETCH(double, other);
+    QFETCH(double, relative);
+    QFETCH(QString, verdict);
+    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(b_)});
+    QCOMPARE(c.paths.size(), std::size_t{2});
+    const auto it = std::find_if(c.quantities.begin(), c.quantities.end(), [&](const auto& q) {
+        return q.key == key.toStdString() && q.rank == rank;
+    });
+    QVERIFY(it != c.quantities.end());
+    QCOMPARE(*it->values[0], base);
+    QCOMPARE(*it->values[1], other);
+    QVERIFY(!it->delta[0]);
+    QVERIFY(qAbs(*it->delta[1] - (other - base)) <= 1e-9 * qAbs(base));
+    QVERIFY2(qAbs(*it->relative[1] - relative) < 1e-12,
+             qPrintable(QString::number(*it->relative[1], 'g', 17)));
+    QCOMPARE(QString(analysis::toString(it->verdicts[0])), QString("baseline"));
+    QCOMPARE(QString(analysis::toString(it->verdicts[1])), verdict);
+}
+
+void TestAnalysis::reports() {
+    const QString table = QString::fromStdString(analysis::formatStatsTable(stats_a_));
+    QVERIFY2(table.contains("status: complete\n"), qPrintable(table));
+    QVERIFY2(table.contains(QRegularExpression("\n +2 +2 +0\\.023 +0\\.049 +68\\.1% +0\\.048 "
+                                               "+2\\.50\n")),
+             qPrintable(table));
+    const RunStats running = analyze(running_);
+    QVERIFY(running.run.status == trace::RunStatus::Running);
+    const QString running_table = QString::fromStdString(analysis::formatStatsTable(running));
+    QVERIFY2(running_table.contains("status: running (the run did not finish; figures cover "
+                                    "what was recorded)"),
+             qPrintable(running_table));
+
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(
+        QByteArray::fromStdString(analysis::formatStatsJson(stats_a_)), &error);
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    const QJsonObject o = doc.object();
+    QCOMPARE(o.value("iteration_time_ms").toDouble(), 0.072);
+    QCOMPARE(o.value("mfu").toDouble(), 0.5);
+    QCOMPARE(o.value("status").toString(), QString("complete"));
+    QCOMPARE(o.value("run").toString(), QString::fromStdString(stats_a_.run.name));
+    QCOMPARE(o.value("iterations").toObject().value("measured").toInt(), 1);
+    QCOMPARE(o.value("iterations").toObject().value("per_iteration_ms").toArray(),
+             QJsonArray({0.08, 0.072}));
+    const QJsonArray ranks = o.value("ranks").toArray();
+    QCOMPARE(ranks.size(), 3);
+    QCOMPARE(ranks[2].toObject().value("comm_wait_ms").toDouble(), 0.048);
+    QCOMPARE(ranks[0].toObject().value("peak_memory_bytes").toDouble(), 4096.0 * kMiB);
+
+    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(b_)});
+    const QJsonDocument cdoc =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatComparisonJson(c)));
+    QCOMPARE(cdoc.object().value("runs").toArray().size(), 2);
+    const QString ctable = QString::fromStdString(analysis::formatComparisonTable(c));
+    QVERIFY2(ctable.contains(QRegularExpression("iteration time ms +0\\.072 +0\\.058 +-0\\.014 "
+                                                "+-20\\.0% +better")),
+             qPrintable(ctable));
+}
+
+QTEST_GUILESS_MAIN(TestAnalysis)
+#include "tst_analysis.moc"

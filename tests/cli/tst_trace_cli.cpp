@@ -1,0 +1,455 @@
+// The real pipescope-trace binary: every subcommand on the fixture trace, and every kind of bad
+// input, each of which must end with exit code 2 and a message naming the file and the problem.
+#include <sqlite3.h>
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/trace/reader.h>
+
+#include "testsupport.h"
+#include "trace_fixture.h"
+
+using namespace pipescope;
+using test::ProcessResult;
+using test::runBinary;
+
+namespace {
+
+const QString kCli = QStringLiteral("pipescope-trace");
+
+// Runs SQL on a database file (created when missing); returns an error text or "".
+QString execSql(const QString& path, const char* sql) {
+    sqlite3* db = nullptr;
+    QString error;
+    if (sqlite3_open(path.toUtf8().constData(), &db) != SQLITE_OK) {
+        error = QString::fromUtf8(sqlite3_errmsg(db));
+    } else {
+        char* message = nullptr;
+        if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+            error = QString::fromUtf8(message);
+        }
+        sqlite3_free(message);
+    }
+    sqlite3_close(db);
+    return error;
+}
+
+QString describe(const ProcessResult& r) {
+    return QStringLiteral("exit %1%2\nstdout:\n%3\nstderr:\n%4")
+        .arg(r.exit_code)
+        .arg(r.crashed     ? " (crashed)"
+             : r.timed_out ? " (timed out)"
+                           : "")
+        .arg(QString::fromUtf8(r.out.left(3000)), QString::fromUtf8(r.err));
+}
+
+QJsonObject parseObject(const QByteArray& bytes) {
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(bytes, &error);
+    if (error.error != QJsonParseError::NoError) {
+        qWarning("not JSON: %s", qPrintable(error.errorString()));
+    }
+    return doc.object();
+}
+
+}  // namespace
+
+class TestTraceCli : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void statsTable();
+    void statsJson();
+    void statsOneIteration();
+    void statsRunningRun();
+    void compare();
+    void exportChrome();
+    void exportCsv_data();
+    void exportCsv();
+    void exportUnwritable_data();
+    void exportUnwritable();
+    void exportOntoTrace();
+    void repair();
+    void badInput_data();
+    void badInput();
+    void badArguments_data();
+    void badArguments();
+    void helpAndVersion();
+    void stdoutFull();
+
+  private:
+    QString path(const QString& name) const { return dir_.filePath(name); }
+
+    QTemporaryDir dir_;
+    QString good_, fast_, crashed_;
+};
+
+void TestTraceCli::initTestCase() {
+    QVERIFY(dir_.isValid());
+    QVERIFY2(QFile::exists(test::binaryPath(kCli)), qPrintable(test::binaryPath(kCli)));
+    good_ = path("good.db");
+    fast_ = path("fast.db");
+    crashed_ = path("crashed.db");
+    QCOMPARE(test::writeFixtureTrace(good_), QString());
+    test::FixtureOptions fast;
+    fast.ns_per_us = 800;
+    fast.rank2_activations = 2048 * test::kMiB;
+    QCOMPARE(test::writeFixtureTrace(fast_, fast), QString());
+    test::FixtureOptions crashed;
+    crashed.finish = false;
+    QCOMPARE(test::writeFixtureTrace(crashed_, crashed), QString());
+
+    // The bad inputs of badInput().
+    QFile empty(path("empty.db"));
+    QVERIFY(empty.open(QIODevice::WriteOnly));
+    empty.close();
+    QFile text(path("notes.db"));
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write("these are my notes, not a trace\n");
+    text.close();
+    QVERIFY(QFile::copy(good_, path("truncated.db")));
+    QFile truncated(path("truncated.db"));
+    QVERIFY(truncated.resize(QFileInfo(good_).size() / 2));
+    QCOMPARE(execSql(path("other.db"),
+                     "CREATE TABLE recipes (name TEXT, minutes INTEGER);"
+                     "INSERT INTO recipes VALUES ('bread', 240);"),
+             QString());
+    QCOMPARE(execSql(path("nsys.db"),
+                     "CREATE TABLE META_DATA_EXPORT (name TEXT NOT NULL, value TEXT);"
+                     "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', "
+                     "'NVIDIA Nsight Systems');"
+                     "CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT);"
+                     "INSERT INTO StringIds VALUES (1, 'gemm');"
+                     "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER "
+                     "NOT NULL, deviceId INTEGER, streamId INTEGER, shortName INTEGER);"
+                     "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 20, 0, 7, 1);"),
+             QString());
+    QVERIFY(QFile::copy(good_, path("newer.db")));
+    QCOMPARE(execSql(path("newer.db"), "PRAGMA user_version = 99;"), QString());
+    QVERIFY(QDir(dir_.path()).mkdir("folder.db"));
+}
+
+void TestTraceCli::statsTable() {
+    const ProcessResult r = runBinary(kCli, {"stats", good_});
+    QVERIFY2(r.exit_code == 0 && !r.crashed, qPrintable(describe(r)));
+    const QString out = QString::fromUtf8(r.out);
+    QVERIFY2(out.contains("status: complete\n"), qPrintable(out));
+    QVERIFY2(out.contains("file: " + good_ + "\n"), qPrintable(out));
+    // rank, stages, busy ms, bubble ms, bubble %, comm wait ms, peak memory GiB
+    QVERIFY2(
+        out.contains(QRegularExpression("\n +0 +0 +0\\.044 +0\\.028 +38\\.9% +0\\.025 +4\\.00\n")),
+        qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\niteration time ms +0\\.072\n")), qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\nMFU +50\\.0%\n")), qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\ntokens/s +100000000\n")), qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\nmean bubble ratio +52\\.3%\n")), qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\nbusy imbalance +1\\.282\n")), qPrintable(out));
+    QVERIFY(r.err.isEmpty());
+}
+
+void TestTraceCli::statsJson() {
+    const ProcessResult r = runBinary(kCli, {"stats", good_, "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    const QJsonObject o = parseObject(r.out);
+    QCOMPARE(o.value("iteration_time_ms").toDouble(), 0.072);
+    QCOMPARE(o.value("mfu").toDouble(), 0.5);
+    QCOMPARE(o.value("tokens_per_s").toDouble(), 1e8);
+    QCOMPARE(o.value("bubble_ratio").toDouble(), 113.0 / 216.0);
+    QCOMPARE(o.value("imbalance").toObject().value("busy").toDouble(), 132.0 / 103.0);
+    QCOMPARE(o.value("imbalance").toObject().value("peak_memory").toDouble(), 4096.0 / 2816.0);
+    QCOMPARE(o.value("status").toString(), QString("complete"));
+    const QJsonObject its = o.value("iterations").toObject();
+    QCOMPARE(its.value("measured").toInt(), 1);
+    QCOMPARE(its.value("warmup").toInt(), 1);
+    QCOMPARE(its.value("per_iteration_ms").toArray(), QJsonArray({0.08, 0.072}));
+    const QJsonArray ranks = o.value("ranks").toArray();
+    QCOMPARE(ranks.size(), 3);
+    const QJsonObject r2 = ranks.at(2).toObject();
+    QCOMPARE(r2.value("rank").toInt(), 2);
+    QCOMPARE(r2.value("busy_ms").toDouble(), 0.023);
+    QCOMPARE(r2.value("bubble_ms").toDouble(), 0.049);
+    QCOMPARE(r2.value("bubble_ratio").toDouble(), 49.0 / 72.0);
+    QCOMPARE(r2.value("comm_wait_ms").toDouble(), 0.048);
+    QCOMPARE(r2.value("peak_memory_bytes").toInteger(), 2560 * test::kMiB);
+}
+
+void TestTraceCli::statsOneIteration() {
+    const ProcessResult r = runBinary(kCli, {"stats", "--iteration", "0", "--json", good_});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QCOMPARE(parseObject(r.out).value("iteration_time_ms").toDouble(), 0.08);
+    const ProcessResult eq = runBinary(kCli, {"stats", "--iteration=1", good_});
+    QVERIFY2(eq.exit_code == 0, qPrintable(describe(eq)));
+    QVERIFY(eq.out.contains("figures for iteration 1 only"));
+
+    const ProcessResult missing = runBinary(kCli, {"stats", good_, "--iteration", "9"});
+    QVERIFY2(missing.exit_code == 2, qPrintable(describe(missing)));
+    QVERIFY2(missing.err.contains(good_.toUtf8()) && missing.err.contains("iteration 9"),
+             qPrintable(describe(missing)));
+    QVERIFY(missing.out.isEmpty());
+}
+
+void TestTraceCli::statsRunningRun() {
+    const ProcessResult r = runBinary(kCli, {"stats", crashed_});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QVERIFY2(r.out.contains("status: running (the run did not finish; figures cover what was "
+                            "recorded)\n"),
+             qPrintable(describe(r)));
+    const ProcessResult j = runBinary(kCli, {"stats", "--json", crashed_});
+    QCOMPARE(parseObject(j.out).value("status").toString(), QString("running"));
+    QCOMPARE(parseObject(j.out).value("iteration_time_ms").toDouble(), 0.072);
+}
+
+void TestTraceCli::compare() {
+    const ProcessResult r = runBinary(kCli, {"compare", good_, fast_});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    const QString out = QString::fromUtf8(r.out);
+    QVERIFY2(out.contains(QRegularExpression("\niteration time ms +0\\.072 +0\\.058 +-0\\.014 "
+                                             "+-20\\.0% +better\n")),
+             qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\nMFU % +50\\.0 +62\\.5 +\\+12\\.5 pp +\\+25\\.0% "
+                                             "+better\n")),
+             qPrintable(out));
+    QVERIFY2(
+        out.contains(QRegularExpression("\nrank 2 peak memory GiB +2\\.500 +3\\.500 +\\+1\\.000 "
+                                        "+\\+40\\.0% +worse\n")),
+        qPrintable(out));
+
+    const ProcessResult j = runBinary(kCli, {"compare", "--json", good_, fast_, good_});
+    QVERIFY2(j.exit_code == 0, qPrintable(describe(j)));
+    const QJsonObject o = parseObject(j.out);
+    QCOMPARE(o.value("runs").toArray().size(), 3);
+    const QJsonObject first = o.value("quantities").toArray().at(0).toObject();
+    QCOMPARE(first.value("key").toString(), QString("iteration_time_ms"));
+    QCOMPARE(first.value("better").toString(), QString("lower"));
+    QCOMPARE(first.value("values").toArray(), QJsonArray({0.072, 0.0576, 0.072}));
+    QCOMPARE(first.value("verdict").toArray(), QJsonArray({"baseline", "better", "same"}));
+    QVERIFY(first.value("delta").toArray().at(0).isNull());
+}
+
+void TestTraceCli::exportChrome() {
+    const QString out = path("cli.json");
+    const ProcessResult r = runBinary(kCli, {"export-chrome", good_, out});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QVERIFY(r.out.isEmpty());  // data goes to the file; the summary line to stderr
+    QVERIFY(r.err.contains("55 ops"));
+    // The same bytes as the library's golden file.
+    const QString diff = test::compareWithGolden(
+        test::sourcePath("tests/interop/golden/fixture.chrome.json"), test::readFile(out));
+    QVERIFY2(diff.isEmpty(), qPrintable(diff));
+}
+
+void TestTraceCli::exportCsv_data() {
+    QTest::addColumn<QStringList>("options");
+    QTest::addColumn<QString>("header");
+    QTest::addColumn<int>("rows");
+    QTest::newRow("default op") << QStringList()
+                                << "id,rank,iteration,kind,microbatch,chunk,"
+                                   "lane,start_ns,end_ns,dur_ns,source,"
+                                   "op_index,peer,collective,bytes,cpu_ns"
+                                << 55;
+    QTest::newRow("memory") << QStringList({"--table", "memory"}) << "rank,t_ns,bytes,category"
+                            << 14;
+    QTest::newRow("metric") << QStringList({"--table=metric"}) << "key,value,rank,iteration" << 7;
+}
+
+void TestTraceCli::exportCsv() {
+    QFETCH(QStringList, options);
+    QFETCH(QString, header);
+    QFETCH(int, rows);
+    const QString out = path(QStringLiteral("cli-%1.csv").arg(QTest::currentDataTag()));
+    const ProcessResult r = runBinary(kCli, QStringList({"export-csv", good_, out}) + options);
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    const QByteArray bytes = test::readFile(out);
+    QVERIFY(bytes.startsWith(header.toUtf8() + "\r\n"));
+    QCOMPARE(int(bytes.count("\r\n")), rows + 1);
+}
+
+void TestTraceCli::exportUnwritable_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("target");
+    const QString chrome = "/proc/pipescope-cli-test.json";
+    const QString csv = "/proc/pipescope-cli-test.csv";
+    QTest::newRow("chrome into /proc") << QStringList({"export-chrome", "GOOD", chrome}) << chrome;
+    QTest::newRow("csv into /proc") << QStringList({"export-csv", "GOOD", csv}) << csv;
+    QTest::newRow("missing folder")
+        << QStringList({"export-chrome", "GOOD", "DIR/no/such/folder/out.json"})
+        << "DIR/no/such/folder/out.json";
+}
+
+void TestTraceCli::exportUnwritable() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, target);
+    args.replaceInStrings("GOOD", good_);
+    args.replaceInStrings("DIR", dir_.path());
+    target.replace("DIR", dir_.path());
+    const ProcessResult r = runBinary(kCli, args);
+    QVERIFY2(r.exit_code == 4 && !r.crashed, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(target.toUtf8()), qPrintable(describe(r)));
+    QVERIFY(!QFile::exists(target));
+}
+
+void TestTraceCli::exportOntoTrace() {
+    const QString copy = path("victim.db");
+    QVERIFY(QFile::copy(good_, copy));
+    const QByteArray before = test::readFile(copy);
+    const ProcessResult r = runBinary(kCli, {"export-csv", copy, copy});
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    QCOMPARE(test::readFile(copy), before);
+}
+
+void TestTraceCli::repair() {
+    const QString target = path("repair-me.db");
+    QVERIFY(QFile::copy(crashed_, target));
+    {
+        trace::TraceReader before;
+        QVERIFY(before.open(target.toStdString()).ok());
+        QVERIFY(before.run().status == trace::RunStatus::Running);
+        QVERIFY(!before.finalized());
+    }
+    const ProcessResult r = runBinary(kCli, {"repair", target});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    {
+        trace::TraceReader after;
+        QVERIFY(after.open(target.toStdString()).ok());
+        QVERIFY(after.run().status == trace::RunStatus::Failed);
+        QVERIFY(after.finalized());
+        QCOMPARE(after.opCount(), std::int64_t(test::fixtureOps().size()));
+    }
+    const ProcessResult stats = runBinary(kCli, {"stats", target});
+    QVERIFY2(stats.exit_code == 0, qPrintable(describe(stats)));
+    QVERIFY(stats.out.contains("status: failed: "));
+    QVERIFY(stats.out.contains("(the run did not finish; figures cover what was recorded)"));
+
+    const ProcessResult again = runBinary(kCli, {"repair", target});
+    QVERIFY2(again.exit_code == 0 && again.err.contains("nothing to repair"),
+             qPrintable(describe(again)));
+
+    const QByteArray complete_before = test::readFile(good_);
+    const ProcessResult refused = runBinary(kCli, {"repair", good_});
+    QVERIFY2(refused.exit_code == 2, qPrintable(describe(refused)));
+    QVERIFY2(refused.err.contains(good_.toUtf8()) && refused.err.contains("complete"),
+             qPrintable(describe(refused)));
+    QCOMPARE(test::readFile(good_), complete_before);
+}
+
+void TestTraceCli::badInput_data() {
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("problem");
+    const QList<QPair<QString, QString>> files = {
+        {"missing.db", "no such file"},        {"empty.db", "empty file"},
+        {"notes.db", "not a SQLite database"}, {"truncated.db", "truncated"},
+        {"other.db", "not a PipeScope trace"}, {"nsys.db", "Nsight Systems export"},
+        {"newer.db", "newer PipeScope"},       {"folder.db", "is a directory"},
+    };
+    for (const QString command : {"stats", "compare", "export-chrome", "export-csv", "repair"}) {
+        for (const auto& [file, problem] : files) {
+            QTest::addRow("%s %s", qPrintable(command), qPrintable(file))
+                << command << file << problem;
+        }
+    }
+}
+
+void TestTraceCli::badInput() {
+    QFETCH(QString, command);
+    QFETCH(QString, file);
+    QFETCH(QString, problem);
+    const QString bad = path(file);
+    QStringList args = {command};
+    if (command == "compare") {
+        args << good_ << bad;
+    } else {
+        args << bad;
+    }
+    if (command.startsWith("export")) {
+        args << path("never-written.out");
+    }
+    const QByteArray before = test::readFile(bad);
+    const ProcessResult r = runBinary(kCli, args, 30000);
+    QVERIFY2(!r.crashed && !r.timed_out, qPrintable(describe(r)));
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(bad.toUtf8()), qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(problem.toUtf8()), qPrintable(describe(r)));
+    QVERIFY(r.out.isEmpty());
+    QVERIFY(!QFile::exists(path("never-written.out")));
+    QCOMPARE(test::readFile(bad), before);  // nothing was changed in the bad file
+}
+
+void TestTraceCli::badArguments_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("nothing") << QStringList() << "usage:";
+    QTest::newRow("unknown command")
+        << QStringList({"frobnicate", "x.db"})
+        << "unknown command 'frobnicate'; commands: stats, compare, export-chrome, export-csv, "
+           "repair, help";
+    QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
+    QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";
+    QTest::newRow("stats unknown option")
+        << QStringList({"stats", "GOOD", "--fast"}) << "unknown option '--fast'";
+    QTest::newRow("iteration not a number")
+        << QStringList({"stats", "GOOD", "--iteration", "x"}) << "--iteration needs a whole number";
+    QTest::newRow("iteration without value")
+        << QStringList({"stats", "GOOD", "--iteration"}) << "--iteration needs a value";
+    QTest::newRow("compare one file") << QStringList({"compare", "GOOD"}) << "at least two";
+    QTest::newRow("export without output")
+        << QStringList({"export-chrome", "GOOD"}) << "needs the trace file and the output file";
+    QTest::newRow("csv bad table") << QStringList({"export-csv", "GOOD", "OUT", "--table", "ops"})
+                                   << "--table must be op, memory or metric";
+    QTest::newRow("repair without file") << QStringList({"repair"}) << "missing the trace file";
+    QTest::newRow("help unknown") << QStringList({"help", "frobnicate"}) << "no command";
+}
+
+void TestTraceCli::badArguments() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    args.replaceInStrings("GOOD", good_);
+    args.replaceInStrings("OUT", path("bad-args.out"));
+    const ProcessResult r = runBinary(kCli, args, 30000);
+    QVERIFY2(!r.crashed && r.exit_code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(message.toUtf8()), qPrintable(describe(r)));
+    QVERIFY(r.out.isEmpty());
+    QVERIFY(!QFile::exists(path("bad-args.out")));
+}
+
+void TestTraceCli::helpAndVersion() {
+    const ProcessResult help = runBinary(kCli, {"--help"});
+    QCOMPARE(help.exit_code, 0);
+    for (const char* cmd : {"stats", "compare", "export-chrome", "export-csv", "repair"}) {
+        QVERIFY2(help.out.contains(QByteArray(" ") + cmd + " "), cmd);
+    }
+    const ProcessResult stats_help = runBinary(kCli, {"help", "stats"});
+    QCOMPARE(stats_help.exit_code, 0);
+    QVERIFY(stats_help.out.contains("--iteration N"));
+    const ProcessResult inline_help = runBinary(kCli, {"export-csv", "--help"});
+    QCOMPARE(inline_help.exit_code, 0);
+    QVERIFY(inline_help.out.contains("--table"));
+    const ProcessResult version = runBinary(kCli, {"--version"});
+    QCOMPARE(version.exit_code, 0);
+    QVERIFY(version.out.startsWith("pipescope-trace "));
+    QVERIFY(version.out.contains("trace schema 1"));
+}
+
+// Data that cannot be written to stdout is a failed output: exit code 4.
+void TestTraceCli::stdoutFull() {
+    if (!QFile::exists("/dev/full")) {
+        QSKIP("no /dev/full here");
+    }
+    QProcess p;
+    p.setStandardOutputFile("/dev/full");
+    p.start(test::binaryPath(kCli), {"stats", "--json", good_});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 4);
+    QVERIFY(p.readAllStandardError().contains("cannot write to standard output"));
+}
+
+QTEST_GUILESS_MAIN(TestTraceCli)
+#include "tst_trace_cli.moc"

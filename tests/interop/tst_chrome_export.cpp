@@ -1,0 +1,323 @@
+// Chrome / Perfetto JSON export of the fixture trace: byte-for-byte against a golden file, then
+// read back with QJsonDocument to check what a viewer relies on.
+#include <map>
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/interop/chrome_export.h>
+#include <pipescope/trace/reader.h>
+
+#include "testsupport.h"
+#include "trace_fixture.h"
+
+using namespace pipescope;
+
+namespace {
+
+QJsonArray eventsOf(const QJsonDocument& doc, const QString& ph) {
+    QJsonArray out;
+    for (const QJsonValue& v : doc.object().value("traceEvents").toArray()) {
+        if (v.toObject().value("ph").toString() == ph) {
+            out.append(v);
+        }
+    }
+    return out;
+}
+
+// Nanoseconds from a microsecond value printed with three decimals.
+qint64 ns(const QJsonValue& us) {
+    return qRound64(us.toDouble() * 1000.0);
+}
+
+}  // namespace
+
+class TestChromeExport : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void golden();
+    void document();
+    void everyOpOnce();
+    void flowsPaired();
+    void overlapLanes();
+    void memoryCounters();
+    void threeDecimals();
+    void kernels();
+    void deterministic();
+    void failedWriteLeavesNothing();
+    void replacesExistingFile();
+
+  private:
+    QTemporaryDir dir_;
+    QString trace_;
+    QByteArray json_;
+    QJsonDocument doc_;
+    trace::TraceReader reader_;
+};
+
+void TestChromeExport::initTestCase() {
+    QVERIFY(dir_.isValid());
+    trace_ = dir_.filePath("fixture.db");
+    QCOMPARE(test::writeFixtureTrace(trace_), QString());
+    const trace::TraceStatus open = reader_.open(trace_.toStdString());
+    QVERIFY2(open.ok(), open.message.c_str());
+    const QString out = dir_.filePath("fixture.json");
+    interop::ChromeExportStats stats;
+    const trace::TraceStatus st = interop::exportChrome(reader_, out.toStdString(), &stats);
+    QVERIFY2(st.ok(), st.message.c_str());
+    QCOMPARE(stats.ops, std::int64_t{55});
+    QCOMPARE(stats.flows, std::int64_t{12});
+    QCOMPARE(stats.kernels, std::int64_t{1});
+    QCOMPARE(stats.overlap_lanes, std::int64_t{2});
+    json_ = test::readFile(out);
+    QJsonParseError error;
+    doc_ = QJsonDocument::fromJson(json_, &error);
+    QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+}
+
+void TestChromeExport::golden() {
+    const QString diff = test::compareWithGolden(
+        test::sourcePath("tests/interop/golden/fixture.chrome.json"), json_);
+    QVERIFY2(diff.isEmpty(), qPrintable(diff));
+}
+
+void TestChromeExport::document() {
+    const QJsonObject root = doc_.object();
+    QCOMPARE(root.value("displayTimeUnit").toString(), QString("ns"));
+    const QJsonObject meta = root.value("metadata").toObject();
+    const test::FixtureOptions o;
+    QCOMPARE(meta.value("run").toString(), QString::fromStdString(o.name));
+    QCOMPARE(meta.value("backend").toString(), QString("sim"));
+    QCOMPARE(meta.value("status").toString(), QString("complete"));
+    QCOMPARE(meta.value("config").toString(),
+             QString::fromStdString(test::fixtureRun(o).config_json));
+    // Processes named after their rank and stages, threads after their lane.
+    QMap<QString, QString> names;
+    for (const QJsonValue& v : eventsOf(doc_, "M")) {
+        const QJsonObject e = v.toObject();
+        const QString key = QStringLiteral("%1 %2/%3")
+                                .arg(e.value("name").toString())
+                                .arg(e.value("pid").toInteger())
+                                .arg(e.value("tid").toInteger());
+        names[key] = e.value("args").toObject().value("name").toString();
+    }
+    QCOMPARE(names.value("process_name 0/0"), QString("rank 0 (stages 0)"));
+    QCOMPARE(names.value("process_name 2/0"), QString("rank 2 (stages 2)"));
+    QCOMPARE(names.value("thread_name 1/0"), QString("compute"));
+    QCOMPARE(names.value("thread_name 1/1"), QString("comm"));
+}
+
+void TestChromeExport::everyOpOnce() {
+    QSet<QString> seen;
+    int ops = 0;
+    for (const QJsonValue& v : eventsOf(doc_, "X")) {
+        const QJsonObject e = v.toObject();
+        if (e.value("pid").toInteger() >= interop::kGpuPidBase) {
+            continue;
+        }
+        ++ops;
+        const QJsonObject args = e.value("args").toObject();
+        const QString key = QStringLiteral("%1/%2")
+                                .arg(e.value("pid").toInteger())
+                                .arg(args.value("op_index").toInt());
+        QVERIFY2(!seen.contains(key), qPrintable("op exported twice: " + key));
+        seen.insert(key);
+        QVERIFY(args.contains("iteration"));
+        QVERIFY(args.contains("source"));
+        const QString cat = e.value("cat").toString();
+        QVERIFY(cat == "compute" || cat == "comm");
+    }
+    QCOMPARE(ops, int(test::fixtureOps().size()));
+    QCOMPARE(qint64(ops), qint64(reader_.opCount()));
+}
+
+void TestChromeExport::flowsPaired() {
+    // Every flow starts inside a SEND op and ends inside the matching RECV op.
+    const QJsonArray xs = eventsOf(doc_, "X");
+    auto enclosing = [&](const QJsonObject& flow) -> QJsonObject {
+        for (const QJsonValue& v : xs) {
+            const QJsonObject x = v.toObject();
+            if (x.value("pid") == flow.value("pid") && x.value("tid") == flow.value("tid") &&
+                ns(x.value("ts")) <= ns(flow.value("ts")) &&
+                ns(flow.value("ts")) < ns(x.value("ts")) + ns(x.value("dur"))) {
+                return x;
+            }
+        }
+        return {};
+    };
+    std::map<qint64, QJsonObject> starts;
+    std::map<qint64, QJsonObject> finishes;
+    for (const QJsonValue& v : eventsOf(doc_, "s")) {
+        const QJsonObject s = v.toObject();
+        QVERIFY(starts.emplace(s.value("id").toInteger(), s).second);
+        QCOMPARE(s.value("cat").toString(), QString("p2p"));
+    }
+    for (const QJsonValue& v : eventsOf(doc_, "f")) {
+        const QJsonObject f = v.toObject();
+        QVERIFY(finishes.emplace(f.value("id").toInteger(), f).second);
+        QCOMPARE(f.value("bp").toString(), QString("e"));
+    }
+    QCOMPARE(starts.size(), std::size_t{12});
+    QCOMPARE(finishes.size(), starts.size());
+    for (const auto& [id, s] : starts) {
+        QVERIFY(finishes.count(id));
+        const QJsonObject f = finishes.at(id);
+        const QJsonObject send = enclosing(s);
+        const QJsonObject recv = enclosing(f);
+        QVERIFY2(send.value("name").toString().startsWith("SEND_"),
+                 qPrintable(QString::number(id)));
+        QVERIFY2(recv.value("name").toString().startsWith("RECV_"),
+                 qPrintable(QString::number(id)));
+        const QJsonObject sa = send.value("args").toObject();
+        const QJsonObject ra = recv.value("args").toObject();
+        QCOMPARE(sa.value("peer").toInteger(), recv.value("pid").toInteger());
+        QCOMPARE(ra.value("peer").toInteger(), send.value("pid").toInteger());
+        QCOMPARE(sa.value("iteration"), ra.value("iteration"));
+        QCOMPARE(sa.value("microbatch"), ra.value("microbatch"));  // k-th send meets k-th receive
+        QCOMPARE(send.value("name").toString().mid(5, 1), recv.value("name").toString().mid(5, 1));
+    }
+}
+
+void TestChromeExport::overlapLanes() {
+    QMap<QPair<qint64, qint64>, QString> thread_names;
+    for (const QJsonValue& v : eventsOf(doc_, "M")) {
+        const QJsonObject e = v.toObject();
+        if (e.value("name").toString() == "thread_name") {
+            thread_names[{e.value("pid").toInteger(), e.value("tid").toInteger()}] =
+                e.value("args").toObject().value("name").toString();
+        }
+    }
+    QCOMPARE(thread_names.value({2, 2}), QString("compute (overlap 1)"));
+    QCOMPARE(thread_names.value({2, 3}), QString("comm (overlap 1)"));
+    QVERIFY(!thread_names.contains({0, 2}));  // ranks 0 and 1 have no overlapping ops
+
+    // No two "X" events of one thread overlap, so nothing is mis-nested.
+    QMap<QPair<qint64, qint64>, QVector<QPair<qint64, qint64>>> spans;
+    for (const QJsonValue& v : eventsOf(doc_, "X")) {
+        const QJsonObject e = v.toObject();
+        const qint64 start = ns(e.value("ts"));
+        spans[{e.value("pid").toInteger(), e.value("tid").toInteger()}].append(
+            {start, start + ns(e.value("dur"))});
+        if (e.value("name").toString() == "W0") {
+            QCOMPARE(e.value("tid").toInteger(), qint64(2));
+            QCOMPARE(e.value("cat").toString(), QString("compute"));
+        }
+    }
+    for (auto it = spans.begin(); it != spans.end(); ++it) {
+        auto list = it.value();
+        std::sort(list.begin(), list.end());
+        for (int i = 1; i < list.size(); ++i) {
+            QVERIFY2(list[i].first >= list[i - 1].second,
+                     qPrintable(QStringLiteral("overlap on pid %1 tid %2 at %3")
+                                    .arg(it.key().first)
+                                    .arg(it.key().second)
+                                    .arg(list[i].first)));
+        }
+    }
+}
+
+void TestChromeExport::memoryCounters() {
+    QMap<qint64, QVector<QJsonObject>> by_rank;
+    for (const QJsonValue& v : eventsOf(doc_, "C")) {
+        const QJsonObject e = v.toObject();
+        QCOMPARE(e.value("name").toString(), QString("memory"));
+        by_rank[e.value("pid").toInteger()].append(e);
+    }
+    // One event per instant with a change: the two rows at 0 us and the two at 140 us of rank 0
+    // each give one event.
+    QCOMPARE(by_rank.value(0).size(), 5);
+    QCOMPARE(by_rank.value(1).size(), 4);
+    QCOMPARE(by_rank.value(2).size(), 2);
+    const QJsonObject at140 = by_rank.value(0).at(3);
+    QCOMPARE(at140.value("ts").toDouble(), 140.0);
+    const QJsonObject args = at140.value("args").toObject();
+    QCOMPARE(args.keys(), QStringList({"activations", "grads", "optimizer", "weights"}));
+    QCOMPARE(args.value("grads").toInteger(), 256 * test::kMiB);
+    QCOMPARE(args.value("activations").toInteger(), 512 * test::kMiB);
+    QCOMPARE(args.value("weights").toInteger(), 2048 * test::kMiB);
+    // Rank 2 only uses weights, vocab and activations: no empty series.
+    QCOMPARE(by_rank.value(2).at(0).value("args").toObject().keys(),
+             QStringList({"activations", "vocab", "weights"}));
+}
+
+void TestChromeExport::threeDecimals() {
+    const QString text = QString::fromUtf8(json_);
+    const qsizetype all = text.count(QRegularExpression("\"(ts|dur|cpu_us)\":"));
+    const qsizetype exact =
+        text.count(QRegularExpression("\"(ts|dur|cpu_us)\":-?[0-9]+\\.[0-9]{3}[,}]"));
+    QVERIFY(all > 100);
+    QCOMPARE(exact, all);
+    QVERIFY(text.contains("\"ts\":5.123,\"dur\":4.754"));  // the kernel, in ns precision
+    QVERIFY(text.contains("\"cpu_us\":1.234"));
+}
+
+void TestChromeExport::kernels() {
+    bool named = false;
+    int found = 0;
+    for (const QJsonValue& v : doc_.object().value("traceEvents").toArray()) {
+        const QJsonObject e = v.toObject();
+        if (e.value("pid").toInteger() != interop::kGpuPidBase) {
+            continue;
+        }
+        if (e.value("name").toString() == "process_name") {
+            named = e.value("args").toObject().value("name").toString() == "GPU 0";
+        } else if (e.value("ph").toString() == "X") {
+            ++found;
+            QCOMPARE(e.value("name").toString(), QString("gemm"));
+            QCOMPARE(e.value("tid").toInteger(), qint64(7));  // the stream
+            QCOMPARE(e.value("args").toObject().value("name").toString(),
+                     QString("void gemm<float, \"tn\\x\">(float const*)"));
+        }
+    }
+    QVERIFY(named);
+    QCOMPARE(found, 1);
+}
+
+void TestChromeExport::deterministic() {
+    const QString again = dir_.filePath("again.json");
+    QVERIFY(interop::exportChrome(reader_, again.toStdString()).ok());
+    QCOMPARE(test::readFile(again), json_);
+}
+
+void TestChromeExport::failedWriteLeavesNothing() {
+    const std::string proc = "/proc/pipescope-test-export.json";
+    const trace::TraceStatus st = interop::exportChrome(reader_, proc);
+    QVERIFY(!st.ok());
+    QVERIFY(st.code == trace::TraceStatus::Code::IoError);
+    QVERIFY2(st.message.find(proc) != std::string::npos, st.message.c_str());
+    QVERIFY(!QFile::exists(QString::fromStdString(proc)));
+
+    // The target is a directory: the temporary file beside it must not stay behind.
+    QTemporaryDir parent;
+    QVERIFY(QDir(parent.path()).mkdir("out.json"));
+    const trace::TraceStatus dir_st =
+        interop::exportChrome(reader_, parent.filePath("out.json").toStdString());
+    QVERIFY(!dir_st.ok());
+    QCOMPARE(QDir(parent.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+             QStringList({"out.json"}));
+}
+
+void TestChromeExport::replacesExistingFile() {
+    const QString target = dir_.filePath("existing.json");
+    {
+        QFile f(target);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("old contents");
+    }
+    QVERIFY(interop::exportChrome(reader_, target.toStdString()).ok());
+    QCOMPARE(test::readFile(target), json_);
+    QCOMPARE(QDir(dir_.path()).entryList({".existing*"}, QDir::Hidden | QDir::Files),
+             QStringList());
+}
+
+QTEST_GUILESS_MAIN(TestChromeExport)
+#include "tst_chrome_export.moc"
