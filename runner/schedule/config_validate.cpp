@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include <pipescope/schedule/generate.h>
+
 #include "config_fields.h"
 #include "config_keys.h"
 
@@ -330,6 +332,12 @@ void Validator::checkParallelRules() {
                    "v-half needs at least parallel.pipeline (" + ps + ") micro-batches, got " +
                        std::to_string(m),
                    false);
+        }
+    }
+
+    if (par_vocab_.valid && par_schedule_.valid) {
+        if (auto why = unsupportedCombination(par_schedule_.value, par_vocab_.value)) {
+            report("parallel.vocab", *why, false);
         }
     }
 

@@ -1,0 +1,174 @@
+#include "options.h"
+
+#include <stdexcept>
+
+#include <pipescope/schedule/config_parse.h>
+
+namespace pipescope::cli {
+
+const char* usage() {
+    return R"(usage: pipescope-run CONFIG.json [options]
+       pipescope-run --list-devices [--json]
+
+Runs a pipeline-parallel training config on a backend and writes its trace.
+
+  --backend sim|cpu|cuda   executor (default sim: the virtual-clock simulator)
+  --out RUN.db             trace file to write (optional for sim)
+  --force                  replace RUN.db if it exists
+  --iterations N           iterations to run (default: the config's run.iterations)
+  --summary-json PATH|-    write the run summary as JSON (- for stdout)
+  --progress jsonl         JSON-lines progress events on stdout (for the app)
+  --set KEY=VALUE          override a config key, e.g. --set model.vocab=256000 (repeatable)
+  --sweep KEY=V1,V2,...    simulate every combination of the listed values (repeatable, sim)
+  --sweep-csv PATH|-       write the sweep table as CSV
+  --compare                run every variant of the config's "compare" list and compare them
+  --save-schedule PATH     write the generated schedule as JSON (for hand editing)
+  --schedule PATH          run this schedule file instead of generating one
+  --print-schedule         print each rank's op list
+  --help, --version
+
+Exit codes: 0 success, 2 bad config or arguments, 3 backend not available here,
+4 run failed, 130 cancelled.
+)";
+}
+
+ParsedOptions parseOptions(const std::vector<std::string>& args) {
+    ParsedOptions out;
+    Options o;
+    auto fail = [&](const std::string& why) {
+        out.error = why;
+        return out;
+    };
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string* dst) -> bool {
+            if (i + 1 >= args.size()) {
+                return false;
+            }
+            *dst = args[++i];
+            return true;
+        };
+        std::string v;
+        if (a == "--help" || a == "-h") {
+            o.help = true;
+        } else if (a == "--version") {
+            o.version = true;
+        } else if (a == "--backend") {
+            if (!value(&o.backend)) {
+                return fail("--backend needs a value: sim, cpu or cuda");
+            }
+            if (o.backend != "sim" && o.backend != "cpu" && o.backend != "cuda") {
+                return fail("--backend: unknown backend \"" + o.backend +
+                            "\"; expected sim, cpu or cuda");
+            }
+        } else if (a == "--out") {
+            if (!value(&o.out)) {
+                return fail("--out needs a file name");
+            }
+        } else if (a == "--force") {
+            o.force = true;
+        } else if (a == "--iterations") {
+            if (!value(&v)) {
+                return fail("--iterations needs a number");
+            }
+            try {
+                std::size_t used = 0;
+                const int n = std::stoi(v, &used);
+                if (used != v.size() || n < 1) {
+                    throw std::invalid_argument(v);
+                }
+                o.iterations = n;
+            } catch (...) {
+                return fail("--iterations: must be a whole number of at least 1, got \"" + v +
+                            "\"");
+            }
+        } else if (a == "--summary-json") {
+            if (!value(&o.summary_json)) {
+                return fail("--summary-json needs a file name or -");
+            }
+        } else if (a == "--progress") {
+            if (!value(&v) || v != "jsonl") {
+                return fail("--progress: the only format is jsonl");
+            }
+            o.progress_jsonl = true;
+        } else if (a == "--set") {
+            std::string why;
+            if (!value(&v)) {
+                return fail("--set needs KEY=VALUE");
+            }
+            auto ov = schedule::parseOverride(v, &why);
+            if (!ov) {
+                return fail("--set " + v + ": " + why);
+            }
+            o.overrides.push_back(*ov);
+        } else if (a == "--sweep") {
+            if (!value(&v)) {
+                return fail("--sweep needs KEY=V1,V2,...");
+            }
+            const auto eq = v.find('=');
+            if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+                return fail("--sweep " + v +
+                            ": expected KEY=V1,V2,... (e.g. model.vocab=32000,64000)");
+            }
+            SweepAxis axis{v.substr(0, eq), {}};
+            std::string rest = v.substr(eq + 1);
+            std::size_t start = 0;
+            while (start <= rest.size()) {
+                const auto comma = rest.find(',', start);
+                const std::string item = rest.substr(
+                    start, comma == std::string::npos ? std::string::npos : comma - start);
+                if (item.empty()) {
+                    return fail("--sweep " + v + ": an empty value in the list");
+                }
+                axis.values.push_back(item);
+                if (comma == std::string::npos) {
+                    break;
+                }
+                start = comma + 1;
+            }
+            o.sweeps.push_back(std::move(axis));
+        } else if (a == "--sweep-csv") {
+            if (!value(&o.sweep_csv)) {
+                return fail("--sweep-csv needs a file name or -");
+            }
+        } else if (a == "--compare") {
+            o.compare = true;
+        } else if (a == "--save-schedule") {
+            if (!value(&o.save_schedule)) {
+                return fail("--save-schedule needs a file name");
+            }
+        } else if (a == "--schedule") {
+            if (!value(&o.load_schedule)) {
+                return fail("--schedule needs a file name");
+            }
+        } else if (a == "--print-schedule") {
+            o.print_schedule = true;
+        } else if (a == "--list-devices") {
+            o.list_devices = true;
+        } else if (a == "--json") {
+            o.json = true;
+        } else if (!a.empty() && a[0] == '-' && a != "-") {
+            return fail("unknown option " + a + " (see pipescope-run --help)");
+        } else if (o.config_path.empty()) {
+            o.config_path = a;
+        } else {
+            return fail("unexpected argument \"" + a + "\": give one config file");
+        }
+    }
+    if (!o.help && !o.version && !o.list_devices && o.config_path.empty()) {
+        return fail("no config file given (see pipescope-run --help)");
+    }
+    if (!o.sweeps.empty() && o.backend != "sim") {
+        return fail("--sweep runs the simulator; use it with --backend sim");
+    }
+    if (!o.sweeps.empty() && o.compare) {
+        return fail("--sweep and --compare cannot be combined");
+    }
+    if (!o.sweep_csv.empty() && o.sweeps.empty()) {
+        return fail("--sweep-csv needs at least one --sweep");
+    }
+    out.options = std::move(o);
+    return out;
+}
+
+}  // namespace pipescope::cli

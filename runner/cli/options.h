@@ -1,0 +1,46 @@
+// Command line of pipescope-run (docs/runner-cli.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/schedule/config.h>
+
+namespace pipescope::cli {
+
+struct SweepAxis {
+    std::string path;                 // "model.vocab"
+    std::vector<std::string> values;  // JSON texts or bare words
+};
+
+struct Options {
+    std::string config_path;
+    std::string backend = "sim";
+    std::string out;     // trace file; empty: none (allowed for sim)
+    bool force = false;  // replace an existing trace file
+    std::optional<int> iterations;
+    std::string summary_json;  // path or "-"
+    bool progress_jsonl = false;
+    std::vector<schedule::Override> overrides;
+    std::vector<SweepAxis> sweeps;
+    std::string sweep_csv;  // path or "-"
+    bool compare = false;
+    std::string save_schedule;
+    std::string load_schedule;
+    bool print_schedule = false;
+    bool list_devices = false;
+    bool json = false;
+    bool help = false;
+    bool version = false;
+};
+
+struct ParsedOptions {
+    std::optional<Options> options;
+    std::string error;  // names the argument
+};
+
+ParsedOptions parseOptions(const std::vector<std::string>& args);
+const char* usage();
+
+}  // namespace pipescope::cli

@@ -1,0 +1,185 @@
+#include "report.h"
+
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include <pipescope/schedule/config.h>
+
+namespace pipescope::cli {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string fixed(double v, int digits) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << v;
+    return s.str();
+}
+
+std::string csvField(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) {
+        return s;
+    }
+    std::string out = "\"";
+    for (char c : s) {
+        out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    }
+    return out + "\"";
+}
+
+std::string signedPercent(double now, double base) {
+    if (base == 0) {
+        return "";
+    }
+    const double d = 100.0 * (now - base) / base;
+    return (d >= 0 ? "+" : "") + fixed(d, 1) + "%";
+}
+
+}  // namespace
+
+std::string summaryJson(const sim::SimResult& r, const std::string& trace_path) {
+    nlohmann::ordered_json j;
+    j["name"] = r.config.name;
+    j["backend"] = "sim";
+    j["schedule"] = std::string(schedule::toString(r.config.parallel.schedule));
+    j["vocab"] = std::string(schedule::toString(r.config.parallel.vocab));
+    j["pipeline"] = r.schedule.ranks;
+    j["microbatches"] = r.schedule.microbatches;
+    j["iteration_time_ms"] = r.iteration_time_s * 1e3;
+    j["model_flops"] = r.model_flops;
+    j["mfu"] = r.mfu;
+    j["tokens_per_s"] = r.tokens_per_s;
+    j["bubble_ratio"] = r.bubble_ratio;
+    j["imbalance"] = {{"busy", r.busy_imbalance}, {"peak_memory", r.memory_imbalance}};
+    j["max_peak_memory_bytes"] = r.maxPeakMemory();
+    j["memory_capacity_bytes"] = r.memory_capacity_bytes;
+    j["fits"] = r.maxPeakMemory() <= r.memory_capacity_bytes;
+    auto ranks = nlohmann::ordered_json::array();
+    for (const auto& rk : r.ranks) {
+        nlohmann::ordered_json x;
+        x["rank"] = rk.rank;
+        x["busy_ms"] = rk.busy_s * 1e3;
+        x["bubble_ms"] = rk.bubble_s * 1e3;
+        x["bubble_ratio"] = rk.bubble_ratio;
+        x["comm_wait_ms"] = rk.comm_wait_s * 1e3;
+        x["peak_memory_bytes"] = rk.peak_memory_bytes;
+        x["peak_activation_microbatches"] = rk.peak_activation_microbatches;
+        ranks.push_back(std::move(x));
+    }
+    j["ranks"] = std::move(ranks);
+    j["trace"] =
+        trace_path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(trace_path);
+    return j.dump(2) + "\n";
+}
+
+void printSummary(std::ostream& os, const sim::SimResult& r) {
+    os << r.config.name << "\n"
+       << "  " << schedule::toString(r.config.parallel.schedule) << ", vocabulary "
+       << schedule::toString(r.config.parallel.vocab) << ", " << r.schedule.ranks << " stages, "
+       << r.schedule.microbatches << " micro-batches, " << r.schedule.opCount()
+       << " ops per iteration\n"
+       << "  iteration " << fixed(r.iteration_time_s * 1e3, 3) << " ms   MFU "
+       << fixed(100 * r.mfu, 1) << "%   " << fixed(r.tokens_per_s, 0) << " tokens/s   bubble "
+       << fixed(100 * r.bubble_ratio, 1) << "% (mean)\n"
+       << "  imbalance (max/mean): busy " << fixed(r.busy_imbalance, 3) << ", peak memory "
+       << fixed(r.memory_imbalance, 3) << "\n\n";
+    os << "  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n";
+    for (const auto& rk : r.ranks) {
+        os << "  " << std::setw(4) << rk.rank << std::setw(11) << fixed(rk.busy_s * 1e3, 3)
+           << std::setw(11) << fixed(rk.bubble_s * 1e3, 3) << std::setw(7)
+           << fixed(100 * rk.bubble_ratio, 1) << "%" << std::setw(10)
+           << fixed(rk.comm_wait_s * 1e3, 3) << std::setw(10)
+           << fixed(static_cast<double>(rk.peak_memory_bytes) / kGiB, 2) << std::setw(9)
+           << fixed(rk.peak_activation_microbatches, 2) << "\n";
+    }
+    const double cap = static_cast<double>(r.memory_capacity_bytes) / kGiB;
+    if (r.maxPeakMemory() > r.memory_capacity_bytes) {
+        os << "  does NOT fit: peak " << fixed(static_cast<double>(r.maxPeakMemory()) / kGiB, 2)
+           << " GiB > " << fixed(cap, 1) << " GiB of " << r.config.hardware.name << "\n";
+    }
+}
+
+void printTable(std::ostream& os, const std::vector<std::string>& headers,
+                const std::vector<Row>& rows, bool deltas) {
+    std::vector<std::string> head = headers;
+    for (const char* h :
+         {"iteration ms", "MFU", "bubble", "max peak GiB", "busy imb.", "mem imb."}) {
+        head.emplace_back(h);
+    }
+    if (deltas) {
+        head.emplace_back("time vs first");
+        head.emplace_back("memory vs first");
+    }
+    std::vector<std::vector<std::string>> cells;
+    const sim::SimResult* first = rows.empty() ? nullptr : rows.front().result;
+    for (const auto& row : rows) {
+        std::vector<std::string> c = row.labels;
+        if (!row.result) {
+            c.push_back("error: " + row.error);
+        } else {
+            const auto& r = *row.result;
+            c.push_back(fixed(r.iteration_time_s * 1e3, 2));
+            c.push_back(fixed(100 * r.mfu, 1) + "%");
+            c.push_back(fixed(100 * r.bubble_ratio, 1) + "%");
+            c.push_back(fixed(static_cast<double>(r.maxPeakMemory()) / kGiB, 2) +
+                        (r.maxPeakMemory() > r.memory_capacity_bytes ? " (OOM)" : ""));
+            c.push_back(fixed(r.busy_imbalance, 2));
+            c.push_back(fixed(r.memory_imbalance, 2));
+            if (deltas && first) {
+                c.push_back(signedPercent(r.iteration_time_s, first->iteration_time_s));
+                c.push_back(signedPercent(static_cast<double>(r.maxPeakMemory()),
+                                          static_cast<double>(first->maxPeakMemory())));
+            }
+        }
+        cells.push_back(std::move(c));
+    }
+    std::vector<std::size_t> width(head.size(), 0);
+    for (std::size_t k = 0; k < head.size(); ++k) {
+        width[k] = head[k].size();
+    }
+    for (const auto& c : cells) {
+        for (std::size_t k = 0; k < c.size() && k < width.size(); ++k) {
+            width[k] = std::max(width[k], c[k].size());
+        }
+    }
+    auto line = [&](const std::vector<std::string>& c) {
+        for (std::size_t k = 0; k < c.size(); ++k) {
+            const bool numeric = k >= headers.size();
+            os << (k ? "  " : "") << (numeric ? std::right : std::left)
+               << std::setw(static_cast<int>(k < width.size() ? width[k] : 0)) << c[k];
+        }
+        os << std::left << "\n";
+    };
+    line(head);
+    for (const auto& c : cells) {
+        line(c);
+    }
+}
+
+void writeCsv(std::ostream& os, const std::vector<std::string>& headers,
+              const std::vector<Row>& rows) {
+    for (const auto& h : headers) {
+        os << csvField(h) << ",";
+    }
+    os << "iteration_time_ms,mfu,tokens_per_s,bubble_ratio,max_peak_memory_bytes,"
+          "busy_imbalance,memory_imbalance,fits,error\n";
+    for (const auto& row : rows) {
+        for (const auto& l : row.labels) {
+            os << csvField(l) << ",";
+        }
+        if (!row.result) {
+            os << ",,,,,,,," << csvField(row.error) << "\n";
+            continue;
+        }
+        const auto& r = *row.result;
+        os << std::setprecision(10) << r.iteration_time_s * 1e3 << "," << r.mfu << ","
+           << r.tokens_per_s << "," << r.bubble_ratio << "," << r.maxPeakMemory() << ","
+           << r.busy_imbalance << "," << r.memory_imbalance << ","
+           << (r.maxPeakMemory() <= r.memory_capacity_bytes ? "true" : "false") << ",\n";
+    }
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,329 @@
+// pipescope-run: runs a config on a backend and writes its trace (docs/runner-cli.md).
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/schedule_json.h>
+#include <pipescope/schedule/validate.h>
+#include <pipescope/sim/simulator.h>
+#include <pipescope/trace/writer.h>
+
+#include "cli/options.h"
+#include "cli/report.h"
+
+namespace {
+
+using namespace pipescope;
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitNoBackend = 3;
+constexpr int kExitFailed = 4;
+
+std::string joinArgs(int argc, char** argv) {
+    std::string s;
+    for (int i = 0; i < argc; ++i) {
+        s += (i ? " " : "") + std::string(argv[i]);
+    }
+    return s;
+}
+
+void progressEvent(const cli::Options& o, const nlohmann::ordered_json& event) {
+    if (o.progress_jsonl) {
+        std::cout << event.dump() << "\n" << std::flush;
+    }
+}
+
+// Writes text to a file or to stdout for "-"; false (with a message) when the file fails.
+bool writeOutput(const std::string& path, const std::string& text) {
+    if (path == "-") {
+        std::cout << text << std::flush;
+        return true;
+    }
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) {
+        std::cerr << "pipescope-run: cannot write " << path << "\n";
+        return false;
+    }
+    return true;
+}
+
+// Writes the trace of a simulated run; returns an exit code.
+int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::string& path,
+                  int iterations, const std::string& command_line) {
+    trace::TraceWriter w;
+    trace::WriterOptions wo;
+    wo.overwrite = o.force;
+    if (auto st = w.create(path, sim::simRunInfo(r, iterations, command_line), wo); !st.ok()) {
+        std::cerr << "pipescope-run: " << st.message
+                  << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
+                                                                  : "")
+                  << "\n";
+        return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
+    }
+    sim::writeTrace(r, iterations, w);
+    for (int it = 0; it < iterations; ++it) {
+        progressEvent(
+            o,
+            {{"event", "progress"}, {"iteration", it + 1}, {"of", iterations}, {"loss", nullptr}});
+    }
+    if (auto st = w.finish(trace::RunStatus::Complete, {},
+                           static_cast<std::int64_t>(r.iteration_time_s * 1e9) * iterations);
+        !st.ok()) {
+        std::cerr << "pipescope-run: " << st.message << "\n";
+        return kExitFailed;
+    }
+    return kExitOk;
+}
+
+std::string withSuffix(const std::string& path, const std::string& label) {
+    const auto dot = path.rfind('.');
+    const auto slash = path.rfind('/');
+    std::string safe;
+    for (char c : label) {
+        safe += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+    }
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+        return path + "-" + safe;
+    }
+    return path.substr(0, dot) + "-" + safe + path.substr(dot);
+}
+
+int runCompare(const cli::Options& o, const schedule::Config& base, int iterations,
+               const std::string& command_line) {
+    if (base.compare.empty()) {
+        std::cerr << "pipescope-run: --compare: " << o.config_path
+                  << " has no \"compare\" list of variants\n";
+        return kExitBadInput;
+    }
+    std::vector<sim::SimResult> results;
+    std::vector<cli::Row> rows;
+    results.reserve(base.compare.size());
+    for (const auto& v : base.compare) {
+        auto cfg = schedule::applyVariant(base, v);
+        cli::Row row{{v.label}, nullptr, {}};
+        if (!cfg.ok()) {
+            row.error = cfg.errorText();
+        } else if (auto out = sim::simulate(*cfg.config); !out.result) {
+            row.error = out.error;
+        } else {
+            results.push_back(std::move(*out.result));
+            row.result = &results.back();
+            if (!o.out.empty()) {
+                const std::string path = withSuffix(o.out, v.label);
+                if (int rc = writeSimTrace(o, results.back(), path, iterations, command_line);
+                    rc != kExitOk) {
+                    return rc;
+                }
+                std::cerr << "wrote " << path << "\n";
+            }
+        }
+        rows.push_back(std::move(row));
+    }
+    cli::printTable(o.progress_jsonl ? std::cerr : std::cout, {"variant"}, rows, true);
+    return kExitOk;
+}
+
+int runSweep(const cli::Options& o, const std::string& command_line) {
+    (void)command_line;
+    std::vector<std::size_t> index(o.sweeps.size(), 0);
+    std::vector<std::string> headers;
+    for (const auto& a : o.sweeps) {
+        headers.push_back(a.path);
+    }
+    std::vector<std::unique_ptr<sim::SimResult>> results;
+    std::vector<cli::Row> rows;
+    for (;;) {
+        std::vector<schedule::Override> overrides = o.overrides;
+        cli::Row row;
+        for (std::size_t k = 0; k < o.sweeps.size(); ++k) {
+            const std::string& value = o.sweeps[k].values[index[k]];
+            std::string why;
+            auto ov = schedule::parseOverride(o.sweeps[k].path + "=" + value, &why);
+            if (!ov) {
+                std::cerr << "pipescope-run: --sweep " << o.sweeps[k].path << ": " << why << "\n";
+                return kExitBadInput;
+            }
+            overrides.push_back(*ov);
+            row.labels.push_back(value);
+        }
+        auto cfg = schedule::loadConfigFile(o.config_path, overrides);
+        if (!cfg.ok()) {
+            // A point outside what the config allows (say, vocab-1 with interleaved): report it
+            // in its row and go on with the others.
+            std::string first = cfg.issues.empty() ? cfg.errorText() : cfg.issues.front().text();
+            row.error = first;
+        } else if (auto out = sim::simulate(*cfg.config); !out.result) {
+            row.error = out.error;
+        } else {
+            results.push_back(std::make_unique<sim::SimResult>(std::move(*out.result)));
+            row.result = results.back().get();
+        }
+        rows.push_back(std::move(row));
+        // Next combination, last axis fastest.
+        std::size_t k = o.sweeps.size();
+        while (k > 0) {
+            --k;
+            if (++index[k] < o.sweeps[k].values.size()) {
+                break;
+            }
+            index[k] = 0;
+            if (k == 0) {
+                k = o.sweeps.size() + 1;
+                break;
+            }
+        }
+        if (k == o.sweeps.size() + 1) {
+            break;
+        }
+    }
+    if (rows.size() == 1 && !rows[0].result) {
+        std::cerr << "pipescope-run: " << rows[0].error << "\n";
+        return kExitBadInput;
+    }
+    cli::printTable(std::cout, headers, rows, false);
+    if (!o.sweep_csv.empty()) {
+        std::ostringstream csv;
+        cli::writeCsv(csv, headers, rows);
+        if (!writeOutput(o.sweep_csv, csv.str())) {
+            return kExitFailed;
+        }
+    }
+    return kExitOk;
+}
+
+void listDevices(const cli::Options& o) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    if (o.json) {
+        nlohmann::ordered_json j;
+        j["backends"] = {{{"backend", "sim"}, {"available", true}},
+                         {{"backend", "cpu"},
+                          {"available", false},
+                          {"reason", "the CPU backend is not part of this build yet"},
+                          {"cores", cores}},
+                         {{"backend", "cuda"},
+                          {"available", false},
+                          {"reason", "the CUDA backend is not part of this build yet"}}};
+        std::cout << j.dump(2) << "\n";
+        return;
+    }
+    std::cout << "sim   available (virtual clock)\n"
+              << "cpu   not available: the CPU backend is not part of this build yet (" << cores
+              << " cores)\n"
+              << "cuda  not available: the CUDA backend is not part of this build yet\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const auto parsed = cli::parseOptions(args);
+    if (!parsed.options) {
+        std::cerr << "pipescope-run: " << parsed.error << "\n";
+        return kExitBadInput;
+    }
+    const cli::Options& o = *parsed.options;
+    if (o.help) {
+        std::cout << cli::usage();
+        return kExitOk;
+    }
+    if (o.version) {
+        std::cout << "pipescope-run " PIPESCOPE_VERSION "\n";
+        return kExitOk;
+    }
+    if (o.list_devices) {
+        listDevices(o);
+        return kExitOk;
+    }
+    const std::string command_line = joinArgs(argc, argv);
+    if (!o.sweeps.empty()) {
+        return runSweep(o, command_line);
+    }
+    const auto loaded = schedule::loadConfigFile(o.config_path, o.overrides);
+    if (!loaded.ok()) {
+        std::cerr << loaded.errorText();
+        return kExitBadInput;
+    }
+    const schedule::Config& config = *loaded.config;
+    if (o.backend != "sim") {
+        std::cerr << "pipescope-run: --backend " << o.backend
+                  << " is not available in this build: only the simulator (--backend sim) is "
+                     "built so far\n";
+        return kExitNoBackend;
+    }
+    const int iterations = o.iterations.value_or(config.run.iterations);
+    progressEvent(o, {{"event", "started"},
+                      {"backend", o.backend},
+                      {"config", config.name},
+                      {"iterations", iterations},
+                      {"ranks", config.parallel.pipeline}});
+    if (o.compare) {
+        const int rc = runCompare(o, config, iterations, command_line);
+        progressEvent(o, {{"event", "finished"},
+                          {"status", rc == kExitOk ? "complete" : "failed"},
+                          {"db", nullptr}});
+        return rc;
+    }
+
+    std::optional<schedule::Schedule> given;
+    if (!o.load_schedule.empty()) {
+        auto s = schedule::loadScheduleFile(o.load_schedule, config);
+        if (!s.schedule) {
+            std::cerr << "pipescope-run: " << s.error << "\n";
+            return kExitBadInput;
+        }
+        if (auto e = schedule::validateSchedule(*s.schedule)) {
+            std::cerr << "pipescope-run: " << o.load_schedule << ": " << e->message << "\n";
+            return kExitBadInput;
+        }
+        given = std::move(s.schedule);
+    }
+    sim::SimOptions so;
+    so.schedule = given ? &*given : nullptr;
+    auto outcome = sim::simulate(config, so);
+    if (!outcome.result) {
+        std::cerr << "pipescope-run: " << outcome.error << "\n";
+        return kExitBadInput;
+    }
+    const sim::SimResult& r = *outcome.result;
+    if (!o.save_schedule.empty() &&
+        !writeOutput(o.save_schedule, schedule::scheduleToJson(r.schedule))) {
+        return kExitFailed;
+    }
+    std::ostream& human = o.progress_jsonl || o.summary_json == "-" ? std::cerr : std::cout;
+    if (o.print_schedule) {
+        for (int rank = 0; rank < r.schedule.ranks; ++rank) {
+            human << "rank " << rank << ":";
+            for (const auto& op : r.schedule.ops[static_cast<std::size_t>(rank)]) {
+                human << " " << op.label();
+            }
+            human << "\n";
+        }
+    }
+    if (!o.out.empty()) {
+        if (int rc = writeSimTrace(o, r, o.out, iterations, command_line); rc != kExitOk) {
+            progressEvent(o, {{"event", "finished"}, {"status", "failed"}, {"db", o.out}});
+            return rc;
+        }
+    }
+    if (!o.summary_json.empty() && !writeOutput(o.summary_json, cli::summaryJson(r, o.out))) {
+        return kExitFailed;
+    }
+    if (o.summary_json != "-") {
+        cli::printSummary(human, r);
+        if (!o.out.empty()) {
+            human << "\ntrace: " << o.out << "\n";
+        }
+    }
+    progressEvent(o, {{"event", "finished"},
+                      {"status", "complete"},
+                      {"db", o.out.empty() ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json(o.out)}});
+    return kExitOk;
+}

@@ -1,0 +1,625 @@
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <pipescope/schedule/exec_graph.h>
+
+namespace pipescope::schedule {
+
+namespace {
+
+constexpr int kNone = -1;
+
+std::string where(const Schedule& s, int rank, int index) {
+    return "rank " + std::to_string(rank) + ", op " + std::to_string(index) + " (" +
+           s.ops[static_cast<std::size_t>(rank)][static_cast<std::size_t>(index)].label() + ")";
+}
+
+// Per-rank lookup of the ops that produce inputs, by (kind, micro-batch, chunk).
+class RankIndex {
+  public:
+    RankIndex(int microbatches, int chunks)
+        : m_(microbatches + 1),
+          chunks_(chunks),
+          table_(static_cast<std::size_t>(kOpKindCount) * static_cast<std::size_t>(m_ * chunks_),
+                 kNone),
+          collectives_(static_cast<std::size_t>(kCollectiveCount * m_), kNone) {}
+
+    // Returns the index already stored for this key, or kNone after storing `index`.
+    int put(const Op& op, int index) {
+        int* slot = op.kind == OpKind::Bcast || op.kind == OpKind::AllReduce
+                        ? collectiveSlot(op.collective, op.microbatch)
+                        : slot_(op.kind, op.microbatch, op.chunk);
+        if (!slot) {
+            return kNone;
+        }
+        if (*slot != kNone) {
+            return *slot;
+        }
+        *slot = index;
+        return kNone;
+    }
+    int get(OpKind kind, int mb, int chunk) const {
+        const int* s = const_cast<RankIndex*>(this)->slot_(kind, mb, chunk);
+        return s ? *s : kNone;
+    }
+    int collective(Collective c, int mb) const {
+        const int* s = const_cast<RankIndex*>(this)->collectiveSlot(c, mb);
+        return s ? *s : kNone;
+    }
+    int opt = kNone;
+
+  private:
+    int* slot_(OpKind kind, int mb, int chunk) {
+        if (mb < 0 || mb >= m_ || chunk < 0 || chunk >= chunks_) {
+            return nullptr;
+        }
+        return &table_[(static_cast<std::size_t>(kind) * static_cast<std::size_t>(m_) +
+                        static_cast<std::size_t>(mb)) *
+                           static_cast<std::size_t>(chunks_) +
+                       static_cast<std::size_t>(chunk)];
+    }
+    int* collectiveSlot(Collective c, int mb) {
+        if (mb < 0 || mb >= m_ || c == Collective::None) {
+            return nullptr;
+        }
+        return &collectives_[static_cast<std::size_t>(c) * static_cast<std::size_t>(m_) +
+                             static_cast<std::size_t>(mb)];
+    }
+    int m_;
+    int chunks_;
+    std::vector<int> table_;
+    std::vector<int> collectives_;
+};
+
+class Builder {
+  public:
+    explicit Builder(const Schedule& s) : s_(s) {}
+
+    GraphBuild run() {
+        GraphBuild out;
+        ExecGraph& g = out.graph;
+        const int ranks = s_.ranks;
+        g.rank_offset.resize(static_cast<std::size_t>(ranks) + 1, 0);
+        for (int r = 0; r < ranks; ++r) {
+            g.rank_offset[static_cast<std::size_t>(r) + 1] =
+                g.rank_offset[static_cast<std::size_t>(r)] +
+                static_cast<int>(s_.ops[static_cast<std::size_t>(r)].size());
+        }
+        const int n = g.rank_offset.back();
+        g.node_ref.resize(static_cast<std::size_t>(n));
+        g.end_dep.assign(static_cast<std::size_t>(n), kNone);
+        g.group.assign(static_cast<std::size_t>(n), kNone);
+        deps_.resize(static_cast<std::size_t>(n));
+
+        if (!indexOps(g) || !pairSends(g) || !groupCollectives(g) || !resolveInputs(g)) {
+            out.error = error_;
+            return out;
+        }
+        g.start_dep_begin.resize(static_cast<std::size_t>(n) + 1, 0);
+        for (int i = 0; i < n; ++i) {
+            auto& d = deps_[static_cast<std::size_t>(i)];
+            std::sort(d.begin(), d.end());
+            d.erase(std::unique(d.begin(), d.end()), d.end());
+            g.start_dep_begin[static_cast<std::size_t>(i) + 1] =
+                g.start_dep_begin[static_cast<std::size_t>(i)] + static_cast<int>(d.size());
+        }
+        g.start_deps.reserve(static_cast<std::size_t>(g.start_dep_begin.back()));
+        for (const auto& d : deps_) {
+            g.start_deps.insert(g.start_deps.end(), d.begin(), d.end());
+        }
+        return out;
+    }
+
+  private:
+    bool fail(int rank, int index, const std::string& why) {
+        error_ = GraphError{{rank, index}, where(s_, rank, index) + ": " + why};
+        return false;
+    }
+
+    const Op& op(int rank, int index) const {
+        return s_.ops[static_cast<std::size_t>(rank)][static_cast<std::size_t>(index)];
+    }
+
+    bool indexOps(ExecGraph& g) {
+        const int chunks = s_.placement.chunks;
+        index_.assign(static_cast<std::size_t>(s_.ranks), RankIndex(s_.microbatches, chunks));
+        for (int r = 0; r < s_.ranks; ++r) {
+            const auto& list = s_.ops[static_cast<std::size_t>(r)];
+            std::array<int, kStreamCount> last{kNone, kNone, kNone};
+            for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+                const Op& o = list[static_cast<std::size_t>(i)];
+                const int node = g.node(r, i);
+                g.node_ref[static_cast<std::size_t>(node)] = {r, i};
+                const auto st = static_cast<std::size_t>(o.stream());
+                if (last[st] != kNone) {
+                    deps_[static_cast<std::size_t>(node)].push_back(last[st]);
+                }
+                last[st] = node;
+                if (o.kind == OpKind::Opt) {
+                    if (index_[static_cast<std::size_t>(r)].opt != kNone) {
+                        return fail(r, i, "OPT appears twice");
+                    }
+                    index_[static_cast<std::size_t>(r)].opt = i;
+                    for (int other : last) {
+                        if (other != kNone && other != node) {
+                            deps_[static_cast<std::size_t>(node)].push_back(other);
+                        }
+                    }
+                    continue;
+                }
+                const bool chunk_ok = o.chunk >= 0 && o.chunk < chunks;
+                const int mb_limit =
+                    o.collective == Collective::OutputBcast ? s_.microbatches : s_.microbatches - 1;
+                if (o.microbatch < 0 || o.microbatch > mb_limit || !chunk_ok) {
+                    return fail(r, i, "micro-batch or chunk out of range");
+                }
+                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
+                    continue;  // several sends of one micro-batch are paired in order instead
+                }
+                if ((o.kind == OpKind::Bcast || o.kind == OpKind::AllReduce) &&
+                    o.collective == Collective::None) {
+                    return fail(r, i, "a collective must name which one it is");
+                }
+                const int previous = index_[static_cast<std::size_t>(r)].put(o, i);
+                if (previous != kNone) {
+                    return fail(r, i,
+                                "appears twice on this rank (first as op " +
+                                    std::to_string(previous) + ")");
+                }
+            }
+        }
+        return true;
+    }
+
+    bool pairSends(ExecGraph& g) {
+        // (from, to, forward?) -> node ids in list order
+        std::map<std::tuple<int, int, bool>, std::vector<int>> sends, recvs;
+        for (int r = 0; r < s_.ranks; ++r) {
+            const auto& list = s_.ops[static_cast<std::size_t>(r)];
+            for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+                const Op& o = list[static_cast<std::size_t>(i)];
+                const bool fwd = o.kind == OpKind::SendF || o.kind == OpKind::RecvF;
+                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB || o.kind == OpKind::RecvF ||
+                    o.kind == OpKind::RecvB) {
+                    if (o.peer < 0 || o.peer >= s_.ranks || o.peer == r) {
+                        return fail(r, i, "peer rank " + std::to_string(o.peer) + " is not valid");
+                    }
+                }
+                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
+                    sends[{r, o.peer, fwd}].push_back(g.node(r, i));
+                } else if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
+                    recvs[{o.peer, r, fwd}].push_back(g.node(r, i));
+                }
+            }
+        }
+        for (const auto& [key, list] : recvs) {
+            const auto it = sends.find(key);
+            const std::size_t have = it == sends.end() ? 0 : it->second.size();
+            for (std::size_t k = 0; k < list.size(); ++k) {
+                const OpRef rv = g.node_ref[static_cast<std::size_t>(list[k])];
+                if (k >= have) {
+                    return fail(rv.rank, rv.index,
+                                "has no matching send on rank " + std::to_string(std::get<0>(key)) +
+                                    " (that rank sends " + std::to_string(have) +
+                                    ", this one receives " + std::to_string(list.size()) + ")");
+                }
+                const OpRef sd = g.node_ref[static_cast<std::size_t>(it->second[k])];
+                if (op(sd.rank, sd.index).microbatch != op(rv.rank, rv.index).microbatch) {
+                    return fail(rv.rank, rv.index,
+                                "pairs with " + where(s_, sd.rank, sd.index) +
+                                    ", a different micro-batch: sends and receives must come in "
+                                    "the same order on both sides");
+                }
+                g.end_dep[static_cast<std::size_t>(list[k])] = it->second[k];
+            }
+        }
+        for (const auto& [key, list] : sends) {
+            const auto it = recvs.find(key);
+            const std::size_t have = it == recvs.end() ? 0 : it->second.size();
+            if (list.size() > have) {
+                const OpRef sd = g.node_ref[static_cast<std::size_t>(list[have])];
+                return fail(sd.rank, sd.index,
+                            "has no matching receive on rank " + std::to_string(std::get<1>(key)));
+            }
+        }
+        return true;
+    }
+
+    bool groupCollectives(ExecGraph& g) {
+        std::vector<std::vector<int>> sequence(static_cast<std::size_t>(s_.ranks));
+        std::map<std::pair<int, int>, int> instance_of;  // (collective, mb) -> instance
+        for (int r = 0; r < s_.ranks; ++r) {
+            const auto& list = s_.ops[static_cast<std::size_t>(r)];
+            for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+                const Op& o = list[static_cast<std::size_t>(i)];
+                if (o.kind != OpKind::Bcast && o.kind != OpKind::AllReduce) {
+                    continue;
+                }
+                const auto key = std::make_pair(static_cast<int>(o.collective), o.microbatch);
+                auto [it, inserted] =
+                    instance_of.try_emplace(key, static_cast<int>(g.group_members.size()));
+                if (inserted) {
+                    g.group_members.emplace_back();
+                }
+                g.group_members[static_cast<std::size_t>(it->second)].push_back(g.node(r, i));
+                g.group[static_cast<std::size_t>(g.node(r, i))] = it->second;
+                sequence[static_cast<std::size_t>(r)].push_back(it->second);
+            }
+        }
+        // Every rank joins every collective, in the same order, agreeing on what it is.
+        for (int r = 0; r < s_.ranks; ++r) {
+            const auto& seq = sequence[static_cast<std::size_t>(r)];
+            const auto& ref = sequence[0];
+            for (std::size_t k = 0; k < std::max(seq.size(), ref.size()); ++k) {
+                if (k >= seq.size() || k >= ref.size() || seq[k] != ref[k]) {
+                    const int inst = k < seq.size() ? seq[k] : ref[k];
+                    const int member = g.group_members[static_cast<std::size_t>(inst)][0];
+                    const OpRef at =
+                        k < seq.size()
+                            ? g.node_ref[static_cast<std::size_t>(
+                                  g.group_members[static_cast<std::size_t>(seq[k])].back())]
+                            : g.node_ref[static_cast<std::size_t>(member)];
+                    OpRef mine = at;
+                    for (int nd : g.group_members[static_cast<std::size_t>(inst)]) {
+                        if (g.node_ref[static_cast<std::size_t>(nd)].rank == r) {
+                            mine = g.node_ref[static_cast<std::size_t>(nd)];
+                        }
+                    }
+                    if (k >= seq.size()) {
+                        return fail(
+                            r, static_cast<int>(s_.ops[static_cast<std::size_t>(r)].size()) - 1,
+                            "this rank is missing collective " + op(at.rank, at.index).label() +
+                                " that rank 0 joins");
+                    }
+                    return fail(
+                        mine.rank, mine.index,
+                        "collective number " + std::to_string(k) +
+                            " on this rank, but rank 0's collective number " + std::to_string(k) +
+                            (k < ref.size()
+                                 ? " is " +
+                                       op(g.node_ref[static_cast<std::size_t>(
+                                                         g.group_members[static_cast<std::size_t>(
+                                                             ref[k])][0])]
+                                              .rank,
+                                          g.node_ref[static_cast<std::size_t>(
+                                                         g.group_members[static_cast<std::size_t>(
+                                                             ref[k])][0])]
+                                              .index)
+                                           .label()
+                                 : std::string(" does not exist")) +
+                            ": collectives must come in the same order on every rank");
+                }
+            }
+        }
+        for (const auto& members : g.group_members) {
+            const OpRef a = g.node_ref[static_cast<std::size_t>(members[0])];
+            for (int nd : members) {
+                const OpRef b = g.node_ref[static_cast<std::size_t>(nd)];
+                const Op& x = op(a.rank, a.index);
+                const Op& y = op(b.rank, b.index);
+                if (x.kind != y.kind || x.root != y.root || x.blocking != y.blocking) {
+                    return fail(b.rank, b.index,
+                                "members of one collective disagree on its kind, root or blocking "
+                                "(compare " +
+                                    where(s_, a.rank, a.index) + ")");
+                }
+            }
+        }
+        return true;
+    }
+
+    // Adds the producer of an input, or fails naming what is missing.
+    bool need(ExecGraph& g, int rank, int index, int producer_rank, int producer_index,
+              const std::string& what) {
+        if (producer_index == kNone) {
+            return fail(rank, index,
+                        "its input " + what + " is not produced by any op on rank " +
+                            std::to_string(producer_rank));
+        }
+        deps_[static_cast<std::size_t>(g.node(rank, index))].push_back(
+            g.node(producer_rank, producer_index));
+        return true;
+    }
+
+    bool resolveInputs(ExecGraph& g) {
+        const Placement& pl = s_.placement;
+        const int last = pl.positions() - 1;
+        const bool sharded = isShardedVocab(s_.vocab);
+        const bool interlaced = s_.vocab == VocabMethod::Interlaced;
+        auto chunkOf = [&](int pos) { return pl.position_chunk[static_cast<std::size_t>(pos)]; };
+        auto rankOf = [&](int pos) { return pl.position_rank[static_cast<std::size_t>(pos)]; };
+        for (int r = 0; r < s_.ranks; ++r) {
+            const RankIndex& ix = index_[static_cast<std::size_t>(r)];
+            const auto& list = s_.ops[static_cast<std::size_t>(r)];
+            for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+                const Op& o = list[static_cast<std::size_t>(i)];
+                const int mb = o.microbatch;
+                const int pos = o.kind == OpKind::Opt ? 0 : pl.position(r, o.chunk);
+                const std::string mbs = std::to_string(mb);
+                bool ok = true;
+                switch (o.kind) {
+                    case OpKind::F:
+                        if (pos == 0) {
+                            if (sharded) {
+                                ok = need(g, r, i, r, ix.collective(Collective::InputAllReduce, mb),
+                                          "ALLREDUCE(input," + mbs + ")");
+                            }
+                        } else if (rankOf(pos - 1) == r) {
+                            ok = need(g, r, i, r, ix.get(OpKind::F, mb, chunkOf(pos - 1)),
+                                      "F" + mbs);
+                        } else {
+                            ok = need(
+                                g, r, i, r, ix.get(OpKind::RecvF, mb, o.chunk),
+                                "RECV_F" + mbs + " from rank " + std::to_string(rankOf(pos - 1)));
+                        }
+                        break;
+                    case OpKind::B:
+                        ok = need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
+                        if (ok && pos == last) {
+                            if (s_.vocab == VocabMethod::Vocab2) {
+                                ok = need(g, r, i, r, ix.get(OpKind::L, mb, 0), "L" + mbs);
+                            } else if (sharded) {
+                                ok = need(g, r, i, r,
+                                          ix.collective(Collective::OutputGradAllReduce, mb),
+                                          "ALLREDUCE(output_grad," + mbs + ")");
+                            }
+                        } else if (ok && rankOf(pos + 1) == r) {
+                            ok = need(g, r, i, r, ix.get(OpKind::B, mb, chunkOf(pos + 1)),
+                                      "B" + mbs);
+                        } else if (ok) {
+                            ok = need(
+                                g, r, i, r, ix.get(OpKind::RecvB, mb, o.chunk),
+                                "RECV_B" + mbs + " from rank " + std::to_string(rankOf(pos + 1)));
+                        }
+                        break;
+                    case OpKind::W:
+                        ok = need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                        break;
+                    case OpKind::IB:
+                        ok = need(g, r, i, r, ix.collective(Collective::InputGradBcast, mb),
+                                  "BCAST(input_grad," + mbs + ")");
+                        break;
+                    case OpKind::S:
+                        ok = need(g, r, i, r, ix.collective(Collective::OutputBcast, mb),
+                                  "BCAST(output_bcast," + mbs + ")");
+                        break;
+                    case OpKind::T:
+                        ok = need(g, r, i, r, ix.get(OpKind::S, mb, 0), "S" + mbs);
+                        if (ok && interlaced) {
+                            ok = need(g, r, i, r, ix.collective(Collective::OutputAllReduce, mb),
+                                      "ALLREDUCE(output," + mbs + ")");
+                        } else if (ok) {
+                            ok = need(g, r, i, r, ix.collective(Collective::OutputBcast, mb + 1),
+                                      "BCAST(output_bcast," + std::to_string(mb + 1) + ")");
+                        }
+                        break;
+                    case OpKind::L:
+                        ok = need(g, r, i, r, ix.collective(Collective::OutputAllReduce, mb),
+                                  "ALLREDUCE(output," + mbs + ")");
+                        break;
+                    case OpKind::SendF:
+                        ok = need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
+                        break;
+                    case OpKind::SendB:
+                        ok = need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                        break;
+                    case OpKind::Bcast:
+                        ok = resolveBcast(g, r, i, o, last);
+                        break;
+                    case OpKind::AllReduce: {
+                        const OpKind local = o.collective == Collective::InputAllReduce ? OpKind::IF
+                                             : o.collective == Collective::OutputAllReduce
+                                                 ? OpKind::S
+                                                 : OpKind::T;
+                        ok = need(g, r, i, r, ix.get(local, mb, 0),
+                                  std::string(toString(local)) + mbs);
+                        break;
+                    }
+                    default:
+                        break;  // IF, OPT, receives: nothing beyond their stream
+                }
+                if (!ok) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    bool resolveBcast(ExecGraph& g, int r, int i, const Op& o, int last) {
+        const Placement& pl = s_.placement;
+        const int mb = o.microbatch;
+        const RankIndex& ix = index_[static_cast<std::size_t>(r)];
+        if (o.root < 0 || o.root >= s_.ranks) {
+            return fail(r, i, "broadcast root " + std::to_string(o.root) + " is not a rank");
+        }
+        if (r != o.root) {
+            return true;  // members only join
+        }
+        if (o.collective == Collective::InputGradBcast) {
+            if (pl.position_rank[0] != r) {
+                return fail(r, i, "the embedding gradient comes from position 0's rank");
+            }
+            return need(g, r, i, r, ix.get(OpKind::B, mb, pl.position_chunk[0]),
+                        "B" + std::to_string(mb));
+        }
+        if (pl.position_rank[static_cast<std::size_t>(last)] != r) {
+            return fail(r, i, "the output layer's input comes from the last position's rank");
+        }
+        bool ok = true;
+        if (mb < s_.microbatches) {
+            ok = need(g, r, i, r,
+                      ix.get(OpKind::F, mb, pl.position_chunk[static_cast<std::size_t>(last)]),
+                      "F" + std::to_string(mb));
+        }
+        if (ok && mb > 0 && s_.vocab != VocabMethod::Interlaced) {
+            ok = need(g, r, i, r, ix.get(OpKind::L, mb - 1, 0), "L" + std::to_string(mb - 1));
+        }
+        return ok;
+    }
+
+    const Schedule& s_;
+    std::vector<RankIndex> index_;
+    std::vector<std::vector<int>> deps_;
+    GraphError error_;
+};
+
+std::string describeWait(const Schedule& s, const ExecGraph& g, const std::vector<char>& done,
+                         const std::vector<int>& arrived) {
+    // Follow what the first unfinished op waits on until an op repeats: that is the cycle.
+    int start = -1;
+    for (int n = 0; n < g.nodeCount() && start < 0; ++n) {
+        if (!done[static_cast<std::size_t>(n)]) {
+            start = n;
+        }
+    }
+    std::vector<int> chain;
+    std::vector<int> seen(static_cast<std::size_t>(g.nodeCount()), -1);
+    int n = start;
+    while (n >= 0 && seen[static_cast<std::size_t>(n)] < 0) {
+        seen[static_cast<std::size_t>(n)] = static_cast<int>(chain.size());
+        chain.push_back(n);
+        int next = -1;
+        for (int k = g.start_dep_begin[static_cast<std::size_t>(n)];
+             k < g.start_dep_begin[static_cast<std::size_t>(n) + 1] && next < 0; ++k) {
+            if (!done[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])]) {
+                next = g.start_deps[static_cast<std::size_t>(k)];
+            }
+        }
+        if (next < 0 && g.end_dep[static_cast<std::size_t>(n)] >= 0 &&
+            !done[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(n)])]) {
+            next = g.end_dep[static_cast<std::size_t>(n)];
+        }
+        if (next < 0 && g.group[static_cast<std::size_t>(n)] >= 0) {
+            for (int m :
+                 g.group_members[static_cast<std::size_t>(g.group[static_cast<std::size_t>(n)])]) {
+                if (!arrived[static_cast<std::size_t>(m)] && next < 0) {
+                    next = m;  // a member that has not joined yet
+                }
+            }
+        }
+        n = next;
+    }
+    const std::size_t from =
+        n >= 0 ? static_cast<std::size_t>(seen[static_cast<std::size_t>(n)]) : 0;
+    std::string text = "deadlock: ";
+    for (std::size_t k = from; k < chain.size(); ++k) {
+        const OpRef ref = g.node_ref[static_cast<std::size_t>(chain[k])];
+        text += where(s, ref.rank, ref.index);
+        text += k + 1 < chain.size() ? " waits for "
+                                     : (n >= 0 ? ", which waits for the first again" : "");
+    }
+    return text;
+}
+
+}  // namespace
+
+GraphBuild buildGraph(const Schedule& schedule) {
+    if (static_cast<int>(schedule.ops.size()) != schedule.ranks ||
+        schedule.placement.ranks != schedule.ranks) {
+        GraphBuild out;
+        out.error = GraphError{{-1, -1},
+                               "the schedule has " + std::to_string(schedule.ops.size()) +
+                                   " op lists for " + std::to_string(schedule.ranks) + " ranks"};
+        return out;
+    }
+    return Builder(schedule).run();
+}
+
+GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& costs) {
+    const int n = g.nodeCount();
+    GraphTiming out;
+    out.times.assign(static_cast<std::size_t>(n), {});
+    std::vector<int> pending(static_cast<std::size_t>(n), 0);
+    std::vector<std::vector<int>> succ(static_cast<std::size_t>(n));
+    for (int v = 0; v < n; ++v) {
+        for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
+             k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+            succ[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].push_back(v);
+            ++pending[static_cast<std::size_t>(v)];
+        }
+        if (g.end_dep[static_cast<std::size_t>(v)] >= 0) {
+            succ[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)])].push_back(v);
+            ++pending[static_cast<std::size_t>(v)];
+        }
+    }
+    std::vector<char> done(static_cast<std::size_t>(n), 0);
+    std::vector<int> arrived(static_cast<std::size_t>(n), 0);
+    std::vector<int> group_arrivals(g.group_members.size(), 0);
+    std::deque<int> ready;
+    for (int v = 0; v < n; ++v) {
+        if (pending[static_cast<std::size_t>(v)] == 0) {
+            ready.push_back(v);
+        }
+    }
+    int finished = 0;
+    auto release = [&](int v) {
+        done[static_cast<std::size_t>(v)] = 1;
+        ++finished;
+        for (int w : succ[static_cast<std::size_t>(v)]) {
+            if (--pending[static_cast<std::size_t>(w)] == 0) {
+                ready.push_back(w);
+            }
+        }
+    };
+    auto depsEnd = [&](int v) {
+        double t = 0;
+        for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
+             k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+            t = std::max(
+                t,
+                out.times[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].end);
+        }
+        return t;
+    };
+    while (!ready.empty()) {
+        const int v = ready.front();
+        ready.pop_front();
+        const OpRef ref = g.node_ref[static_cast<std::size_t>(v)];
+        const Op& o =
+            s.ops[static_cast<std::size_t>(ref.rank)][static_cast<std::size_t>(ref.index)];
+        NodeTime& t = out.times[static_cast<std::size_t>(v)];
+        t.start = depsEnd(v);
+        const int grp = g.group[static_cast<std::size_t>(v)];
+        if (grp >= 0) {
+            // A collective ends when its last member joins, plus its cost.
+            arrived[static_cast<std::size_t>(v)] = 1;
+            const auto& members = g.group_members[static_cast<std::size_t>(grp)];
+            if (++group_arrivals[static_cast<std::size_t>(grp)] ==
+                static_cast<int>(members.size())) {
+                double joined = 0;
+                for (int m : members) {
+                    joined = std::max(joined, out.times[static_cast<std::size_t>(m)].start);
+                }
+                const double end = joined + costs.collective(o);
+                for (int m : members) {
+                    out.times[static_cast<std::size_t>(m)].end = end;
+                }
+                for (int m : members) {
+                    release(m);
+                }
+            }
+            continue;
+        }
+        if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
+            t.end = std::max(
+                t.start,
+                out.times[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)])].end);
+        } else if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
+            t.end = t.start + costs.send(ref.rank, o);
+        } else {
+            t.end = t.start + costs.compute(ref.rank, o);
+        }
+        release(v);
+    }
+    out.complete = finished == n;
+    if (!out.complete) {
+        out.deadlock = describeWait(s, g, done, arrived);
+    }
+    return out;
+}
+
+}  // namespace pipescope::schedule

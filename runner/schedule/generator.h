@@ -1,0 +1,127 @@
+// The list scheduler behind generateSchedule (private; see generator.cpp).
+#pragma once
+
+#include <array>
+#include <deque>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <queue>
+
+#include <pipescope/schedule/cost_model.h>
+#include <pipescope/schedule/ir.h>
+
+#include "base_orders.h"
+
+namespace pipescope::schedule::detail {
+
+class Generator {
+  public:
+    // `extra` adds warm-up forwards (1F1B family) or activation units (V-Half).
+    Generator(const Config& config, const Placement& placement, const CostModel& costs, int extra);
+    // False with *error set when the schedule cannot be completed (a stall).
+    bool run(std::string* error);
+    void result(Schedule* schedule, std::vector<std::vector<double>>* start,
+                std::vector<std::vector<double>>* end);
+
+  private:
+    enum class Choice { Due, Base, Greedy, Filler, Sync };
+    enum class SyncType { Input = 0, Output = 1, Grad = 2 };
+
+    struct Decision {
+        double time = std::numeric_limits<double>::infinity();
+        Op op_;
+        Choice choice = Choice::Due;
+        int priority = 1 << 30;
+        const Op& op() const;
+    };
+    struct Emitted {
+        Op op;
+        double start;
+        double end;
+        long seq;
+    };
+    struct RankState {
+        double compute_free = 0, p2p_free = 0, coll_free = 0;
+        std::vector<BaseOp> base;
+        std::size_t base_next = 0;
+        std::array<int, 2> next_f{0, 0}, next_b{0, 0};  // V-Half, per chunk
+        std::deque<std::pair<int, int>> w_pending;      // (micro-batch, chunk) after B
+        int units = 0;                                  // activations held until W
+        int limit = 1 << 30;
+        int next_if = 0, next_ib = 0, next_s = 0, next_t = 0, next_l = 0;
+        int sync_block = 0, sync_step = 0;
+        int blocked_on = -1;
+        bool dirty = true;
+        std::vector<Emitted> out;
+    };
+    struct Instance {
+        std::vector<double> data;  // per rank: when its input exists (-1 unknown)
+        int known = 0;
+        bool queued = false;
+        double end = std::numeric_limits<double>::infinity();
+    };
+    struct SyncBlock {
+        SyncType type;
+        int mb;
+        double trigger;
+    };
+    struct Pending {
+        double time;
+        int what;
+        int mb;
+        bool operator>(const Pending& o) const {
+            return time != o.time ? time > o.time : what != o.what ? what > o.what : mb > o.mb;
+        }
+    };
+    using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
+
+    bool setup(std::string* error);
+    std::size_t cell(int pos, int mb) const;
+    Instance& instance(Collective c, int mb);
+    double collectiveEnd(Collective c, int mb);
+    int rootOf(Collective c) const;
+    void markAllDirty();
+    void emit(int rank, const Op& op, double start, double end);
+    Op makeOp(OpKind kind, int mb, int chunk) const;
+    Op makeCollective(Collective c, int mb) const;
+    void collectiveData(Collective c, int mb, int rank, double t);
+    void commitCollective(Collective c, int mb);
+    void outputBcastPart(int mb);
+    void addSyncTrigger(SyncType type, int mb, double t);
+    std::vector<Op> syncBlockOps(const SyncBlock& b, int rank) const;
+    double ready(int rank, const Op& op);
+    double ifTrigger(int mb) const;
+    void consider(Decision& best, double t, const Op& op, Choice choice, int priority);
+    Decision decide(int rank);
+    void execute(int rank, const Decision& d);
+    void finishForward(int rank, int pos, int mb, int chunk, double start, double end);
+    void finishBackward(int rank, int pos, int mb, int chunk, double end);
+    void joinBlocking(int rank, const Op& op, double t);
+    void advanceSync(int rank);
+    bool rankDone(int rank) const;
+
+    const Config& config_;
+    const Placement& pl_;
+    const CostModel& costs_;
+    int p_, m_, positions_, last_;
+    VocabMethod method_;
+    ScheduleKind kind_;
+    bool sharded_, interlaced_, split_;
+    int extra_;
+
+    std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]
+    std::vector<double> s_end_;                                   // [rank][micro-batch]
+    std::vector<double> l_end_;                                   // [micro-batch]
+    std::vector<Instance> instances_;                             // [collective][micro-batch]
+    std::vector<RankState> ranks_;
+    std::vector<double> rank0_f_start_;  // start of position 0's F(i), in order
+    int rank0_f_started_ = 0;
+    MinHeap pending_;       // collectives whose inputs all exist, not yet ordered
+    MinHeap sync_pending_;  // interlaced blocks triggered, not yet ordered
+    std::vector<SyncBlock> sync_committed_;
+    long seq_ = 0;
+};
+
+}  // namespace pipescope::schedule::detail

@@ -1,0 +1,51 @@
+// Schedule generation: a config becomes per-rank op lists (the IR), communication included.
+//
+// The transformer ops follow the base schedule's order (GPipe, 1F1B and interleaved 1F1B by
+// their textbook formulas; ZB-H1 moves weight-gradient ops W into bubbles; V-Half is scheduled
+// greedily under a memory limit). The vocabulary passes are then placed by list scheduling
+// against a cost model: every rank runs a pass at its first op boundary after the pass's inputs
+// exist, so the S(i) of all ranks line up near the last stage's (vocabulary-parallelism.md 3.3).
+// docs/schedules.md explains each rule.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/schedule/config.h>
+#include <pipescope/schedule/cost_model.h>
+#include <pipescope/schedule/ir.h>
+#include <pipescope/schedule/model_math.h>
+
+namespace pipescope::schedule {
+
+struct GenerateOptions {
+    // Durations used to place ops; nullptr means the config's AnalyticCostModel.
+    const CostModel* costs = nullptr;
+    // Forces the first/last position layer counts under "redistributed".
+    std::optional<RedistributionChoice> redistribution;
+    // Extra warm-up forwards (1F1B family) or activation units (V-Half) beyond what the
+    // vocabulary method needs; 0 is the method's own rule.
+    int extra_warmup = 0;
+};
+
+struct GenerateResult {
+    std::optional<Schedule> schedule;
+    std::string error;  // why the combination cannot be generated
+    // The generator's own timing of every op (seconds, per rank, in list order); the simulator
+    // reproduces it exactly when given the same cost model.
+    std::vector<std::vector<double>> start;
+    std::vector<std::vector<double>> end;
+};
+
+GenerateResult generateSchedule(const Config& config, const GenerateOptions& options = {});
+
+// Why a base schedule and vocabulary method cannot be combined, or nothing when they can.
+// Every combination exists except vocab-1 with interleaved-1f1b.
+std::optional<std::string> unsupportedCombination(ScheduleKind schedule, VocabMethod vocab);
+
+// Warm-up forwards a vocabulary method adds to the base schedule: vocab-1 has two barriers
+// between the last stage's F(i) and B(i), vocab-2 one, interlaced its synchronous block.
+int vocabExtraWarmup(VocabMethod method, int ranks);
+
+}  // namespace pipescope::schedule

@@ -1,0 +1,77 @@
+// The simulator: an executor whose clock is virtual (architecture.md). It generates (or takes)
+// a schedule, times it with a cost model, models memory, computes the metrics of
+// architecture.md and writes an ordinary trace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/schedule/config.h>
+#include <pipescope/schedule/exec_graph.h>
+#include <pipescope/schedule/ir.h>
+#include <pipescope/sim/memory_model.h>
+#include <pipescope/trace/writer.h>
+
+namespace pipescope::sim {
+
+struct SimOptions {
+    // Use this schedule instead of generating one (it is validated first).
+    const schedule::Schedule* schedule = nullptr;
+    // Validate the generated schedule too (always done for given schedules). On by default in
+    // debug builds.
+    bool validate_generated =
+#ifdef NDEBUG
+        false;
+#else
+        true;
+#endif
+};
+
+struct RankSummary {
+    int rank = 0;
+    double busy_s = 0;
+    double bubble_s = 0;
+    double bubble_ratio = 0;
+    double comm_wait_s = 0;
+    std::int64_t peak_memory_bytes = 0;
+    double peak_activation_microbatches = 0;
+};
+
+struct SimResult {
+    schedule::Config config;  // as simulated (calibrated costs filled in)
+    schedule::Schedule schedule;
+    schedule::ExecGraph graph;
+    schedule::GraphTiming timing;  // one iteration, from t = 0
+    std::vector<RankMemory> memory;
+
+    double iteration_time_s = 0;
+    double model_flops = 0;  // per iteration
+    double mfu = 0;
+    double tokens_per_s = 0;
+    double bubble_ratio = 0;      // mean over ranks
+    double busy_imbalance = 0;    // max / mean busy time
+    double memory_imbalance = 0;  // max / mean peak memory
+    std::int64_t memory_capacity_bytes = 0;
+    std::vector<RankSummary> ranks;
+
+    std::int64_t maxPeakMemory() const;
+};
+
+struct SimOutcome {
+    std::optional<SimResult> result;
+    std::string error;  // names the config key or the schedule op that is wrong
+};
+
+SimOutcome simulate(const schedule::Config& config, const SimOptions& options = {});
+
+// Writes `iterations` back-to-back copies of the simulated iteration (each starts when the
+// previous one has ended on every rank, as the optimizer's gradient-norm all-reduce makes them)
+// with source = sim, memory levels, and the run metrics. Does not finish the writer.
+void writeTrace(const SimResult& result, int iterations, trace::TraceWriter& writer);
+
+// The run row for a simulated run (time origin 0, so that equal configs give equal files).
+trace::RunInfo simRunInfo(const SimResult& result, int iterations, const std::string& command_line);
+
+}  // namespace pipescope::sim

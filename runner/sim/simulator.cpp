@@ -1,0 +1,260 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/generate.h>
+#include <pipescope/schedule/model_math.h>
+#include <pipescope/schedule/validate.h>
+#include <pipescope/sim/cost_table.h>
+#include <pipescope/sim/simulator.h>
+
+namespace pipescope::sim {
+
+using schedule::OpKind;
+
+namespace {
+
+// Length of the union of intervals.
+double unionLength(std::vector<std::pair<double, double>> v) {
+    std::sort(v.begin(), v.end());
+    double total = 0, cur_start = 0, cur_end = -1;
+    bool open = false;
+    for (const auto& [a, b] : v) {
+        if (!open || a > cur_end) {
+            if (open) {
+                total += cur_end - cur_start;
+            }
+            cur_start = a;
+            cur_end = b;
+            open = true;
+        } else {
+            cur_end = std::max(cur_end, b);
+        }
+    }
+    if (open) {
+        total += cur_end - cur_start;
+    }
+    return total;
+}
+
+// Length of `a` not covered by `b` (both unions of intervals).
+double uncovered(std::vector<std::pair<double, double>> a,
+                 std::vector<std::pair<double, double>> b) {
+    auto merge = [](std::vector<std::pair<double, double>> v) {
+        std::sort(v.begin(), v.end());
+        std::vector<std::pair<double, double>> out;
+        for (const auto& iv : v) {
+            if (!out.empty() && iv.first <= out.back().second) {
+                out.back().second = std::max(out.back().second, iv.second);
+            } else {
+                out.push_back(iv);
+            }
+        }
+        return out;
+    };
+    a = merge(std::move(a));
+    b = merge(std::move(b));
+    double total = 0;
+    std::size_t j = 0;
+    for (const auto& [s, e] : a) {
+        double covered = 0;
+        while (j < b.size() && b[j].second <= s) {
+            ++j;
+        }
+        for (std::size_t k = j; k < b.size() && b[k].first < e; ++k) {
+            covered += std::min(e, b[k].second) - std::max(s, b[k].first);
+        }
+        total += (e - s) - covered;
+    }
+    return total;
+}
+
+bool isBlockingWait(OpKind k) {
+    return k == OpKind::RecvF || k == OpKind::RecvB || k == OpKind::Bcast || k == OpKind::AllReduce;
+}
+
+}  // namespace
+
+std::int64_t SimResult::maxPeakMemory() const {
+    std::int64_t peak = 0;
+    for (const auto& r : ranks) {
+        peak = std::max(peak, r.peak_memory_bytes);
+    }
+    return peak;
+}
+
+SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
+    SimOutcome outcome;
+    SimResult res;
+    res.config = input;
+    if (res.config.costs.source == schedule::CostSource::Calibrated) {
+        if (auto err = calibrateFromTrace(res.config.costs.calibrated_path, &res.config);
+            !err.empty()) {
+            outcome.error = err;
+            return outcome;
+        }
+    }
+    const schedule::Config& config = res.config;
+    const schedule::Placement placement = schedule::computePlacement(config);
+    const auto costs = makeCostModel(config, placement);
+
+    if (options.schedule) {
+        res.schedule = *options.schedule;
+        if (auto e = schedule::validateSchedule(res.schedule)) {
+            outcome.error = "schedule: " + e->message;
+            return outcome;
+        }
+    } else {
+        schedule::GenerateOptions gen;
+        gen.costs = costs.get();
+        auto g = schedule::generateSchedule(config, gen);
+        if (!g.schedule) {
+            outcome.error = g.error;
+            return outcome;
+        }
+        res.schedule = std::move(*g.schedule);
+        if (options.validate_generated) {
+            if (auto e = schedule::validateSchedule(res.schedule)) {
+                outcome.error = "internal error, the generated schedule is invalid: " + e->message;
+                return outcome;
+            }
+        }
+    }
+    auto build = schedule::buildGraph(res.schedule);
+    if (build.error) {
+        outcome.error = "schedule: " + build.error->message;
+        return outcome;
+    }
+    res.graph = std::move(build.graph);
+    res.timing = schedule::timeGraph(res.schedule, res.graph, *costs);
+    if (!res.timing.complete) {
+        outcome.error = "schedule: " + res.timing.deadlock;
+        return outcome;
+    }
+    res.memory = modelMemory(config, res.schedule, res.graph, res.timing);
+
+    // Metrics of architecture.md over the one simulated iteration.
+    const int p = res.schedule.ranks;
+    double iteration = 0;
+    for (const auto& t : res.timing.times) {
+        iteration = std::max(iteration, t.end);
+    }
+    res.iteration_time_s = iteration;
+    double busy_sum = 0, busy_max = 0, mem_sum = 0, ratio_sum = 0;
+    for (int r = 0; r < p; ++r) {
+        std::vector<std::pair<double, double>> compute, waits;
+        const auto& ops = res.schedule.ops[static_cast<std::size_t>(r)];
+        for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+            const auto& t = res.timing.times[static_cast<std::size_t>(res.graph.node(r, i))];
+            if (schedule::isCompute(ops[static_cast<std::size_t>(i)].kind)) {
+                compute.emplace_back(t.start, t.end);
+            } else if (isBlockingWait(ops[static_cast<std::size_t>(i)].kind)) {
+                waits.emplace_back(t.start, t.end);
+            }
+        }
+        RankSummary rs;
+        rs.rank = r;
+        rs.busy_s = unionLength(compute);
+        rs.bubble_s = iteration - rs.busy_s;
+        rs.bubble_ratio = iteration > 0 ? rs.bubble_s / iteration : 0.0;
+        rs.comm_wait_s = uncovered(waits, compute);
+        rs.peak_memory_bytes = res.memory[static_cast<std::size_t>(r)].peak_bytes;
+        rs.peak_activation_microbatches =
+            res.memory[static_cast<std::size_t>(r)].peak_activation_microbatches;
+        busy_sum += rs.busy_s;
+        busy_max = std::max(busy_max, rs.busy_s);
+        mem_sum += static_cast<double>(rs.peak_memory_bytes);
+        ratio_sum += rs.bubble_ratio;
+        res.ranks.push_back(rs);
+    }
+    res.bubble_ratio = ratio_sum / p;
+    res.busy_imbalance = busy_sum > 0 ? busy_max / (busy_sum / p) : 0.0;
+    res.memory_imbalance =
+        mem_sum > 0 ? static_cast<double>(res.maxPeakMemory()) / (mem_sum / p) : 0.0;
+    res.model_flops = schedule::modelFlopsPerIteration(config);
+    res.mfu = schedule::mfu(config, iteration);
+    res.tokens_per_s = iteration > 0 ? schedule::tokensPerIteration(config) / iteration : 0.0;
+    res.memory_capacity_bytes =
+        static_cast<std::int64_t>(config.hardware.memory_gib * 1024.0 * 1024.0 * 1024.0);
+    outcome.result = std::move(res);
+    return outcome;
+}
+
+trace::RunInfo simRunInfo(const SimResult& result, int iterations,
+                          const std::string& command_line) {
+    trace::RunInfo run;
+    run.name = result.config.name;
+    run.config_json = schedule::toJson(result.config);
+    run.backend = "sim";
+    run.start_ns = 0;
+    run.command_line = command_line;
+    run.versions = "pipescope " PIPESCOPE_VERSION;
+    run.ranks = result.schedule.ranks;
+    run.iterations = iterations;
+    run.warmup = std::min(result.config.run.warmup, std::max(0, iterations - 1));
+    return run;
+}
+
+void writeTrace(const SimResult& res, int iterations, trace::TraceWriter& w) {
+    const auto& s = res.schedule;
+    const auto ns = [](double seconds) {
+        return static_cast<std::int64_t>(std::llround(seconds * 1e9));
+    };
+    const std::int64_t period = ns(res.iteration_time_s);
+    for (int r = 0; r < s.ranks; ++r) {
+        std::string stages;
+        for (int q = 0; q < s.placement.positions(); ++q) {
+            if (s.placement.position_rank[static_cast<std::size_t>(q)] == r) {
+                stages += (stages.empty() ? "" : ",") + std::to_string(q);
+            }
+        }
+        w.addRank({r, stages, "sim", "", 0, 0});
+    }
+    for (int it = 0; it < iterations; ++it) {
+        const std::int64_t base = period * it;
+        for (int r = 0; r < s.ranks; ++r) {
+            const auto& ops = s.ops[static_cast<std::size_t>(r)];
+            for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+                const auto& o = ops[static_cast<std::size_t>(i)];
+                const auto& t = res.timing.times[static_cast<std::size_t>(res.graph.node(r, i))];
+                trace::OpRecord rec;
+                rec.rank = r;
+                rec.iteration = it;
+                rec.kind = static_cast<trace::OpKind>(o.kind);
+                rec.microbatch = o.microbatch;
+                rec.chunk = o.chunk;
+                rec.lane = schedule::isComm(o.kind) ? trace::Lane::Comm : trace::Lane::Compute;
+                rec.start_ns = base + ns(t.start);
+                rec.end_ns = base + ns(t.end);
+                rec.source = trace::Source::Sim;
+                rec.op_index = i;
+                rec.peer = o.kind == OpKind::Bcast ? o.root : o.peer;
+                rec.collective = static_cast<int>(o.collective);
+                rec.bytes = schedule::isComm(o.kind) ? o.bytes : -1;
+                w.addOp(rec);
+            }
+            const auto& levels = res.memory[static_cast<std::size_t>(r)].levels;
+            for (const auto& l : levels) {
+                // Parameters and optimizer state are written once; the rest each iteration.
+                const bool is_static = l.t == 0 && it > 0 &&
+                                       (l.category == trace::MemoryCategory::Weights ||
+                                        l.category == trace::MemoryCategory::Grads ||
+                                        l.category == trace::MemoryCategory::Optimizer);
+                if (!is_static) {
+                    w.addMemory({r, base + ns(l.t), l.bytes, l.category});
+                }
+            }
+        }
+        w.addMetric({"iteration_time_ns", static_cast<double>(period), std::nullopt, it});
+    }
+    w.addMetric({"model_flops_per_iteration", res.model_flops, std::nullopt, std::nullopt});
+    w.addMetric({"peak_flops_per_rank", res.config.hardware.peak_tflops * 1e12, std::nullopt,
+                 std::nullopt});
+    w.addMetric({"tokens_per_iteration", schedule::tokensPerIteration(res.config), std::nullopt,
+                 std::nullopt});
+    w.addMetric({"memory_capacity_bytes", static_cast<double>(res.memory_capacity_bytes),
+                 std::nullopt, std::nullopt});
+}
+
+}  // namespace pipescope::sim
