@@ -71,7 +71,9 @@ bool Generator::setup(std::string* error) {
                 break;  // greedy
         }
         if (kind_ == ScheduleKind::ZBH1) {
-            R.limit = p_ - r + extra_;
+            // ZB-H1 keeps 1F1B's peak, which is stage 0's p micro-batches: later stages may hold
+            // up to that many too, deferring W into their bubbles.
+            R.limit = p_ + extra_;
         } else if (kind_ == ScheduleKind::VHalf) {
             // Chunk activations in flight: p units is half of 1F1B's p full-stage micro-batches;
             // one more unit keeps the V flowing, and each vocabulary barrier adds one.
@@ -352,9 +354,18 @@ Generator::Decision Generator::decide(int rank) {
 
     // Fillers run only while nothing else can: weight gradients, early embedding lookups.
     if (t0 < best.time) {
-        if (split_ && !R.w_pending.empty()) {
-            const auto [mb, chunk] = R.w_pending.front();
-            consider(best, t0, makeOp(OpKind::W, mb, chunk), Choice::Filler, 30);
+        const auto w_op = R.w_pending.empty() ? Op{}
+                                              : makeOp(OpKind::W, R.w_pending.front().first,
+                                                       R.w_pending.front().second);
+        // A weight gradient fills a gap only when it ends before the next op can start (once
+        // that is known): a W that delays a B on the critical path costs more than it saves.
+        // Placed retroactively where the rank went idle, as a runtime would run it there.
+        const bool nothing_else = !hasWorkLeft(rank);
+        if (split_ && !R.w_pending.empty() &&
+            (nothing_else || (best.time < kInf && t0 + costs_.compute(rank, w_op) <= best.time))) {
+            consider(best, t0, w_op, Choice::Filler, 30);
+        } else if (split_ && !R.w_pending.empty()) {
+            // Wait until the next op's readiness is known.
         } else if (sharded_ && !interlaced_ && R.next_if < m_ &&
                    R.next_if <= rank0_f_started_ + p_) {
             consider(best, t0, makeOp(OpKind::IF, R.next_if, 0), Choice::Filler, 31);
@@ -369,6 +380,29 @@ double Generator::ifTrigger(int mb) const {
     }
     const auto k = static_cast<std::size_t>(mb - kIfLookahead);
     return k < rank0_f_start_.size() ? rank0_f_start_[k] : kInf;
+}
+
+bool Generator::hasWorkLeft(int rank) const {
+    const RankState& R = ranks_[static_cast<std::size_t>(rank)];
+    if (kind_ == ScheduleKind::VHalf) {
+        for (int c = 0; c < pl_.chunks; ++c) {
+            if (R.next_f[static_cast<std::size_t>(c)] < m_ ||
+                R.next_b[static_cast<std::size_t>(c)] < m_) {
+                return true;
+            }
+        }
+    } else if (R.base_next < R.base.size()) {
+        return true;
+    }
+    if (interlaced_) {
+        return R.sync_block < 3 * m_;
+    }
+    if (sharded_) {
+        const bool is_last = rank == pl_.position_rank[static_cast<std::size_t>(last_)];
+        return R.next_if < m_ || R.next_ib < m_ || R.next_s < m_ || R.next_t < m_ ||
+               (is_last && R.next_l < m_);
+    }
+    return false;
 }
 
 // ---- execution ----------------------------------------------------------------------------------
@@ -399,7 +433,10 @@ void Generator::execute(int rank, const Decision& d) {
     }
     // An op without inputs (IF) starts where its predecessor ends, as a runtime would run it,
     // even when the decision to place it here was taken later.
-    const double start = op.kind == OpKind::IF ? R.compute_free : d.time;
+    const double start =
+        op.kind == OpKind::IF || (op.kind == OpKind::W && d.choice == Choice::Filler)
+            ? R.compute_free
+            : d.time;
     const double end = start + costs_.compute(rank, op);
     emit(rank, op, start, end);
     R.compute_free = end;

@@ -101,6 +101,7 @@ class Generator {
     void joinBlocking(int rank, const Op& op, double t);
     void advanceSync(int rank);
     bool rankDone(int rank) const;
+    bool hasWorkLeft(int rank) const;  // any op besides pending weight gradients
 
     const Config& config_;
     const Placement& pl_;
