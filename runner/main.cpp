@@ -1,5 +1,7 @@
 // pipescope-run: runs a config on a backend and writes its trace (docs/runner-cli.md).
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -73,8 +75,9 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
             o,
             {{"event", "progress"}, {"iteration", it + 1}, {"of", iterations}, {"loss", nullptr}});
     }
+    // The same rounding as sim::writeTrace uses for the iteration period.
     if (auto st = w.finish(trace::RunStatus::Complete, {},
-                           static_cast<std::int64_t>(r.iteration_time_s * 1e9) * iterations);
+                           std::llround(r.iteration_time_s * 1e9) * iterations);
         !st.ok()) {
         std::cerr << "pipescope-run: " << st.message << "\n";
         return kExitFailed;
@@ -187,13 +190,18 @@ int runSweep(const cli::Options& o, const std::string& command_line) {
         std::cerr << "pipescope-run: " << rows[0].error << "\n";
         return kExitBadInput;
     }
-    cli::printTable(std::cout, headers, rows, false);
+    cli::printTable(o.sweep_csv == "-" ? std::cerr : std::cout, headers, rows, false);
     if (!o.sweep_csv.empty()) {
         std::ostringstream csv;
         cli::writeCsv(csv, headers, rows);
         if (!writeOutput(o.sweep_csv, csv.str())) {
             return kExitFailed;
         }
+    }
+    if (std::none_of(rows.begin(), rows.end(), [](const cli::Row& row) { return row.result; })) {
+        // Typically a misspelt key path: every point fails the same way.
+        std::cerr << "pipescope-run: every point of the sweep failed\n";
+        return kExitBadInput;
     }
     return kExitOk;
 }
@@ -247,7 +255,9 @@ int main(int argc, char** argv) {
     }
     const auto loaded = schedule::loadConfigFile(o.config_path, o.overrides);
     if (!loaded.ok()) {
-        std::cerr << loaded.errorText();
+        for (const auto& issue : loaded.issues) {
+            std::cerr << "pipescope-run: " << issue.text(loaded.source_name) << "\n";
+        }
         return kExitBadInput;
     }
     const schedule::Config& config = *loaded.config;
@@ -263,11 +273,21 @@ int main(int argc, char** argv) {
                       {"config", config.name},
                       {"iterations", iterations},
                       {"ranks", config.parallel.pipeline}});
+    // Every exit after "started" reports "finished", so that a reader of the progress stream
+    // never waits for it.
+    const auto failed = [&](int rc) {
+        progressEvent(o, {{"event", "finished"},
+                          {"status", "failed"},
+                          {"db", o.out.empty() || o.compare ? nlohmann::ordered_json(nullptr)
+                                                            : nlohmann::ordered_json(o.out)}});
+        return rc;
+    };
     if (o.compare) {
         const int rc = runCompare(o, config, iterations, command_line);
-        progressEvent(o, {{"event", "finished"},
-                          {"status", rc == kExitOk ? "complete" : "failed"},
-                          {"db", nullptr}});
+        if (rc != kExitOk) {
+            return failed(rc);
+        }
+        progressEvent(o, {{"event", "finished"}, {"status", "complete"}, {"db", nullptr}});
         return rc;
     }
 
@@ -276,11 +296,11 @@ int main(int argc, char** argv) {
         auto s = schedule::loadScheduleFile(o.load_schedule, config);
         if (!s.schedule) {
             std::cerr << "pipescope-run: " << s.error << "\n";
-            return kExitBadInput;
+            return failed(kExitBadInput);
         }
         if (auto e = schedule::validateSchedule(*s.schedule)) {
             std::cerr << "pipescope-run: " << o.load_schedule << ": " << e->message << "\n";
-            return kExitBadInput;
+            return failed(kExitBadInput);
         }
         given = std::move(s.schedule);
     }
@@ -289,14 +309,16 @@ int main(int argc, char** argv) {
     auto outcome = sim::simulate(config, so);
     if (!outcome.result) {
         std::cerr << "pipescope-run: " << outcome.error << "\n";
-        return kExitBadInput;
+        return failed(kExitBadInput);
     }
     const sim::SimResult& r = *outcome.result;
     if (!o.save_schedule.empty() &&
         !writeOutput(o.save_schedule, schedule::scheduleToJson(r.schedule))) {
-        return kExitFailed;
+        return failed(kExitFailed);
     }
-    std::ostream& human = o.progress_jsonl || o.summary_json == "-" ? std::cerr : std::cout;
+    // Human text goes to stderr whenever stdout carries a machine-readable stream.
+    std::ostream& human =
+        o.progress_jsonl || o.summary_json == "-" || o.save_schedule == "-" ? std::cerr : std::cout;
     if (o.print_schedule) {
         for (int rank = 0; rank < r.schedule.ranks; ++rank) {
             human << "rank " << rank << ":";
@@ -308,12 +330,11 @@ int main(int argc, char** argv) {
     }
     if (!o.out.empty()) {
         if (int rc = writeSimTrace(o, r, o.out, iterations, command_line); rc != kExitOk) {
-            progressEvent(o, {{"event", "finished"}, {"status", "failed"}, {"db", o.out}});
-            return rc;
+            return failed(rc);
         }
     }
     if (!o.summary_json.empty() && !writeOutput(o.summary_json, cli::summaryJson(r, o.out))) {
-        return kExitFailed;
+        return failed(kExitFailed);
     }
     if (o.summary_json != "-") {
         cli::printSummary(human, r);

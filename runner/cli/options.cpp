@@ -1,6 +1,8 @@
 #include "options.h"
 
+#include <initializer_list>
 #include <stdexcept>
+#include <utility>
 
 #include <pipescope/schedule/config_parse.h>
 
@@ -25,6 +27,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --save-schedule PATH     write the generated schedule as JSON (for hand editing)
   --schedule PATH          run this schedule file instead of generating one
   --print-schedule         print each rank's op list
+  --list-devices           list the backends and whether this build can run them
+  --json                   with --list-devices: print the list as JSON
   --help, --version
 
 Exit codes: 0 success, 2 bad config or arguments, 3 backend not available here,
@@ -166,6 +170,49 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
     }
     if (!o.sweep_csv.empty() && o.sweeps.empty()) {
         return fail("--sweep-csv needs at least one --sweep");
+    }
+    if (o.json && !o.list_devices) {
+        return fail("--json goes with --list-devices; for a run's summary use --summary-json");
+    }
+    // Options a mode would silently ignore are refused, so that nobody waits for a file that
+    // never comes.
+    const auto refuse = [&](const char* mode,
+                            std::initializer_list<std::pair<bool, const char*>> given)
+        -> std::optional<std::string> {
+        for (const auto& [set, name] : given) {
+            if (set) {
+                return std::string(name) + " cannot be combined with " + mode;
+            }
+        }
+        return std::nullopt;
+    };
+    if (!o.sweeps.empty()) {
+        if (auto e = refuse("--sweep (it writes a table; use --sweep-csv for a file)",
+                            {{!o.out.empty(), "--out"},
+                             {!o.summary_json.empty(), "--summary-json"},
+                             {o.progress_jsonl, "--progress"},
+                             {!o.load_schedule.empty(), "--schedule"},
+                             {!o.save_schedule.empty(), "--save-schedule"},
+                             {o.print_schedule, "--print-schedule"}})) {
+            return fail(*e);
+        }
+    }
+    if (o.compare) {
+        if (auto e = refuse("--compare (it writes a table, and with --out one trace per variant)",
+                            {{!o.summary_json.empty(), "--summary-json"},
+                             {!o.load_schedule.empty(), "--schedule"},
+                             {!o.save_schedule.empty(), "--save-schedule"},
+                             {o.print_schedule, "--print-schedule"}})) {
+            return fail(*e);
+        }
+    }
+    // stdout carries one machine-readable stream at most.
+    const int to_stdout = (o.summary_json == "-" ? 1 : 0) + (o.save_schedule == "-" ? 1 : 0) +
+                          (o.sweep_csv == "-" ? 1 : 0) + (o.progress_jsonl ? 1 : 0);
+    if (to_stdout > 1) {
+        return fail(
+            "only one of --summary-json -, --save-schedule -, --sweep-csv - and --progress jsonl "
+            "can write to stdout; give the others a file name");
     }
     out.options = std::move(o);
     return out;

@@ -140,22 +140,30 @@ void printTable(std::ostream& os, const std::vector<std::string>& headers,
     for (std::size_t k = 0; k < head.size(); ++k) {
         width[k] = head[k].size();
     }
-    for (const auto& c : cells) {
-        for (std::size_t k = 0; k < c.size() && k < width.size(); ++k) {
-            width[k] = std::max(width[k], c[k].size());
+    // An error row has its labels and then one message, which runs on past the columns
+    // instead of widening the first of them.
+    auto isError = [&](std::size_t row) { return !rows[row].result; };
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        const std::size_t sized = isError(i) ? headers.size() : cells[i].size();
+        for (std::size_t k = 0; k < sized && k < width.size(); ++k) {
+            width[k] = std::max(width[k], cells[i][k].size());
         }
     }
-    auto line = [&](const std::vector<std::string>& c) {
+    auto line = [&](const std::vector<std::string>& c, bool error) {
         for (std::size_t k = 0; k < c.size(); ++k) {
             const bool numeric = k >= headers.size();
+            if (error && numeric) {
+                os << "  " << c[k];
+                continue;
+            }
             os << (k ? "  " : "") << (numeric ? std::right : std::left)
                << std::setw(static_cast<int>(k < width.size() ? width[k] : 0)) << c[k];
         }
         os << std::left << "\n";
     };
-    line(head);
-    for (const auto& c : cells) {
-        line(c);
+    line(head, false);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        line(cells[i], isError(i));
     }
 }
 

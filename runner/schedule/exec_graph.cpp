@@ -1,8 +1,5 @@
 #include <algorithm>
-#include <deque>
 #include <limits>
-#include <map>
-#include <tuple>
 
 #include <pipescope/schedule/exec_graph.h>
 
@@ -92,24 +89,42 @@ class Builder {
         g.node_ref.resize(static_cast<std::size_t>(n));
         g.end_dep.assign(static_cast<std::size_t>(n), kNone);
         g.group.assign(static_cast<std::size_t>(n), kNone);
-        deps_.resize(static_cast<std::size_t>(n));
+        edges_.reserve(static_cast<std::size_t>(n) * 3);
 
         if (!indexOps(g) || !pairSends(g) || !groupCollectives(g) || !resolveInputs(g)) {
             out.error = error_;
             return out;
         }
-        g.start_dep_begin.resize(static_cast<std::size_t>(n) + 1, 0);
+        // Edges to CSR, grouped by node, each node's inputs sorted and unique.
+        g.start_dep_begin.assign(static_cast<std::size_t>(n) + 1, 0);
+        for (const auto& [node, dep] : edges_) {
+            ++g.start_dep_begin[static_cast<std::size_t>(node) + 1];
+        }
         for (int i = 0; i < n; ++i) {
-            auto& d = deps_[static_cast<std::size_t>(i)];
-            std::sort(d.begin(), d.end());
-            d.erase(std::unique(d.begin(), d.end()), d.end());
-            g.start_dep_begin[static_cast<std::size_t>(i) + 1] =
-                g.start_dep_begin[static_cast<std::size_t>(i)] + static_cast<int>(d.size());
+            g.start_dep_begin[static_cast<std::size_t>(i) + 1] +=
+                g.start_dep_begin[static_cast<std::size_t>(i)];
         }
-        g.start_deps.reserve(static_cast<std::size_t>(g.start_dep_begin.back()));
-        for (const auto& d : deps_) {
-            g.start_deps.insert(g.start_deps.end(), d.begin(), d.end());
+        g.start_deps.resize(edges_.size());
+        std::vector<int> fill(g.start_dep_begin.begin(), g.start_dep_begin.end() - 1);
+        for (const auto& [node, dep] : edges_) {
+            g.start_deps[static_cast<std::size_t>(fill[static_cast<std::size_t>(node)]++)] = dep;
         }
+        // Remove duplicates in place, compacting the CSR.
+        int write = 0;
+        for (int i = 0; i < n; ++i) {
+            const int begin = g.start_dep_begin[static_cast<std::size_t>(i)];
+            const int end = g.start_dep_begin[static_cast<std::size_t>(i) + 1];
+            auto first = g.start_deps.begin() + begin;
+            auto last = g.start_deps.begin() + end;
+            std::sort(first, last);
+            last = std::unique(first, last);
+            g.start_dep_begin[static_cast<std::size_t>(i)] = write;
+            for (auto it = first; it != last; ++it) {
+                g.start_deps[static_cast<std::size_t>(write++)] = *it;
+            }
+        }
+        g.start_dep_begin[static_cast<std::size_t>(n)] = write;
+        g.start_deps.resize(static_cast<std::size_t>(write));
         return out;
     }
 
@@ -135,7 +150,7 @@ class Builder {
                 g.node_ref[static_cast<std::size_t>(node)] = {r, i};
                 const auto st = static_cast<std::size_t>(o.stream());
                 if (last[st] != kNone) {
-                    deps_[static_cast<std::size_t>(node)].push_back(last[st]);
+                    edges_.emplace_back(node, last[st]);
                 }
                 last[st] = node;
                 if (o.kind == OpKind::Opt) {
@@ -145,7 +160,7 @@ class Builder {
                     index_[static_cast<std::size_t>(r)].opt = i;
                     for (int other : last) {
                         if (other != kNone && other != node) {
-                            deps_[static_cast<std::size_t>(node)].push_back(other);
+                            edges_.emplace_back(node, other);
                         }
                     }
                     continue;
@@ -175,62 +190,72 @@ class Builder {
     }
 
     bool pairSends(ExecGraph& g) {
-        // (from, to, forward?) -> node ids in list order
-        std::map<std::tuple<int, int, bool>, std::vector<int>> sends, recvs;
-        for (int r = 0; r < s_.ranks; ++r) {
+        // Per (from, to, direction), sends and receives in list order.
+        const int p = s_.ranks;
+        auto slot = [p](int from, int to, bool forward) {
+            return static_cast<std::size_t>((from * p + to) * 2 + (forward ? 1 : 0));
+        };
+        std::vector<std::vector<int>> sends(static_cast<std::size_t>(2 * p * p));
+        std::vector<std::vector<int>> recvs(sends.size());
+        for (int r = 0; r < p; ++r) {
             const auto& list = s_.ops[static_cast<std::size_t>(r)];
             for (int i = 0; i < static_cast<int>(list.size()); ++i) {
                 const Op& o = list[static_cast<std::size_t>(i)];
+                const bool send = o.kind == OpKind::SendF || o.kind == OpKind::SendB;
+                const bool recv = o.kind == OpKind::RecvF || o.kind == OpKind::RecvB;
+                if (!send && !recv) {
+                    continue;
+                }
+                if (o.peer < 0 || o.peer >= p || o.peer == r) {
+                    return fail(r, i, "peer rank " + std::to_string(o.peer) + " is not valid");
+                }
                 const bool fwd = o.kind == OpKind::SendF || o.kind == OpKind::RecvF;
-                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB || o.kind == OpKind::RecvF ||
-                    o.kind == OpKind::RecvB) {
-                    if (o.peer < 0 || o.peer >= s_.ranks || o.peer == r) {
-                        return fail(r, i, "peer rank " + std::to_string(o.peer) + " is not valid");
+                if (send) {
+                    sends[slot(r, o.peer, fwd)].push_back(g.node(r, i));
+                } else {
+                    recvs[slot(o.peer, r, fwd)].push_back(g.node(r, i));
+                }
+            }
+        }
+        for (int from = 0; from < p; ++from) {
+            for (int to = 0; to < p; ++to) {
+                for (bool fwd : {true, false}) {
+                    const auto& sd = sends[slot(from, to, fwd)];
+                    const auto& rv = recvs[slot(from, to, fwd)];
+                    for (std::size_t k = 0; k < rv.size(); ++k) {
+                        const OpRef at = g.node_ref[static_cast<std::size_t>(rv[k])];
+                        if (k >= sd.size()) {
+                            return fail(at.rank, at.index,
+                                        "has no matching send on rank " + std::to_string(from) +
+                                            " (that rank sends " + std::to_string(sd.size()) +
+                                            ", this one receives " + std::to_string(rv.size()) +
+                                            ")");
+                        }
+                        const OpRef src = g.node_ref[static_cast<std::size_t>(sd[k])];
+                        if (op(src.rank, src.index).microbatch !=
+                            op(at.rank, at.index).microbatch) {
+                            return fail(at.rank, at.index,
+                                        "pairs with " + where(s_, src.rank, src.index) +
+                                            ", a different micro-batch: sends and receives must "
+                                            "come in the same order on both sides");
+                        }
+                        g.end_dep[static_cast<std::size_t>(rv[k])] = sd[k];
+                    }
+                    if (sd.size() > rv.size()) {
+                        const OpRef src = g.node_ref[static_cast<std::size_t>(sd[rv.size()])];
+                        return fail(src.rank, src.index,
+                                    "has no matching receive on rank " + std::to_string(to));
                     }
                 }
-                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
-                    sends[{r, o.peer, fwd}].push_back(g.node(r, i));
-                } else if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
-                    recvs[{o.peer, r, fwd}].push_back(g.node(r, i));
-                }
-            }
-        }
-        for (const auto& [key, list] : recvs) {
-            const auto it = sends.find(key);
-            const std::size_t have = it == sends.end() ? 0 : it->second.size();
-            for (std::size_t k = 0; k < list.size(); ++k) {
-                const OpRef rv = g.node_ref[static_cast<std::size_t>(list[k])];
-                if (k >= have) {
-                    return fail(rv.rank, rv.index,
-                                "has no matching send on rank " + std::to_string(std::get<0>(key)) +
-                                    " (that rank sends " + std::to_string(have) +
-                                    ", this one receives " + std::to_string(list.size()) + ")");
-                }
-                const OpRef sd = g.node_ref[static_cast<std::size_t>(it->second[k])];
-                if (op(sd.rank, sd.index).microbatch != op(rv.rank, rv.index).microbatch) {
-                    return fail(rv.rank, rv.index,
-                                "pairs with " + where(s_, sd.rank, sd.index) +
-                                    ", a different micro-batch: sends and receives must come in "
-                                    "the same order on both sides");
-                }
-                g.end_dep[static_cast<std::size_t>(list[k])] = it->second[k];
-            }
-        }
-        for (const auto& [key, list] : sends) {
-            const auto it = recvs.find(key);
-            const std::size_t have = it == recvs.end() ? 0 : it->second.size();
-            if (list.size() > have) {
-                const OpRef sd = g.node_ref[static_cast<std::size_t>(list[have])];
-                return fail(sd.rank, sd.index,
-                            "has no matching receive on rank " + std::to_string(std::get<1>(key)));
             }
         }
         return true;
     }
 
     bool groupCollectives(ExecGraph& g) {
+        const std::size_t per_kind = static_cast<std::size_t>(s_.microbatches) + 1;
+        std::vector<int> instance_of(static_cast<std::size_t>(kCollectiveCount) * per_kind, kNone);
         std::vector<std::vector<int>> sequence(static_cast<std::size_t>(s_.ranks));
-        std::map<std::pair<int, int>, int> instance_of;  // (collective, mb) -> instance
         for (int r = 0; r < s_.ranks; ++r) {
             const auto& list = s_.ops[static_cast<std::size_t>(r)];
             for (int i = 0; i < static_cast<int>(list.size()); ++i) {
@@ -238,60 +263,43 @@ class Builder {
                 if (o.kind != OpKind::Bcast && o.kind != OpKind::AllReduce) {
                     continue;
                 }
-                const auto key = std::make_pair(static_cast<int>(o.collective), o.microbatch);
-                auto [it, inserted] =
-                    instance_of.try_emplace(key, static_cast<int>(g.group_members.size()));
-                if (inserted) {
+                int& id = instance_of[static_cast<std::size_t>(o.collective) * per_kind +
+                                      static_cast<std::size_t>(o.microbatch)];
+                if (id == kNone) {
+                    id = static_cast<int>(g.group_members.size());
                     g.group_members.emplace_back();
                 }
-                g.group_members[static_cast<std::size_t>(it->second)].push_back(g.node(r, i));
-                g.group[static_cast<std::size_t>(g.node(r, i))] = it->second;
-                sequence[static_cast<std::size_t>(r)].push_back(it->second);
+                g.group_members[static_cast<std::size_t>(id)].push_back(g.node(r, i));
+                g.group[static_cast<std::size_t>(g.node(r, i))] = id;
+                sequence[static_cast<std::size_t>(r)].push_back(id);
             }
         }
         // Every rank joins every collective, in the same order, agreeing on what it is.
-        for (int r = 0; r < s_.ranks; ++r) {
+        const auto& ref = sequence[0];
+        auto label = [&](int instance) {
+            const OpRef a = g.node_ref[static_cast<std::size_t>(
+                g.group_members[static_cast<std::size_t>(instance)][0])];
+            return op(a.rank, a.index).label();
+        };
+        for (int r = 1; r < s_.ranks; ++r) {
             const auto& seq = sequence[static_cast<std::size_t>(r)];
-            const auto& ref = sequence[0];
             for (std::size_t k = 0; k < std::max(seq.size(), ref.size()); ++k) {
-                if (k >= seq.size() || k >= ref.size() || seq[k] != ref[k]) {
-                    const int inst = k < seq.size() ? seq[k] : ref[k];
-                    const int member = g.group_members[static_cast<std::size_t>(inst)][0];
-                    const OpRef at =
-                        k < seq.size()
-                            ? g.node_ref[static_cast<std::size_t>(
-                                  g.group_members[static_cast<std::size_t>(seq[k])].back())]
-                            : g.node_ref[static_cast<std::size_t>(member)];
-                    OpRef mine = at;
-                    for (int nd : g.group_members[static_cast<std::size_t>(inst)]) {
-                        if (g.node_ref[static_cast<std::size_t>(nd)].rank == r) {
-                            mine = g.node_ref[static_cast<std::size_t>(nd)];
-                        }
-                    }
-                    if (k >= seq.size()) {
-                        return fail(
-                            r, static_cast<int>(s_.ops[static_cast<std::size_t>(r)].size()) - 1,
-                            "this rank is missing collective " + op(at.rank, at.index).label() +
-                                " that rank 0 joins");
-                    }
-                    return fail(
-                        mine.rank, mine.index,
-                        "collective number " + std::to_string(k) +
-                            " on this rank, but rank 0's collective number " + std::to_string(k) +
-                            (k < ref.size()
-                                 ? " is " +
-                                       op(g.node_ref[static_cast<std::size_t>(
-                                                         g.group_members[static_cast<std::size_t>(
-                                                             ref[k])][0])]
-                                              .rank,
-                                          g.node_ref[static_cast<std::size_t>(
-                                                         g.group_members[static_cast<std::size_t>(
-                                                             ref[k])][0])]
-                                              .index)
-                                           .label()
-                                 : std::string(" does not exist")) +
-                            ": collectives must come in the same order on every rank");
+                if (k < seq.size() && k < ref.size() && seq[k] == ref[k]) {
+                    continue;
                 }
+                if (k >= seq.size()) {
+                    return fail(r, static_cast<int>(s_.ops[static_cast<std::size_t>(r)].size()) - 1,
+                                "this rank never joins " + label(ref[k]) +
+                                    ", which rank 0 joins: every rank must join every collective");
+                }
+                const OpRef mine = g.node_ref[static_cast<std::size_t>(
+                    g.group_members[static_cast<std::size_t>(seq[k])].back())];
+                return fail(
+                    mine.rank, mine.index,
+                    "is collective number " + std::to_string(k) +
+                        " on this rank, but rank 0's collective number " + std::to_string(k) +
+                        (k < ref.size() ? " is " + label(ref[k]) : std::string(" does not exist")) +
+                        ": collectives must come in the same order on every rank");
             }
         }
         for (const auto& members : g.group_members) {
@@ -319,8 +327,7 @@ class Builder {
                         "its input " + what + " is not produced by any op on rank " +
                             std::to_string(producer_rank));
         }
-        deps_[static_cast<std::size_t>(g.node(rank, index))].push_back(
-            g.node(producer_rank, producer_index));
+        edges_.emplace_back(g.node(rank, index), g.node(producer_rank, producer_index));
         return true;
     }
 
@@ -463,7 +470,7 @@ class Builder {
 
     const Schedule& s_;
     std::vector<RankIndex> index_;
-    std::vector<std::vector<int>> deps_;
+    std::vector<std::pair<int, int>> edges_;  // (node, input)
     GraphError error_;
 };
 
@@ -533,23 +540,45 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
     const int n = g.nodeCount();
     GraphTiming out;
     out.times.assign(static_cast<std::size_t>(n), {});
+    // Successors in CSR form, and how many inputs each node still waits for.
     std::vector<int> pending(static_cast<std::size_t>(n), 0);
-    std::vector<std::vector<int>> succ(static_cast<std::size_t>(n));
+    std::vector<int> succ_begin(static_cast<std::size_t>(n) + 1, 0);
     for (int v = 0; v < n; ++v) {
         for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
              k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
-            succ[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].push_back(v);
-            ++pending[static_cast<std::size_t>(v)];
+            ++succ_begin[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)]) + 1];
         }
         if (g.end_dep[static_cast<std::size_t>(v)] >= 0) {
-            succ[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)])].push_back(v);
-            ++pending[static_cast<std::size_t>(v)];
+            ++succ_begin[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)]) + 1];
+        }
+        pending[static_cast<std::size_t>(v)] =
+            g.start_dep_begin[static_cast<std::size_t>(v) + 1] -
+            g.start_dep_begin[static_cast<std::size_t>(v)] +
+            (g.end_dep[static_cast<std::size_t>(v)] >= 0 ? 1 : 0);
+    }
+    for (int v = 0; v < n; ++v) {
+        succ_begin[static_cast<std::size_t>(v) + 1] += succ_begin[static_cast<std::size_t>(v)];
+    }
+    std::vector<int> succ(static_cast<std::size_t>(succ_begin.back()));
+    {
+        std::vector<int> fill(succ_begin.begin(), succ_begin.end() - 1);
+        for (int v = 0; v < n; ++v) {
+            for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
+                 k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+                const auto d = static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)]);
+                succ[static_cast<std::size_t>(fill[d]++)] = v;
+            }
+            if (g.end_dep[static_cast<std::size_t>(v)] >= 0) {
+                const auto d = static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)]);
+                succ[static_cast<std::size_t>(fill[d]++)] = v;
+            }
         }
     }
     std::vector<char> done(static_cast<std::size_t>(n), 0);
     std::vector<int> arrived(static_cast<std::size_t>(n), 0);
     std::vector<int> group_arrivals(g.group_members.size(), 0);
-    std::deque<int> ready;
+    std::vector<int> ready;
+    ready.reserve(static_cast<std::size_t>(n));
     for (int v = 0; v < n; ++v) {
         if (pending[static_cast<std::size_t>(v)] == 0) {
             ready.push_back(v);
@@ -559,30 +588,28 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
     auto release = [&](int v) {
         done[static_cast<std::size_t>(v)] = 1;
         ++finished;
-        for (int w : succ[static_cast<std::size_t>(v)]) {
+        for (int k = succ_begin[static_cast<std::size_t>(v)];
+             k < succ_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+            const int w = succ[static_cast<std::size_t>(k)];
             if (--pending[static_cast<std::size_t>(w)] == 0) {
                 ready.push_back(w);
             }
         }
     };
-    auto depsEnd = [&](int v) {
-        double t = 0;
-        for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
-             k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
-            t = std::max(
-                t,
-                out.times[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].end);
-        }
-        return t;
-    };
-    while (!ready.empty()) {
-        const int v = ready.front();
-        ready.pop_front();
+    for (std::size_t head = 0; head < ready.size(); ++head) {
+        const int v = ready[head];
         const OpRef ref = g.node_ref[static_cast<std::size_t>(v)];
         const Op& o =
             s.ops[static_cast<std::size_t>(ref.rank)][static_cast<std::size_t>(ref.index)];
         NodeTime& t = out.times[static_cast<std::size_t>(v)];
-        t.start = depsEnd(v);
+        double start = 0;
+        for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
+             k < g.start_dep_begin[static_cast<std::size_t>(v) + 1]; ++k) {
+            start = std::max(
+                start,
+                out.times[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].end);
+        }
+        t.start = start;
         const int grp = g.group[static_cast<std::size_t>(v)];
         if (grp >= 0) {
             // A collective ends when its last member joins, plus its cost.

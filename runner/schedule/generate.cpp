@@ -55,7 +55,8 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
         detail::Generator gen(config, placement, *costs, extra + k);
         if (gen.run(&error)) {
             Schedule s;
-            gen.result(&s, &out.start, &out.end);
+            gen.result(&s, options.record_timing ? &out.start : nullptr,
+                       options.record_timing ? &out.end : nullptr);
             out.schedule = std::move(s);
             return out;
         }

@@ -54,8 +54,13 @@ const Op& Generator::Decision::op() const {
 }
 
 bool Generator::setup(std::string* error) {
+    // Per rank: F, B, W, sends and receives per chunk and micro-batch, the vocabulary passes
+    // and collectives per micro-batch.
+    const auto per_rank =
+        static_cast<std::size_t>(m_) * static_cast<std::size_t>(pl_.chunks * 7 + 10) + 16;
     for (int r = 0; r < p_; ++r) {
         RankState& R = ranks_[static_cast<std::size_t>(r)];
+        R.out.reserve(per_rank);
         switch (kind_) {
             case ScheduleKind::GPipe:
                 R.base = gpipeOrder(m_);
@@ -188,7 +193,30 @@ void Generator::commitCollective(Collective c, int mb) {
     } else if (c == Collective::OutputGradAllReduce) {
         grad_ready_[cell(last_, mb)] = in.end;
     }
-    markAllDirty();
+    // Only the ranks whose next decision waits on this collective need to decide again.
+    for (int r = 0; r < p_; ++r) {
+        RankState& R = ranks_[static_cast<std::size_t>(r)];
+        switch (c) {
+            case Collective::OutputBcast:
+                R.dirty = R.dirty || R.next_s == mb || R.next_t + 1 == mb;
+                break;
+            case Collective::OutputAllReduce:
+                R.dirty = R.dirty || (r == rootOf(Collective::OutputBcast) && R.next_l == mb);
+                break;
+            case Collective::InputGradBcast:
+                R.dirty = R.dirty || R.next_ib == mb;
+                break;
+            case Collective::InputAllReduce:
+                R.dirty = R.dirty || r == pl_.position_rank[0];
+                break;
+            case Collective::OutputGradAllReduce:
+                R.dirty = R.dirty || r == rootOf(Collective::OutputBcast);
+                break;
+            default:
+                R.dirty = true;
+                break;
+        }
+    }
 }
 
 // The output-layer broadcast of micro-batch mb carries X(mb) (after the last position's F) and,
@@ -507,7 +535,11 @@ void Generator::finishForward(int rank, int pos, int mb, int chunk, double start
     if (pos == 0) {
         rank0_f_start_.push_back(start);
         rank0_f_started_ += 1;
-        markAllDirty();  // IF triggers and filler bounds follow position 0's progress
+        // IF(mb + 2) becomes due, and the filler bound moves: those ranks decide again.
+        for (auto& Q : ranks_) {
+            Q.dirty =
+                Q.dirty || Q.next_if == mb + kIfLookahead || Q.next_if == rank0_f_started_ + p_;
+        }
         if (interlaced_ && mb + kIfLookahead < m_) {
             addSyncTrigger(SyncType::Input, mb + kIfLookahead, start);
         }
@@ -727,20 +759,34 @@ void Generator::result(Schedule* schedule, std::vector<std::vector<double>>* sta
     schedule->split_backward = split_;
     schedule->placement = pl_;
     schedule->ops.assign(static_cast<std::size_t>(p_), {});
-    start->assign(static_cast<std::size_t>(p_), {});
-    end->assign(static_cast<std::size_t>(p_), {});
+    if (start && end) {
+        start->assign(static_cast<std::size_t>(p_), {});
+        end->assign(static_cast<std::size_t>(p_), {});
+    }
     for (int r = 0; r < p_; ++r) {
-        auto out = ranks_[static_cast<std::size_t>(r)].out;
+        auto& out = ranks_[static_cast<std::size_t>(r)].out;
         // An op's place in the list is when it starts; ties keep the order of events, which
-        // puts producers before their consumers.
-        std::stable_sort(out.begin(), out.end(), [](const Emitted& a, const Emitted& b) {
+        // puts producers before their consumers. Events come out nearly sorted already.
+        std::sort(out.begin(), out.end(), [](const Emitted& a, const Emitted& b) {
             return a.start != b.start ? a.start < b.start : a.seq < b.seq;
         });
+        auto& ops = schedule->ops[static_cast<std::size_t>(r)];
+        ops.reserve(out.size());
         for (const auto& e : out) {
-            schedule->ops[static_cast<std::size_t>(r)].push_back(e.op);
-            (*start)[static_cast<std::size_t>(r)].push_back(e.start);
-            (*end)[static_cast<std::size_t>(r)].push_back(e.end);
+            ops.push_back(e.op);
         }
+        if (start && end) {
+            auto& st = (*start)[static_cast<std::size_t>(r)];
+            auto& en = (*end)[static_cast<std::size_t>(r)];
+            st.reserve(out.size());
+            en.reserve(out.size());
+            for (const auto& e : out) {
+                st.push_back(e.start);
+                en.push_back(e.end);
+            }
+        }
+        out.clear();
+        out.shrink_to_fit();
     }
 }
 

@@ -40,7 +40,7 @@ class Generator {
         Op op;
         double start;
         double end;
-        long seq;
+        std::int64_t seq;
     };
     struct RankState {
         double compute_free = 0, p2p_free = 0, coll_free = 0;
@@ -122,7 +122,7 @@ class Generator {
     MinHeap pending_;       // collectives whose inputs all exist, not yet ordered
     MinHeap sync_pending_;  // interlaced blocks triggered, not yet ordered
     std::vector<SyncBlock> sync_committed_;
-    long seq_ = 0;
+    std::int64_t seq_ = 0;
 };
 
 }  // namespace pipescope::schedule::detail

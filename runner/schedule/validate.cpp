@@ -1,6 +1,4 @@
-#include <map>
-#include <set>
-#include <tuple>
+#include <vector>
 
 #include <pipescope/schedule/exec_graph.h>
 #include <pipescope/schedule/validate.h>
@@ -8,8 +6,6 @@
 namespace pipescope::schedule {
 
 namespace {
-
-using Key = std::tuple<int, int, int>;  // kind, micro-batch, chunk
 
 std::string opName(OpKind kind, int mb, int chunk) {
     Op o;
@@ -19,72 +15,110 @@ std::string opName(OpKind kind, int mb, int chunk) {
     return o.label();
 }
 
-// The compute ops each rank must run once per iteration.
-std::set<Key> expectedCompute(const Schedule& s, int rank) {
-    std::set<Key> want;
-    const Placement& pl = s.placement;
-    const bool sharded = isShardedVocab(s.vocab);
-    const int last_rank = pl.position_rank[static_cast<std::size_t>(s.lastPosition())];
-    for (int c = 0; c < pl.chunks; ++c) {
-        for (int i = 0; i < s.microbatches; ++i) {
-            want.insert({static_cast<int>(OpKind::F), i, c});
-            want.insert({static_cast<int>(OpKind::B), i, c});
-            if (s.split_backward) {
-                want.insert({static_cast<int>(OpKind::W), i, c});
+// The compute ops one rank must run once per iteration, as a table over (kind, micro-batch,
+// chunk): 1 = expected, 0 = not part of this rank's work.
+class Expected {
+  public:
+    Expected(const Schedule& s, int rank)
+        : m_(s.microbatches),
+          chunks_(s.placement.chunks),
+          want_(static_cast<std::size_t>(kOpKindCount * m_ * chunks_), 0),
+          seen_(want_.size(), -1) {
+        const Placement& pl = s.placement;
+        const bool sharded = isShardedVocab(s.vocab);
+        const int last_rank = pl.position_rank[static_cast<std::size_t>(s.lastPosition())];
+        for (int c = 0; c < chunks_; ++c) {
+            for (int i = 0; i < m_; ++i) {
+                mark(OpKind::F, i, c);
+                mark(OpKind::B, i, c);
+                if (s.split_backward) {
+                    mark(OpKind::W, i, c);
+                }
+            }
+        }
+        if (sharded) {
+            for (int i = 0; i < m_; ++i) {
+                for (OpKind k : {OpKind::IF, OpKind::IB, OpKind::S, OpKind::T}) {
+                    mark(k, i, 0);
+                }
+                if (rank == last_rank) {
+                    mark(OpKind::L, i, 0);
+                }
             }
         }
     }
-    if (sharded) {
-        for (int i = 0; i < s.microbatches; ++i) {
-            for (OpKind k : {OpKind::IF, OpKind::IB, OpKind::S, OpKind::T}) {
-                want.insert({static_cast<int>(k), i, 0});
-            }
-            if (rank == last_rank) {
-                want.insert({static_cast<int>(OpKind::L), i, 0});
-            }
-        }
+    bool inRange(const Op& o) const {
+        return o.microbatch >= 0 && o.microbatch < m_ && o.chunk >= 0 && o.chunk < chunks_;
     }
-    return want;
-}
+    std::size_t at(OpKind k, int mb, int chunk) const {
+        return (static_cast<std::size_t>(k) * static_cast<std::size_t>(m_) +
+                static_cast<std::size_t>(mb)) *
+                   static_cast<std::size_t>(chunks_) +
+               static_cast<std::size_t>(chunk);
+    }
+    int m_;
+    int chunks_;
+    std::vector<char> want_;
+    std::vector<int> seen_;
+    int remaining = 0;
+
+  private:
+    void mark(OpKind k, int mb, int chunk) {
+        want_[at(k, mb, chunk)] = 1;
+        ++remaining;
+    }
+};
 
 std::optional<ScheduleError> checkOps(const Schedule& s) {
     for (int r = 0; r < s.ranks; ++r) {
         const auto& list = s.ops[static_cast<std::size_t>(r)];
-        auto want = expectedCompute(s, r);
-        std::map<Key, int> seen;
+        Expected e(s, r);
         for (int i = 0; i < static_cast<int>(list.size()); ++i) {
             const Op& o = list[static_cast<std::size_t>(i)];
-            const std::string here =
-                "rank " + std::to_string(r) + ", op " + std::to_string(i) + " (" + o.label() + ")";
+            auto here = [&] {
+                return "rank " + std::to_string(r) + ", op " + std::to_string(i) + " (" +
+                       o.label() + ")";
+            };
             if (o.kind == OpKind::Opt) {
                 if (i + 1 != static_cast<int>(list.size())) {
-                    return ScheduleError{{r, i}, here + ": OPT must be the rank's last op"};
+                    return ScheduleError{{r, i}, here() + ": OPT must be the rank's last op"};
                 }
                 continue;
             }
             if (isComm(o.kind)) {
                 continue;
             }
-            const Key key{static_cast<int>(o.kind), o.microbatch, o.chunk};
-            if (auto it = seen.find(key); it != seen.end()) {
+            const bool in_range = e.inRange(o);
+            const std::size_t k = in_range ? e.at(o.kind, o.microbatch, o.chunk) : 0;
+            if (in_range && e.seen_[k] >= 0) {
                 return ScheduleError{{r, i},
-                                     here + ": appears twice on this rank (first as op " +
-                                         std::to_string(it->second) + ")"};
+                                     here() + ": appears twice on this rank (first as op " +
+                                         std::to_string(e.seen_[k]) + ")"};
             }
-            seen[key] = i;
-            if (want.erase(key) == 0) {
+            if (!in_range || !e.want_[k]) {
                 return ScheduleError{{r, i},
-                                     here + ": this rank has no such op in a " +
+                                     here() + ": this rank has no such op in a " +
                                          std::string(toString(s.base)) + " schedule with " +
                                          std::string(toString(s.vocab)) + " vocabulary layers"};
             }
+            e.seen_[k] = i;
+            --e.remaining;
         }
-        if (!want.empty()) {
-            const auto [k, mb, c] = *want.begin();
-            return ScheduleError{{r, -1},
-                                 "rank " + std::to_string(r) + ": " +
-                                     opName(static_cast<OpKind>(k), mb, c) + " is missing (and " +
-                                     std::to_string(want.size() - 1) + " more ops of this rank)"};
+        if (e.remaining > 0) {
+            for (int kind = 0; kind < kOpKindCount; ++kind) {
+                for (int mb = 0; mb < e.m_; ++mb) {
+                    for (int c = 0; c < e.chunks_; ++c) {
+                        const auto k = e.at(static_cast<OpKind>(kind), mb, c);
+                        if (e.want_[k] && e.seen_[k] < 0) {
+                            return ScheduleError{
+                                {r, -1},
+                                "rank " + std::to_string(r) + ": " +
+                                    opName(static_cast<OpKind>(kind), mb, c) + " is missing (and " +
+                                    std::to_string(e.remaining - 1) + " more ops of this rank)"};
+                        }
+                    }
+                }
+            }
         }
         if (list.empty() || list.back().kind != OpKind::Opt) {
             return ScheduleError{{r, -1},
@@ -119,7 +153,7 @@ std::optional<ScheduleError> checkLocalOrder(const Schedule& s, const ExecGraph&
 
 }  // namespace
 
-std::optional<ScheduleError> validateSchedule(const Schedule& s) {
+std::optional<ScheduleError> validateStructure(const Schedule& s, ExecGraph* graph) {
     if (static_cast<int>(s.ops.size()) != s.ranks || s.placement.ranks != s.ranks ||
         s.placement.positions() != s.ranks * s.placement.chunks) {
         return ScheduleError{{-1, -1},
@@ -131,15 +165,24 @@ std::optional<ScheduleError> validateSchedule(const Schedule& s) {
     if (auto e = checkOps(s)) {
         return e;
     }
-    const GraphBuild build = buildGraph(s);
+    GraphBuild build = buildGraph(s);
     if (build.error) {
         return ScheduleError{build.error->where, build.error->message};
     }
     if (auto e = checkLocalOrder(s, build.graph)) {
         return e;
     }
+    *graph = std::move(build.graph);
+    return std::nullopt;
+}
+
+std::optional<ScheduleError> validateSchedule(const Schedule& s) {
+    ExecGraph graph;
+    if (auto e = validateStructure(s, &graph)) {
+        return e;
+    }
     const UnitCostModel unit;
-    const GraphTiming timing = timeGraph(s, build.graph, unit);
+    const GraphTiming timing = timeGraph(s, graph, unit);
     if (!timing.complete) {
         return ScheduleError{{-1, -1}, timing.deadlock};
     }

@@ -15,46 +15,34 @@ using schedule::OpKind;
 
 namespace {
 
-// Length of the union of intervals.
-double unionLength(std::vector<std::pair<double, double>> v) {
-    std::sort(v.begin(), v.end());
-    double total = 0, cur_start = 0, cur_end = -1;
-    bool open = false;
-    for (const auto& [a, b] : v) {
-        if (!open || a > cur_end) {
-            if (open) {
-                total += cur_end - cur_start;
-            }
-            cur_start = a;
-            cur_end = b;
-            open = true;
+using Intervals = std::vector<std::pair<double, double>>;
+
+// Sorts and merges intervals into disjoint ones (a rank's compute ops usually come in order).
+void mergeIntervals(Intervals& v) {
+    if (!std::is_sorted(v.begin(), v.end())) {
+        std::sort(v.begin(), v.end());
+    }
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (out > 0 && v[i].first <= v[out - 1].second) {
+            v[out - 1].second = std::max(v[out - 1].second, v[i].second);
         } else {
-            cur_end = std::max(cur_end, b);
+            v[out++] = v[i];
         }
     }
-    if (open) {
-        total += cur_end - cur_start;
+    v.resize(out);
+}
+
+double totalLength(const Intervals& merged) {
+    double total = 0;
+    for (const auto& [a, b] : merged) {
+        total += b - a;
     }
     return total;
 }
 
-// Length of `a` not covered by `b` (both unions of intervals).
-double uncovered(std::vector<std::pair<double, double>> a,
-                 std::vector<std::pair<double, double>> b) {
-    auto merge = [](std::vector<std::pair<double, double>> v) {
-        std::sort(v.begin(), v.end());
-        std::vector<std::pair<double, double>> out;
-        for (const auto& iv : v) {
-            if (!out.empty() && iv.first <= out.back().second) {
-                out.back().second = std::max(out.back().second, iv.second);
-            } else {
-                out.push_back(iv);
-            }
-        }
-        return out;
-    };
-    a = merge(std::move(a));
-    b = merge(std::move(b));
+// Length of `a` not covered by `b`, both merged.
+double uncovered(const Intervals& a, const Intervals& b) {
     double total = 0;
     std::size_t j = 0;
     for (const auto& [s, e] : a) {
@@ -86,47 +74,52 @@ std::int64_t SimResult::maxPeakMemory() const {
 
 SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
     SimOutcome outcome;
-    SimResult res;
-    res.config = input;
-    if (res.config.costs.source == schedule::CostSource::Calibrated) {
-        if (auto err = calibrateFromTrace(res.config.costs.calibrated_path, &res.config);
-            !err.empty()) {
+    schedule::Config config = input;
+    if (config.costs.source == schedule::CostSource::Calibrated) {
+        if (auto err = calibrateFromTrace(config.costs.calibrated_path, &config); !err.empty()) {
             outcome.error = err;
             return outcome;
         }
     }
-    const schedule::Config& config = res.config;
+    if (options.schedule) {
+        return simulateSchedule(config, *options.schedule, true);
+    }
     const schedule::Placement placement = schedule::computePlacement(config);
     const auto costs = makeCostModel(config, placement);
+    schedule::GenerateOptions gen;
+    gen.costs = costs.get();
+    auto g = schedule::generateSchedule(config, gen);
+    if (!g.schedule) {
+        outcome.error = g.error;
+        return outcome;
+    }
+    auto out = simulateSchedule(config, std::move(*g.schedule), options.validate_generated);
+    if (!out.result) {
+        out.error = "internal error, the generated schedule is invalid: " + out.error;
+    }
+    return out;
+}
 
-    if (options.schedule) {
-        res.schedule = *options.schedule;
-        if (auto e = schedule::validateSchedule(res.schedule)) {
+SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
+                            bool validate) {
+    SimOutcome outcome;
+    SimResult res;
+    res.config = config;
+    res.schedule = std::move(schedule);
+    const auto costs = makeCostModel(config, res.schedule.placement);
+    if (validate) {
+        if (auto e = schedule::validateStructure(res.schedule, &res.graph)) {
             outcome.error = "schedule: " + e->message;
             return outcome;
         }
     } else {
-        schedule::GenerateOptions gen;
-        gen.costs = costs.get();
-        auto g = schedule::generateSchedule(config, gen);
-        if (!g.schedule) {
-            outcome.error = g.error;
+        auto build = schedule::buildGraph(res.schedule);
+        if (build.error) {
+            outcome.error = "schedule: " + build.error->message;
             return outcome;
         }
-        res.schedule = std::move(*g.schedule);
-        if (options.validate_generated) {
-            if (auto e = schedule::validateSchedule(res.schedule)) {
-                outcome.error = "internal error, the generated schedule is invalid: " + e->message;
-                return outcome;
-            }
-        }
+        res.graph = std::move(build.graph);
     }
-    auto build = schedule::buildGraph(res.schedule);
-    if (build.error) {
-        outcome.error = "schedule: " + build.error->message;
-        return outcome;
-    }
-    res.graph = std::move(build.graph);
     res.timing = schedule::timeGraph(res.schedule, res.graph, *costs);
     if (!res.timing.complete) {
         outcome.error = "schedule: " + res.timing.deadlock;
@@ -142,8 +135,10 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
     }
     res.iteration_time_s = iteration;
     double busy_sum = 0, busy_max = 0, mem_sum = 0, ratio_sum = 0;
+    Intervals compute, waits;
     for (int r = 0; r < p; ++r) {
-        std::vector<std::pair<double, double>> compute, waits;
+        compute.clear();
+        waits.clear();
         const auto& ops = res.schedule.ops[static_cast<std::size_t>(r)];
         for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
             const auto& t = res.timing.times[static_cast<std::size_t>(res.graph.node(r, i))];
@@ -155,7 +150,9 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         }
         RankSummary rs;
         rs.rank = r;
-        rs.busy_s = unionLength(compute);
+        mergeIntervals(compute);
+        mergeIntervals(waits);
+        rs.busy_s = totalLength(compute);
         rs.bubble_s = iteration - rs.busy_s;
         rs.bubble_ratio = iteration > 0 ? rs.bubble_s / iteration : 0.0;
         rs.comm_wait_s = uncovered(waits, compute);

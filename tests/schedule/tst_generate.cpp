@@ -72,7 +72,9 @@ void TstGenerate::everyCombination() {
     QFETCH(int, p);
     QFETCH(int, m);
     const Config c = makeConfig(p, m, sched.toStdString(), method.toStdString());
-    const auto g = generateSchedule(c);
+    GenerateOptions options;
+    options.record_timing = true;
+    const auto g = generateSchedule(c, options);
     QVERIFY2(g.schedule.has_value(), g.error.c_str());
     const Schedule& s = *g.schedule;
     const auto err = validateSchedule(s);
@@ -155,7 +157,9 @@ void TstGenerate::vocabPassesLineUp() {
     // The building-block property: S(i) of every rank lands near the last stage's S(i), within
     // about one transformer op, never a whole round of micro-batches apart.
     const Config c = makeConfig(4, 16, "1f1b", "vocab-2");
-    const auto g = generateSchedule(c);
+    GenerateOptions options;
+    options.record_timing = true;
+    const auto g = generateSchedule(c, options);
     QVERIFY(g.schedule);
     const Schedule& s = *g.schedule;
     const AnalyticCostModel costs(c, s.placement);

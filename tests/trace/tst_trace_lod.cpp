@@ -455,6 +455,7 @@ void TstTraceLod::memoryLodKeepsPeaks() {
             }
             peak = std::max(peak, last);
         }
+        QVERIFY(!samples.empty());
         const std::int64_t end = samples.back().t_ns + 1;
         for (int pixels : {1000, 100, 7}) {
             const auto result = reader_.memoryLod(rank, 0, end, pixels);

@@ -18,9 +18,8 @@ enum class CostSource { Analytic, Table, Calibrated };
 
 // Compute op kinds that a cost table can give per stage (costs.per_stage_us keys).
 enum class CostKey { F, B, W, S, T, IF, IB };
-inline constexpr std::array<CostKey, 7> kAllCostKeys = {CostKey::F, CostKey::B,  CostKey::W,
-                                                        CostKey::S, CostKey::T,  CostKey::IF,
-                                                        CostKey::IB};
+inline constexpr std::array<CostKey, 7> kAllCostKeys = {
+    CostKey::F, CostKey::B, CostKey::W, CostKey::S, CostKey::T, CostKey::IF, CostKey::IB};
 
 std::string_view toString(DType v);
 std::string_view toString(ScheduleKind v);
@@ -63,12 +62,12 @@ struct ParallelConfig {
 
 struct HardwareConfig {
     std::string name = "A100-SXM4-80GB";
-    double peak_tflops = 312.0;   // dense bf16/fp16 tensor-core peak
-    double memory_gib = 80.0;     // device memory capacity
-    double p2p_gbps = 150.0;      // point-to-point bandwidth between neighbouring ranks, GB/s
+    double peak_tflops = 312.0;     // dense bf16/fp16 tensor-core peak
+    double memory_gib = 80.0;       // device memory capacity
+    double p2p_gbps = 150.0;        // point-to-point bandwidth between neighbouring ranks, GB/s
     double allreduce_gbps = 100.0;  // bus bandwidth of collectives, GB/s
-    double latency_us = 10.0;     // per-message latency
-    double memory_gbps = 2039.0;  // device memory bandwidth (memory-bound ops), GB/s
+    double latency_us = 10.0;       // per-message latency
+    double memory_gbps = 2039.0;    // device memory bandwidth (memory-bound ops), GB/s
     double gemm_efficiency = 0.75;  // achieved fraction of peak on large GEMMs
 };
 

@@ -25,9 +25,9 @@ struct ConfigIssue {
 };
 
 struct ParseResult {
-    std::optional<Config> config;      // set only when there are no issues
-    std::vector<ConfigIssue> issues;   // every problem found, in document order
-    std::string source_name;           // file name or "<config>"
+    std::optional<Config> config;     // set only when there are no issues
+    std::vector<ConfigIssue> issues;  // every problem found, in document order
+    std::string source_name;          // file name or "<config>"
 
     bool ok() const { return config.has_value(); }
     // All issues, one per line, each prefixed with the source name.

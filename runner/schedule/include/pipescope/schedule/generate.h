@@ -27,13 +27,15 @@ struct GenerateOptions {
     // Extra warm-up forwards (1F1B family) or activation units (V-Half) beyond what the
     // vocabulary method needs; 0 is the method's own rule.
     int extra_warmup = 0;
+    // Fill GenerateResult::start/end (for tests and tools that compare timings).
+    bool record_timing = false;
 };
 
 struct GenerateResult {
     std::optional<Schedule> schedule;
     std::string error;  // why the combination cannot be generated
-    // The generator's own timing of every op (seconds, per rank, in list order); the simulator
-    // reproduces it exactly when given the same cost model.
+    // With record_timing: the generator's own timing of every op (seconds, per rank, in list
+    // order); the simulator reproduces it exactly when given the same cost model.
     std::vector<std::vector<double>> start;
     std::vector<std::vector<double>> end;
 };

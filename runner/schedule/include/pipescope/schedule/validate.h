@@ -21,4 +21,11 @@ struct ScheduleError {
 // run with unit costs finishes (no deadlock).
 std::optional<ScheduleError> validateSchedule(const Schedule& schedule);
 
+struct ExecGraph;
+
+// The structural checks alone (everything but the deadlock check), handing the built execution
+// graph to the caller: a simulator that times the graph anyway learns about a deadlock from
+// that timing (GraphTiming::complete), which is the same test with other costs.
+std::optional<ScheduleError> validateStructure(const Schedule& schedule, ExecGraph* graph);
+
 }  // namespace pipescope::schedule

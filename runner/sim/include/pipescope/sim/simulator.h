@@ -64,7 +64,16 @@ struct SimOutcome {
     std::string error;  // names the config key or the schedule op that is wrong
 };
 
+// Calibrates the costs if the config asks for it, generates (or takes and validates) the
+// schedule, and times it.
 SimOutcome simulate(const schedule::Config& config, const SimOptions& options = {});
+
+// Times a schedule with the config's cost model (costs.source analytic or table; calibrate first
+// with calibrateFromTrace). With `validate`, the schedule's structure is checked first and a
+// deadlock found while timing is reported as the validator would; without, the caller vouches
+// for the schedule (the generator's own output in release builds).
+SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
+                            bool validate);
 
 // Writes `iterations` back-to-back copies of the simulated iteration (each starts when the
 // previous one has ended on every rank, as the optimizer's gradient-norm all-reduce makes them)
