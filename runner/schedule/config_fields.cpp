@@ -197,4 +197,19 @@ Field<std::string> FieldReader::readString(const Section& s, std::string_view ke
     return ok(v->get<std::string>(), true);
 }
 
+Field<bool> FieldReader::readBool(const Section& s, std::string_view key, bool fallback) {
+    if (!s.usable) {
+        return {};
+    }
+    const Json* v = member(s, key);
+    if (v == nullptr) {
+        return ok(fallback, false);
+    }
+    if (!v->is_boolean()) {
+        report(memberPath(s.path, key), "must be true or false, got " + describeValue(*v), false);
+        return {};
+    }
+    return ok(v->get<bool>(), true);
+}
+
 }  // namespace pipescope::schedule::detail

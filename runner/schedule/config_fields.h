@@ -67,6 +67,7 @@ class FieldReader {
     Field<double> readNumber(const Section& s, std::string_view key, Bound bound, double fallback);
     Field<std::optional<double>> readNullableNumber(const Section& s, std::string_view key);
     Field<std::string> readString(const Section& s, std::string_view key, std::string fallback);
+    Field<bool> readBool(const Section& s, std::string_view key, bool fallback);
 
     // A string naming one of `names`; `noun` goes into the message ("unknown schedule ...").
     template <typename E, typename Parse>

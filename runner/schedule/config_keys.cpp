@@ -16,7 +16,8 @@ const std::vector<ObjectKeys>& schema() {
     static const std::vector<ObjectKeys> objects = {
         {"", {"name", "model", "parallel", "hardware", "costs", "run", "compare"}},
         {"model",
-         {"layers", "hidden", "ffn_hidden", "heads", "seq_len", "vocab", "micro_batch", "dtype"}},
+         {"layers", "hidden", "ffn_hidden", "heads", "seq_len", "vocab", "micro_batch", "dtype",
+          "flash_attention"}},
         {"parallel",
          {"pipeline", "microbatches", "schedule", "virtual_stages", "vocab", "first_stage_layers",
           "last_stage_layers"}},

@@ -76,10 +76,15 @@ Json configToJson(const Config& c) {
     Json j = Json::object();
     j["name"] = c.name;
     const ModelConfig& m = c.model;
-    j["model"] = {{"layers", m.layers},           {"hidden", m.hidden},
-                  {"ffn_hidden", m.ffn_hidden},   {"heads", m.heads},
-                  {"seq_len", m.seq_len},         {"vocab", m.vocab},
-                  {"micro_batch", m.micro_batch}, {"dtype", toString(m.dtype)}};
+    j["model"] = {{"layers", m.layers},
+                  {"hidden", m.hidden},
+                  {"ffn_hidden", m.ffn_hidden},
+                  {"heads", m.heads},
+                  {"seq_len", m.seq_len},
+                  {"vocab", m.vocab},
+                  {"micro_batch", m.micro_batch},
+                  {"dtype", toString(m.dtype)},
+                  {"flash_attention", m.flash_attention}};
     const ParallelConfig& p = c.parallel;
     j["parallel"] = {{"pipeline", p.pipeline},
                      {"microbatches", p.microbatches},

@@ -91,6 +91,7 @@ class Validator : private FieldReader {
         model_vocab_ = readInt(s, "vocab", 2, std::nullopt);
         model_micro_batch_ = readInt(s, "micro_batch", 1, 1);
         model_dtype_ = readEnum(s, "dtype", "dtype", kDTypeNames, dtypeFromString, DType::BF16);
+        model_flash_ = readBool(s, "flash_attention", true);
         ModelConfig& m = out_.config.model;
         m.layers = model_layers_.value;
         m.hidden = model_hidden_.value;
@@ -100,6 +101,7 @@ class Validator : private FieldReader {
         m.vocab = model_vocab_.value;
         m.micro_batch = model_micro_batch_.value;
         m.dtype = model_dtype_.value;
+        m.flash_attention = model_flash_.value;
     }
 
     void readParallel() {
@@ -256,6 +258,7 @@ class Validator : private FieldReader {
     Field<int> model_layers_, model_hidden_, model_ffn_, model_heads_, model_seq_, model_vocab_,
         model_micro_batch_;
     Field<DType> model_dtype_;
+    Field<bool> model_flash_;
     Field<int> par_pipeline_, par_microbatches_, par_virtual_;
     Field<ScheduleKind> par_schedule_;
     Field<VocabMethod> par_vocab_;

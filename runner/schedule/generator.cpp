@@ -60,7 +60,7 @@ bool Generator::setup(std::string* error) {
         static_cast<std::size_t>(m_) * static_cast<std::size_t>(pl_.chunks * 7 + 10) + 16;
     for (int r = 0; r < p_; ++r) {
         RankState& R = ranks_[static_cast<std::size_t>(r)];
-        R.out.reserve(per_rank);
+        R.out[static_cast<std::size_t>(Stream::Compute)].reserve(per_rank / 2);
         switch (kind_) {
             case ScheduleKind::GPipe:
                 R.base = gpipeOrder(m_);
@@ -91,6 +91,7 @@ bool Generator::setup(std::string* error) {
         }
     }
     (void)error;
+    markAllDirty();
     return true;
 }
 
@@ -113,14 +114,24 @@ int Generator::rootOf(Collective c) const {
                                            : pl_.position_rank[static_cast<std::size_t>(last_)];
 }
 
-void Generator::markAllDirty() {
-    for (auto& R : ranks_) {
+void Generator::markDirty(int rank) {
+    RankState& R = ranks_[static_cast<std::size_t>(rank)];
+    if (!R.dirty) {
         R.dirty = true;
+        dirty_list_.push_back(rank);
+    }
+}
+
+void Generator::markAllDirty() {
+    for (int r = 0; r < p_; ++r) {
+        markDirty(r);
     }
 }
 
 void Generator::emit(int rank, const Op& op, double start, double end) {
-    ranks_[static_cast<std::size_t>(rank)].out.push_back({op, start, end, seq_++});
+    // Each stream's ops start in the order they are emitted, so the rank's list is a merge.
+    ranks_[static_cast<std::size_t>(rank)].out[static_cast<std::size_t>(op.stream())].push_back(
+        {op, start, end, seq_++});
 }
 
 Op Generator::makeOp(OpKind kind, int mb, int chunk) const {
@@ -195,26 +206,30 @@ void Generator::commitCollective(Collective c, int mb) {
     }
     // Only the ranks whose next decision waits on this collective need to decide again.
     for (int r = 0; r < p_; ++r) {
-        RankState& R = ranks_[static_cast<std::size_t>(r)];
+        const RankState& R = ranks_[static_cast<std::size_t>(r)];
+        bool wake = false;
         switch (c) {
             case Collective::OutputBcast:
-                R.dirty = R.dirty || R.next_s == mb || R.next_t + 1 == mb;
+                wake = R.next_s == mb || R.next_t + 1 == mb;
                 break;
             case Collective::OutputAllReduce:
-                R.dirty = R.dirty || (r == rootOf(Collective::OutputBcast) && R.next_l == mb);
+                wake = r == rootOf(Collective::OutputBcast) && R.next_l == mb;
                 break;
             case Collective::InputGradBcast:
-                R.dirty = R.dirty || R.next_ib == mb;
+                wake = R.next_ib == mb;
                 break;
             case Collective::InputAllReduce:
-                R.dirty = R.dirty || r == pl_.position_rank[0];
+                wake = r == pl_.position_rank[0];
                 break;
             case Collective::OutputGradAllReduce:
-                R.dirty = R.dirty || r == rootOf(Collective::OutputBcast);
+                wake = r == rootOf(Collective::OutputBcast);
                 break;
             default:
-                R.dirty = true;
+                wake = true;
                 break;
+        }
+        if (wake) {
+            markDirty(r);
         }
     }
 }
@@ -468,7 +483,7 @@ void Generator::execute(int rank, const Decision& d) {
     const double end = start + costs_.compute(rank, op);
     emit(rank, op, start, end);
     R.compute_free = end;
-    R.dirty = true;
+    markDirty(rank);
 
     switch (op.kind) {
         case OpKind::F:
@@ -536,9 +551,11 @@ void Generator::finishForward(int rank, int pos, int mb, int chunk, double start
         rank0_f_start_.push_back(start);
         rank0_f_started_ += 1;
         // IF(mb + 2) becomes due, and the filler bound moves: those ranks decide again.
-        for (auto& Q : ranks_) {
-            Q.dirty =
-                Q.dirty || Q.next_if == mb + kIfLookahead || Q.next_if == rank0_f_started_ + p_;
+        for (int r = 0; r < p_; ++r) {
+            const int next_if = ranks_[static_cast<std::size_t>(r)].next_if;
+            if (next_if == mb + kIfLookahead || next_if == rank0_f_started_ + p_) {
+                markDirty(r);
+            }
         }
         if (interlaced_ && mb + kIfLookahead < m_) {
             addSyncTrigger(SyncType::Input, mb + kIfLookahead, start);
@@ -557,7 +574,7 @@ void Generator::finishForward(int rank, int pos, int mb, int chunk, double start
             emit(rank, sd, s, e);
             R.p2p_free = e;
             act_ready_[cell(pos + 1, mb)] = e;
-            ranks_[static_cast<std::size_t>(next_rank)].dirty = true;
+            markDirty(next_rank);
         }
     } else if (sharded_) {
         if (interlaced_) {
@@ -589,7 +606,7 @@ void Generator::finishBackward(int rank, int pos, int mb, int chunk, double end)
             emit(rank, sd, s, e);
             R.p2p_free = e;
             grad_ready_[cell(pos - 1, mb)] = e;
-            ranks_[static_cast<std::size_t>(prev_rank)].dirty = true;
+            markDirty(prev_rank);
         }
     } else if (sharded_) {
         if (interlaced_) {
@@ -609,7 +626,7 @@ void Generator::joinBlocking(int rank, const Op& op, double t) {
     in.data[static_cast<std::size_t>(rank)] = t;
     in.known += 1;
     R.blocked_on = 1;
-    R.dirty = true;
+    markDirty(rank);
     if (in.known < p_) {
         return;
     }
@@ -643,7 +660,7 @@ void Generator::advanceSync(int rank) {
         R.sync_block += 1;
         R.sync_step = 0;
     }
-    R.dirty = true;
+    markDirty(rank);
 }
 
 // ---- main loop ----------------------------------------------------------------------------------
@@ -674,22 +691,35 @@ bool Generator::run(std::string* error) {
     if (!setup(error)) {
         return false;
     }
+    // Each rank's next decision, and a heap of them by time (stale entries are skipped).
     std::vector<Decision> cached(static_cast<std::size_t>(p_));
+    std::vector<std::uint32_t> version(static_cast<std::size_t>(p_), 0);
+    struct Entry {
+        double time;
+        int rank;
+        std::uint32_t version;
+        bool operator>(const Entry& o) const {
+            return time != o.time ? time > o.time : rank > o.rank;
+        }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
     for (;;) {
-        for (int r = 0; r < p_; ++r) {
-            if (ranks_[static_cast<std::size_t>(r)].dirty) {
-                cached[static_cast<std::size_t>(r)] = decide(r);
-                ranks_[static_cast<std::size_t>(r)].dirty = false;
+        for (int r : dirty_list_) {
+            auto& R = ranks_[static_cast<std::size_t>(r)];
+            cached[static_cast<std::size_t>(r)] = decide(r);
+            R.dirty = false;
+            const auto v = ++version[static_cast<std::size_t>(r)];
+            if (cached[static_cast<std::size_t>(r)].time < kInf) {
+                heap.push({cached[static_cast<std::size_t>(r)].time, r, v});
             }
         }
-        int who = -1;
-        double when = kInf;
-        for (int r = 0; r < p_; ++r) {
-            if (cached[static_cast<std::size_t>(r)].time < when) {
-                when = cached[static_cast<std::size_t>(r)].time;
-                who = r;
-            }
+        dirty_list_.clear();
+        while (!heap.empty() &&
+               heap.top().version != version[static_cast<std::size_t>(heap.top().rank)]) {
+            heap.pop();
         }
+        const int who = heap.empty() ? -1 : heap.top().rank;
+        const double when = heap.empty() ? kInf : heap.top().time;
         // Collectives and synchronous blocks whose inputs are complete enter their global
         // order first, in the order they became ready.
         const double next_coll = pending_.empty() ? kInf : pending_.top().time;
@@ -710,14 +740,17 @@ bool Generator::run(std::string* error) {
         if (who < 0) {
             break;
         }
+        heap.pop();
+        ++version[static_cast<std::size_t>(who)];  // its decision is spent
         execute(who, cached[static_cast<std::size_t>(who)]);
+        markDirty(who);
     }
     for (int r = 0; r < p_; ++r) {
         if (!rankDone(r)) {
             if (std::getenv("PIPESCOPE_GEN_DEBUG")) {
                 for (const auto& Q : ranks_) {
                     std::string line;
-                    for (const auto& e : Q.out) {
+                    for (const auto& e : Q.out[static_cast<std::size_t>(Stream::Compute)]) {
                         line += " " + e.op.label();
                     }
                     std::fprintf(stderr, "rank:%s\n", line.c_str());
@@ -725,8 +758,9 @@ bool Generator::run(std::string* error) {
             }
             const RankState& R = ranks_[static_cast<std::size_t>(r)];
             *error = "schedule generation stalled on rank " + std::to_string(r) + " after " +
-                     std::to_string(R.out.size()) + " ops (" + std::string(toString(kind_)) +
-                     " with " + std::string(toString(method_)) + "): next base op " +
+                     std::to_string(R.out[0].size()) + " compute ops (" +
+                     std::string(toString(kind_)) + " with " + std::string(toString(method_)) +
+                     "): next base op " +
                      (R.base_next < R.base.size()
                           ? makeOp(R.base[R.base_next].kind, R.base[R.base_next].microbatch,
                                    R.base[R.base_next].chunk)
@@ -764,29 +798,52 @@ void Generator::result(Schedule* schedule, std::vector<std::vector<double>>* sta
         end->assign(static_cast<std::size_t>(p_), {});
     }
     for (int r = 0; r < p_; ++r) {
-        auto& out = ranks_[static_cast<std::size_t>(r)].out;
-        // An op's place in the list is when it starts; ties keep the order of events, which
-        // puts producers before their consumers. Events come out nearly sorted already.
-        std::sort(out.begin(), out.end(), [](const Emitted& a, const Emitted& b) {
-            return a.start != b.start ? a.start < b.start : a.seq < b.seq;
-        });
-        auto& ops = schedule->ops[static_cast<std::size_t>(r)];
-        ops.reserve(out.size());
-        for (const auto& e : out) {
-            ops.push_back(e.op);
+        auto& streams = ranks_[static_cast<std::size_t>(r)].out;
+        std::size_t total = 0;
+        for (const auto& st : streams) {
+            total += st.size();
         }
-        if (start && end) {
-            auto& st = (*start)[static_cast<std::size_t>(r)];
-            auto& en = (*end)[static_cast<std::size_t>(r)];
-            st.reserve(out.size());
-            en.reserve(out.size());
-            for (const auto& e : out) {
-                st.push_back(e.start);
-                en.push_back(e.end);
+        auto& ops = schedule->ops[static_cast<std::size_t>(r)];
+        ops.reserve(total);
+        std::vector<double>* st = start && end ? &(*start)[static_cast<std::size_t>(r)] : nullptr;
+        std::vector<double>* en = start && end ? &(*end)[static_cast<std::size_t>(r)] : nullptr;
+        if (st) {
+            st->reserve(total);
+            en->reserve(total);
+        }
+        // An op's place in the list is when it starts; ties keep the order of events, which puts
+        // producers before their consumers. Each stream is already in that order: merge them.
+        std::array<std::size_t, kStreamCount> next{};
+        for (std::size_t k = 0; k < total; ++k) {
+            int best = -1;
+            for (int q = 0; q < kStreamCount; ++q) {
+                const auto& v = streams[static_cast<std::size_t>(q)];
+                if (next[static_cast<std::size_t>(q)] == v.size()) {
+                    continue;
+                }
+                const Emitted& e = v[next[static_cast<std::size_t>(q)]];
+                if (best < 0) {
+                    best = q;
+                    continue;
+                }
+                const Emitted& b =
+                    streams[static_cast<std::size_t>(best)][next[static_cast<std::size_t>(best)]];
+                if (e.start < b.start || (e.start == b.start && e.seq < b.seq)) {
+                    best = q;
+                }
+            }
+            const Emitted& e =
+                streams[static_cast<std::size_t>(best)][next[static_cast<std::size_t>(best)]++];
+            ops.push_back(e.op);
+            if (st) {
+                st->push_back(e.start);
+                en->push_back(e.end);
             }
         }
-        out.clear();
-        out.shrink_to_fit();
+        for (auto& v : streams) {
+            v.clear();
+            v.shrink_to_fit();
+        }
     }
 }
 

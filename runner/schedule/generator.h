@@ -53,8 +53,8 @@ class Generator {
         int next_if = 0, next_ib = 0, next_s = 0, next_t = 0, next_l = 0;
         int sync_block = 0, sync_step = 0;
         int blocked_on = -1;
-        bool dirty = true;
-        std::vector<Emitted> out;
+        bool dirty = false;
+        std::array<std::vector<Emitted>, kStreamCount> out;  // per stream, in start order
     };
     struct Instance {
         std::vector<double> data;  // per rank: when its input exists (-1 unknown)
@@ -82,6 +82,7 @@ class Generator {
     Instance& instance(Collective c, int mb);
     double collectiveEnd(Collective c, int mb);
     int rootOf(Collective c) const;
+    void markDirty(int rank);  // the rank decides again before the next event
     void markAllDirty();
     void emit(int rank, const Op& op, double start, double end);
     Op makeOp(OpKind kind, int mb, int chunk) const;
@@ -123,6 +124,7 @@ class Generator {
     MinHeap sync_pending_;  // interlaced blocks triggered, not yet ordered
     std::vector<SyncBlock> sync_committed_;
     std::int64_t seq_ = 0;
+    std::vector<int> dirty_list_;
 };
 
 }  // namespace pipescope::schedule::detail

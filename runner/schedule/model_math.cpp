@@ -330,8 +330,9 @@ double vocabTFlops(const Config& config) {
 
 double layerActivationBytes(const ModelConfig& m) {
     const double sb = s(m) * b(m);
-    return sb * h(m) * (8 * d(m) + 2) + 2 * d(m) * sb * f(m) +
-           (2 * d(m) + 1) * m.heads * s(m) * s(m) * b(m);
+    // Fused attention keeps no s x s scores, softmax or dropout mask (it recomputes them).
+    const double scores = m.flash_attention ? 0.0 : (2 * d(m) + 1) * m.heads * s(m) * s(m) * b(m);
+    return sb * h(m) * (8 * d(m) + 2) + 2 * d(m) * sb * f(m) + scores;
 }
 
 double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows) {

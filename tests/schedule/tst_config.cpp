@@ -492,8 +492,9 @@ void TstConfig::toJsonWritesEveryKey() {
         return l;
     };
     QCOMPARE(keys(o), sorted({"name", "model", "parallel", "hardware", "costs", "run", "compare"}));
-    QCOMPARE(keys(o["model"].toObject()), sorted({"layers", "hidden", "ffn_hidden", "heads",
-                                                  "seq_len", "vocab", "micro_batch", "dtype"}));
+    QCOMPARE(keys(o["model"].toObject()),
+             sorted({"layers", "hidden", "ffn_hidden", "heads", "seq_len", "vocab", "micro_batch",
+                     "dtype", "flash_attention"}));
     QCOMPARE(keys(o["parallel"].toObject()),
              sorted({"pipeline", "microbatches", "schedule", "virtual_stages", "vocab",
                      "first_stage_layers", "last_stage_layers"}));

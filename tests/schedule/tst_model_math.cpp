@@ -317,14 +317,21 @@ void TstModelMath::vocabPassFlops() {
 }
 
 void TstModelMath::activationAndTensorBytes() {
-    // bf16, f = 4h: equals Korthikanti et al.'s 34sbh + 5as^2b
+    // bf16, f = 4h, no fused attention: Korthikanti et al.'s 34sbh + 5as^2b
     // = 34 * 6291456 + 5 * 24 * 2048^2 = 213909504 + 503316480.
-    const ModelConfig paper = paperConfig(256000).model;
+    ModelConfig paper = paperConfig(256000).model;
+    paper.flash_attention = false;
     QCOMPARE(layerActivationBytes(paper), 717225984.0);
+    // With fused attention (the default) the s^2 term is not kept: 34sbh.
+    paper.flash_attention = true;
+    QCOMPARE(layerActivationBytes(paper), 213909504.0);
     // fp32 tiny model: sbh*(8*4 + 2) = 64*34 = 2176; 2*4*sbf = 8*8*32 = 2048;
     // (2*4 + 1)*a*s^2*b = 9*2*16*2 = 576.
-    const ModelConfig m = tinyModel();
+    ModelConfig m = tinyModel();
+    m.flash_attention = false;
     QCOMPARE(layerActivationBytes(m), 2176.0 + 2048.0 + 576.0);
+    m.flash_attention = true;
+    QCOMPARE(layerActivationBytes(m), 2176.0 + 2048.0);
     QCOMPARE(logitsBytes(m, 250), 4.0 * 2 * 4 * 250);
     QCOMPARE(hiddenBytes(m), 4.0 * 64);
     QCOMPARE(hiddenBytes(paper), 2.0 * 6291456);

@@ -45,6 +45,9 @@ struct ModelConfig {
     std::int64_t vocab = 0;
     int micro_batch = 1;
     DType dtype = DType::BF16;
+    // Fused attention (FlashAttention, Megatron's default) keeps no s x s score matrices for the
+    // backward; without it each layer keeps the scores, softmax and dropout mask.
+    bool flash_attention = true;
 };
 
 struct ParallelConfig {

@@ -93,7 +93,8 @@ double vocabTFlops(const Config& config);
 // ---- bytes per micro-batch -------------------------------------------------------------------
 // Activations one transformer layer keeps from F to B (no recomputation), with d the dtype size
 // and a the heads: s*b*h*(8d + 2) + 2d*s*b*f + (2d + 1)*a*s^2*b   (= 34sbh + 5as^2b for d = 2,
-// f = 4h: Korthikanti et al. 2022).
+// f = 4h: Korthikanti et al. 2022). With model.flash_attention (the default) the last term, the
+// attention scores, softmax and dropout mask, is not kept.
 double layerActivationBytes(const ModelConfig& m);
 double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows);  // fp32: 4*b*s*rows
 double hiddenBytes(const ModelConfig& m);      // one s*b*h tensor in the model dtype
