@@ -3,6 +3,8 @@
 // grows with stages and micro-batches (it should grow with the number of ops).
 //
 //   sim_bench [--reps N]
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -95,6 +97,12 @@ void row(const char* label, const Timing& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Keep freed memory in the heap between repetitions, as a long-running app's allocator
+    // would, instead of returning it to the kernel and paying page faults again.
+    if (std::getenv("SIM_BENCH_DEFAULT_MALLOC") == nullptr) {
+        mallopt(M_MMAP_THRESHOLD, 256 << 20);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    }
     int reps = 7;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--reps" && i + 1 < argc) {

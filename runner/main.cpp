@@ -15,6 +15,10 @@
 #include <pipescope/sim/simulator.h>
 #include <pipescope/trace/writer.h>
 
+#if PIPESCOPE_HAVE_CUDA
+#include <pipescope/cuda/devices.h>
+#endif
+
 #include "cli/options.h"
 #include "cli/report.h"
 
@@ -206,25 +210,52 @@ int runSweep(const cli::Options& o, const std::string& command_line) {
     return kExitOk;
 }
 
+// Why the CUDA backend cannot run here: no CUDA in this build, no driver, no GPU, or (with a
+// GPU) that the backend itself is not built yet.
+std::string cudaProblem(std::vector<std::string>* gpus) {
+#if PIPESCOPE_HAVE_CUDA
+    const auto list = cuda::listDevices();
+    for (const auto& d : list.devices) {
+        gpus->push_back("cuda:" + std::to_string(d.index) + " " + d.name + ", " +
+                        std::to_string(d.memory_bytes >> 30) + " GiB, sm_" +
+                        std::to_string(d.compute_major) + std::to_string(d.compute_minor));
+    }
+    if (!list.problem.empty()) {
+        return list.problem;
+    }
+    if (list.devices.empty()) {
+        return "no CUDA device is visible";
+    }
+    return "the CUDA backend is not part of this build yet (the GPUs above were found)";
+#else
+    (void)gpus;
+    return "this build has no CUDA (configure found no CUDA toolkit, or PIPESCOPE_ENABLE_CUDA=OFF)";
+#endif
+}
+
 void listDevices(const cli::Options& o) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::string> gpus;
+    const std::string cuda_problem = cudaProblem(&gpus);
+    const std::string cpu_problem = "the CPU backend is not part of this build yet";
     if (o.json) {
         nlohmann::ordered_json j;
-        j["backends"] = {{{"backend", "sim"}, {"available", true}},
-                         {{"backend", "cpu"},
-                          {"available", false},
-                          {"reason", "the CPU backend is not part of this build yet"},
-                          {"cores", cores}},
-                         {{"backend", "cuda"},
-                          {"available", false},
-                          {"reason", "the CUDA backend is not part of this build yet"}}};
+        j["backends"] = {
+            {{"backend", "sim"}, {"available", true}},
+            {{"backend", "cpu"}, {"available", false}, {"reason", cpu_problem}, {"cores", cores}},
+            {{"backend", "cuda"},
+             {"available", false},
+             {"reason", cuda_problem},
+             {"devices", gpus}}};
         std::cout << j.dump(2) << "\n";
         return;
     }
     std::cout << "sim   available (virtual clock)\n"
-              << "cpu   not available: the CPU backend is not part of this build yet (" << cores
-              << " cores)\n"
-              << "cuda  not available: the CUDA backend is not part of this build yet\n";
+              << "cpu   not available: " << cpu_problem << " (" << cores << " cores)\n"
+              << "cuda  not available: " << cuda_problem << "\n";
+    for (const auto& g : gpus) {
+        std::cout << "      " << g << "\n";
+    }
 }
 
 }  // namespace
@@ -262,9 +293,12 @@ int main(int argc, char** argv) {
     }
     const schedule::Config& config = *loaded.config;
     if (o.backend != "sim") {
-        std::cerr << "pipescope-run: --backend " << o.backend
-                  << " is not available in this build: only the simulator (--backend sim) is "
-                     "built so far\n";
+        std::vector<std::string> gpus;
+        std::cerr << "pipescope-run: --backend " << o.backend << " is not available here: "
+                  << (o.backend == "cuda"
+                          ? cudaProblem(&gpus)
+                          : std::string("the CPU backend is not part of this build yet"))
+                  << "; only the simulator (--backend sim) is built so far\n";
         return kExitNoBackend;
     }
     const int iterations = o.iterations.value_or(config.run.iterations);

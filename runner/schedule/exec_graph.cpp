@@ -292,8 +292,13 @@ class Builder {
                                 "this rank never joins " + label(ref[k]) +
                                     ", which rank 0 joins: every rank must join every collective");
                 }
-                const OpRef mine = g.node_ref[static_cast<std::size_t>(
-                    g.group_members[static_cast<std::size_t>(seq[k])].back())];
+                // This rank's member of the collective it has at place k.
+                OpRef mine{r, -1};
+                for (int nd : g.group_members[static_cast<std::size_t>(seq[k])]) {
+                    if (g.node_ref[static_cast<std::size_t>(nd)].rank == r) {
+                        mine = g.node_ref[static_cast<std::size_t>(nd)];
+                    }
+                }
                 return fail(
                     mine.rank, mine.index,
                     "is collective number " + std::to_string(k) +
@@ -408,10 +413,18 @@ class Builder {
                                   "ALLREDUCE(output," + mbs + ")");
                         break;
                     case OpKind::SendF:
-                        ok = need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
+                        ok = checkPeer(r, i, o, pos + 1, "its forward output goes to position") &&
+                             need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
                         break;
                     case OpKind::SendB:
-                        ok = need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                        ok = checkPeer(r, i, o, pos - 1, "its gradient goes to position") &&
+                             need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                        break;
+                    case OpKind::RecvF:
+                        ok = checkPeer(r, i, o, pos - 1, "its input comes from position");
+                        break;
+                    case OpKind::RecvB:
+                        ok = checkPeer(r, i, o, pos + 1, "its gradient comes from position");
                         break;
                     case OpKind::Bcast:
                         ok = resolveBcast(g, r, i, o, last);
@@ -432,6 +445,29 @@ class Builder {
                     return false;
                 }
             }
+        }
+        return true;
+    }
+
+    // A send or receive must connect its chunk's position with the neighbouring position, which
+    // lives on another rank.
+    bool checkPeer(int r, int i, const Op& o, int other_pos, const char* what) {
+        const Placement& pl = s_.placement;
+        if (other_pos < 0 || other_pos >= pl.positions()) {
+            return fail(r, i,
+                        "chunk " + std::to_string(o.chunk) + " of this rank has no position " +
+                            std::to_string(other_pos) + " to exchange with");
+        }
+        const int want = pl.position_rank[static_cast<std::size_t>(other_pos)];
+        if (want == r) {
+            return fail(r, i,
+                        "position " + std::to_string(other_pos) +
+                            " is on this rank: no communication is needed");
+        }
+        if (o.peer != want) {
+            return fail(r, i,
+                        std::string(what) + " " + std::to_string(other_pos) + ", which is rank " +
+                            std::to_string(want) + ", not rank " + std::to_string(o.peer));
         }
         return true;
     }

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
+
+#include <pipescope/schedule/generate.h>
 
 namespace pipescope::schedule::detail {
 
@@ -32,7 +32,11 @@ Generator::Generator(const Config& config, const Placement& placement, const Cos
       interlaced_(config.parallel.vocab == VocabMethod::Interlaced),
       split_(config.parallel.schedule == ScheduleKind::ZBH1 ||
              config.parallel.schedule == ScheduleKind::VHalf),
-      extra_(extra) {
+      extra_(extra),
+      chunk1_reserve_(2 +
+                      (config.parallel.vocab == VocabMethod::Interlaced
+                           ? 0
+                           : vocabExtraWarmup(config.parallel.vocab, config.parallel.pipeline))) {
     const auto cells = static_cast<std::size_t>(positions_ * m_);
     f_end_.assign(cells, kInf);
     b_end_.assign(cells, kInf);
@@ -80,9 +84,10 @@ bool Generator::setup(std::string* error) {
             // up to that many too, deferring W into their bubbles.
             R.limit = p_ + extra_;
         } else if (kind_ == ScheduleKind::VHalf) {
-            // Chunk activations in flight: p units is half of 1F1B's p full-stage micro-batches;
-            // one more unit keeps the V flowing, and each vocabulary barrier adds one.
-            R.limit = p_ + 1 + extra_;
+            // Chunk activations in flight: p units would be half of 1F1B's p full-stage
+            // micro-batches. The greedy order needs slack to keep the V flowing: 2 + p/4 more
+            // units (fewer leave 10-25% bubbles at p = 4..8), one more per vocabulary barrier.
+            R.limit = p_ + 2 + (p_ + 3) / 4 + extra_;
         }
     }
     if (interlaced_) {
@@ -359,7 +364,12 @@ Generator::Decision Generator::decide(int rank) {
     }
     // Memory: a rank at its activation limit must run a weight-gradient pass first.
     const bool at_limit = split_ && R.units >= R.limit;
-    if (at_limit && !R.w_pending.empty()) {
+    // V-Half: a new micro-batch waits for memory (admission control, below); a pending W is
+    // what frees it.
+    const bool admission_blocked =
+        kind_ == ScheduleKind::VHalf && R.next_f[0] < m_ &&
+        R.units + (R.next_f[0] - R.next_f[1]) + chunk1_reserve_ > R.limit;
+    if ((at_limit || admission_blocked) && !R.w_pending.empty()) {
         const auto [mb, chunk] = R.w_pending.front();
         consider(best, t0, makeOp(OpKind::W, mb, chunk), Choice::Filler, 6);
     }
@@ -374,9 +384,16 @@ Generator::Decision Generator::decide(int rank) {
             }
         }
         for (int c = pl_.chunks - 1; c >= 0; --c) {
-            // Chunk 0 starts new micro-batches; keep one unit free for chunk 1, which carries
-            // work already admitted towards the loss.
-            if (R.units >= R.limit - (c == 0 ? 1 : 0)) {
+            // Admission control: a forward of chunk 0 starts a new micro-batch, which will need a
+            // unit for its chunk-1 forward on this rank too. Admit it only when every admitted
+            // micro-batch can still get that unit (and one more per vocabulary barrier, since
+            // the last position's B(i) then waits for later micro-batches' chunk-1 forwards):
+            // a V filled with chunk-0 activations would otherwise stall.
+            const int awaiting_chunk1 =
+                R.next_f[0] - R.next_f[1];  // admitted here, chunk-1 forward not yet run
+            const bool room =
+                c == 1 ? R.units < R.limit : R.units + awaiting_chunk1 + chunk1_reserve_ <= R.limit;
+            if (!room) {
                 continue;
             }
             if (R.next_f[static_cast<std::size_t>(c)] < m_) {
@@ -738,7 +755,30 @@ bool Generator::run(std::string* error) {
             continue;
         }
         if (who < 0) {
-            break;
+            // Nothing can start: every rank waits for something not yet known. A weight
+            // gradient needs nothing but its B, so the rank that is free first runs one; that
+            // frees memory and keeps the schedule going.
+            int filler = -1;
+            for (int r = 0; r < p_; ++r) {
+                const RankState& R = ranks_[static_cast<std::size_t>(r)];
+                if (!R.w_pending.empty() && R.blocked_on < 0 &&
+                    (filler < 0 ||
+                     R.compute_free < ranks_[static_cast<std::size_t>(filler)].compute_free)) {
+                    filler = r;
+                }
+            }
+            if (filler < 0) {
+                break;
+            }
+            RankState& F = ranks_[static_cast<std::size_t>(filler)];
+            Decision d;
+            d.time = F.compute_free;
+            d.op_ = makeOp(OpKind::W, F.w_pending.front().first, F.w_pending.front().second);
+            d.choice = Choice::Filler;
+            ++version[static_cast<std::size_t>(filler)];
+            execute(filler, d);
+            markDirty(filler);
+            continue;
         }
         heap.pop();
         ++version[static_cast<std::size_t>(who)];  // its decision is spent
@@ -747,15 +787,6 @@ bool Generator::run(std::string* error) {
     }
     for (int r = 0; r < p_; ++r) {
         if (!rankDone(r)) {
-            if (std::getenv("PIPESCOPE_GEN_DEBUG")) {
-                for (const auto& Q : ranks_) {
-                    std::string line;
-                    for (const auto& e : Q.out[static_cast<std::size_t>(Stream::Compute)]) {
-                        line += " " + e.op.label();
-                    }
-                    std::fprintf(stderr, "rank:%s\n", line.c_str());
-                }
-            }
             const RankState& R = ranks_[static_cast<std::size_t>(r)];
             *error = "schedule generation stalled on rank " + std::to_string(r) + " after " +
                      std::to_string(R.out[0].size()) + " compute ops (" +

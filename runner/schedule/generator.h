@@ -112,6 +112,7 @@ class Generator {
     ScheduleKind kind_;
     bool sharded_, interlaced_, split_;
     int extra_;
+    int chunk1_reserve_;  // V-Half: units a new micro-batch needs (itself, its chunk 1, barriers)
 
     std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]
     std::vector<double> s_end_;                                   // [rank][micro-batch]

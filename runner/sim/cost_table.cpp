@@ -1,6 +1,7 @@
 #include <map>
 #include <numeric>
 
+#include <pipescope/schedule/config_parse.h>
 #include <pipescope/sim/cost_table.h>
 #include <pipescope/trace/reader.h>
 
@@ -98,6 +99,39 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
     trace::TraceReader reader;
     if (auto st = reader.open(path); !st.ok()) {
         return "costs.source: " + st.message;
+    }
+    // Per-stage times only transfer between runs of the same model and layout: a naive run's
+    // last-stage F includes the whole output layer, a vocab-2 run's does not.
+    const auto recorded = schedule::parseConfig(reader.run().config_json, path);
+    if (!recorded.ok()) {
+        return "costs.source: " + path + " does not hold a readable config (" +
+               (recorded.issues.empty() ? std::string("?") : recorded.issues.front().text()) + ")";
+    }
+    const auto& rc = *recorded.config;
+    const auto& model = config->model;
+    const auto mismatch = [&](const std::string& key, const std::string& theirs,
+                              const std::string& ours) {
+        return "costs.source: " + path + " was recorded with " + key + " " + theirs +
+               " but this config has " + ours +
+               "; calibrate from a run of the same model and layout";
+    };
+    if (rc.model.layers != model.layers || rc.model.hidden != model.hidden ||
+        rc.model.ffn_hidden != model.ffn_hidden || rc.model.heads != model.heads ||
+        rc.model.seq_len != model.seq_len || rc.model.vocab != model.vocab ||
+        rc.model.micro_batch != model.micro_batch || rc.model.dtype != model.dtype) {
+        return "costs.source: " + path +
+               " was recorded with another model (model.*); calibrate from a run of the same "
+               "model and layout";
+    }
+    if (rc.parallel.vocab != config->parallel.vocab) {
+        return mismatch("parallel.vocab",
+                        "\"" + std::string(schedule::toString(rc.parallel.vocab)) + "\"",
+                        "\"" + std::string(schedule::toString(config->parallel.vocab)) + "\"");
+    }
+    if (schedule::computePlacement(rc).layers != schedule::computePlacement(*config).layers) {
+        return "costs.source: " + path +
+               " was recorded with another layer split (parallel.schedule, parallel.pipeline or "
+               "the first/last stage layers); calibrate from a run of the same model and layout";
     }
     const int ranks = reader.rankCount();
     if (ranks != config->parallel.pipeline) {

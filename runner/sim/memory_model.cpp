@@ -106,6 +106,10 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
                 case OpKind::AllReduce:
                     ch.push_back({t.start, comm_cat, o.bytes});
                     ch.push_back({t.end, comm_cat, -o.bytes});
+                    if (o.collective == Collective::OutputAllReduce &&
+                        config.parallel.vocab == schedule::VocabMethod::Vocab2) {
+                        ch.push_back({t.end, vocab_cat, -toBytes(schedule::hiddenBytesFp32(m))});
+                    }
                     break;
                 case OpKind::Bcast:
                     ch.push_back({t.start, comm_cat, o.bytes});

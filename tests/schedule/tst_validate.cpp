@@ -58,6 +58,7 @@ class TstValidate : public QObject {
     void collectivesInDifferentOrders();
     void collectiveMissingOnOneRank();
     void dependencyCycle();
+    void sendToTheWrongRank();
     void consumerBeforeProducer();
     void optNotLast();
 };
@@ -142,6 +143,23 @@ void TstValidate::dependencyCycle() {
     QVERIFY2(msg.startsWith("deadlock: rank 0, op 0 (RECV_B0<1) waits for rank 1"),
              qPrintable(msg));
     QVERIFY2(msg.contains("which waits for the first again"), qPrintable(msg));
+}
+
+void TstValidate::sendToTheWrongRank() {
+    // Sends and receives that pair up but skip a stage: rank 0 sends F0 straight to rank 2.
+    Schedule s = generated(3, 4, "1f1b", "naive");
+    auto& r0 = s.ops[0];
+    auto& r1 = s.ops[1];
+    auto& r2 = s.ops[2];
+    r1.erase(r1.begin() + static_cast<long>(find(r1, "SEND_F0>2")));
+    Op send = r0[find(r0, "SEND_F0>1")];
+    send.peer = 2;
+    r0.insert(r0.begin() + static_cast<long>(find(r0, "SEND_F0>1")) + 1, send);
+    r2[find(r2, "RECV_F0<1")].peer = 0;
+    const QString msg = check(s);
+    QVERIFY2(msg.contains(
+                 "(SEND_F0>2): its forward output goes to position 1, which is rank 1, not rank 2"),
+             qPrintable(msg));
 }
 
 void TstValidate::consumerBeforeProducer() {

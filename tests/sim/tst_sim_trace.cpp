@@ -140,13 +140,21 @@ void TstSimTrace::calibrationReproducesTheRun() {
     QCOMPARE(calibrated.config.costs.table(schedule::CostKey::F).size(), std::size_t(4));
     QVERIFY(std::abs(calibrated.config.costs.table(schedule::CostKey::F)[0] - 900) < 1);
 
-    // A run of another shape cannot calibrate this config.
-    auto other = makeConfig(2, 8, "1f1b", "vocab-2",
-                            {"costs.source=\"calibrated:" + path.toStdString() + "\""});
-    const auto out = sim::simulate(other);
-    QVERIFY(!out.result);
-    QVERIFY2(QString::fromStdString(out.error).contains("has 4 ranks but parallel.pipeline is 2"),
-             out.error.c_str());
+    // Per-stage times do not transfer to another method or layer split: say which key differs.
+    const std::string source = "costs.source=\"calibrated:" + path.toStdString() + "\"";
+    const struct {
+        schedule::Config config;
+        const char* phrase;
+    } others[] = {
+        {makeConfig(4, 8, "1f1b", "naive", {source}), "recorded with parallel.vocab \"vocab-2\""},
+        {makeConfig(2, 8, "1f1b", "vocab-2", {"model.layers=16", source}), "another layer split"},
+        {makeConfig(4, 8, "1f1b", "vocab-2", {"model.hidden=512", source}), "another model"},
+    };
+    for (const auto& other : others) {
+        const auto out = sim::simulate(other.config);
+        QVERIFY(!out.result);
+        QVERIFY2(QString::fromStdString(out.error).contains(other.phrase), out.error.c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TstSimTrace)

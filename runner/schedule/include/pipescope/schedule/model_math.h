@@ -43,7 +43,7 @@ RedistributionChoice chooseRedistribution(const Config& config, double layer_cos
 
 // The placement of a validated config. Under "redistributed" it uses the explicit counts, or,
 // when one or both are unset, the analytic (FLOP-based) balance of chooseRedistribution; pass
-// `choice` to force counts (the simulator does, from its cost model). The middle positions share
+// `choice` to force counts. The middle positions share
 // the remaining layers as evenly as possible (the extra layers go to the earliest of them).
 Placement computePlacement(const Config& config,
                            const std::optional<RedistributionChoice>& choice = std::nullopt);

@@ -1,0 +1,391 @@
+// The real pipescope-run binary, one run at a time: the summary JSON and its agreement with the
+// trace, refusing to overwrite a trace, bad configs and arguments (exit 2, a message naming the
+// key), backends this build does not have (exit 3), the progress protocol and determinism.
+// Sweeps, comparisons and schedule files are in tst_run_cli_modes.cpp.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "run_cli_support.h"
+
+using namespace pipescope::test;
+
+namespace {
+
+// The default preset: 4 stages, 8 micro-batches of 1 x 64 tokens, h = 128, f = 512, V = 32768,
+// 8 layers, 0.1 TFLOP/s peak, 20 iterations, vocab-2.
+constexpr int kRanks = 4;
+constexpr int kIterations = 20;
+double defaultModelFlops() {
+    const double b = 1 * 8, s = 64, h = 128, f = 512, v = 32768, layers = 8;
+    return 3 * (2 * b * s * h * v +
+                layers * (8 * b * s * h * h + 4 * b * s * s * h + 4 * b * s * h * f));
+}
+
+}  // namespace
+
+class TestRunCli : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void summaryJson();
+    void summaryAgreesWithTrace();
+    void humanSummary();
+    void refusesToOverwrite();
+    void badInput_data();
+    void badInput();
+    void backendNotAvailable_data();
+    void backendNotAvailable();
+    void progressJsonl();
+    void progressJsonlOnFailure();
+    void deterministicTrace();
+    void listDevices();
+
+  private:
+    QString path(const QString& name) const { return dir_.filePath(name); }
+    void writeText(const QString& name, const QByteArray& text) {
+        QFile f(path(name));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(text);
+    }
+
+    QTemporaryDir dir_;
+    QString default_;
+    ProcessResult run_;  // default.json --out run.db --summary-json -
+    QJsonObject summary_;
+};
+
+void TestRunCli::initTestCase() {
+    QVERIFY(dir_.isValid());
+    QVERIFY2(QFile::exists(binaryPath(kRun)), qPrintable(binaryPath(kRun)));
+    QVERIFY2(QFile::exists(binaryPath(kTraceCli)), qPrintable(binaryPath(kTraceCli)));
+    default_ = preset("default.json");
+    run_ = runBinary(kRun, {default_, "--out", path("run.db"), "--summary-json", "-"});
+    QVERIFY2(run_.exit_code == 0 && !run_.crashed, qPrintable(describe(run_)));
+    QString error;
+    summary_ = parseObject(run_.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error + "\n" + describe(run_)));
+
+    // Bad configs for badInput().
+    writeText("syntax.json", "{\n  \"model\": {\"layers\": 8,\n  }\n}\n");
+    QByteArray text = readFile(default_);
+    QVERIFY(text.contains("\"schedule\": \"1f1b\""));
+    text.replace("\"schedule\": \"1f1b\"", "\"shedule\": \"1f1b\"");
+    writeText("unknown.json", text);
+}
+
+void TestRunCli::summaryJson() {
+    const QJsonObject& s = summary_;
+    for (const char* key : {"iteration_time_ms", "model_flops", "mfu", "tokens_per_s",
+                            "bubble_ratio", "max_peak_memory_bytes", "memory_capacity_bytes"}) {
+        QVERIFY2(s.value(key).isDouble(), key);
+    }
+    QCOMPARE(s.value("backend").toString(), QString("sim"));
+    QCOMPARE(s.value("schedule").toString(), QString("1f1b"));
+    QCOMPARE(s.value("vocab").toString(), QString("vocab-2"));
+    QCOMPARE(s.value("pipeline").toInt(), kRanks);
+    QCOMPARE(s.value("microbatches").toInt(), 8);
+    QCOMPARE(s.value("trace").toString(), path("run.db"));
+    QVERIFY(s.value("fits").isBool());
+
+    const double iteration = s.value("iteration_time_ms").toDouble();
+    QVERIFY(iteration > 0);
+    // architecture.md: 3 (2BshV + L (8Bsh^2 + 4Bs^2h + 4Bshf)), and MFU against 4 x 0.1 TFLOP/s.
+    QVERIFY(relativelyEqual(s.value("model_flops").toDouble(), defaultModelFlops(), 1e-12));
+    const double mfu = s.value("mfu").toDouble();
+    QVERIFY2(mfu >= 0 && mfu <= 1, qPrintable(QString::number(mfu)));
+    QVERIFY(relativelyEqual(mfu, defaultModelFlops() / (kRanks * iteration * 1e-3 * 0.1e12), 1e-9));
+    QVERIFY(relativelyEqual(s.value("tokens_per_s").toDouble(), 8 * 64 / (iteration * 1e-3), 1e-9));
+    const double bubble = s.value("bubble_ratio").toDouble();
+    QVERIFY(bubble >= 0 && bubble < 1);
+
+    const QJsonObject imbalance = s.value("imbalance").toObject();
+    QVERIFY(imbalance.value("busy").isDouble() && imbalance.value("busy").toDouble() >= 1.0);
+    QVERIFY(imbalance.value("peak_memory").isDouble() &&
+            imbalance.value("peak_memory").toDouble() >= 1.0);
+
+    const QJsonArray ranks = s.value("ranks").toArray();
+    QCOMPARE(ranks.size(), kRanks);
+    double ratio_sum = 0, busy_max = 0, busy_sum = 0;
+    qint64 peak_max = 0;
+    for (int r = 0; r < ranks.size(); ++r) {
+        const QJsonObject rk = ranks.at(r).toObject();
+        QVERIFY(isWholeNumber(rk.value("rank")));
+        QCOMPARE(rk.value("rank").toInt(), r);
+        for (const char* key : {"busy_ms", "bubble_ms", "bubble_ratio", "comm_wait_ms",
+                                "peak_activation_microbatches"}) {
+            QVERIFY2(rk.value(key).isDouble(), key);
+        }
+        QVERIFY2(isWholeNumber(rk.value("peak_memory_bytes")), qPrintable(QString::number(r)));
+        const double busy = rk.value("busy_ms").toDouble();
+        const double idle = rk.value("bubble_ms").toDouble();
+        QVERIFY2(busy > 0 && idle >= 0, qPrintable(QString::number(r)));
+        QVERIFY2(relativelyEqual(busy + idle, iteration, 1e-6),
+                 qPrintable(QStringLiteral("rank %1: %2 + %3 != %4")
+                                .arg(r)
+                                .arg(busy, 0, 'g', 17)
+                                .arg(idle, 0, 'g', 17)
+                                .arg(iteration, 0, 'g', 17)));
+        QVERIFY(relativelyEqual(rk.value("bubble_ratio").toDouble(), idle / iteration, 1e-9));
+        QVERIFY(rk.value("comm_wait_ms").toDouble() >= 0);
+        QVERIFY(rk.value("comm_wait_ms").toDouble() <= idle * (1 + 1e-9));
+        ratio_sum += rk.value("bubble_ratio").toDouble();
+        busy_sum += busy;
+        busy_max = std::max(busy_max, busy);
+        peak_max = std::max(peak_max, rk.value("peak_memory_bytes").toInteger());
+    }
+    QVERIFY(relativelyEqual(bubble, ratio_sum / kRanks, 1e-9));
+    QVERIFY(
+        relativelyEqual(imbalance.value("busy").toDouble(), busy_max / (busy_sum / kRanks), 1e-9));
+    QCOMPARE(s.value("max_peak_memory_bytes").toInteger(), peak_max);
+    QCOMPARE(s.value("memory_capacity_bytes").toInteger(), qint64(4) << 30);
+    QCOMPARE(s.value("fits").toBool(), true);
+    // vocabulary-parallelism.md 5: vocab-2 holds p + 1 micro-batches of activations on stage 0
+    // and one fewer on each later stage (1F1B).
+    for (int r = 0; r < kRanks; ++r) {
+        QCOMPARE(ranks.at(r).toObject().value("peak_activation_microbatches").toDouble(),
+                 double(kRanks + 1 - r));
+    }
+    // With --summary-json - the human summary is left out; nothing else is on stdout.
+    QVERIFY2(!run_.err.contains("iteration"), run_.err.constData());
+}
+
+void TestRunCli::summaryAgreesWithTrace() {
+    QVERIFY(QFile::exists(path("run.db")));
+    const ProcessResult st = runBinary(kTraceCli, {"stats", path("run.db"), "--json"});
+    QVERIFY2(st.exit_code == 0, qPrintable(describe(st)));
+    QString error;
+    const QJsonObject t = parseObject(st.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(t.value("status").toString(), QString("complete"));
+    QCOMPARE(t.value("backend").toString(), QString("sim"));
+    QCOMPARE(t.value("iterations").toObject().value("recorded").toInt(), kIterations);
+    // The trace stores nanoseconds: agreement within 1e-6 relative.
+    QVERIFY2(relativelyEqual(t.value("iteration_time_ms").toDouble(),
+                             summary_.value("iteration_time_ms").toDouble(), 1e-6),
+             st.out.constData());
+    QVERIFY(relativelyEqual(t.value("mfu").toDouble(), summary_.value("mfu").toDouble(), 1e-6));
+    const QJsonArray a = summary_.value("ranks").toArray();
+    const QJsonArray b = t.value("ranks").toArray();
+    QCOMPARE(b.size(), a.size());
+    for (int r = 0; r < a.size(); ++r) {
+        const QJsonObject x = a.at(r).toObject();
+        const QJsonObject y = b.at(r).toObject();
+        QCOMPARE(y.value("rank").toInt(), r);
+        QVERIFY2(
+            relativelyEqual(x.value("busy_ms").toDouble(), y.value("busy_ms").toDouble(), 1e-6),
+            qPrintable(QString::number(r)));
+        QCOMPARE(y.value("peak_memory_bytes").toInteger(),
+                 x.value("peak_memory_bytes").toInteger());
+    }
+}
+
+void TestRunCli::humanSummary() {
+    const ProcessResult r = runBinary(kRun, {default_, "--set", "run.iterations=2"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    const QString out = QString::fromUtf8(r.out);
+    QVERIFY2(out.startsWith("Default: 4 stages, V=32768 (vocab-2 vs naive)\n"), qPrintable(out));
+    QVERIFY2(out.contains("  1f1b, vocabulary vocab-2, 4 stages, 8 micro-batches, "),
+             qPrintable(out));
+    const QString ms = QString::number(summary_.value("iteration_time_ms").toDouble(), 'f', 3);
+    QVERIFY2(out.contains("  iteration " + ms + " ms   MFU "), qPrintable(out));
+    QVERIFY2(out.contains("  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n"),
+             qPrintable(out));
+    QVERIFY2(out.contains(QRegularExpression("\n +0 +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+ "
+                                             "+5\\.00\n")),
+             qPrintable(out));
+    QVERIFY2(!out.contains("trace:"), qPrintable(out));  // no --out, no trace
+    QVERIFY(r.err.isEmpty());
+}
+
+void TestRunCli::refusesToOverwrite() {
+    const QString target = path("existing.db");
+    const QByteArray original = "my notes, not a trace\n";
+    writeText("existing.db", original);
+    const ProcessResult r = runBinary(kRun, {default_, "--out", target});
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(target.toUtf8()) && r.err.contains("--force"), qPrintable(describe(r)));
+    QCOMPARE(readFile(target), original);
+    QVERIFY(!QFile::exists(target + "-wal") && !QFile::exists(target + "-journal"));
+
+    const ProcessResult forced = runBinary(kRun, {default_, "--out", target, "--force"});
+    QVERIFY2(forced.exit_code == 0, qPrintable(describe(forced)));
+    QVERIFY(readFile(target).startsWith(QByteArray("SQLite format 3\0", 16)));
+    const ProcessResult st = runBinary(kTraceCli, {"stats", target, "--json"});
+    QVERIFY2(st.exit_code == 0, qPrintable(describe(st)));
+    QString error;
+    QCOMPARE(parseObject(st.out, &error).value("status").toString(), QString("complete"));
+}
+
+void TestRunCli::badInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QStringList>("expected");  // each must appear in stderr
+
+    QTest::newRow("syntax error") << QStringList{path("syntax.json")}
+                                  << QStringList{path("syntax.json") + ":3:3: syntax error"};
+    QTest::newRow("unknown key")
+        << QStringList{path("unknown.json")}
+        << QStringList{path("unknown.json") + ":",
+                       "parallel.shedule: unknown key (did you mean \"schedule\"?)"};
+    QTest::newRow("--set bad value")
+        << QStringList{default_, "--set", "parallel.microbatches=0"}
+        << QStringList{default_ + ": parallel.microbatches: must be at least 1, got 0"};
+    QTest::newRow("--set unknown key")
+        << QStringList{default_, "--set", "parallel.vocb=naive"}
+        << QStringList{"parallel.vocb: unknown key (did you mean \"parallel.vocab\"?)"};
+    QTest::newRow("--set impossible combination")
+        << QStringList{default_, "--set", "parallel.schedule=interleaved-1f1b", "--set",
+                       "parallel.vocab=vocab-1"}
+        << QStringList{"parallel.vocab: vocab-1 cannot be combined with interleaved-1f1b"};
+    QTest::newRow("missing file") << QStringList{path("nosuch.json")}
+                                  << QStringList{path("nosuch.json") + ": no such file"};
+    QTest::newRow("--set syntax") << QStringList{default_, "--set", "parallel.microbatches"}
+                                  << QStringList{"--set parallel.microbatches: expected KEY=VALUE"};
+    QTest::newRow("unknown option")
+        << QStringList{default_, "--frobnicate"}
+        << QStringList{"unknown option --frobnicate (see pipescope-run --help)"};
+    QTest::newRow("--iterations 0")
+        << QStringList{default_, "--iterations", "0"}
+        << QStringList{"--iterations: must be a whole number of at least 1, got \"0\""};
+    QTest::newRow("--iterations x")
+        << QStringList{default_, "--iterations", "3x"}
+        << QStringList{"--iterations: must be a whole number of at least 1, got \"3x\""};
+    QTest::newRow("no config") << QStringList{"--out", path("x.db")}
+                               << QStringList{"no config file given"};
+    QTest::newRow("two configs") << QStringList{default_, default_}
+                                 << QStringList{"give one config file"};
+    QTest::newRow("unknown backend") << QStringList{default_, "--backend", "tpu"}
+                                     << QStringList{"--backend: unknown backend \"tpu\""};
+    QTest::newRow("two streams on stdout")
+        << QStringList{default_, "--summary-json", "-", "--progress", "jsonl"}
+        << QStringList{"only one of --summary-json -, --save-schedule -"};
+    QTest::newRow("--out with --sweep")
+        << QStringList{default_, "--sweep", "model.vocab=32000,64000", "--out", path("s.db")}
+        << QStringList{"--out cannot be combined with --sweep"};
+    QTest::newRow("--summary-json with --compare")
+        << QStringList{default_, "--compare", "--summary-json", path("c.json")}
+        << QStringList{"--summary-json cannot be combined with --compare"};
+}
+
+void TestRunCli::badInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QStringList, expected);
+    const ProcessResult r = runBinary(kRun, args);
+    QVERIFY2(r.exit_code == 2 && !r.crashed, qPrintable(describe(r)));
+    for (const QString& e : expected) {
+        QVERIFY2(r.err.contains(e.toUtf8()), qPrintable("missing: " + e + "\n" + describe(r)));
+    }
+    QVERIFY2(r.err.startsWith("pipescope-run: ") && r.err.endsWith('\n'), qPrintable(describe(r)));
+    QVERIFY2(r.out.isEmpty(), qPrintable(describe(r)));
+    QVERIFY(!QFile::exists(path("x.db")) && !QFile::exists(path("s.db")));
+}
+
+void TestRunCli::backendNotAvailable_data() {
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("cpu") << "cpu";
+    QTest::newRow("cuda") << "cuda";
+}
+
+void TestRunCli::backendNotAvailable() {
+    QFETCH(QString, backend);
+    const QString out = path("backend-" + backend + ".db");
+    const ProcessResult r = runBinary(kRun, {default_, "--backend", backend, "--out", out});
+    QVERIFY2(r.exit_code == 3, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(("--backend " + backend + " is not available here: ").toUtf8()),
+             qPrintable(describe(r)));
+    // The message says what is missing: the backend, or for CUDA a driver or a device.
+    const bool says_why = backend == "cpu"
+                              ? r.err.contains("the CPU backend is not part of this build")
+                              : r.err.contains("CUDA") || r.err.contains("NVIDIA driver");
+    QVERIFY2(says_why, qPrintable(describe(r)));
+    QVERIFY(r.out.isEmpty());
+    QVERIFY(!QFile::exists(out));
+}
+
+void TestRunCli::progressJsonl() {
+    const QString db = path("progress.db");
+    const ProcessResult r =
+        runBinary(kRun, {default_, "--progress", "jsonl", "--out", db, "--iterations", "3"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QVERIFY(r.out.endsWith('\n'));
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QList<QJsonObject> events;
+    for (const QByteArray& line : lines) {
+        QString error;
+        events.append(parseObject(line, &error));
+        QVERIFY2(error.isEmpty(), qPrintable(error + ": " + QString::fromUtf8(line)));
+    }
+    QCOMPARE(events.size(), 5);
+    QCOMPARE(events.front().value("event").toString(), QString("started"));
+    QCOMPARE(events.front().value("backend").toString(), QString("sim"));
+    QCOMPARE(events.front().value("iterations").toInt(), 3);
+    QCOMPARE(events.front().value("ranks").toInt(), kRanks);
+    for (int i = 1; i <= 3; ++i) {
+        QCOMPARE(events[i].value("event").toString(), QString("progress"));
+        QCOMPARE(events[i].value("iteration").toInt(), i);
+        QCOMPARE(events[i].value("of").toInt(), 3);
+        QVERIFY(events[i].contains("loss"));
+    }
+    QCOMPARE(events.back().value("event").toString(), QString("finished"));
+    QCOMPARE(events.back().value("status").toString(), QString("complete"));
+    QCOMPARE(events.back().value("db").toString(), db);
+    // Human text goes to stderr.
+    QVERIFY2(r.err.contains("iteration ") && r.err.contains("trace: " + db.toUtf8()),
+             r.err.constData());
+    const ProcessResult st = runBinary(kTraceCli, {"stats", db, "--json"});
+    QString error;
+    QCOMPARE(parseObject(st.out, &error).value("iterations").toObject().value("recorded").toInt(),
+             3);
+}
+
+void TestRunCli::progressJsonlOnFailure() {
+    // The trace already exists: exit 2, and the stream still ends with "finished".
+    const QString db = path("progress.db");
+    QVERIFY(QFile::exists(db));
+    const ProcessResult r = runBinary(kRun, {default_, "--progress", "jsonl", "--out", db});
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 2);
+    QString error;
+    QCOMPARE(parseObject(lines.front(), &error).value("event").toString(), QString("started"));
+    const QJsonObject last = parseObject(lines.back(), &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(last.value("event").toString(), QString("finished"));
+    QCOMPARE(last.value("status").toString(), QString("failed"));
+}
+
+void TestRunCli::deterministicTrace() {
+    const QString db = path("same.db");
+    const QStringList args = {default_, "--out", db, "--iterations", "4"};
+    const ProcessResult first = runBinary(kRun, args);
+    QVERIFY2(first.exit_code == 0, qPrintable(describe(first)));
+    QVERIFY(QFile::rename(db, path("same-1.db")));
+    QTest::qWait(1100);  // a second later: no wall-clock time may leak into the file
+    const ProcessResult second = runBinary(kRun, args);
+    QVERIFY2(second.exit_code == 0, qPrintable(describe(second)));
+    const QByteArray a = readFile(path("same-1.db"));
+    const QByteArray b = readFile(db);
+    QVERIFY(a.size() > 4096);
+    QVERIFY2(a == b, "two runs of the same command wrote different files");
+    QCOMPARE(first.out, second.out);
+}
+
+void TestRunCli::listDevices() {
+    const ProcessResult r = runBinary(kRun, {"--list-devices", "--json"});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QString error;
+    const QJsonArray backends = parseObject(r.out, &error).value("backends").toArray();
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QCOMPARE(backends.size(), 3);
+    QCOMPARE(backends.at(0).toObject().value("backend").toString(), QString("sim"));
+    QCOMPARE(backends.at(0).toObject().value("available").toBool(), true);
+    QCOMPARE(backends.at(1).toObject().value("available").toBool(), false);
+    QCOMPARE(backends.at(2).toObject().value("available").toBool(), false);
+}
+
+QTEST_GUILESS_MAIN(TestRunCli)
+#include "tst_run_cli.moc"
