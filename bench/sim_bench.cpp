@@ -3,12 +3,11 @@
 // grows with stages and micro-batches (it should grow with the number of ops).
 //
 //   sim_bench [--reps N]
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <malloc.h>
 #include <string>
 #include <vector>
 
