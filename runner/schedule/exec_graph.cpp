@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include <pipescope/schedule/exec_graph.h>
@@ -610,6 +611,23 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
             }
         }
     }
+    // Kinds and durations in node order, read sequentially once, so that the ready-order walk
+    // below touches small flat arrays instead of the op lists.
+    std::vector<std::uint8_t> kind(static_cast<std::size_t>(n));
+    std::vector<double> duration(static_cast<std::size_t>(n), 0.0);
+    for (int r = 0; r < s.ranks; ++r) {
+        const auto& list = s.ops[static_cast<std::size_t>(r)];
+        for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+            const Op& o = list[static_cast<std::size_t>(i)];
+            const auto v = static_cast<std::size_t>(g.node(r, i));
+            kind[v] = static_cast<std::uint8_t>(o.kind);
+            if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
+                duration[v] = costs.send(r, o);
+            } else if (isCompute(o.kind)) {
+                duration[v] = costs.compute(r, o);
+            }
+        }
+    }
     std::vector<char> done(static_cast<std::size_t>(n), 0);
     std::vector<int> arrived(static_cast<std::size_t>(n), 0);
     std::vector<int> group_arrivals(g.group_members.size(), 0);
@@ -634,9 +652,6 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
     };
     for (std::size_t head = 0; head < ready.size(); ++head) {
         const int v = ready[head];
-        const OpRef ref = g.node_ref[static_cast<std::size_t>(v)];
-        const Op& o =
-            s.ops[static_cast<std::size_t>(ref.rank)][static_cast<std::size_t>(ref.index)];
         NodeTime& t = out.times[static_cast<std::size_t>(v)];
         double start = 0;
         for (int k = g.start_dep_begin[static_cast<std::size_t>(v)];
@@ -657,7 +672,10 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
                 for (int m : members) {
                     joined = std::max(joined, out.times[static_cast<std::size_t>(m)].start);
                 }
-                const double end = joined + costs.collective(o);
+                const OpRef ref = g.node_ref[static_cast<std::size_t>(v)];
+                const double end =
+                    joined + costs.collective(s.ops[static_cast<std::size_t>(ref.rank)]
+                                                   [static_cast<std::size_t>(ref.index)]);
                 for (int m : members) {
                     out.times[static_cast<std::size_t>(m)].end = end;
                 }
@@ -667,14 +685,13 @@ GraphTiming timeGraph(const Schedule& s, const ExecGraph& g, const CostModel& co
             }
             continue;
         }
-        if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
+        const auto k = static_cast<OpKind>(kind[static_cast<std::size_t>(v)]);
+        if (k == OpKind::RecvF || k == OpKind::RecvB) {
             t.end = std::max(
                 t.start,
                 out.times[static_cast<std::size_t>(g.end_dep[static_cast<std::size_t>(v)])].end);
-        } else if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
-            t.end = t.start + costs.send(ref.rank, o);
         } else {
-            t.end = t.start + costs.compute(ref.rank, o);
+            t.end = t.start + duration[static_cast<std::size_t>(v)];
         }
         release(v);
     }

@@ -58,13 +58,17 @@ const Op& Generator::Decision::op() const {
 }
 
 bool Generator::setup(std::string* error) {
-    // Per rank: F, B, W, sends and receives per chunk and micro-batch, the vocabulary passes
-    // and collectives per micro-batch.
-    const auto per_rank =
-        static_cast<std::size_t>(m_) * static_cast<std::size_t>(pl_.chunks * 7 + 10) + 16;
+    // Per rank and stream: compute (F, B, W, receives, vocabulary passes), sends, collectives.
+    const auto mbs = static_cast<std::size_t>(m_);
+    const auto chunks = static_cast<std::size_t>(pl_.chunks);
+    const std::array<std::size_t, kStreamCount> reserve = {mbs * (chunks * 5 + 6) + 8,
+                                                           mbs * chunks * 2 + 8,
+                                                           (mbs + 1) * kCollectiveCount + 8};
     for (int r = 0; r < p_; ++r) {
         RankState& R = ranks_[static_cast<std::size_t>(r)];
-        R.out[static_cast<std::size_t>(Stream::Compute)].reserve(per_rank / 2);
+        for (int q = 0; q < kStreamCount; ++q) {
+            R.out[static_cast<std::size_t>(q)].reserve(reserve[static_cast<std::size_t>(q)]);
+        }
         switch (kind_) {
             case ScheduleKind::GPipe:
                 R.base = gpipeOrder(m_);

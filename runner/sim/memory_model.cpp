@@ -127,8 +127,11 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
                               -toBytes(schedule::hiddenBytesFp32(m))});
             }
         }
-        std::stable_sort(ch.begin(), ch.end(),
-                         [](const Change& a, const Change& b) { return a.t < b.t; });
+        // Changes of one instant apply together, so their order among themselves is free.
+        const auto by_time = [](const Change& a, const Change& b) { return a.t < b.t; };
+        if (!std::is_sorted(ch.begin(), ch.end(), by_time)) {
+            std::sort(ch.begin(), ch.end(), by_time);
+        }
 
         RankMemory& rm = out[static_cast<std::size_t>(r)];
         std::array<std::int64_t, kCategories> level{};
