@@ -52,7 +52,7 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
         config.parallel.schedule == ScheduleKind::VHalf ? 2 * config.parallel.pipeline + 1 : 1;
     std::string error;
     for (int k = 0; k < attempts; ++k) {
-        detail::Generator gen(config, placement, *costs, extra + k);
+        detail::Generator gen(config, placement, *costs, extra + k, options.record_timing);
         if (gen.run(&error)) {
             Schedule s;
             gen.result(&s, options.record_timing ? &out.start : nullptr,

@@ -17,8 +17,80 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kIfLookahead = 2;  // IF(i) is due once position 0 starts F(i - 2)
 }  // namespace
 
+RankHeap::RankHeap(int ranks)
+    : pos_(static_cast<std::size_t>(ranks), -1), time_(static_cast<std::size_t>(ranks), kInf) {
+    heap_.reserve(static_cast<std::size_t>(ranks));
+}
+
+double RankHeap::topTime() const {
+    return heap_.empty() ? kInf : time_[static_cast<std::size_t>(heap_[0])];
+}
+
+bool RankHeap::less(int a, int b) const {
+    const double ta = time_[static_cast<std::size_t>(a)];
+    const double tb = time_[static_cast<std::size_t>(b)];
+    return ta != tb ? ta < tb : a < b;
+}
+
+void RankHeap::swapAt(std::size_t i, std::size_t j) {
+    std::swap(heap_[i], heap_[j]);
+    pos_[static_cast<std::size_t>(heap_[i])] = static_cast<int>(i);
+    pos_[static_cast<std::size_t>(heap_[j])] = static_cast<int>(j);
+}
+
+void RankHeap::up(std::size_t i) {
+    while (i > 0 && less(heap_[i], heap_[(i - 1) / 2])) {
+        swapAt(i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+void RankHeap::down(std::size_t i) {
+    for (;;) {
+        std::size_t best = i;
+        for (std::size_t c : {2 * i + 1, 2 * i + 2}) {
+            if (c < heap_.size() && less(heap_[c], heap_[best])) {
+                best = c;
+            }
+        }
+        if (best == i) {
+            return;
+        }
+        swapAt(i, best);
+        i = best;
+    }
+}
+
+void RankHeap::set(int rank, double time) {
+    const auto r = static_cast<std::size_t>(rank);
+    const int at = pos_[r];
+    if (time == kInf) {
+        if (at >= 0) {
+            const auto i = static_cast<std::size_t>(at);
+            swapAt(i, heap_.size() - 1);
+            heap_.pop_back();
+            pos_[r] = -1;
+            time_[r] = kInf;
+            if (i < heap_.size()) {
+                up(i);
+                down(i);
+            }
+        }
+        return;
+    }
+    time_[r] = time;
+    if (at < 0) {
+        heap_.push_back(rank);
+        pos_[r] = static_cast<int>(heap_.size() - 1);
+        up(heap_.size() - 1);
+    } else {
+        up(static_cast<std::size_t>(at));
+        down(static_cast<std::size_t>(pos_[r]));
+    }
+}
+
 Generator::Generator(const Config& config, const Placement& placement, const CostModel& costs,
-                     int extra)
+                     int extra, bool record_timing)
     : config_(config),
       pl_(placement),
       costs_(costs),
@@ -33,6 +105,7 @@ Generator::Generator(const Config& config, const Placement& placement, const Cos
       split_(config.parallel.schedule == ScheduleKind::ZBH1 ||
              config.parallel.schedule == ScheduleKind::VHalf),
       extra_(extra),
+      record_timing_(record_timing),
       chunk1_reserve_(2 +
                       (config.parallel.vocab == VocabMethod::Interlaced
                            ? 0
@@ -61,9 +134,8 @@ bool Generator::setup(std::string* error) {
     // Per rank and stream: compute (F, B, W, receives, vocabulary passes), sends, collectives.
     const auto mbs = static_cast<std::size_t>(m_);
     const auto chunks = static_cast<std::size_t>(pl_.chunks);
-    const std::array<std::size_t, kStreamCount> reserve = {mbs * (chunks * 5 + 6) + 8,
-                                                           mbs * chunks * 2 + 8,
-                                                           (mbs + 1) * kCollectiveCount + 8};
+    const std::array<std::size_t, kStreamCount> reserve = {
+        mbs * (chunks * 5 + 6) + 8, mbs * chunks * 2 + 8, (mbs + 1) * kCollectiveCount + 8};
     for (int r = 0; r < p_; ++r) {
         RankState& R = ranks_[static_cast<std::size_t>(r)];
         for (int q = 0; q < kStreamCount; ++q) {
@@ -139,8 +211,12 @@ void Generator::markAllDirty() {
 
 void Generator::emit(int rank, const Op& op, double start, double end) {
     // Each stream's ops start in the order they are emitted, so the rank's list is a merge.
-    ranks_[static_cast<std::size_t>(rank)].out[static_cast<std::size_t>(op.stream())].push_back(
-        {op, start, end, seq_++});
+    RankState& R = ranks_[static_cast<std::size_t>(rank)];
+    const auto stream = static_cast<std::size_t>(op.stream());
+    R.out[stream].push_back({op, start, seq_++});
+    if (record_timing_) {
+        R.ends[stream].push_back(end);
+    }
 }
 
 Op Generator::makeOp(OpKind kind, int mb, int chunk) const {
@@ -712,35 +788,18 @@ bool Generator::run(std::string* error) {
     if (!setup(error)) {
         return false;
     }
-    // Each rank's next decision, and a heap of them by time (stale entries are skipped).
+    // Each rank's next decision, ordered by time.
     std::vector<Decision> cached(static_cast<std::size_t>(p_));
-    std::vector<std::uint32_t> version(static_cast<std::size_t>(p_), 0);
-    struct Entry {
-        double time;
-        int rank;
-        std::uint32_t version;
-        bool operator>(const Entry& o) const {
-            return time != o.time ? time > o.time : rank > o.rank;
-        }
-    };
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    RankHeap heap(p_);
     for (;;) {
         for (int r : dirty_list_) {
-            auto& R = ranks_[static_cast<std::size_t>(r)];
             cached[static_cast<std::size_t>(r)] = decide(r);
-            R.dirty = false;
-            const auto v = ++version[static_cast<std::size_t>(r)];
-            if (cached[static_cast<std::size_t>(r)].time < kInf) {
-                heap.push({cached[static_cast<std::size_t>(r)].time, r, v});
-            }
+            ranks_[static_cast<std::size_t>(r)].dirty = false;
+            heap.set(r, cached[static_cast<std::size_t>(r)].time);
         }
         dirty_list_.clear();
-        while (!heap.empty() &&
-               heap.top().version != version[static_cast<std::size_t>(heap.top().rank)]) {
-            heap.pop();
-        }
-        const int who = heap.empty() ? -1 : heap.top().rank;
-        const double when = heap.empty() ? kInf : heap.top().time;
+        const int who = heap.top();
+        const double when = heap.topTime();
         // Collectives and synchronous blocks whose inputs are complete enter their global
         // order first, in the order they became ready.
         const double next_coll = pending_.empty() ? kInf : pending_.top().time;
@@ -779,13 +838,11 @@ bool Generator::run(std::string* error) {
             d.time = F.compute_free;
             d.op_ = makeOp(OpKind::W, F.w_pending.front().first, F.w_pending.front().second);
             d.choice = Choice::Filler;
-            ++version[static_cast<std::size_t>(filler)];
             execute(filler, d);
             markDirty(filler);
             continue;
         }
-        heap.pop();
-        ++version[static_cast<std::size_t>(who)];  // its decision is spent
+        heap.set(who, kInf);  // its decision is spent
         execute(who, cached[static_cast<std::size_t>(who)]);
         markDirty(who);
     }
@@ -867,12 +924,13 @@ void Generator::result(Schedule* schedule, std::vector<std::vector<double>>* sta
                     best = q;
                 }
             }
-            const Emitted& e =
-                streams[static_cast<std::size_t>(best)][next[static_cast<std::size_t>(best)]++];
+            const std::size_t at = next[static_cast<std::size_t>(best)]++;
+            const Emitted& e = streams[static_cast<std::size_t>(best)][at];
             ops.push_back(e.op);
             if (st) {
                 st->push_back(e.start);
-                en->push_back(e.end);
+                en->push_back(
+                    ranks_[static_cast<std::size_t>(r)].ends[static_cast<std::size_t>(best)][at]);
             }
         }
         for (auto& v : streams) {

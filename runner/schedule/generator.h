@@ -16,10 +16,31 @@
 
 namespace pipescope::schedule::detail {
 
+// The ranks' next decisions ordered by (time, rank): a binary heap that holds each rank at most
+// once, so updating a rank's decision is one sift.
+class RankHeap {
+  public:
+    explicit RankHeap(int ranks);
+    void set(int rank, double time);  // infinity removes the rank
+    int top() const { return heap_.empty() ? -1 : heap_[0]; }
+    double topTime() const;
+
+  private:
+    bool less(int a, int b) const;
+    void swapAt(std::size_t i, std::size_t j);
+    void up(std::size_t i);
+    void down(std::size_t i);
+
+    std::vector<int> heap_;
+    std::vector<int> pos_;  // rank -> index in heap_, or -1
+    std::vector<double> time_;
+};
+
 class Generator {
   public:
     // `extra` adds warm-up forwards (1F1B family) or activation units (V-Half).
-    Generator(const Config& config, const Placement& placement, const CostModel& costs, int extra);
+    Generator(const Config& config, const Placement& placement, const CostModel& costs, int extra,
+              bool record_timing);
     // False with *error set when the schedule cannot be completed (a stall).
     bool run(std::string* error);
     void result(Schedule* schedule, std::vector<std::vector<double>>* start,
@@ -36,10 +57,9 @@ class Generator {
         int priority = 1 << 30;
         const Op& op() const;
     };
-    struct Emitted {
+    struct Emitted {  // 48 bytes: the generator writes one per op, so size is time
         Op op;
         double start;
-        double end;
         std::int64_t seq;
     };
     struct RankState {
@@ -55,6 +75,7 @@ class Generator {
         int blocked_on = -1;
         bool dirty = false;
         std::array<std::vector<Emitted>, kStreamCount> out;  // per stream, in start order
+        std::array<std::vector<double>, kStreamCount> ends;  // with record_timing only
     };
     struct Instance {
         std::vector<double> data;  // per rank: when its input exists (-1 unknown)
@@ -112,6 +133,7 @@ class Generator {
     ScheduleKind kind_;
     bool sharded_, interlaced_, split_;
     int extra_;
+    bool record_timing_;
     int chunk1_reserve_;  // V-Half: units a new micro-batch needs (itself, its chunk 1, barriers)
 
     std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]
