@@ -226,7 +226,7 @@ std::string cudaProblem(std::vector<std::string>* gpus) {
     if (list.devices.empty()) {
         return "no CUDA device is visible";
     }
-    return "the CUDA backend is not part of this build yet (the GPUs above were found)";
+    return "the CUDA backend is not part of this build yet (the GPUs listed were found)";
 #else
     (void)gpus;
     return "this build has no CUDA (configure found no CUDA toolkit, or PIPESCOPE_ENABLE_CUDA=OFF)";

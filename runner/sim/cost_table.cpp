@@ -115,13 +115,22 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
                " but this config has " + ours +
                "; calibrate from a run of the same model and layout";
     };
-    if (rc.model.layers != model.layers || rc.model.hidden != model.hidden ||
-        rc.model.ffn_hidden != model.ffn_hidden || rc.model.heads != model.heads ||
-        rc.model.seq_len != model.seq_len || rc.model.vocab != model.vocab ||
-        rc.model.micro_batch != model.micro_batch || rc.model.dtype != model.dtype) {
-        return "costs.source: " + path +
-               " was recorded with another model (model.*); calibrate from a run of the same "
-               "model and layout";
+    const std::pair<const char*, bool> model_keys[] = {
+        {"model.layers", rc.model.layers != model.layers},
+        {"model.hidden", rc.model.hidden != model.hidden},
+        {"model.ffn_hidden", rc.model.ffn_hidden != model.ffn_hidden},
+        {"model.heads", rc.model.heads != model.heads},
+        {"model.seq_len", rc.model.seq_len != model.seq_len},
+        {"model.vocab", rc.model.vocab != model.vocab},
+        {"model.micro_batch", rc.model.micro_batch != model.micro_batch},
+        {"model.dtype", rc.model.dtype != model.dtype},
+        {"model.flash_attention", rc.model.flash_attention != model.flash_attention},
+    };
+    for (const auto& [key, differs] : model_keys) {
+        if (differs) {
+            return "costs.source: " + path + " was recorded with another " + key +
+                   "; calibrate from a run of the same model and layout";
+        }
     }
     if (rc.parallel.vocab != config->parallel.vocab) {
         return mismatch("parallel.vocab",
@@ -171,7 +180,8 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
         return "costs.source: " + st.message;
     }
     const int measured = std::max(1, iterations - first);
-    const int m = config->parallel.microbatches;
+    // Per micro-batch of the recorded run (its own micro-batch count).
+    const int m = rc.parallel.microbatches;
     const struct {
         trace::OpKind kind;
         CostKey key;

@@ -87,12 +87,12 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
                     ch.push_back({t.end, act_cat, -toBytes(act)});
                     break;
                 case OpKind::S:
-                    // The shard's fp32 logits/softmax until T; vocab-2 also keeps A_d (s*b*h fp32).
+                    // The shard's fp32 logits/softmax until T; vocab-2 also keeps A_d (s*b*h fp32)
+                    // until barrier C has combined it (freed at that all-reduce's end).
                     ch.push_back(
                         {t.start, vocab_cat, toBytes(schedule::logitsBytes(m, shard_rows))});
                     if (config.parallel.vocab == schedule::VocabMethod::Vocab2) {
                         ch.push_back({t.start, vocab_cat, toBytes(schedule::hiddenBytesFp32(m))});
-                        ch.push_back({t.end, vocab_cat, -toBytes(schedule::hiddenBytesFp32(m))});
                     }
                     break;
                 case OpKind::T:

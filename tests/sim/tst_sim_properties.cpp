@@ -5,6 +5,7 @@
 
 #include <QtTest>
 
+#include <pipescope/schedule/model_math.h>
 #include <pipescope/sim/simulator.h>
 
 #include "config_fixtures.h"
@@ -59,6 +60,8 @@ class TstSimProperties : public QObject {
     void vocabParallelismKeepsTheBubble_data();
     void vocabParallelismKeepsTheBubble();
     void zeroBubbleShrinksTheBubble();
+    void memoryReturnsToItsStaticLevel_data();
+    void memoryReturnsToItsStaticLevel();
 };
 
 void TstSimProperties::bubbleFormula_data() {
@@ -218,6 +221,53 @@ void TstSimProperties::zeroBubbleShrinksTheBubble() {
         // The peak stays 1F1B's: p micro-batches (on stage 0); later stages may approach it.
         for (const auto& rank : zb.ranks) {
             QVERIFY(rank.peak_activation_microbatches <= p + 1e-9);
+        }
+    }
+}
+
+void TstSimProperties::memoryReturnsToItsStaticLevel_data() {
+    QTest::addColumn<QString>("sched");
+    QTest::addColumn<QString>("vocab");
+    for (const char* sched : {"1f1b", "gpipe", "zb-h1", "v-half", "interleaved-1f1b"}) {
+        for (const char* v : {"naive", "redistributed", "interlaced", "vocab-1", "vocab-2"}) {
+            if (std::string(sched) == "interleaved-1f1b" && std::string(v) == "vocab-1") {
+                continue;
+            }
+            QTest::addRow("%s %s", sched, v) << sched << v;
+        }
+    }
+}
+
+void TstSimProperties::memoryReturnsToItsStaticLevel() {
+    // Everything an iteration allocates it frees: each category ends where it started.
+    QFETCH(QString, sched);
+    QFETCH(QString, vocab);
+    const auto r = run(makeConfig(4, 8, sched.toStdString(), vocab.toStdString()));
+    const auto params = schedule::paramsPerRank(r.config, r.schedule.placement);
+    const auto bpp = schedule::bytesPerParam(r.config.model.dtype);
+    for (int rank = 0; rank < 4; ++rank) {
+        std::array<std::int64_t, sim::kCategories> last{};
+        for (const auto& l : r.memory[static_cast<std::size_t>(rank)].levels) {
+            last[static_cast<std::size_t>(l.category)] = l.bytes;
+        }
+        const auto& p = params[static_cast<std::size_t>(rank)];
+        const auto bytes = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
+        const std::array<std::int64_t, sim::kCategories> expected = {
+            bytes(static_cast<double>(p.transformer) * bpp.weights),
+            bytes(static_cast<double>(p.transformer) * bpp.grads),
+            bytes(static_cast<double>(p.transformer) * bpp.optimizer),
+            0,  // activations
+            bytes(static_cast<double>(p.vocab) * bpp.total()),
+            0,  // communication buffers
+            0,  // workspace
+        };
+        for (std::size_t c = 0; c < last.size(); ++c) {
+            QVERIFY2(last[c] == expected[c],
+                     qPrintable(QString("rank %1 category %2 ends at %3 bytes, expected %4")
+                                    .arg(rank)
+                                    .arg(c)
+                                    .arg(last[c])
+                                    .arg(expected[c])));
         }
     }
 }

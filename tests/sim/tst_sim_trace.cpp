@@ -138,6 +138,11 @@ void TstSimTrace::calibrationReproducesTheRun() {
         qPrintable(
             QString("%1 vs %2").arg(calibrated.iteration_time_s).arg(original.iteration_time_s)));
     QCOMPARE(calibrated.config.costs.table(schedule::CostKey::F).size(), std::size_t(4));
+    // Per-micro-batch times do not depend on how many micro-batches the recorded run had.
+    auto more = makeConfig(4, 16, "1f1b", "vocab-2",
+                           {"costs.source=\"calibrated:" + path.toStdString() + "\""});
+    const auto calibrated16 = run(more);
+    QVERIFY(std::abs(calibrated16.config.costs.table(schedule::CostKey::F)[0] - 900) < 1);
     QVERIFY(std::abs(calibrated.config.costs.table(schedule::CostKey::F)[0] - 900) < 1);
 
     // Per-stage times do not transfer to another method or layer split: say which key differs.
@@ -148,7 +153,7 @@ void TstSimTrace::calibrationReproducesTheRun() {
     } others[] = {
         {makeConfig(4, 8, "1f1b", "naive", {source}), "recorded with parallel.vocab \"vocab-2\""},
         {makeConfig(2, 8, "1f1b", "vocab-2", {"model.layers=16", source}), "another layer split"},
-        {makeConfig(4, 8, "1f1b", "vocab-2", {"model.hidden=512", source}), "another model"},
+        {makeConfig(4, 8, "1f1b", "vocab-2", {"model.hidden=512", source}), "another model.hidden"},
     };
     for (const auto& other : others) {
         const auto out = sim::simulate(other.config);
