@@ -6,16 +6,16 @@
 
 #include "atomic_file.h"
 #include "chrome_lanes.h"
-#include "json_text.h"
 #include "known_rows.h"
+#include "pipescope/trace/json_text.h"
 
 namespace pipescope::interop {
 
 namespace {
 
-using detail::appendInt;
-using detail::appendJsonString;
-using detail::appendMicros;
+using trace::appendInt;
+using trace::appendJsonString;
+using trace::appendMicros;
 
 class ChromeWriter {
   public:

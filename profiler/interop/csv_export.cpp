@@ -1,8 +1,8 @@
 #include <pipescope/interop/csv_export.h>
 
 #include "atomic_file.h"
-#include "json_text.h"
 #include "known_rows.h"
+#include "pipescope/trace/json_text.h"
 
 namespace pipescope::interop {
 
@@ -13,13 +13,13 @@ constexpr const char* kEol = "\r\n";  // RFC 4180 line end
 // Integers where -1 stands for NULL in the records: an empty field, as SQLite's CSV mode writes.
 void appendNullable(std::string* out, std::int64_t v) {
     if (v >= 0) {
-        detail::appendInt(out, v);
+        trace::appendInt(out, v);
     }
 }
 
 void appendOptional(std::string* out, const std::optional<int>& v) {
     if (v) {
-        detail::appendInt(out, *v);
+        trace::appendInt(out, *v);
     }
 }
 
@@ -36,7 +36,7 @@ trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile
             return true;
         }
         line.clear();
-        using detail::appendInt;
+        using trace::appendInt;
         appendInt(&line, op.id);
         line += ',';
         appendInt(&line, op.rank);
@@ -85,11 +85,11 @@ trace::TraceStatus writeMemory(const trace::TraceReader& reader, detail::AtomicF
             return true;
         }
         line.clear();
-        detail::appendInt(&line, s.rank);
+        trace::appendInt(&line, s.rank);
         line += ',';
-        detail::appendInt(&line, s.t_ns);
+        trace::appendInt(&line, s.t_ns);
         line += ',';
-        detail::appendInt(&line, s.bytes);
+        trace::appendInt(&line, s.bytes);
         line += ',';
         line += trace::toString(s.category);
         line += kEol;
@@ -107,7 +107,7 @@ trace::TraceStatus writeMetrics(const trace::TraceReader& reader, detail::Atomic
     for (const trace::MetricRecord& m : reader.metrics()) {
         line = csvField(m.key);
         line += ',';
-        detail::appendDouble(&line, m.value);
+        trace::appendDouble(&line, m.value);
         line += ',';
         appendOptional(&line, m.rank);
         line += ',';

@@ -1,9 +1,9 @@
-#include "json_text.h"
+#include "pipescope/trace/json_text.h"
 
 #include <charconv>
 #include <cmath>
 
-namespace pipescope::interop::detail {
+namespace pipescope::trace {
 
 namespace {
 
@@ -119,4 +119,4 @@ void appendDouble(std::string* out, double v) {
     out->append(buf, r.ptr);
 }
 
-}  // namespace pipescope::interop::detail
+}  // namespace pipescope::trace

@@ -1,4 +1,4 @@
-// Pieces of JSON text for the streamed exports: string literals and numbers written exactly and
+// Pieces of JSON text for the exports and reports: string literals and numbers written exactly and
 // the same way on every machine (no locale, no floating-point rounding of times).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace pipescope::interop::detail {
+namespace pipescope::trace {
 
 // Appends the JSON string literal of `text` (quotes included). Control characters are escaped
 // and invalid UTF-8 becomes U+FFFD, so any input yields valid JSON.
@@ -20,4 +20,4 @@ void appendInt(std::string* out, std::int64_t v);
 // Shortest text that reads back as the same double; "null" for NaN and infinities.
 void appendDouble(std::string* out, double v);
 
-}  // namespace pipescope::interop::detail
+}  // namespace pipescope::trace
