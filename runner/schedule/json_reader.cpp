@@ -1,82 +1,64 @@
 #include "json_reader.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 
 namespace pipescope::schedule::detail {
 namespace {
 
-// Deep enough for any config, shallow enough that recursion cannot exhaust the stack.
+// Deep enough for any config, shallow enough that no later recursive walk can exhaust the stack.
 constexpr int kMaxDepth = 200;
+
+bool isSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool isStructural(char c) {
+    return c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':' || c == '"';
+}
 
 bool isDigit(char c) {
     return c >= '0' && c <= '9';
 }
 
-bool isWordChar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '_' || c == '-' ||
-           c == '.' || c == '+';
+bool isLetter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-void appendUtf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-// Length of the valid UTF-8 sequence starting at s[0], or 0 when it is not valid.
-std::size_t utf8SequenceLength(std::string_view s) {
-    const auto b0 = static_cast<unsigned char>(s[0]);
-    std::size_t n = 0;
-    std::uint32_t min_cp = 0;
-    std::uint32_t cp = 0;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-        n = 2;
-        min_cp = 0x80;
-        cp = b0 & 0x1Fu;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        n = 3;
-        min_cp = 0x800;
-        cp = b0 & 0x0Fu;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        n = 4;
-        min_cp = 0x10000;
-        cp = b0 & 0x07u;
-    } else {
-        return 0;
-    }
-    if (s.size() < n) {
-        return 0;
-    }
-    for (std::size_t i = 1; i < n; ++i) {
-        const auto b = static_cast<unsigned char>(s[i]);
-        if ((b & 0xC0) != 0x80) {
-            return 0;
+// Where each token of the text starts, separators (',' and ':') left out. On text that nlohmann
+// accepted, the n-th offset is the token of the n-th SAX event, which is how positions are
+// known without a second parser. On rejected text the split is loose but still useful for
+// pointing at the token an error sits in.
+std::vector<std::size_t> tokenStarts(std::string_view t) {
+    std::vector<std::size_t> starts;
+    std::size_t i = t.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // nlohmann skips a UTF-8 BOM
+    while (i < t.size()) {
+        const char c = t[i];
+        if (isSpace(c) || c == ',' || c == ':') {
+            ++i;
+            continue;
         }
-        cp = (cp << 6) | (b & 0x3Fu);
+        starts.push_back(i);
+        if (c == '"') {
+            ++i;
+            while (i < t.size() && t[i] != '"' && t[i] != '\n') {
+                i += t[i] == '\\' ? 2 : 1;
+            }
+            i = std::min(i + 1, t.size());
+        } else if (isStructural(c)) {
+            ++i;
+        } else {
+            while (i < t.size() && !isSpace(t[i]) && !isStructural(t[i])) {
+                ++i;
+            }
+        }
     }
-    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        return 0;
-    }
-    return n;
+    return starts;
 }
 
-class Reader {
+class TextIndex {
   public:
-    explicit Reader(std::string_view text) : text_(text) {
+    explicit TextIndex(std::string_view text) : text_(text) {
         line_starts_.push_back(0);
         for (std::size_t i = 0; i < text_.size(); ++i) {
             if (text_[i] == '\n') {
@@ -85,31 +67,13 @@ class Reader {
         }
     }
 
-    JsonReadResult run() {
-        skipSpace();
-        if (at_ == text_.size()) {
-            fail(at_, "the document is empty");
-        } else if (parseValue(result_.value, "", 0, true, {})) {
-            skipSpace();
-            if (at_ < text_.size()) {
-                fail(at_, "unexpected " + describeHere() +
-                              " after the end of the JSON value (only one value is allowed)");
-            }
-        }
-        if (result_.error) {
-            result_.value = Json();
-            result_.positions.clear();
-            result_.duplicates.clear();
-        }
-        return std::move(result_);
-    }
-
-  private:
+    // Line and column of a byte offset; columns count UTF-8 code points.
     TextPos posOf(std::size_t offset) const {
+        offset = std::min(offset, text_.size());
         const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
         const std::size_t line_start = *(it - 1);
         int column = 1;
-        for (std::size_t i = line_start; i < offset && i < text_.size(); ++i) {
+        for (std::size_t i = line_start; i < offset; ++i) {
             if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) {
                 ++column;
             }
@@ -117,375 +81,371 @@ class Reader {
         return {static_cast<int>(it - line_starts_.begin()), column};
     }
 
-    bool fail(std::size_t offset, const std::string& message) {
-        if (!result_.error) {
-            result_.error = JsonSyntaxError{posOf(offset), "syntax error: " + message};
+  private:
+    std::string_view text_;
+    std::vector<std::size_t> line_starts_;
+};
+
+// Builds the ordered_json tree from nlohmann's SAX events, keeping the first of duplicate keys
+// (and reporting the others) and recording where each value stands.
+class TreeBuilder {
+  public:
+    TreeBuilder(const std::vector<std::size_t>& starts, const TextIndex& index,
+                JsonReadResult& result)
+        : starts_(starts), index_(index), result_(result) {}
+
+    bool null() { return scalar(Json(nullptr)); }
+    bool boolean(bool v) { return scalar(Json(v)); }
+    bool number_integer(Json::number_integer_t v) { return scalar(Json(v)); }
+    bool number_unsigned(Json::number_unsigned_t v) { return scalar(Json(v)); }
+    bool number_float(Json::number_float_t v, const Json::string_t& /*text*/) {
+        return scalar(Json(v));
+    }
+    bool string(Json::string_t& v) { return scalar(Json(std::move(v))); }
+    bool binary(Json::binary_t& /*v*/) { return false; }  // never produced by JSON text
+
+    bool start_object(std::size_t /*n*/) { return open(Json::object()); }
+    bool start_array(std::size_t /*n*/) { return open(Json::array()); }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+
+    bool key(Json::string_t& k) {
+        const std::size_t at = nextToken();
+        if (discard_depth_ > 0) {
+            return true;
         }
+        Frame& f = stack_.back();
+        key_ = std::move(k);
+        key_pos_ = index_.posOf(at);
+        discard_next_ = f.value->contains(key_);
+        if (discard_next_) {
+            result_.duplicates.push_back({memberPath(f.path, key_), key_pos_});
+        }
+        return true;
+    }
+
+    bool parse_error(std::size_t byte, const std::string& /*last_token*/,
+                     const nlohmann::detail::exception& ex) {
+        nlohmann_error_ = ex.what();
+        error_offset_ = byte > 0 ? byte - 1 : 0;
         return false;
     }
 
-    bool atEnd() const { return at_ >= text_.size(); }
+    const std::string& nlohmannError() const { return nlohmann_error_; }
+    std::size_t errorOffset() const { return error_offset_; }
+    bool tooDeep() const { return too_deep_; }
+    std::size_t lastTokenOffset() const { return last_token_; }
 
-    void skipSpace() {
-        while (!atEnd() && (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' ||
-                            text_[at_] == '\r')) {
-            ++at_;
-        }
+  private:
+    struct Frame {
+        Json* value;
+        std::string path;
+    };
+
+    std::size_t nextToken() {
+        last_token_ = next_ < starts_.size() ? starts_[next_] : last_token_;
+        ++next_;
+        return last_token_;
     }
 
-    // What stands at the read position, for messages: "'}'", "'True'", "the end of the document".
-    std::string describeHere() const {
-        if (atEnd()) {
-            return "the end of the document";
+    // Puts a new value where the parser stands and returns it, or nullptr when it is dropped.
+    Json* place(Json&& v, std::size_t at, std::string* path) {
+        if (discard_depth_ > 0 || discard_next_) {
+            discard_next_ = false;
+            return nullptr;
         }
-        if (isWordChar(text_[at_])) {
-            std::size_t end = at_;
-            while (end < text_.size() && isWordChar(text_[end]) && end - at_ < 24) {
-                ++end;
-            }
-            return "'" + std::string(text_.substr(at_, end - at_)) + "'";
+        const TextPos here = index_.posOf(at);
+        Json* slot = nullptr;
+        TextPos key_pos = here;
+        if (stack_.empty()) {
+            result_.value = std::move(v);
+            slot = &result_.value;
+            path->clear();
+        } else if (Frame& f = stack_.back(); f.value->is_array()) {
+            *path = elementPath(f.path, f.value->size());
+            f.value->push_back(std::move(v));
+            slot = &f.value->back();
+        } else {
+            *path = memberPath(f.path, key_);
+            key_pos = key_pos_;
+            slot = &(*f.value)[key_];
+            *slot = std::move(v);
         }
-        const std::size_t n = std::max<std::size_t>(1, utf8SequenceLength(text_.substr(at_)));
-        return "'" + std::string(text_.substr(at_, n)) + "'";
+        result_.positions[*path] = NodePos{key_pos, here};
+        return slot;
     }
 
-    bool expectedValue() {
-        if (!atEnd()) {
-            const char c = text_[at_];
-            if (c == '/') {
-                return fail(at_, "comments are not allowed in JSON");
-            }
-            if (c == '\'') {
-                return fail(at_, "strings must be in double quotes, not single quotes");
-            }
-            if (c == '+') {
-                return fail(at_, "numbers must not start with '+'");
-            }
-            if (isWordChar(c)) {
-                return fail(at_, "expected a value, got " + describeHere() +
-                                     "; strings need double quotes and the literals are true, "
-                                     "false and null");
-            }
-        }
-        return fail(at_, "expected a value, got " + describeHere());
+    bool scalar(Json&& v) {
+        std::string path;
+        place(std::move(v), nextToken(), &path);
+        return true;
     }
 
-    bool parseValue(Json& out, const std::string& path, int depth, bool record, TextPos key_pos) {
-        if (atEnd()) {
-            return expectedValue();
-        }
-        if (record) {
-            const TextPos here = posOf(at_);
-            result_.positions[path] = NodePos{key_pos.known() ? key_pos : here, here};
-        }
-        const char c = text_[at_];
-        if (c == '{' || c == '[') {
-            if (depth >= kMaxDepth) {
-                return fail(at_, "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-            }
-            return c == '{' ? parseObject(out, path, depth + 1, record)
-                            : parseArray(out, path, depth + 1, record);
-        }
-        if (c == '"') {
-            std::string s;
-            if (!parseString(s)) {
-                return false;
-            }
-            out = std::move(s);
-            return true;
-        }
-        if (c == '-' || isDigit(c)) {
-            return parseNumber(out);
-        }
-        for (const auto& [word, value] : {std::pair<std::string_view, Json>{"true", Json(true)},
-                                          {"false", Json(false)},
-                                          {"null", Json(nullptr)}}) {
-            if (text_.substr(at_, word.size()) == word &&
-                (at_ + word.size() >= text_.size() || !isWordChar(text_[at_ + word.size()]))) {
-                at_ += word.size();
-                out = value;
-                return true;
-            }
-        }
-        return expectedValue();
-    }
-
-    bool parseObject(Json& out, const std::string& path, int depth, bool record) {
-        out = Json::object();
-        ++at_;  // '{'
-        skipSpace();
-        if (!atEnd() && text_[at_] == '}') {
-            ++at_;
-            return true;
-        }
-        while (true) {
-            if (atEnd() || text_[at_] != '"') {
-                if (!atEnd() && text_[at_] == '}') {
-                    return fail(at_, "trailing comma before '}'; remove it");
-                }
-                if (!atEnd() && text_[at_] == '\'') {
-                    return fail(at_, "keys must be in double quotes, not single quotes");
-                }
-                return fail(at_, "expected a key in double quotes, got " + describeHere());
-            }
-            const TextPos key_pos = posOf(at_);
-            std::string key;
-            if (!parseString(key)) {
-                return false;
-            }
-            skipSpace();
-            if (atEnd() || text_[at_] != ':') {
-                return fail(at_,
-                            "expected ':' after the key \"" + key + "\", got " + describeHere());
-            }
-            ++at_;
-            skipSpace();
-            const std::string child = memberPath(path, key);
-            const bool duplicate = out.contains(key);
-            if (duplicate && record) {
-                result_.duplicates.push_back({child, key_pos});
-            }
-            Json value;
-            if (!parseValue(value, child, depth, record && !duplicate, key_pos)) {
-                return false;
-            }
-            if (!duplicate) {
-                out[key] = std::move(value);
-            }
-            skipSpace();
-            if (!atEnd() && text_[at_] == ',') {
-                ++at_;
-                skipSpace();
-                continue;
-            }
-            if (!atEnd() && text_[at_] == '}') {
-                ++at_;
-                return true;
-            }
-            return fail(at_, "expected ',' or '}' after an object member");
-        }
-    }
-
-    bool parseArray(Json& out, const std::string& path, int depth, bool record) {
-        out = Json::array();
-        ++at_;  // '['
-        skipSpace();
-        if (!atEnd() && text_[at_] == ']') {
-            ++at_;
-            return true;
-        }
-        while (true) {
-            if (!atEnd() && text_[at_] == ']') {
-                return fail(at_, "trailing comma before ']'; remove it");
-            }
-            Json value;
-            if (!parseValue(value, elementPath(path, out.size()), depth, record, {})) {
-                return false;
-            }
-            out.push_back(std::move(value));
-            skipSpace();
-            if (!atEnd() && text_[at_] == ',') {
-                ++at_;
-                skipSpace();
-                continue;
-            }
-            if (!atEnd() && text_[at_] == ']') {
-                ++at_;
-                return true;
-            }
-            return fail(at_, "expected ',' or ']' after an array element");
-        }
-    }
-
-    bool parseHex4(std::size_t from, std::uint32_t& cp) {
-        if (from + 4 > text_.size()) {
+    bool open(Json&& v) {
+        const std::size_t at = nextToken();
+        if (++depth_ > kMaxDepth) {
+            too_deep_ = true;
             return false;
         }
-        cp = 0;
-        for (std::size_t i = from; i < from + 4; ++i) {
-            const char c = text_[i];
-            cp <<= 4;
-            if (isDigit(c)) {
-                cp |= static_cast<std::uint32_t>(c - '0');
-            } else if (c >= 'a' && c <= 'f') {
-                cp |= static_cast<std::uint32_t>(c - 'a' + 10);
-            } else if (c >= 'A' && c <= 'F') {
-                cp |= static_cast<std::uint32_t>(c - 'A' + 10);
-            } else {
-                return false;
-            }
+        if (discard_depth_ > 0 || discard_next_) {
+            discard_next_ = false;
+            ++discard_depth_;
+            return true;
+        }
+        std::string path;
+        Json* slot = place(std::move(v), at, &path);
+        // The parent does not change while this value is open, so the pointer stays valid.
+        stack_.push_back({slot, std::move(path)});
+        return true;
+    }
+
+    bool close() {
+        nextToken();
+        --depth_;
+        if (discard_depth_ > 0) {
+            --discard_depth_;
+        } else {
+            stack_.pop_back();
         }
         return true;
     }
 
-    bool parseEscape(std::string& out) {
-        const std::size_t start = at_;  // at the backslash
-        if (at_ + 1 >= text_.size()) {
-            return fail(start, "unterminated string");
-        }
-        const char e = text_[at_ + 1];
-        at_ += 2;
-        switch (e) {
-            case '"':
-                out += '"';
-                return true;
-            case '\\':
-                out += '\\';
-                return true;
-            case '/':
-                out += '/';
-                return true;
-            case 'b':
-                out += '\b';
-                return true;
-            case 'f':
-                out += '\f';
-                return true;
-            case 'n':
-                out += '\n';
-                return true;
-            case 'r':
-                out += '\r';
-                return true;
-            case 't':
-                out += '\t';
-                return true;
-            case 'u':
-                break;
-            default:
-                return fail(start, "invalid escape '\\" + std::string(1, e) +
-                                       "' in a string (write '\\\\' for a backslash)");
-        }
-        std::uint32_t cp = 0;
-        if (!parseHex4(at_, cp)) {
-            return fail(start, "invalid \\u escape in a string: expected four hex digits");
-        }
-        at_ += 4;
-        if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            return fail(start, "invalid \\u escape in a string: unpaired surrogate");
-        }
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-            std::uint32_t low = 0;
-            if (text_.substr(at_, 2) != "\\u" || !parseHex4(at_ + 2, low) || low < 0xDC00 ||
-                low > 0xDFFF) {
-                return fail(start, "invalid \\u escape in a string: unpaired surrogate");
-            }
-            at_ += 6;
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        }
-        appendUtf8(out, cp);
-        return true;
-    }
-
-    bool parseString(std::string& out) {
-        const std::size_t open = at_;
-        ++at_;  // '"'
-        while (true) {
-            if (atEnd()) {
-                return fail(open, "unterminated string");
-            }
-            const char c = text_[at_];
-            const auto u = static_cast<unsigned char>(c);
-            if (c == '"') {
-                ++at_;
-                return true;
-            }
-            if (c == '\\') {
-                if (!parseEscape(out)) {
-                    return false;
-                }
-            } else if (u < 0x20) {
-                return fail(at_, c == '\n' ? "unterminated string (a line break inside a string "
-                                             "must be written as \\n)"
-                                           : "control character inside a string; write it as an "
-                                             "escape such as \\t");
-            } else if (u < 0x80) {
-                out += c;
-                ++at_;
-            } else {
-                const std::size_t n = utf8SequenceLength(text_.substr(at_));
-                if (n == 0) {
-                    return fail(at_, "invalid UTF-8 in a string");
-                }
-                out.append(text_.substr(at_, n));
-                at_ += n;
-            }
-        }
-    }
-
-    bool parseNumber(Json& out) {
-        const std::size_t start = at_;
-        std::size_t i = at_;
-        if (text_[i] == '-') {
-            ++i;
-        }
-        if (i >= text_.size() || !isDigit(text_[i])) {
-            return fail(start, "invalid number: expected a digit after '-'");
-        }
-        if (text_[i] == '0' && i + 1 < text_.size() && isDigit(text_[i + 1])) {
-            return fail(start, "invalid number: no leading zeros allowed");
-        }
-        while (i < text_.size() && isDigit(text_[i])) {
-            ++i;
-        }
-        bool integral = true;
-        if (i < text_.size() && text_[i] == '.') {
-            integral = false;
-            ++i;
-            if (i >= text_.size() || !isDigit(text_[i])) {
-                return fail(i, "invalid number: expected a digit after '.'");
-            }
-            while (i < text_.size() && isDigit(text_[i])) {
-                ++i;
-            }
-        }
-        if (i < text_.size() && (text_[i] == 'e' || text_[i] == 'E')) {
-            integral = false;
-            ++i;
-            if (i < text_.size() && (text_[i] == '+' || text_[i] == '-')) {
-                ++i;
-            }
-            if (i >= text_.size() || !isDigit(text_[i])) {
-                return fail(i, "invalid number: expected a digit in the exponent");
-            }
-            while (i < text_.size() && isDigit(text_[i])) {
-                ++i;
-            }
-        }
-        const char* first = text_.data() + start;
-        const char* last = text_.data() + i;
-        at_ = i;
-        if (integral) {
-            std::int64_t v = 0;
-            if (std::from_chars(first, last, v).ec == std::errc()) {
-                out = v;
-                return true;
-            }
-            std::uint64_t u = 0;
-            if (text_[start] != '-' && std::from_chars(first, last, u).ec == std::errc()) {
-                out = u;
-                return true;
-            }
-        }
-        // from_chars ignores the locale, unlike strtod under a Qt app's setlocale().
-        double d = 0;
-        if (std::from_chars(first, last, d).ec != std::errc()) {
-            return fail(start, "number " + std::string(first, last) + " is out of range");
-        }
-        out = d;
-        return true;
-    }
-
-    std::string_view text_;
-    std::size_t at_ = 0;
-    std::vector<std::size_t> line_starts_;
-    JsonReadResult result_;
+    const std::vector<std::size_t>& starts_;
+    const TextIndex& index_;
+    JsonReadResult& result_;
+    std::vector<Frame> stack_;
+    std::size_t next_ = 0;
+    std::size_t last_token_ = 0;
+    std::string key_;
+    TextPos key_pos_;
+    bool discard_next_ = false;
+    int discard_depth_ = 0;
+    int depth_ = 0;
+    bool too_deep_ = false;
+    std::string nlohmann_error_;
+    std::size_t error_offset_ = 0;
 };
+
+bool has(std::string_view haystack, std::string_view needle) {
+    return haystack.find(needle) != std::string_view::npos;
+}
+
+// A token as shown in a message: at most 24 characters, in single quotes.
+std::string quoteToken(std::string_view text, std::size_t at) {
+    if (at >= text.size()) {
+        return "the end of the document";
+    }
+    std::size_t end = at + 1;
+    if (!isStructural(text[at])) {
+        while (end < text.size() && !isSpace(text[end]) && !isStructural(text[end]) &&
+               end - at < 24) {
+            ++end;
+        }
+    }
+    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+        ++end;  // never cut a UTF-8 sequence
+    }
+    return "'" + std::string(text.substr(at, end - at)) + "'";
+}
+
+struct Explained {
+    std::size_t offset;
+    std::string message;
+};
+
+// What is wrong with a number token, in the words of the JSON grammar, or "" when it is fine.
+std::string numberProblem(std::string_view tok) {
+    std::size_t i = 0;
+    if (tok[i] == '-') {
+        ++i;
+    }
+    if (i >= tok.size() || !isDigit(tok[i])) {
+        return "invalid number: expected a digit after '-'";
+    }
+    if (tok[i] == '0' && i + 1 < tok.size() && isDigit(tok[i + 1])) {
+        return "invalid number: no leading zeros allowed";
+    }
+    while (i < tok.size() && isDigit(tok[i])) {
+        ++i;
+    }
+    if (i < tok.size() && tok[i] == '.') {
+        ++i;
+        if (i >= tok.size() || !isDigit(tok[i])) {
+            return "invalid number: expected a digit after '.'";
+        }
+        while (i < tok.size() && isDigit(tok[i])) {
+            ++i;
+        }
+    }
+    if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
+        ++i;
+        if (i < tok.size() && (tok[i] == '+' || tok[i] == '-')) {
+            ++i;
+        }
+        if (i >= tok.size() || !isDigit(tok[i])) {
+            return "invalid number: expected a digit in the exponent";
+        }
+    }
+    return {};
+}
+
+// Turns nlohmann's report of a syntax error into a message a config author can act on: the
+// usual slips (single quotes, trailing commas, comments, bare words) are named as such, and the
+// position moves to the start of the offending token where that is where the fix goes.
+Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
+                  std::size_t error_offset, const std::string& what) {
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error
+    // while parsing object - unexpected string literal; expected '}'"
+    std::string detail = what;
+    if (const auto colon = detail.find(": "); colon != std::string::npos) {
+        detail = detail.substr(colon + 2);
+    }
+    const auto first = std::find_if(text.begin(), text.end(), [](char c) { return !isSpace(c); });
+    if (first == text.end()) {
+        return {text.size(), "the document is empty"};
+    }
+    // The token the error sits in: the last one starting at or before the error. A literal cut
+    // short ("tru}") fails on the character after it, which starts a token of its own.
+    auto it = std::upper_bound(starts.begin(), starts.end(), error_offset);
+    if (has(detail, "invalid literal") && it - starts.begin() >= 2 &&
+        isStructural(text[*(it - 1)])) {
+        --it;
+    }
+    // At the end of the text the error is the end itself, unless a token was cut short there.
+    const bool cut_short = has(detail, " - invalid ");
+    const std::size_t at = it == starts.begin() || (error_offset >= text.size() && !cut_short)
+                               ? error_offset
+                               : *(it - 1);
+    const std::size_t tok_end =
+        it == starts.end() ? text.size() : std::min<std::size_t>(*it, text.size());
+    const std::string_view tok = text.substr(at, tok_end - at);
+    const char c = at < text.size() ? text[at] : '\0';
+
+    std::size_t before = at;
+    while (before > 0 && isSpace(text[before - 1])) {
+        --before;
+    }
+    const char prev = before > 0 ? text[before - 1] : '\0';
+
+    if (has(detail, "; expected end of input")) {
+        return {at, "unexpected " + quoteToken(text, at) +
+                        " after the end of the JSON value (only one value is allowed)"};
+    }
+    if (c == '/') {
+        return {at, "comments are not allowed in JSON"};
+    }
+    if (c == '\'') {
+        return {at, has(detail, "object key") ? "keys must be in double quotes, not single quotes"
+                                              : "strings must be in double quotes, not single "
+                                                "quotes"};
+    }
+    if (c == '+') {
+        return {at, "numbers must not start with '+'"};
+    }
+    if ((c == '}' || c == ']') && prev == ',') {
+        return {at, std::string("trailing comma before '") + c + "'; remove it"};
+    }
+    if (has(detail, "number overflow")) {
+        return {at, "number " + std::string(tok) + " is out of range"};
+    }
+    if (c == '"' && has(detail, "invalid string")) {
+        if (has(detail, "missing closing quote")) {
+            return {at, "unterminated string"};
+        }
+        if (has(detail, "(LF)")) {
+            return {error_offset,
+                    "unterminated string (a line break inside a string must be "
+                    "written as \\n)"};
+        }
+        if (has(detail, "control character")) {
+            return {error_offset,
+                    "control character inside a string; write it as an escape such as \\t"};
+        }
+        if (has(detail, "UTF-8")) {
+            return {error_offset, "invalid UTF-8 in a string"};
+        }
+        // Escapes: point at the backslash that starts the bad one.
+        std::size_t bs = std::min(error_offset, text.size() - 1);
+        while (bs > at && text[bs] != '\\') {
+            --bs;
+        }
+        if (has(detail, "surrogate")) {
+            return {bs, "invalid \\u escape in a string: unpaired surrogate"};
+        }
+        if (has(detail, "4 hex digits")) {
+            return {bs, "invalid \\u escape in a string: expected four hex digits"};
+        }
+        if (has(detail, "after backslash") && bs + 1 < text.size()) {
+            return {bs, "invalid escape '\\" + std::string(1, text[bs + 1]) +
+                            "' in a string (write '\\\\' for a backslash)"};
+        }
+    }
+    if (has(detail, "invalid number")) {
+        // nlohmann stops at the character where a digit was due.
+        const char* what_missing = has(detail, "after '-'")   ? "after '-'"
+                                   : has(detail, "after '.'") ? "after '.'"
+                                                              : "in the exponent";
+        return {error_offset, std::string("invalid number: expected a digit ") + what_missing};
+    }
+    if (c == '-' || isDigit(c)) {
+        if (const std::string problem = numberProblem(tok); !problem.empty()) {
+            return {at, problem};
+        }
+    }
+    if (has(detail, "object separator") && it != starts.begin() && it - 1 != starts.begin()) {
+        const std::size_t key_at = *(it - 2);
+        std::string_view key = text.substr(key_at, at - key_at);
+        while (!key.empty() && (isSpace(key.back()) || key.back() == '"')) {
+            key.remove_suffix(1);
+        }
+        key.remove_prefix(key.empty() ? 0 : 1);
+        return {at, "expected ':' after the key \"" + std::string(key) + "\", got " +
+                        quoteToken(text, at)};
+    }
+    if (has(detail, "object key")) {
+        return {at, "expected a key in double quotes, got " + quoteToken(text, at)};
+    }
+    if (has(detail, "while parsing object -")) {
+        return {at, "expected ',' or '}' after an object member"};
+    }
+    if (has(detail, "while parsing array -")) {
+        return {at, "expected ',' or ']' after an array element"};
+    }
+    if (isLetter(c)) {
+        return {at, "expected a value, got " + quoteToken(text, at) +
+                        "; strings need double quotes and the literals are true, false and null"};
+    }
+    if (has(detail, "while parsing value")) {
+        return {at, "expected a value, got " + quoteToken(text, at)};
+    }
+    // Anything else: nlohmann's own words, without its prefix.
+    const std::string prefix = "syntax error ";
+    return {error_offset, detail.rfind(prefix, 0) == 0 ? detail.substr(prefix.size()) : detail};
+}
 
 }  // namespace
 
 JsonReadResult readJson(std::string_view text) {
-    return Reader(text).run();
+    const std::vector<std::size_t> starts = tokenStarts(text);
+    const TextIndex index(text);
+    JsonReadResult result;
+    TreeBuilder builder(starts, index, result);
+    const bool ok = Json::sax_parse(text, &builder);
+    if (!ok) {
+        result.value = Json();
+        result.positions.clear();
+        result.duplicates.clear();
+        if (builder.tooDeep()) {
+            result.error = JsonSyntaxError{
+                index.posOf(builder.lastTokenOffset()),
+                "syntax error: nesting deeper than " + std::to_string(kMaxDepth) + " levels"};
+        } else {
+            const Explained e =
+                explain(text, starts, builder.errorOffset(), builder.nlohmannError());
+            result.error = JsonSyntaxError{index.posOf(e.offset), "syntax error: " + e.message};
+        }
+    }
+    return result;
 }
 
 TextPos issuePosition(const PositionMap& positions, const std::string& path, bool key) {

@@ -1,7 +1,7 @@
-// A JSON reader that remembers where each key and value stood in the source text, so that
-// config issues can point at a line and column, and that explains syntax errors in plain words.
-// nlohmann's own parser reports neither positions of values nor readable messages (3.11).
-// Internal to pipescope_schedule.
+// Reads JSON with nlohmann's parser (through its SAX interface) and remembers where each key and
+// value stood in the source text, so that config issues can point at a line and column, and
+// rewords nlohmann's syntax errors into plain advice. nlohmann 3.11 reports neither positions
+// of values nor duplicate keys itself. Internal to pipescope_schedule.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -51,6 +51,7 @@ class TstConfigErrors : public QObject {
     void syntaxErrors_data();
     void syntaxErrors();
     void issuesPointAtKeysAndValues();
+    void positionsSurviveDuplicatesAndBom();
     void allIssuesInDocumentOrder();
     void rulesWaitForValidFields();
     void variantIssuesNameTheVariant();
@@ -315,6 +316,23 @@ void TstConfigErrors::syntaxErrors_data() {
     row("unpaired surrogate", R"({"a": "\ud800"})",
         R"(1:8: syntax error: invalid \u escape in a string: unpaired surrogate)");
     row("too deep", QByteArray(300, '['), "1:201: syntax error: nesting deeper than 200 levels");
+    row("bare key", "{a: 1}", "1:2: syntax error: expected a key in double quotes, got 'a'");
+    row("cut-short literal", R"({"a": tru})",
+        "1:7: syntax error: expected a value, got 'tru'; strings need double quotes and the "
+        "literals are true, false and null");
+    row("single-quoted value", R"({"a": 'x'})",
+        "1:7: syntax error: strings must be in double quotes, not single quotes");
+    row("minus alone", R"({"a": -})",
+        "1:8: syntax error: invalid number: expected a digit after '-'");
+    row("exponent without digits", R"({"a": 1e})",
+        "1:9: syntax error: invalid number: expected a digit in the exponent");
+    row("short unicode escape", R"({"a": "\u12"})",
+        R"(1:8: syntax error: invalid \u escape in a string: expected four hex digits)");
+    row("tab in string", "{\"a\": \"x\ty\"}",
+        "1:9: syntax error: control character inside a string; write it as an escape such as \\t");
+    row("second value", "{} {}",
+        "1:4: syntax error: unexpected '{' after the end of the JSON value (only one value is "
+        "allowed)");
 }
 
 void TstConfigErrors::syntaxErrors() {
@@ -361,6 +379,30 @@ void TstConfigErrors::issuesPointAtKeysAndValues() {
         parseConfig(json, {Override{"parallel.microbatches", "-1"}}, "x.json");
     QCOMPARE(QString::fromStdString(overridden.issues.back().text("x.json")),
              QStringLiteral("x.json: parallel.microbatches: must be at least 1, got -1"));
+}
+
+// Positions come from the token order of the text: a skipped duplicate subtree, a byte-order
+// mark and array elements must not shift the ones after them.
+void TstConfigErrors::positionsSurviveDuplicatesAndBom() {
+    const std::string json =
+        "\xEF\xBB\xBF{\n"
+        R"(  "run": {"seed": 1},)"
+        "\n"
+        R"(  "run": {"seed": {"x": [1, {"y": "}"}]}},)"
+        "\n"
+        R"(  "model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 1000},)"
+        "\n"
+        R"(  "parallel": {"pipeline": 4, "microbatches": 0},)"
+        "\n"
+        R"(  "compare": [{"label": "a", "set": {}}, {"label": "a", "set": {}}])"
+        "\n"
+        "}";
+    const ParseResult r = parseConfig(json, "x.json");
+    QCOMPARE(
+        QString::fromStdString(r.errorText()),
+        QStringLiteral("x.json:3:3: run: duplicate key; it already appears at line 2, column 3\n"
+                       "x.json:5:47: parallel.microbatches: must be at least 1, got 0\n"
+                       R"(x.json:6:52: compare[1].label: duplicate label "a" (also compare[0]))"));
 }
 
 void TstConfigErrors::allIssuesInDocumentOrder() {
