@@ -26,18 +26,6 @@ double RankHeap::topTime() const {
     return heap_.empty() ? kInf : time_[static_cast<std::size_t>(heap_[0])];
 }
 
-bool RankHeap::less(int a, int b) const {
-    const double ta = time_[static_cast<std::size_t>(a)];
-    const double tb = time_[static_cast<std::size_t>(b)];
-    return ta != tb ? ta < tb : a < b;
-}
-
-void RankHeap::swapAt(std::size_t i, std::size_t j) {
-    std::swap(heap_[i], heap_[j]);
-    pos_[static_cast<std::size_t>(heap_[i])] = static_cast<int>(i);
-    pos_[static_cast<std::size_t>(heap_[j])] = static_cast<int>(j);
-}
-
 void RankHeap::up(std::size_t i) {
     while (i > 0 && less(heap_[i], heap_[(i - 1) / 2])) {
         swapAt(i, (i - 1) / 2);

@@ -26,8 +26,16 @@ class RankHeap {
     double topTime() const;
 
   private:
-    bool less(int a, int b) const;
-    void swapAt(std::size_t i, std::size_t j);
+    bool less(int a, int b) const {
+        const double ta = time_[static_cast<std::size_t>(a)];
+        const double tb = time_[static_cast<std::size_t>(b)];
+        return ta != tb ? ta < tb : a < b;
+    }
+    void swapAt(std::size_t i, std::size_t j) {
+        std::swap(heap_[i], heap_[j]);
+        pos_[static_cast<std::size_t>(heap_[i])] = static_cast<int>(i);
+        pos_[static_cast<std::size_t>(heap_[j])] = static_cast<int>(j);
+    }
     void up(std::size_t i);
     void down(std::size_t i);
 

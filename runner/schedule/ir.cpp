@@ -40,28 +40,6 @@ std::optional<Collective> collectiveFromString(std::string_view s) {
     return std::nullopt;
 }
 
-bool isComm(OpKind k) {
-    return k == OpKind::SendF || k == OpKind::RecvF || k == OpKind::SendB || k == OpKind::RecvB ||
-           k == OpKind::Bcast || k == OpKind::AllReduce;
-}
-
-bool isCompute(OpKind k) {
-    return !isComm(k);
-}
-
-Stream Op::stream() const {
-    switch (kind) {
-        case OpKind::SendF:
-        case OpKind::SendB:
-            return Stream::P2P;
-        case OpKind::Bcast:
-        case OpKind::AllReduce:
-            return blocking ? Stream::Compute : Stream::Collective;
-        default:
-            return Stream::Compute;  // compute ops, and receives: the compute stream waits in them
-    }
-}
-
 std::string Op::label() const {
     std::string s(toString(kind));
     switch (kind) {

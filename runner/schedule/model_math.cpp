@@ -72,24 +72,18 @@ double shardRows(const Config& c) {
 
 }  // namespace
 
-int Placement::position(int rank, int chunk) const {
-    // The placements computePlacement makes put chunk c of rank r at c * p + r (one chunk,
-    // interleaved) or, for chunk 1 under v-half, at 2p - 1 - r: try those first, since the
-    // simulator asks for every op.
-    const auto matches = [&](int q) {
-        return q >= 0 && q < static_cast<int>(position_rank.size()) &&
-               position_rank[static_cast<std::size_t>(q)] == rank &&
-               position_chunk[static_cast<std::size_t>(q)] == chunk;
-    };
-    if (const int q = chunk * ranks + rank; matches(q)) {
+int Placement::positionSearch(int rank, int chunk) const {
+    // Chunk 1 under v-half sits at 2p - 1 - r; otherwise search.
+    const int q = 2 * ranks - 1 - rank;
+    if (chunk == 1 && q >= 0 && static_cast<std::size_t>(q) < position_rank.size() &&
+        static_cast<std::size_t>(q) < position_chunk.size() &&
+        position_rank[static_cast<std::size_t>(q)] == rank &&
+        position_chunk[static_cast<std::size_t>(q)] == chunk) {
         return q;
     }
-    if (const int q = 2 * ranks - 1 - rank; chunk == 1 && matches(q)) {
-        return q;
-    }
-    for (std::size_t q = 0; q < position_rank.size(); ++q) {
-        if (position_rank[q] == rank && position_chunk[q] == chunk) {
-            return static_cast<int>(q);
+    for (std::size_t k = 0; k < position_rank.size(); ++k) {
+        if (k < position_chunk.size() && position_rank[k] == rank && position_chunk[k] == chunk) {
+            return static_cast<int>(k);
         }
     }
     return -1;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <pipescope/schedule/model_math.h>
@@ -37,19 +38,41 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
     const int last = pl.positions() - 1;
     const auto layer_act = schedule::layerActivationBytes(m);
 
+    // Byte counts that do not depend on the op.
+    const std::int64_t full_logits = toBytes(schedule::logitsBytes(m, m.vocab));
+    const std::int64_t shard_logits = toBytes(schedule::logitsBytes(m, shard_rows));
+    const std::int64_t hidden_fp32 = toBytes(schedule::hiddenBytesFp32(m));
+    const bool vocab2 = config.parallel.vocab == schedule::VocabMethod::Vocab2;
+    const auto act_cat = static_cast<int>(MemoryCategory::Activations);
+    const auto vocab_cat = static_cast<int>(MemoryCategory::Vocab);
+    const auto comm_cat = static_cast<int>(MemoryCategory::CommBuffers);
+    std::vector<std::int64_t> act_bytes(pl.layers.size());
+    for (std::size_t pos = 0; pos < pl.layers.size(); ++pos) {
+        act_bytes[pos] = toBytes(pl.layers[pos] * layer_act);
+    }
+
     std::vector<RankMemory> out(static_cast<std::size_t>(s.ranks));
+    // A stream runs one op at a time, so the changes of one stream come out in time order; the
+    // three streams' lists are merged instead of sorting everything.
+    std::array<std::vector<Change>, schedule::kStreamCount> lanes;
+    std::vector<Change> both;
+    std::vector<Change> ch;
     for (int r = 0; r < s.ranks; ++r) {
         const auto& ops = s.ops[static_cast<std::size_t>(r)];
         const auto& p = params[static_cast<std::size_t>(r)];
-        std::vector<Change> ch;
+        for (auto& lane : lanes) {
+            lane.clear();
+        }
+        std::vector<Change>& statics = lanes[0];
         // Static state from the start: transformer layers by kind, the vocabulary layers' own
         // parameters, gradients and optimizer state under "vocab".
         const auto tp = static_cast<double>(p.transformer);
-        ch.push_back({0, static_cast<int>(MemoryCategory::Weights), toBytes(tp * bpp.weights)});
-        ch.push_back({0, static_cast<int>(MemoryCategory::Grads), toBytes(tp * bpp.grads)});
-        ch.push_back({0, static_cast<int>(MemoryCategory::Optimizer), toBytes(tp * bpp.optimizer)});
-        ch.push_back({0, static_cast<int>(MemoryCategory::Vocab),
-                      toBytes(static_cast<double>(p.vocab) * bpp.total())});
+        statics.push_back(
+            {0, static_cast<int>(MemoryCategory::Weights), toBytes(tp * bpp.weights)});
+        statics.push_back({0, static_cast<int>(MemoryCategory::Grads), toBytes(tp * bpp.grads)});
+        statics.push_back(
+            {0, static_cast<int>(MemoryCategory::Optimizer), toBytes(tp * bpp.optimizer)});
+        statics.push_back({0, vocab_cat, toBytes(static_cast<double>(p.vocab) * bpp.total())});
 
         double per_microbatch = 0;  // activations of one micro-batch through all chunks
         for (int c = 0; c < pl.chunks; ++c) {
@@ -59,79 +82,77 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
             const auto& o = ops[static_cast<std::size_t>(i)];
             const auto& t = timing.times[static_cast<std::size_t>(graph.node(r, i))];
             const int pos = o.kind == OpKind::Opt ? 0 : pl.position(r, o.chunk);
-            const double act = pos >= 0 && pos <= last
-                                   ? pl.layers[static_cast<std::size_t>(pos)] * layer_act
-                                   : 0.0;
-            const auto act_cat = static_cast<int>(MemoryCategory::Activations);
-            const auto vocab_cat = static_cast<int>(MemoryCategory::Vocab);
-            const auto comm_cat = static_cast<int>(MemoryCategory::CommBuffers);
+            const std::int64_t act =
+                pos >= 0 && pos <= last ? act_bytes[static_cast<std::size_t>(pos)] : 0;
+            std::vector<Change>& lane = lanes[static_cast<std::size_t>(o.stream())];
             switch (o.kind) {
                 case OpKind::F:
-                    ch.push_back({t.start, act_cat, toBytes(act)});
+                    lane.push_back({t.start, act_cat, act});
                     if (!sharded && pos == last) {
                         // fp32 logits and softmax kept for the backward
-                        ch.push_back(
-                            {t.start, vocab_cat, toBytes(schedule::logitsBytes(m, m.vocab))});
+                        lane.push_back({t.start, vocab_cat, full_logits});
                     }
                     break;
                 case OpKind::B:
                     if (!s.split_backward) {
-                        ch.push_back({t.end, act_cat, -toBytes(act)});
+                        lane.push_back({t.end, act_cat, -act});
                     }
                     if (!sharded && pos == last) {
-                        ch.push_back(
-                            {t.end, vocab_cat, -toBytes(schedule::logitsBytes(m, m.vocab))});
+                        lane.push_back({t.end, vocab_cat, -full_logits});
                     }
                     break;
                 case OpKind::W:
-                    ch.push_back({t.end, act_cat, -toBytes(act)});
+                    lane.push_back({t.end, act_cat, -act});
                     break;
                 case OpKind::S:
                     // The shard's fp32 logits/softmax until T; vocab-2 also keeps A_d (s*b*h fp32)
                     // until barrier C has combined it (freed at that all-reduce's end).
-                    ch.push_back(
-                        {t.start, vocab_cat, toBytes(schedule::logitsBytes(m, shard_rows))});
-                    if (config.parallel.vocab == schedule::VocabMethod::Vocab2) {
-                        ch.push_back({t.start, vocab_cat, toBytes(schedule::hiddenBytesFp32(m))});
+                    lane.push_back({t.start, vocab_cat, shard_logits});
+                    if (vocab2) {
+                        lane.push_back({t.start, vocab_cat, hidden_fp32});
                     }
                     break;
                 case OpKind::T:
-                    ch.push_back(
-                        {t.end, vocab_cat, -toBytes(schedule::logitsBytes(m, shard_rows))});
+                    // The shard's logits and the broadcast X(i) are released when T is done.
+                    lane.push_back({t.end, vocab_cat, -shard_logits});
+                    lane.push_back({t.end, vocab_cat, -hidden_fp32});
                     break;
                 case OpKind::SendF:
                 case OpKind::SendB:
                 case OpKind::RecvF:
                 case OpKind::RecvB:
                 case OpKind::AllReduce:
-                    ch.push_back({t.start, comm_cat, o.bytes});
-                    ch.push_back({t.end, comm_cat, -o.bytes});
-                    if (o.collective == Collective::OutputAllReduce &&
-                        config.parallel.vocab == schedule::VocabMethod::Vocab2) {
-                        ch.push_back({t.end, vocab_cat, -toBytes(schedule::hiddenBytesFp32(m))});
+                    lane.push_back({t.start, comm_cat, o.bytes});
+                    lane.push_back({t.end, comm_cat, -o.bytes});
+                    if (o.collective == Collective::OutputAllReduce && vocab2) {
+                        lane.push_back({t.end, vocab_cat, -hidden_fp32});
                     }
                     break;
                 case OpKind::Bcast:
-                    ch.push_back({t.start, comm_cat, o.bytes});
-                    ch.push_back({t.end, comm_cat, -o.bytes});
+                    lane.push_back({t.start, comm_cat, o.bytes});
+                    lane.push_back({t.end, comm_cat, -o.bytes});
                     if (o.collective == Collective::OutputBcast && o.microbatch < s.microbatches) {
                         // Every rank keeps X(i) (fp32) from the broadcast until T(i) is done.
-                        ch.push_back({t.end, vocab_cat, toBytes(schedule::hiddenBytesFp32(m))});
+                        lane.push_back({t.end, vocab_cat, hidden_fp32});
                     }
                     break;
                 default:
                     break;
             }
-            if (o.kind == OpKind::T) {
-                ch.push_back({t.end, static_cast<int>(MemoryCategory::Vocab),
-                              -toBytes(schedule::hiddenBytesFp32(m))});
+        }
+        // Changes of one instant apply together, so their order among themselves is free. The
+        // sorts are a safety net (ops on one lane never overlap) and cost a linear check.
+        const auto by_time = [](const Change& a, const Change& b) { return a.t < b.t; };
+        for (auto& lane : lanes) {
+            if (!std::is_sorted(lane.begin(), lane.end(), by_time)) {
+                std::sort(lane.begin(), lane.end(), by_time);
             }
         }
-        // Changes of one instant apply together, so their order among themselves is free.
-        const auto by_time = [](const Change& a, const Change& b) { return a.t < b.t; };
-        if (!std::is_sorted(ch.begin(), ch.end(), by_time)) {
-            std::sort(ch.begin(), ch.end(), by_time);
-        }
+        both.resize(lanes[0].size() + lanes[1].size());
+        std::merge(lanes[0].begin(), lanes[0].end(), lanes[1].begin(), lanes[1].end(), both.begin(),
+                   by_time);
+        ch.resize(both.size() + lanes[2].size());
+        std::merge(both.begin(), both.end(), lanes[2].begin(), lanes[2].end(), ch.begin(), by_time);
 
         RankMemory& rm = out[static_cast<std::size_t>(r)];
         std::array<std::int64_t, kCategories> level{};

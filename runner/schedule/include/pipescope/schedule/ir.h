@@ -57,8 +57,14 @@ std::string_view toString(OpKind k);
 std::string_view toString(Collective c);
 std::optional<OpKind> opKindFromString(std::string_view s);
 std::optional<Collective> collectiveFromString(std::string_view s);
-bool isCompute(OpKind k);
-bool isComm(OpKind k);
+// Inline: the simulator asks for every op.
+inline bool isComm(OpKind k) {
+    return k == OpKind::SendF || k == OpKind::RecvF || k == OpKind::SendB || k == OpKind::RecvB ||
+           k == OpKind::Bcast || k == OpKind::AllReduce;
+}
+inline bool isCompute(OpKind k) {
+    return !isComm(k);
+}
 
 struct Op {
     OpKind kind = OpKind::F;
@@ -70,7 +76,18 @@ struct Op {
     bool blocking = false;   // a collective the compute stream waits in (interlaced)
     std::int64_t bytes = 0;  // bytes a communication op moves (per rank)
 
-    Stream stream() const;
+    Stream stream() const {
+        switch (kind) {
+            case OpKind::SendF:
+            case OpKind::SendB:
+                return Stream::P2P;
+            case OpKind::Bcast:
+            case OpKind::AllReduce:
+                return blocking ? Stream::Compute : Stream::Collective;
+            default:
+                return Stream::Compute;  // compute ops, and receives: the compute stream waits
+        }
+    }
     // "F3", "F3.c1", "SEND_F3>2", "ALLREDUCE(output,3)"
     std::string label() const;
     bool operator==(const Op& o) const;

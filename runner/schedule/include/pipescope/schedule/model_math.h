@@ -24,8 +24,23 @@ struct Placement {
     std::vector<int> position_chunk;  // chunk (on its rank) of each position
 
     int positions() const { return static_cast<int>(layers.size()); }
-    int position(int rank, int chunk) const;  // inverse of position_rank/position_chunk
-    int layersOnRank(int rank) const;         // summed over the rank's chunks
+    // Inverse of position_rank/position_chunk; -1 when the rank holds no such chunk. The
+    // simulator asks for every op, so the common layout (chunk c of rank r at c * p + r) is
+    // checked inline.
+    int position(int rank, int chunk) const {
+        const int q = chunk * ranks + rank;
+        if (q >= 0 && static_cast<std::size_t>(q) < position_rank.size() &&
+            static_cast<std::size_t>(q) < position_chunk.size() &&
+            position_rank[static_cast<std::size_t>(q)] == rank &&
+            position_chunk[static_cast<std::size_t>(q)] == chunk) {
+            return q;
+        }
+        return positionSearch(rank, chunk);
+    }
+    int layersOnRank(int rank) const;  // summed over the rank's chunks
+
+  private:
+    int positionSearch(int rank, int chunk) const;
 };
 
 // First/last position layer counts for "redistributed".
