@@ -325,12 +325,14 @@ class Builder {
         return true;
     }
 
-    // Adds the producer of an input, or fails naming what is missing.
+    // Adds the producer of an input, or fails naming what is missing. `what` makes the name
+    // only on failure: this runs for every op, and building strings there was a tenth of it.
+    template <typename What>
     bool need(ExecGraph& g, int rank, int index, int producer_rank, int producer_index,
-              const std::string& what) {
+              What&& what) {
         if (producer_index == kNone) {
             return fail(rank, index,
-                        "its input " + what + " is not produced by any op on rank " +
+                        "its input " + what() + " is not produced by any op on rank " +
                             std::to_string(producer_rank));
         }
         edges_.emplace_back(g.node(rank, index), g.node(producer_rank, producer_index));
@@ -351,75 +353,85 @@ class Builder {
                 const Op& o = list[static_cast<std::size_t>(i)];
                 const int mb = o.microbatch;
                 const int pos = o.kind == OpKind::Opt ? 0 : pl.position(r, o.chunk);
-                const std::string mbs = std::to_string(mb);
+                const auto mbs = [mb] { return std::to_string(mb); };
                 bool ok = true;
                 switch (o.kind) {
                     case OpKind::F:
                         if (pos == 0) {
                             if (sharded) {
                                 ok = need(g, r, i, r, ix.collective(Collective::InputAllReduce, mb),
-                                          "ALLREDUCE(input," + mbs + ")");
+                                          [&] { return "ALLREDUCE(input," + mbs() + ")"; });
                             }
                         } else if (rankOf(pos - 1) == r) {
                             ok = need(g, r, i, r, ix.get(OpKind::F, mb, chunkOf(pos - 1)),
-                                      "F" + mbs);
+                                      [&] { return "F" + mbs(); });
                         } else {
-                            ok = need(
-                                g, r, i, r, ix.get(OpKind::RecvF, mb, o.chunk),
-                                "RECV_F" + mbs + " from rank " + std::to_string(rankOf(pos - 1)));
+                            ok = need(g, r, i, r, ix.get(OpKind::RecvF, mb, o.chunk), [&] {
+                                return "RECV_F" + mbs() + " from rank " +
+                                       std::to_string(rankOf(pos - 1));
+                            });
                         }
                         break;
                     case OpKind::B:
-                        ok = need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
+                        ok = need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk),
+                                  [&] { return "F" + mbs(); });
                         if (ok && pos == last) {
                             if (s_.vocab == VocabMethod::Vocab2) {
-                                ok = need(g, r, i, r, ix.get(OpKind::L, mb, 0), "L" + mbs);
+                                ok = need(g, r, i, r, ix.get(OpKind::L, mb, 0),
+                                          [&] { return "L" + mbs(); });
                             } else if (sharded) {
                                 ok = need(g, r, i, r,
                                           ix.collective(Collective::OutputGradAllReduce, mb),
-                                          "ALLREDUCE(output_grad," + mbs + ")");
+                                          [&] { return "ALLREDUCE(output_grad," + mbs() + ")"; });
                             }
                         } else if (ok && rankOf(pos + 1) == r) {
                             ok = need(g, r, i, r, ix.get(OpKind::B, mb, chunkOf(pos + 1)),
-                                      "B" + mbs);
+                                      [&] { return "B" + mbs(); });
                         } else if (ok) {
-                            ok = need(
-                                g, r, i, r, ix.get(OpKind::RecvB, mb, o.chunk),
-                                "RECV_B" + mbs + " from rank " + std::to_string(rankOf(pos + 1)));
+                            ok = need(g, r, i, r, ix.get(OpKind::RecvB, mb, o.chunk), [&] {
+                                return "RECV_B" + mbs() + " from rank " +
+                                       std::to_string(rankOf(pos + 1));
+                            });
                         }
                         break;
                     case OpKind::W:
-                        ok = need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                        ok = need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk),
+                                  [&] { return "B" + mbs(); });
                         break;
                     case OpKind::IB:
                         ok = need(g, r, i, r, ix.collective(Collective::InputGradBcast, mb),
-                                  "BCAST(input_grad," + mbs + ")");
+                                  [&] { return "BCAST(input_grad," + mbs() + ")"; });
                         break;
                     case OpKind::S:
                         ok = need(g, r, i, r, ix.collective(Collective::OutputBcast, mb),
-                                  "BCAST(output_bcast," + mbs + ")");
+                                  [&] { return "BCAST(output_bcast," + mbs() + ")"; });
                         break;
                     case OpKind::T:
-                        ok = need(g, r, i, r, ix.get(OpKind::S, mb, 0), "S" + mbs);
+                        ok =
+                            need(g, r, i, r, ix.get(OpKind::S, mb, 0), [&] { return "S" + mbs(); });
                         if (ok && interlaced) {
                             ok = need(g, r, i, r, ix.collective(Collective::OutputAllReduce, mb),
-                                      "ALLREDUCE(output," + mbs + ")");
+                                      [&] { return "ALLREDUCE(output," + mbs() + ")"; });
                         } else if (ok) {
-                            ok = need(g, r, i, r, ix.collective(Collective::OutputBcast, mb + 1),
-                                      "BCAST(output_bcast," + std::to_string(mb + 1) + ")");
+                            ok = need(
+                                g, r, i, r, ix.collective(Collective::OutputBcast, mb + 1), [&] {
+                                    return "BCAST(output_bcast," + std::to_string(mb + 1) + ")";
+                                });
                         }
                         break;
                     case OpKind::L:
                         ok = need(g, r, i, r, ix.collective(Collective::OutputAllReduce, mb),
-                                  "ALLREDUCE(output," + mbs + ")");
+                                  [&] { return "ALLREDUCE(output," + mbs() + ")"; });
                         break;
                     case OpKind::SendF:
                         ok = checkPeer(r, i, o, pos + 1, "its forward output goes to position") &&
-                             need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk), "F" + mbs);
+                             need(g, r, i, r, ix.get(OpKind::F, mb, o.chunk),
+                                  [&] { return "F" + mbs(); });
                         break;
                     case OpKind::SendB:
                         ok = checkPeer(r, i, o, pos - 1, "its gradient goes to position") &&
-                             need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk), "B" + mbs);
+                             need(g, r, i, r, ix.get(OpKind::B, mb, o.chunk),
+                                  [&] { return "B" + mbs(); });
                         break;
                     case OpKind::RecvF:
                         ok = checkPeer(r, i, o, pos - 1, "its input comes from position");
@@ -436,7 +448,7 @@ class Builder {
                                                  ? OpKind::S
                                                  : OpKind::T;
                         ok = need(g, r, i, r, ix.get(local, mb, 0),
-                                  std::string(toString(local)) + mbs);
+                                  [&] { return std::string(toString(local)) + mbs(); });
                         break;
                     }
                     default:
@@ -488,7 +500,7 @@ class Builder {
                 return fail(r, i, "the embedding gradient comes from position 0's rank");
             }
             return need(g, r, i, r, ix.get(OpKind::B, mb, pl.position_chunk[0]),
-                        "B" + std::to_string(mb));
+                        [mb] { return "B" + std::to_string(mb); });
         }
         if (pl.position_rank[static_cast<std::size_t>(last)] != r) {
             return fail(r, i, "the output layer's input comes from the last position's rank");
@@ -497,10 +509,11 @@ class Builder {
         if (mb < s_.microbatches) {
             ok = need(g, r, i, r,
                       ix.get(OpKind::F, mb, pl.position_chunk[static_cast<std::size_t>(last)]),
-                      "F" + std::to_string(mb));
+                      [mb] { return "F" + std::to_string(mb); });
         }
         if (ok && mb > 0 && s_.vocab != VocabMethod::Interlaced) {
-            ok = need(g, r, i, r, ix.get(OpKind::L, mb - 1, 0), "L" + std::to_string(mb - 1));
+            ok = need(g, r, i, r, ix.get(OpKind::L, mb - 1, 0),
+                      [mb] { return "L" + std::to_string(mb - 1); });
         }
         return ok;
     }
