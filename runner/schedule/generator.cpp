@@ -94,6 +94,7 @@ Generator::Generator(const Config& config, const Placement& placement, const Cos
              config.parallel.schedule == ScheduleKind::VHalf),
       extra_(extra),
       record_timing_(record_timing),
+      hold_(config.parallel.vocab == VocabMethod::Vocab1),
       chunk1_reserve_(2 +
                       (config.parallel.vocab == VocabMethod::Interlaced
                            ? 0
@@ -253,7 +254,11 @@ void Generator::collectiveData(Collective c, int mb, int rank, double t) {
         for (double d : in.data) {
             ready = std::max(ready, d);
         }
+        in.ready = ready;
         pending_.push({ready, static_cast<int>(c), mb});
+        if (hold_ && c == Collective::OutputBcast) {
+            markAllDirty();  // ranks about to start a long op may rather wait for it
+        }
     }
 }
 
@@ -499,7 +504,76 @@ Generator::Decision Generator::decide(int rank) {
             consider(best, t0, makeOp(OpKind::IF, R.next_if, 0), Choice::Filler, 31);
         }
     }
+    if (holdForBarrier(rank, best)) {
+        Decision wait;
+        if (R.next_t < R.next_s) {
+            // T once its broadcast is committed; before that the commit wakes the rank
+            const Op t_op = makeOp(OpKind::T, R.next_t, 0);
+            const double r = ready(rank, t_op);
+            if (r < kInf) {
+                consider(wait, at(r), t_op, Choice::Due, 2);
+            }
+        }
+        return wait;
+    }
     return best;
+}
+
+// When this rank can start vocab-1's T(i), whose all-reduce C2 every rank must join before the
+// last stage can run B(i), if that time is already known; infinity otherwise.
+double Generator::barrierSoon(int rank) const {
+    const RankState& R = ranks_[static_cast<std::size_t>(rank)];
+    if (method_ != VocabMethod::Vocab1 || R.next_t >= R.next_s) {
+        return kInf;
+    }
+    const int mb = R.next_t;  // T(mb) waits for BCAST(output_bcast, mb + 1)
+    const Instance& in = instances_[static_cast<std::size_t>(
+        static_cast<int>(Collective::OutputBcast) * (m_ + 1) + mb + 1)];
+    const double s_end = s_end_[static_cast<std::size_t>(rank * m_ + mb)];
+    if (in.end < kInf) {
+        return std::max(s_end, in.end);  // committed
+    }
+    const double cost = costs_.collective(makeCollective(Collective::OutputBcast, mb + 1));
+    if (in.queued) {
+        return std::max(s_end, in.ready + cost);
+    }
+    // Not yet queued: the broadcast carries X(mb + 1), from the last position's forward, and
+    // g(mb), from L(mb), which the last rank runs as soon as barrier C1(mb) has ended and its
+    // current op is done. Predict it when both are in sight, for the other ranks: on the last
+    // rank L(mb) is this very decision, and waiting for it would wait forever.
+    const int root = pl_.position_rank[static_cast<std::size_t>(last_)];
+    if (rank == root) {
+        return kInf;
+    }
+    const double x = mb + 1 < m_ ? f_end_[cell(last_, mb + 1)] : 0.0;
+    double g = l_end_[static_cast<std::size_t>(mb)];
+    if (g == kInf) {
+        const double c1 =
+            instances_[static_cast<std::size_t>(
+                           static_cast<int>(Collective::OutputAllReduce) * (m_ + 1) + mb)]
+                .end;
+        g = c1 < kInf ? std::max(c1, ranks_[static_cast<std::size_t>(root)].compute_free) : kInf;
+    }
+    return x < kInf && g < kInf ? std::max(s_end, std::max(x, g) + cost) : kInf;
+}
+
+// Whether the rank should leave `best` for later and wait for vocab-1's barrier C2, which is
+// about to become possible: starting a long op just before it keeps every rank waiting in C2,
+// and the last rank's B(i) behind it, until that op is done. The authors' schedules avoid this
+// by placing each rank's vocabulary slot in its steady-state block so that the slots of all
+// ranks line up (vocabulary-parallelism.md 3.3); a runtime that follows such an order waits like
+// this. Only an imminent barrier is worth it (the wait under a quarter of the op): waiting
+// longer delays this rank's own pipeline work by more than the barrier saves.
+bool Generator::holdForBarrier(int rank, const Decision& best) const {
+    if (!hold_ || best.time == kInf || best.choice == Choice::Sync || best.choice == Choice::Due) {
+        return false;
+    }
+    const double soon = barrierSoon(rank);
+    if (soon == kInf || soon <= best.time) {
+        return false;
+    }
+    constexpr double kImminent = 0.25;
+    return soon - best.time < kImminent * costs_.compute(rank, best.op());
 }
 
 double Generator::ifTrigger(int mb) const {

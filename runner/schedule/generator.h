@@ -89,6 +89,7 @@ class Generator {
         std::vector<double> data;  // per rank: when its input exists (-1 unknown)
         int known = 0;
         bool queued = false;
+        double ready = std::numeric_limits<double>::infinity();  // once queued: inputs exist
         double end = std::numeric_limits<double>::infinity();
     };
     struct SyncBlock {
@@ -125,6 +126,8 @@ class Generator {
     double ifTrigger(int mb) const;
     void consider(Decision& best, double t, const Op& op, Choice choice, int priority);
     Decision decide(int rank);
+    double barrierSoon(int rank) const;
+    bool holdForBarrier(int rank, const Decision& best) const;
     void execute(int rank, const Decision& d);
     void finishForward(int rank, int pos, int mb, int chunk, double start, double end);
     void finishBackward(int rank, int pos, int mb, int chunk, double end);
@@ -142,6 +145,7 @@ class Generator {
     bool sharded_, interlaced_, split_;
     int extra_;
     bool record_timing_;
+    bool hold_;           // ranks may wait for an imminent barrier (interlaced, vocab-1)
     int chunk1_reserve_;  // V-Half: units a new micro-batch needs (itself, its chunk 1, barriers)
 
     std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]
