@@ -1,10 +1,37 @@
 #include <memory>
 
+#include <pipescope/schedule/exec_graph.h>
 #include <pipescope/schedule/generate.h>
+#include <pipescope/schedule/validate.h>
 
 #include "generator.h"
+#include "interlaced_order.h"
 
 namespace pipescope::schedule {
+
+namespace {
+
+// The timing of a schedule that was not made by the list scheduler, from the simulator's own
+// rules, per rank in list order.
+void recordTiming(const Schedule& s, const CostModel& costs, GenerateResult* out) {
+    const GraphBuild build = buildGraph(s);
+    if (build.error) {
+        return;
+    }
+    const GraphTiming timing = timeGraph(s, build.graph, costs);
+    out->start.assign(static_cast<std::size_t>(s.ranks), {});
+    out->end.assign(static_cast<std::size_t>(s.ranks), {});
+    for (int r = 0; r < s.ranks; ++r) {
+        for (std::size_t i = 0; i < s.ops[static_cast<std::size_t>(r)].size(); ++i) {
+            const NodeTime& t =
+                timing.times[static_cast<std::size_t>(build.graph.node(r, static_cast<int>(i)))];
+            out->start[static_cast<std::size_t>(r)].push_back(t.start);
+            out->end[static_cast<std::size_t>(r)].push_back(t.end);
+        }
+    }
+}
+
+}  // namespace
 
 int vocabExtraWarmup(VocabMethod method, int ranks) {
     switch (method) {
@@ -43,6 +70,19 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
     if (!costs) {
         own = std::make_unique<AnalyticCostModel>(config, placement);
         costs = own.get();
+    }
+    // Interlaced with 1F1B: the order of the authors' runtime, which needs at least as many
+    // micro-batches as its warm-up (1.5p); with fewer, synchronous blocks by list scheduling.
+    if (config.parallel.schedule == ScheduleKind::OneF1B &&
+        config.parallel.vocab == VocabMethod::Interlaced && options.extra_warmup == 0 &&
+        config.parallel.microbatches >= 3 * config.parallel.pipeline / 2) {
+        if (auto s = detail::interlacedOneF1B(config, placement); s && !validateSchedule(*s)) {
+            if (options.record_timing) {
+                recordTiming(*s, *costs, &out);
+            }
+            out.schedule = std::move(s);
+            return out;
+        }
     }
     const int extra =
         vocabExtraWarmup(config.parallel.vocab, config.parallel.pipeline) + options.extra_warmup;

@@ -5,6 +5,8 @@
 // greedily under a memory limit). The vocabulary passes are then placed by list scheduling
 // against a cost model: every rank runs a pass at its first op boundary after the pass's inputs
 // exist, so the S(i) of all ranks line up near the last stage's (vocabulary-parallelism.md 3.3).
+// One exception: interlaced 1F1B with m >= 1.5p gets a static per-rank order in which every rank
+// reaches each synchronous block at the same point of its op list (interlaced_order.h).
 // docs/schedules.md explains each rule.
 #pragma once
 
