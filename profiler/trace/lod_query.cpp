@@ -8,9 +8,7 @@
 
 namespace pipescope::trace {
 
-namespace {
-
-LodEntry entryFromOp(const OpRecord& o) {
+LodEntry lodEntryFromOp(const OpRecord& o) {
     LodEntry e;
     e.start_ns = o.start_ns;
     e.end_ns = o.end_ns;
@@ -25,10 +23,9 @@ LodEntry entryFromOp(const OpRecord& o) {
     return e;
 }
 
-// Folds consecutive entries narrower than `threshold` ns, closer than that to each other, into
-// one entry no wider than the threshold. After this, any two neighbouring narrow entries span
-// more than the threshold, which bounds the entries per pixel.
-std::vector<LodEntry> foldToPixels(std::vector<LodEntry> in, double threshold) {
+// After folding, any two neighbouring narrow entries span more than the threshold, which bounds
+// the entries per pixel.
+std::vector<LodEntry> foldLodEntries(std::vector<LodEntry> in, double threshold) {
     std::vector<LodEntry> out;
     out.reserve(in.size());
     auto width = [](const LodEntry& e) { return static_cast<double>(e.end_ns - e.start_ns); };
@@ -57,7 +54,81 @@ std::vector<LodEntry> foldToPixels(std::vector<LodEntry> in, double threshold) {
     return out;
 }
 
+namespace {
+
+// (series, time, min, max, last) updates of memory pixels, in time order.
+struct MemoryUpdate {
+    int series;
+    std::int64_t t;
+    std::int64_t min, max, last;
+};
+
+// Raw samples as updates of each category and the total; `carry` gets the levels before t0.
+void samplesToUpdates(const std::vector<MemorySample>& samples, std::int64_t t0,
+                      std::array<std::int64_t, MemoryPixel::kSeries>* carry,
+                      std::vector<MemoryUpdate>* updates) {
+    constexpr int kTotal = kMemoryCategoryCount;
+    std::array<std::int64_t, kMemoryCategoryCount> current{};
+    std::size_t i = 0;
+    // Samples before t0 (the carried-in levels) come first.
+    for (; i < samples.size() && samples[i].t_ns < t0; ++i) {
+        current[static_cast<std::size_t>(samples[i].category)] = samples[i].bytes;
+    }
+    for (int c = 0; c < kMemoryCategoryCount; ++c) {
+        (*carry)[static_cast<std::size_t>(c)] = current[static_cast<std::size_t>(c)];
+        (*carry)[kTotal] += current[static_cast<std::size_t>(c)];
+    }
+    while (i < samples.size()) {
+        const std::int64_t t = samples[i].t_ns;
+        for (; i < samples.size() && samples[i].t_ns == t; ++i) {
+            const auto c = static_cast<std::size_t>(samples[i].category);
+            current[c] = samples[i].bytes;
+            updates->push_back({static_cast<int>(c), t, current[c], current[c], current[c]});
+        }
+        std::int64_t total = 0;
+        for (auto v : current) {
+            total += v;
+        }
+        updates->push_back({kTotal, t, total, total, total});
+    }
+}
+
+std::vector<MemoryPixel> toPixels(const std::vector<MemoryUpdate>& updates,
+                                  std::array<std::int64_t, MemoryPixel::kSeries> carry,
+                                  std::int64_t t0, std::int64_t t1, int pixels,
+                                  double ns_per_pixel) {
+    std::vector<MemoryPixel> out(static_cast<std::size_t>(pixels));
+    std::size_t u = 0;
+    for (int p = 0; p < pixels; ++p) {
+        MemoryPixel& px = out[static_cast<std::size_t>(p)];
+        px.t_ns = t0 + static_cast<std::int64_t>(std::floor(p * ns_per_pixel));
+        const auto pixel_end =
+            p + 1 == pixels ? t1
+                            : t0 + static_cast<std::int64_t>(std::floor((p + 1) * ns_per_pixel));
+        px.min = carry;
+        px.max = carry;
+        for (; u < updates.size() && updates[u].t < pixel_end; ++u) {
+            const auto s = static_cast<std::size_t>(updates[u].series);
+            px.min[s] = std::min(px.min[s], updates[u].min);
+            px.max[s] = std::max(px.max[s], updates[u].max);
+            carry[s] = updates[u].last;
+        }
+        px.last = carry;
+    }
+    return out;
+}
+
 }  // namespace
+
+std::vector<MemoryPixel> memoryPixels(const std::vector<MemorySample>& samples, std::int64_t t0,
+                                      std::int64_t t1, int pixels) {
+    pixels = std::max(1, pixels);
+    t1 = std::max(t1, t0 + 1);
+    std::array<std::int64_t, MemoryPixel::kSeries> carry{};
+    std::vector<MemoryUpdate> updates;
+    samplesToUpdates(samples, t0, &carry, &updates);
+    return toPixels(updates, carry, t0, t1, pixels, static_cast<double>(t1 - t0) / pixels);
+}
 
 OpLodResult TraceReader::opsLod(std::int64_t t0, std::int64_t t1, int pixels,
                                 const LodOptions& options) const {
@@ -82,7 +153,7 @@ OpLodResult TraceReader::opsLod(std::int64_t t0, std::int64_t t1, int pixels,
                 d.rawOps(rank.rank, lane, use_lod ? level + 1 : 0, t0, t1, &result.rows_read);
             entries.reserve(raw.size());
             for (const auto& o : raw) {
-                entries.push_back(entryFromOp(o));
+                entries.push_back(lodEntryFromOp(o));
             }
             if (use_lod) {
                 // A folded entry spans at most its bucket plus one narrow op: < 2 W_level.
@@ -112,7 +183,7 @@ OpLodResult TraceReader::opsLod(std::int64_t t0, std::int64_t t1, int pixels,
                     [](const LodEntry& a, const LodEntry& b) { return a.start_ns < b.start_ns; });
             }
             result.lanes.push_back(LaneLod{rank.rank, static_cast<Lane>(lane),
-                                           foldToPixels(std::move(entries), threshold)});
+                                           foldLodEntries(std::move(entries), threshold)});
         }
     }
     return result;
@@ -122,7 +193,6 @@ MemoryLodResult TraceReader::memoryLod(int rank, std::int64_t t0, std::int64_t t
                                        int pixels) const {
     const Impl& d = *impl_;
     constexpr int kSeries = MemoryPixel::kSeries;
-    constexpr int kTotal = kMemoryCategoryCount;
     MemoryLodResult result;
     pixels = std::max(1, pixels);
     t1 = std::max(t1, t0 + 1);
@@ -135,13 +205,7 @@ MemoryLodResult TraceReader::memoryLod(int rank, std::int64_t t0, std::int64_t t
     const bool use_lod = have_levels && level >= d.memory_lod_min;
     result.level = use_lod ? level : -1;
 
-    // (series, time, min, max, last) updates in time order.
-    struct Update {
-        int series;
-        std::int64_t t;
-        std::int64_t min, max, last;
-    };
-    std::vector<Update> updates;
+    std::vector<MemoryUpdate> updates;
     std::array<std::int64_t, kSeries> carry{};
 
     if (use_lod) {
@@ -167,51 +231,10 @@ MemoryLodResult TraceReader::memoryLod(int rank, std::int64_t t0, std::int64_t t
         }
     } else {
         const auto samples = memory(rank, t0, t1);
-        std::array<std::int64_t, kMemoryCategoryCount> current{};
-        std::size_t i = 0;
-        // Samples before t0 (the carried-in levels) come first.
-        for (; i < samples.size() && samples[i].t_ns < t0; ++i) {
-            current[static_cast<std::size_t>(samples[i].category)] = samples[i].bytes;
-        }
-        for (int c = 0; c < kMemoryCategoryCount; ++c) {
-            carry[static_cast<std::size_t>(c)] = current[static_cast<std::size_t>(c)];
-            carry[kTotal] += current[static_cast<std::size_t>(c)];
-        }
         result.rows_read += static_cast<std::int64_t>(samples.size());
-        while (i < samples.size()) {
-            const std::int64_t t = samples[i].t_ns;
-            for (; i < samples.size() && samples[i].t_ns == t; ++i) {
-                const auto c = static_cast<std::size_t>(samples[i].category);
-                current[c] = samples[i].bytes;
-                updates.push_back({static_cast<int>(c), t, current[c], current[c], current[c]});
-            }
-            std::int64_t total = 0;
-            for (auto v : current) {
-                total += v;
-            }
-            updates.push_back({kTotal, t, total, total, total});
-        }
+        samplesToUpdates(samples, t0, &carry, &updates);
     }
-
-    result.pixels.resize(static_cast<std::size_t>(pixels));
-    std::size_t u = 0;
-    for (int p = 0; p < pixels; ++p) {
-        MemoryPixel& px = result.pixels[static_cast<std::size_t>(p)];
-        px.t_ns = t0 + static_cast<std::int64_t>(std::floor(p * result.ns_per_pixel));
-        const auto pixel_end =
-            p + 1 == pixels
-                ? t1
-                : t0 + static_cast<std::int64_t>(std::floor((p + 1) * result.ns_per_pixel));
-        px.min = carry;
-        px.max = carry;
-        for (; u < updates.size() && updates[u].t < pixel_end; ++u) {
-            const auto s = static_cast<std::size_t>(updates[u].series);
-            px.min[s] = std::min(px.min[s], updates[u].min);
-            px.max[s] = std::max(px.max[s], updates[u].max);
-            carry[s] = updates[u].last;
-        }
-        px.last = carry;
-    }
+    result.pixels = toPixels(updates, carry, t0, t1, pixels, result.ns_per_pixel);
     return result;
 }
 

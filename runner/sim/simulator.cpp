@@ -193,42 +193,57 @@ trace::RunInfo simRunInfo(const SimResult& result, int iterations,
     return run;
 }
 
+namespace {
+
+std::int64_t toNs(double seconds) {
+    return static_cast<std::int64_t>(std::llround(seconds * 1e9));
+}
+
+}  // namespace
+
+trace::OpRecord traceOp(const SimResult& res, int r, int i, std::int64_t base) {
+    const auto& o = res.schedule.ops[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)];
+    const auto& t = res.timing.times[static_cast<std::size_t>(res.graph.node(r, i))];
+    trace::OpRecord rec;
+    rec.rank = r;
+    rec.kind = static_cast<trace::OpKind>(o.kind);
+    rec.microbatch = o.microbatch;
+    rec.chunk = o.chunk;
+    rec.lane = schedule::isComm(o.kind) ? trace::Lane::Comm : trace::Lane::Compute;
+    rec.start_ns = base + toNs(t.start);
+    rec.end_ns = base + toNs(t.end);
+    rec.source = trace::Source::Sim;
+    rec.op_index = i;
+    rec.peer = o.kind == OpKind::Bcast ? o.root : o.peer;
+    rec.collective = static_cast<int>(o.collective);
+    rec.bytes = schedule::isComm(o.kind) ? o.bytes : -1;
+    return rec;
+}
+
+std::string rankStages(const schedule::Schedule& s, int r) {
+    std::string stages;
+    for (int q = 0; q < s.placement.positions(); ++q) {
+        if (s.placement.position_rank[static_cast<std::size_t>(q)] == r) {
+            stages += (stages.empty() ? "" : ",") + std::to_string(q);
+        }
+    }
+    return stages;
+}
+
 void writeTrace(const SimResult& res, int iterations, trace::TraceWriter& w) {
     const auto& s = res.schedule;
-    const auto ns = [](double seconds) {
-        return static_cast<std::int64_t>(std::llround(seconds * 1e9));
-    };
+    const auto ns = toNs;
     const std::int64_t period = ns(res.iteration_time_s);
     for (int r = 0; r < s.ranks; ++r) {
-        std::string stages;
-        for (int q = 0; q < s.placement.positions(); ++q) {
-            if (s.placement.position_rank[static_cast<std::size_t>(q)] == r) {
-                stages += (stages.empty() ? "" : ",") + std::to_string(q);
-            }
-        }
-        w.addRank({r, stages, "sim", "", 0, 0});
+        w.addRank({r, rankStages(s, r), "sim", "", 0, 0});
     }
     for (int it = 0; it < iterations; ++it) {
         const std::int64_t base = period * it;
         for (int r = 0; r < s.ranks; ++r) {
-            const auto& ops = s.ops[static_cast<std::size_t>(r)];
-            for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
-                const auto& o = ops[static_cast<std::size_t>(i)];
-                const auto& t = res.timing.times[static_cast<std::size_t>(res.graph.node(r, i))];
-                trace::OpRecord rec;
-                rec.rank = r;
+            const int count = static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
+            for (int i = 0; i < count; ++i) {
+                trace::OpRecord rec = traceOp(res, r, i, base);
                 rec.iteration = it;
-                rec.kind = static_cast<trace::OpKind>(o.kind);
-                rec.microbatch = o.microbatch;
-                rec.chunk = o.chunk;
-                rec.lane = schedule::isComm(o.kind) ? trace::Lane::Comm : trace::Lane::Compute;
-                rec.start_ns = base + ns(t.start);
-                rec.end_ns = base + ns(t.end);
-                rec.source = trace::Source::Sim;
-                rec.op_index = i;
-                rec.peer = o.kind == OpKind::Bcast ? o.root : o.peer;
-                rec.collective = static_cast<int>(o.collective);
-                rec.bytes = schedule::isComm(o.kind) ? o.bytes : -1;
                 w.addOp(rec);
             }
             const auto& levels = res.memory[static_cast<std::size_t>(r)].levels;

@@ -69,6 +69,17 @@ struct MemoryLodResult {
     std::int64_t rows_read = 0;
 };
 
+// The level-of-detail rules applied to ops and memory samples already in memory (the reader
+// uses them on rows it has read; the app on a simulation it has not written to a file).
+LodEntry lodEntryFromOp(const OpRecord& op);
+// Folds consecutive entries narrower than `threshold_ns`, closer than that to each other, into
+// one marked entry no wider than the threshold. `entries` must be sorted by start.
+std::vector<LodEntry> foldLodEntries(std::vector<LodEntry> entries, double threshold_ns);
+// Memory samples of one rank (sorted by time; those before t0 give the level carried in) as
+// `pixels` pixels over [t0, t1).
+std::vector<MemoryPixel> memoryPixels(const std::vector<MemorySample>& samples, std::int64_t t0,
+                                      std::int64_t t1, int pixels);
+
 class TraceReader {
   public:
     TraceReader();

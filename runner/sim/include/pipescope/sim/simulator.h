@@ -75,6 +75,13 @@ SimOutcome simulate(const schedule::Config& config, const SimOptions& options = 
 SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
                             bool validate);
 
+// The trace record of one simulated op (rank `rank`, list index `index`) in the iteration that
+// starts at `base_ns`: what writeTrace writes for it.
+trace::OpRecord traceOp(const SimResult& result, int rank, int index, std::int64_t base_ns);
+
+// The stages column of a rank's trace row: the pipeline positions it holds, "0,15".
+std::string rankStages(const schedule::Schedule& schedule, int rank);
+
 // Writes `iterations` back-to-back copies of the simulated iteration (each starts when the
 // previous one has ended on every rank, as the optimizer's gradient-norm all-reduce makes them)
 // with source = sim, memory levels, and the run metrics. Does not finish the writer.

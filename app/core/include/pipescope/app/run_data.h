@@ -1,0 +1,70 @@
+// What every view draws from: one run, either simulated in memory (the explorer re-simulates on
+// every change and never writes a file for it) or read from a trace file. Both answer the same
+// level-of-detail queries, so no view ever walks all ops of a run.
+//
+// Thread use: a RunData is built on a worker thread and then handed to the GUI thread, which is
+// the only thread that queries it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/analysis/run_stats.h>
+#include <pipescope/schedule/config.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/types.h>
+
+namespace pipescope::app {
+
+class RunData {
+  public:
+    virtual ~RunData();
+
+    // A short name for tabs and legends ("vocab-2", "run-3.db").
+    virtual std::string name() const = 0;
+    // Where the run came from: "simulated" or the trace file's path.
+    virtual std::string origin() const = 0;
+    virtual bool isSimulated() const = 0;
+
+    virtual int rankCount() const = 0;
+    virtual std::string rankStages(int rank) const = 0;
+    // First op start to last op end.
+    virtual trace::TimeRange timeRange() const = 0;
+
+    // The trace's level-of-detail rules over [t0, t1) drawn `pixels` wide: per (rank, lane),
+    // sorted by start, ops narrower than about two pixels folded into marked entries.
+    virtual trace::OpLodResult opsLod(std::int64_t t0, std::int64_t t1, int pixels) const = 0;
+    // Memory of one rank per pixel: min, max and last of each category and of the total.
+    virtual trace::MemoryLodResult memoryLod(int rank, std::int64_t t0, std::int64_t t1,
+                                             int pixels) const = 0;
+    // The ops of one rank overlapping [t0, t1), sorted by start (hit tests, selections).
+    virtual std::vector<trace::OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1) const = 0;
+    // The ops `op` waits for before it can start or end (its inputs, the previous op of its
+    // stream, the send a receive waits for, the other members of a collective).
+    virtual std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const = 0;
+
+    // The metrics of architecture.md, as pipescope-trace stats computes them.
+    const analysis::RunStats& stats() const { return stats_; }
+    // The config the run was made from, when the run says (simulations always do).
+    const std::optional<schedule::Config>& config() const { return config_; }
+    // Device memory of one rank, 0 when unknown.
+    std::int64_t memoryCapacity() const {
+        return stats_.inputs.memory_capacity_bytes
+                   ? static_cast<std::int64_t>(*stats_.inputs.memory_capacity_bytes)
+                   : 0;
+    }
+
+  protected:
+    analysis::RunStats stats_;
+    std::optional<schedule::Config> config_;
+};
+
+using RunDataPtr = std::shared_ptr<const RunData>;
+
+// Human-readable op label for tooltips and lists: "F5", "SEND_F3→2", "ALLREDUCE(output,3)".
+std::string opLabel(const trace::OpRecord& op);
+
+}  // namespace pipescope::app

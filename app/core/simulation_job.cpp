@@ -1,0 +1,203 @@
+#include <chrono>
+
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/simulation_job.h>
+#include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/generate.h>
+#include <pipescope/sim/simulator.h>
+
+namespace pipescope::app {
+
+namespace {
+
+// The config with overrides applied (through the JSON form, so every rule is checked again).
+schedule::ParseResult withOverrides(const schedule::Config& base,
+                                    const std::vector<schedule::Override>& overrides) {
+    return schedule::parseConfig(schedule::toJson(base), overrides, "<current config>");
+}
+
+std::string quoted(std::string_view s) {
+    return "\"" + std::string(s) + "\"";
+}
+
+}  // namespace
+
+std::vector<schedule::VocabMethod> methodsFor(const schedule::Config& config) {
+    using schedule::VocabMethod;
+    std::vector<VocabMethod> out;
+    for (auto m : {VocabMethod::Naive, VocabMethod::Redistributed, VocabMethod::Interlaced,
+                   VocabMethod::Vocab1, VocabMethod::Vocab2}) {
+        if (!schedule::unsupportedCombination(config.parallel.schedule, m)) {
+            out.push_back(m);
+        }
+    }
+    return out;
+}
+
+SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
+                        const std::function<void(int, int)>& progress) {
+    const auto t0 = std::chrono::steady_clock::now();
+    SimOutput out;
+    const auto cancelled = [&] { return cancel && cancel->load(); };
+    const auto simulateOne = [&](const schedule::Config& c, const std::string& name,
+                                 std::string* error) -> std::shared_ptr<SimRunData> {
+        auto sim = sim::simulate(c);
+        if (!sim.result) {
+            *error = name + ": " + sim.error;
+            return nullptr;
+        }
+        return std::make_shared<SimRunData>(std::move(*sim.result), name);
+    };
+
+    switch (req.kind) {
+        case SimRequest::Kind::Single: {
+            std::string error;
+            if (auto run = simulateOne(req.config, std::string(toString(req.config.parallel.vocab)),
+                                       &error)) {
+                out.runs.push_back(std::move(run));
+            } else {
+                out.errors.push_back(error);
+            }
+            break;
+        }
+        case SimRequest::Kind::Methods: {
+            const auto methods = methodsFor(req.config);
+            int done = 0;
+            for (auto m : methods) {
+                if (cancelled()) {
+                    out.cancelled = true;
+                    break;
+                }
+                const std::string name(toString(m));
+                auto parsed = withOverrides(req.config, {{"parallel.vocab", quoted(name)}});
+                std::string error;
+                if (!parsed.ok()) {
+                    out.errors.push_back(name + ": " + parsed.errorText());
+                } else if (auto run = simulateOne(*parsed.config, name, &error)) {
+                    out.runs.push_back(std::move(run));
+                } else {
+                    out.errors.push_back(error);
+                }
+                if (progress) {
+                    progress(++done, static_cast<int>(methods.size()));
+                }
+            }
+            break;
+        }
+        case SimRequest::Kind::Sweep: {
+            const auto methods = methodsFor(req.config);
+            const int total = static_cast<int>(methods.size() * req.sweep_values.size());
+            int done = 0;
+            for (auto m : methods) {
+                for (const auto& value : req.sweep_values) {
+                    if (cancelled()) {
+                        out.cancelled = true;
+                        break;
+                    }
+                    SweepPoint pt;
+                    pt.method = std::string(toString(m));
+                    pt.value = value;
+                    auto parsed = withOverrides(
+                        req.config,
+                        {{req.sweep_key, value}, {"parallel.vocab", quoted(pt.method)}});
+                    if (!parsed.ok()) {
+                        pt.error = parsed.errorText();
+                    } else if (auto sim = sim::simulate(*parsed.config); !sim.result) {
+                        pt.error = sim.error;
+                    } else {
+                        pt.ok = true;
+                        pt.iteration_ms = sim.result->iteration_time_s * 1e3;
+                        pt.mfu = sim.result->mfu;
+                        pt.bubble_ratio = sim.result->bubble_ratio;
+                        pt.peak_memory_bytes = sim.result->maxPeakMemory();
+                    }
+                    out.sweep.push_back(std::move(pt));
+                    if (progress) {
+                        progress(++done, total);
+                    }
+                }
+            }
+            break;
+        }
+    }
+    out.elapsed_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+}
+
+SimulationController::SimulationController(QObject* parent) : QObject(parent) {
+    debounce_.setSingleShot(true);
+    debounce_.setInterval(30);
+    connect(&debounce_, &QTimer::timeout, this, &SimulationController::startPending);
+    connect(&watcher_, &QFutureWatcher<SimOutput>::finished, this,
+            &SimulationController::onJobFinished);
+}
+
+SimulationController::~SimulationController() {
+    cancel();
+    watcher_.waitForFinished();
+}
+
+void SimulationController::setDebounceMs(int ms) {
+    debounce_.setInterval(std::max(0, ms));
+}
+
+quint64 SimulationController::request(SimRequest request) {
+    pending_ = std::move(request);
+    pending_id_ = next_id_++;
+    debounce_.start();
+    return pending_id_;
+}
+
+void SimulationController::cancel() {
+    pending_.reset();
+    debounce_.stop();
+    if (cancel_flag_) {
+        cancel_flag_->store(true);
+    }
+}
+
+bool SimulationController::busy() const {
+    return running_ || pending_.has_value();
+}
+
+void SimulationController::startPending() {
+    if (running_ || !pending_) {
+        return;  // a running job starts the waiting one when it finishes
+    }
+    SimRequest req = std::move(*pending_);
+    pending_.reset();
+    running_ = true;
+    running_id_ = pending_id_;
+    cancel_flag_ = std::make_shared<std::atomic<bool>>(false);
+    const quint64 id = running_id_;
+    QPointer<SimulationController> self(this);
+    auto flag = cancel_flag_;
+    emit started(id);
+    watcher_.setFuture(QtConcurrent::run([req = std::move(req), flag, id, self]() {
+        return runSimRequest(req, flag.get(), [&](int done, int total) {
+            QMetaObject::invokeMethod(
+                self.data(),
+                [self, id, done, total] {
+                    if (self) {
+                        emit self->progress(id, done, total);
+                    }
+                },
+                Qt::QueuedConnection);
+        });
+    }));
+}
+
+void SimulationController::onJobFinished() {
+    running_ = false;
+    auto output = std::make_shared<const SimOutput>(watcher_.result());
+    const quint64 id = running_id_;
+    if (pending_ && !debounce_.isActive()) {
+        startPending();
+    }
+    emit finished(id, std::move(output));
+}
+
+}  // namespace pipescope::app

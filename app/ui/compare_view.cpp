@@ -1,0 +1,73 @@
+#include "compare_view.h"
+
+#include <QHeaderView>
+#include <QIdentityProxyModel>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <pipescope/analysis/compare.h>
+#include <pipescope/app/compare_model.h>
+
+#include "run_view.h"
+
+namespace pipescope::app {
+
+namespace {
+
+// Better in green, worse in red.
+class VerdictColors : public QIdentityProxyModel {
+  public:
+    using QIdentityProxyModel::QIdentityProxyModel;
+    QVariant data(const QModelIndex& index, int role) const override {
+        if (role == Qt::ForegroundRole) {
+            const QVariant v = QIdentityProxyModel::data(index, CompareModel::VerdictRole);
+            if (v.isValid() && v.toInt() == static_cast<int>(analysis::Verdict::Better)) {
+                return QColor(0x1a, 0x7f, 0x37);
+            }
+            if (v.isValid() && v.toInt() == static_cast<int>(analysis::Verdict::Worse)) {
+                return QColor(0xc6, 0x28, 0x28);
+            }
+        }
+        return QIdentityProxyModel::data(index, role);
+    }
+};
+
+}  // namespace
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    notes_ = new QLabel;
+    notes_->setWordWrap(true);
+    notes_->setVisible(false);
+    layout->addWidget(notes_);
+    auto* split = new QSplitter(Qt::Vertical);
+    chart_ = new TraceChart;
+    split->addWidget(chart_);
+    table_ = new QTableView;
+    model_ = new CompareModel(this);
+    auto* colors = new VerdictColors(this);
+    colors->setSourceModel(model_);
+    table_->setModel(colors);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->verticalHeader()->setVisible(false);
+    split->addWidget(table_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+}
+
+void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes, bool keep_view) {
+    runs_ = std::move(runs);
+    notes_->setText(notes.join(QStringLiteral("\n")));
+    notes_->setVisible(!notes.isEmpty());
+    std::vector<analysis::RunStats> stats;
+    for (const auto& r : runs_) {
+        stats.push_back(r->stats());
+        stats.back().run.name = r->name();
+    }
+    model_->setComparison(analysis::compareRuns(stats));
+    chart_->setRuns(runs_, false, keep_view);
+}
+
+}  // namespace pipescope::app

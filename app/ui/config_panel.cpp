@@ -1,0 +1,327 @@
+#include "config_panel.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include <pipescope/schedule/config_parse.h>
+
+namespace pipescope::app {
+
+namespace {
+
+const char* kInvalidStyle = "border: 2px solid #c62828; border-radius: 3px;";
+
+std::string quoted(const QString& s) {
+    return "\"" + s.toStdString() + "\"";
+}
+
+}  // namespace
+
+ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(4, 4, 4, 4);
+    presets_ = new QComboBox;
+    presets_->setToolTip(
+        tr("Built-in configs: the authors' 8-GPU setups, small CPU models and "
+           "the default comparison"));
+    presets_->addItem(tr("Choose a preset…"), QString());
+    const QStringList names =
+        QDir(QStringLiteral(":/presets")).entryList({QStringLiteral("*.json")}, QDir::Files);
+    for (const QString& n : names) {
+        presets_->addItem(QFileInfo(n).completeBaseName(), n);
+    }
+    outer->addWidget(presets_);
+    source_ = new QLabel;
+    source_->setWordWrap(true);
+    source_->setStyleSheet(QStringLiteral("color: #555;"));
+    outer->addWidget(source_);
+
+    auto* scroll = new QScrollArea;
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* inner = new QWidget;
+    auto* layout = new QVBoxLayout(inner);
+    layout->setContentsMargins(0, 0, 0, 0);
+    scroll->setWidget(inner);
+    outer->addWidget(scroll, 1);
+
+    const auto group = [&](const QString& title) {
+        auto* box = new QGroupBox(title);
+        auto* form = new QFormLayout(box);
+        form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+        layout->addWidget(box);
+        return form;
+    };
+    using C = schedule::Config;
+    QFormLayout* model = group(tr("Model"));
+    addInt(model, "model.layers", tr("Layers"), 1, 100000, tr("Transformer layers"),
+           [](const C& c) { return c.model.layers; });
+    addInt(model, "model.hidden", tr("Hidden size"), 1, 1 << 20, tr("Hidden size h"),
+           [](const C& c) { return c.model.hidden; });
+    addInt(model, "model.ffn_hidden", tr("FFN size"), 1, 1 << 22, tr("Feed-forward size f"),
+           [](const C& c) { return c.model.ffn_hidden; });
+    addInt(model, "model.heads", tr("Heads"), 1, 65536, tr("Attention heads; must divide hidden"),
+           [](const C& c) { return c.model.heads; });
+    addInt(model, "model.seq_len", tr("Sequence length"), 1, 1 << 24, tr("Tokens per sequence s"),
+           [](const C& c) { return c.model.seq_len; });
+    addInt(model, "model.vocab", tr("Vocabulary"), 2, 2000000000, tr("Vocabulary size V"),
+           [](const C& c) { return static_cast<int>(c.model.vocab); });
+    addInt(model, "model.micro_batch", tr("Micro-batch"), 1, 65536,
+           tr("Sequences per micro-batch b"), [](const C& c) { return c.model.micro_batch; });
+    addChoice(model, "model.dtype", tr("Data type"),
+              {QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")},
+              tr("Weight and activation type"),
+              [](const C& c) { return std::string(toString(c.model.dtype)); });
+
+    QFormLayout* par = group(tr("Pipeline"));
+    addChoice(par, "parallel.schedule", tr("Schedule"),
+              {QStringLiteral("gpipe"), QStringLiteral("1f1b"), QStringLiteral("interleaved-1f1b"),
+               QStringLiteral("zb-h1"), QStringLiteral("v-half")},
+              tr("Base pipeline schedule"),
+              [](const C& c) { return std::string(toString(c.parallel.schedule)); });
+    addChoice(par, "parallel.vocab", tr("Vocabulary"),
+              {QStringLiteral("naive"), QStringLiteral("redistributed"),
+               QStringLiteral("interlaced"), QStringLiteral("vocab-1"), QStringLiteral("vocab-2")},
+              tr("How the input and output layers are placed (vocabulary-parallelism.md)"),
+              [](const C& c) { return std::string(toString(c.parallel.vocab)); });
+    addInt(par, "parallel.pipeline", tr("Stages"), 1, 4096, tr("Pipeline ranks p"),
+           [](const C& c) { return c.parallel.pipeline; });
+    addInt(par, "parallel.microbatches", tr("Micro-batches"), 1, 1 << 20,
+           tr("Micro-batches per iteration m"), [](const C& c) { return c.parallel.microbatches; });
+    addOptionalInt(par, "parallel.first_stage_layers", tr("First stage layers"),
+                   tr("Redistributed only: layers on the first stage (auto balances the costs)"),
+                   [](const C& c) { return c.parallel.first_stage_layers; });
+    addOptionalInt(par, "parallel.last_stage_layers", tr("Last stage layers"),
+                   tr("Redistributed only: layers on the last stage (auto balances the costs)"),
+                   [](const C& c) { return c.parallel.last_stage_layers; });
+
+    QFormLayout* hw = group(tr("Hardware"));
+    addDouble(hw, "hardware.peak_tflops", tr("Peak TFLOP/s"), 0.001, 1e6, 3,
+              tr("Dense peak per rank; MFU is taken against it"),
+              [](const C& c) { return c.hardware.peak_tflops; });
+    addDouble(hw, "hardware.memory_gib", tr("Memory (GiB)"), 0.001, 1e6, 2,
+              tr("Device memory per rank"), [](const C& c) { return c.hardware.memory_gib; });
+    addDouble(hw, "hardware.gemm_efficiency", tr("GEMM efficiency"), 0.01, 1, 3,
+              tr("Achieved fraction of peak on large GEMMs (analytic costs)"),
+              [](const C& c) { return c.hardware.gemm_efficiency; });
+    addDouble(hw, "hardware.p2p_gbps", tr("P2P GB/s"), 0.001, 1e6, 1,
+              tr("Point-to-point bandwidth between neighbouring ranks"),
+              [](const C& c) { return c.hardware.p2p_gbps; });
+    addDouble(hw, "hardware.allreduce_gbps", tr("Collective GB/s"), 0.001, 1e6, 1,
+              tr("Bus bandwidth of collectives"),
+              [](const C& c) { return c.hardware.allreduce_gbps; });
+    addDouble(hw, "hardware.latency_us", tr("Latency (µs)"), 0, 1e6, 1, tr("Per-message latency"),
+              [](const C& c) { return c.hardware.latency_us; });
+
+    QFormLayout* costs = group(tr("Costs"));
+    addChoice(costs, "costs.source", tr("Cost source"),
+              {QStringLiteral("analytic"), QStringLiteral("table")},
+              tr("analytic: FLOPs and bytes against the hardware; table: the config's measured "
+                 "per-stage times"),
+              [](const C& c) {
+                  return c.costs.source == schedule::CostSource::Table ? std::string("table")
+                                                                       : std::string("analytic");
+              });
+    layout->addStretch(1);
+
+    issues_ = new QLabel;
+    issues_->setWordWrap(true);
+    issues_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    issues_->setStyleSheet(QStringLiteral("color: #c62828;"));
+    outer->addWidget(issues_);
+
+    connect(presets_, &QComboBox::activated, this, [this](int index) {
+        const QString name = presets_->itemData(index).toString();
+        if (!name.isEmpty()) {
+            loadPreset(name);
+        }
+    });
+}
+
+void ConfigPanel::addInt(QFormLayout* form, const QString& key, const QString& label, int min,
+                         int max, const QString& tip,
+                         std::function<int(const schedule::Config&)> get) {
+    auto* spin = new QSpinBox;
+    spin->setRange(min, max);
+    spin->setKeyboardTracking(true);
+    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    form->addRow(label, spin);
+    fields_[key] = {spin, [spin] { return std::to_string(spin->value()); },
+                    [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
+                    spin->toolTip()};
+    connect(spin, &QSpinBox::valueChanged, this, [this] { reparse(); });
+}
+
+void ConfigPanel::addDouble(QFormLayout* form, const QString& key, const QString& label, double min,
+                            double max, int decimals, const QString& tip,
+                            std::function<double(const schedule::Config&)> get) {
+    auto* spin = new QDoubleSpinBox;
+    spin->setRange(min, max);
+    spin->setDecimals(decimals);
+    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    form->addRow(label, spin);
+    fields_[key] = {spin, [spin] { return QString::number(spin->value(), 'g', 12).toStdString(); },
+                    [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
+                    spin->toolTip()};
+    connect(spin, &QDoubleSpinBox::valueChanged, this, [this] { reparse(); });
+}
+
+void ConfigPanel::addChoice(QFormLayout* form, const QString& key, const QString& label,
+                            const QStringList& items, const QString& tip,
+                            std::function<std::string(const schedule::Config&)> get) {
+    auto* combo = new QComboBox;
+    combo->addItems(items);
+    combo->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    form->addRow(label, combo);
+    fields_[key] = {combo, [combo] { return quoted(combo->currentText()); },
+                    [combo, get](const schedule::Config& c) {
+                        combo->setCurrentText(QString::fromStdString(get(c)));
+                    },
+                    combo->toolTip()};
+    connect(combo, &QComboBox::currentIndexChanged, this, [this] { reparse(); });
+}
+
+void ConfigPanel::addOptionalInt(QFormLayout* form, const QString& key, const QString& label,
+                                 const QString& tip,
+                                 std::function<std::optional<int>(const schedule::Config&)> get) {
+    auto* spin = new QSpinBox;
+    spin->setRange(-1, 100000);
+    spin->setSpecialValueText(tr("auto"));
+    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    form->addRow(label, spin);
+    fields_[key] = {
+        spin,
+        [spin] { return spin->value() < 0 ? std::string("null") : std::to_string(spin->value()); },
+        [spin, get](const schedule::Config& c) { spin->setValue(get(c).value_or(-1)); },
+        spin->toolTip()};
+    connect(spin, &QSpinBox::valueChanged, this, [this] { reparse(); });
+}
+
+void ConfigPanel::assignFields(const schedule::Config& c) {
+    assigning_ = true;
+    for (auto& [key, f] : fields_) {
+        f.assign(c);
+    }
+    assigning_ = false;
+}
+
+bool ConfigPanel::loadJson(const QString& json, const QString& source_name) {
+    const auto parsed = schedule::parseConfig(json.toStdString(), source_name.toStdString());
+    if (!parsed.ok()) {
+        issues_->setText(QString::fromStdString(parsed.errorText()));
+        emit configInvalid(issues_->text());
+        return false;
+    }
+    base_json_ = json.toStdString();
+    source_name_ = source_name;
+    source_->setText(QString::fromStdString(parsed.config->name));
+    assignFields(*parsed.config);
+    reparse();
+    return true;
+}
+
+bool ConfigPanel::loadFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        issues_->setText(tr("%1: cannot read the file: %2").arg(path, f.errorString()));
+        emit configInvalid(issues_->text());
+        return false;
+    }
+    const QByteArray bytes = f.read(64 * 1024 * 1024 + 1);
+    if (bytes.size() > 64 * 1024 * 1024) {
+        issues_->setText(tr("%1: a config over 64 MiB is not a config").arg(path));
+        emit configInvalid(issues_->text());
+        return false;
+    }
+    return loadJson(QString::fromUtf8(bytes), path);
+}
+
+bool ConfigPanel::loadPreset(const QString& resource_name) {
+    const bool ok = loadFile(QStringLiteral(":/presets/") + resource_name);
+    if (ok) {
+        const int index = presets_->findData(resource_name);
+        presets_->setCurrentIndex(std::max(0, index));
+    }
+    return ok;
+}
+
+void ConfigPanel::reparse() {
+    if (assigning_ || base_json_.empty()) {
+        return;
+    }
+    std::vector<schedule::Override> overrides;
+    for (const auto& [key, f] : fields_) {
+        overrides.push_back({key.toStdString(), f.json()});
+    }
+    const auto parsed = schedule::parseConfig(base_json_, overrides, source_name_.toStdString());
+    for (auto& [key, f] : fields_) {
+        f.widget->setStyleSheet(QString());
+        f.widget->setToolTip(f.tooltip);
+    }
+    if (!parsed.ok()) {
+        QStringList lines;
+        for (const auto& issue : parsed.issues) {
+            const QString key = QString::fromStdString(issue.path);
+            lines << QString::fromStdString(issue.text());
+            auto it = fields_.find(key);
+            if (it != fields_.end()) {
+                it->second.widget->setStyleSheet(QString::fromLatin1(kInvalidStyle));
+                it->second.widget->setToolTip(QString::fromStdString(issue.message) +
+                                              QStringLiteral("\n\n") + it->second.tooltip);
+            }
+        }
+        issues_->setText(lines.join(QStringLiteral("\n")));
+        emit configInvalid(issues_->text());
+        return;
+    }
+    issues_->clear();
+    config_ = parsed.config;
+    emit configChanged(*config_);
+}
+
+QString ConfigPanel::configJson() const {
+    return config_ ? QString::fromStdString(schedule::toJson(*config_)) : QString();
+}
+
+QWidget* ConfigPanel::field(const QString& key) const {
+    auto it = fields_.find(key);
+    return it == fields_.end() ? nullptr : it->second.widget;
+}
+
+bool ConfigPanel::setField(const QString& key, const QVariant& value) {
+    QWidget* w = field(key);
+    if (auto* spin = qobject_cast<QSpinBox*>(w)) {
+        bool ok = false;
+        const int v = value.toInt(&ok);
+        if (!ok || v < spin->minimum() || v > spin->maximum()) {
+            return false;
+        }
+        spin->setValue(v);
+        return true;
+    }
+    if (auto* spin = qobject_cast<QDoubleSpinBox*>(w)) {
+        bool ok = false;
+        const double v = value.toDouble(&ok);
+        if (!ok) {
+            return false;
+        }
+        spin->setValue(v);
+        return true;
+    }
+    if (auto* combo = qobject_cast<QComboBox*>(w)) {
+        const int index = combo->findText(value.toString());
+        if (index < 0) {
+            return false;
+        }
+        combo->setCurrentIndex(index);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace pipescope::app

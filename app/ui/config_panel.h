@@ -1,0 +1,81 @@
+// The config panel: presets, model, pipeline, hardware and cost source. Every edit re-parses
+// the config (the loaded document plus the panel's values as overrides) with the same
+// validator as pipescope-run; a field the validator complains about is marked with its message
+// and the views keep the last valid config.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QWidget>
+
+#include <pipescope/schedule/config.h>
+
+namespace pipescope::app {
+
+class ConfigPanel : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit ConfigPanel(QWidget* parent = nullptr);
+
+    // Loads a config document (a preset or a file); the fields take its values. On a parse
+    // error the fields keep their values and the error is shown; returns false.
+    bool loadJson(const QString& json, const QString& source_name);
+    bool loadFile(const QString& path);
+    bool loadPreset(const QString& resource_name);  // "default.json"
+
+    // The current config, when valid.
+    const std::optional<schedule::Config>& config() const { return config_; }
+    // The current config as a JSON document (to save or hand to pipescope-run).
+    QString configJson() const;
+    QString issuesText() const { return issues_->text(); }
+
+    // Sets one field by key path ("parallel.microbatches") as a user would; false if the panel
+    // has no such field or the value does not fit it.
+    bool setField(const QString& key, const QVariant& value);
+    QWidget* field(const QString& key) const;
+
+  signals:
+    void configChanged(const pipescope::schedule::Config& config);
+    void configInvalid(const QString& message);
+
+  private:
+    struct Field {
+        QWidget* widget = nullptr;
+        std::function<std::string()> json;                    // the value as JSON text
+        std::function<void(const schedule::Config&)> assign;  // from a parsed config
+        QString tooltip;
+    };
+    void addInt(QFormLayout* form, const QString& key, const QString& label, int min, int max,
+                const QString& tip, std::function<int(const schedule::Config&)> get);
+    void addDouble(QFormLayout* form, const QString& key, const QString& label, double min,
+                   double max, int decimals, const QString& tip,
+                   std::function<double(const schedule::Config&)> get);
+    void addChoice(QFormLayout* form, const QString& key, const QString& label,
+                   const QStringList& items, const QString& tip,
+                   std::function<std::string(const schedule::Config&)> get);
+    void addOptionalInt(QFormLayout* form, const QString& key, const QString& label,
+                        const QString& tip,
+                        std::function<std::optional<int>(const schedule::Config&)> get);
+    void assignFields(const schedule::Config& c);
+    void reparse();
+
+    std::map<QString, Field> fields_;
+    QComboBox* presets_;
+    QLabel* source_;
+    QLabel* issues_;
+    std::string base_json_;
+    QString source_name_;
+    std::optional<schedule::Config> config_;
+    bool assigning_ = false;
+};
+
+}  // namespace pipescope::app

@@ -1,0 +1,285 @@
+#include "headless.h"
+
+#include <cstdio>
+
+#include <QFileInfo>
+
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/simulation_job.h>
+#include <pipescope/app/trace_run_data.h>
+#include <pipescope/schedule/config_parse.h>
+
+#include "chart_export.h"
+#include "run_view.h"
+#include "summary_view.h"
+#include "sweep_view.h"
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailed = 4;
+
+void err(const QString& s) {
+    std::fprintf(stderr, "pipescope: %s\n", s.toLocal8Bit().constData());
+}
+
+struct Args {
+    QString view;
+    QString out;
+    QString config;
+    QStringList traces;
+    QString sweep = QStringLiteral("model.vocab=32000,64000,128000,256000");
+    int width = 1600;
+    int height = 0;
+    double dpi = 96;
+};
+
+std::optional<Args> parse(const QStringList& argv, QString* error) {
+    Args a;
+    for (int i = 1; i < argv.size(); ++i) {
+        const QString& s = argv[i];
+        const auto value = [&](const char* name) -> std::optional<QString> {
+            if (i + 1 >= argv.size()) {
+                *error = QStringLiteral("%1 needs a value").arg(QLatin1String(name));
+                return std::nullopt;
+            }
+            return argv[++i];
+        };
+        const auto number = [&](const char* name, double* out) {
+            auto v = value(name);
+            if (!v) {
+                return false;
+            }
+            bool ok = false;
+            *out = v->toDouble(&ok);
+            if (!ok) {
+                *error = QStringLiteral("%1: not a number: %2").arg(QLatin1String(name), *v);
+            }
+            return ok;
+        };
+        double n = 0;
+        if (s == QLatin1String("--export")) {
+            auto v = value("--export");
+            if (!v) {
+                return std::nullopt;
+            }
+            a.view = *v;
+        } else if (s == QLatin1String("--out")) {
+            auto v = value("--out");
+            if (!v) {
+                return std::nullopt;
+            }
+            a.out = *v;
+        } else if (s == QLatin1String("--config")) {
+            auto v = value("--config");
+            if (!v) {
+                return std::nullopt;
+            }
+            a.config = *v;
+        } else if (s == QLatin1String("--sweep")) {
+            auto v = value("--sweep");
+            if (!v) {
+                return std::nullopt;
+            }
+            a.sweep = *v;
+        } else if (s == QLatin1String("--width")) {
+            if (!number("--width", &n)) {
+                return std::nullopt;
+            }
+            a.width = static_cast<int>(n);
+        } else if (s == QLatin1String("--height")) {
+            if (!number("--height", &n)) {
+                return std::nullopt;
+            }
+            a.height = static_cast<int>(n);
+        } else if (s == QLatin1String("--dpi")) {
+            if (!number("--dpi", &a.dpi)) {
+                return std::nullopt;
+            }
+        } else if (s.startsWith(QLatin1String("--"))) {
+            *error = QStringLiteral("unknown option %1").arg(s);
+            return std::nullopt;
+        } else {
+            a.traces << s;
+        }
+    }
+    const QStringList views = {QStringLiteral("timeline"), QStringLiteral("memory"),
+                               QStringLiteral("summary"), QStringLiteral("compare"),
+                               QStringLiteral("sweep")};
+    if (!views.contains(a.view)) {
+        *error = QStringLiteral("--export: unknown view \"%1\"; expected one of %2")
+                     .arg(a.view, views.join(QStringLiteral(", ")));
+        return std::nullopt;
+    }
+    if (a.out.isEmpty()) {
+        *error = QStringLiteral("--out FILE.{png,svg,pdf} is required");
+        return std::nullopt;
+    }
+    if (a.config.isEmpty() == a.traces.isEmpty()) {
+        *error = QStringLiteral("give either --config CONFIG.json or one or more RUN.db files");
+        return std::nullopt;
+    }
+    if (a.view == QLatin1String("sweep") && a.config.isEmpty()) {
+        *error = QStringLiteral("--export sweep needs --config CONFIG.json");
+        return std::nullopt;
+    }
+    return a;
+}
+
+}  // namespace
+
+QString headlessUsage() {
+    return QStringLiteral(
+        "usage: pipescope [RUN.db | CONFIG.json ...]\n"
+        "       pipescope --export VIEW --out FILE.{png,svg,pdf} (--config CONFIG.json | RUN.db "
+        "...)\n"
+        "                 [--width PX] [--height PX] [--dpi N] [--sweep KEY=V1,V2,...]\n"
+        "VIEW: timeline, memory, summary, compare, sweep. With --config the config is simulated;\n"
+        "compare uses the config's \"compare\" list (or every vocabulary method when it has "
+        "none),\n"
+        "or the given runs. Works with no display.\n");
+}
+
+bool wantsHeadless(const QStringList& args) {
+    return args.contains(QStringLiteral("--export"));
+}
+
+int runHeadless(const QStringList& argv) {
+    QString error;
+    const auto a = parse(argv, &error);
+    if (!a) {
+        err(error);
+        std::fprintf(stderr, "%s", headlessUsage().toLocal8Bit().constData());
+        return kExitBadInput;
+    }
+    if (!formatForPath(a->out)) {
+        err(QStringLiteral("%1: unknown image type \"%2\"; use .png, .svg or .pdf")
+                .arg(a->out, QFileInfo(a->out).suffix()));
+        return kExitBadInput;
+    }
+
+    // The runs: simulated from the config, or read from the trace files.
+    std::vector<RunDataPtr> runs;
+    std::optional<schedule::Config> config;
+    if (!a->config.isEmpty()) {
+        auto parsed = schedule::loadConfigFile(a->config.toStdString());
+        if (!parsed.ok()) {
+            err(QString::fromStdString(parsed.errorText()));
+            return kExitBadInput;
+        }
+        config = parsed.config;
+        if (a->view == QLatin1String("compare")) {
+            if (config->compare.empty()) {
+                SimRequest req;
+                req.kind = SimRequest::Kind::Methods;
+                req.config = *config;
+                auto out = runSimRequest(req);
+                runs = out.runs;
+                for (const auto& e : out.errors) {
+                    err(QString::fromStdString(e));
+                }
+            }
+            for (const auto& variant : config->compare) {
+                auto applied = schedule::applyVariant(*config, variant);
+                if (!applied.ok()) {
+                    err(QString::fromStdString(applied.errorText()));
+                    return kExitBadInput;
+                }
+                auto sim = sim::simulate(*applied.config);
+                if (!sim.result) {
+                    err(QString::fromStdString(variant.label + ": " + sim.error));
+                    return kExitBadInput;
+                }
+                runs.push_back(std::make_shared<SimRunData>(std::move(*sim.result), variant.label));
+            }
+        } else if (a->view != QLatin1String("sweep")) {
+            auto sim = sim::simulate(*config);
+            if (!sim.result) {
+                err(QString::fromStdString(sim.error));
+                return kExitBadInput;
+            }
+            runs.push_back(std::make_shared<SimRunData>(
+                std::move(*sim.result), std::string(toString(config->parallel.vocab))));
+        }
+    } else {
+        for (const QString& path : a->traces) {
+            std::string e;
+            auto data = TraceRunData::open(path.toStdString(), &e);
+            if (!data) {
+                err(QString::fromStdString(e));
+                return kExitBadInput;
+            }
+            runs.push_back(std::move(data));
+        }
+    }
+
+    ExportOptions options;
+    options.width = a->width;
+    options.dpi = a->dpi;
+    ExportResult result;
+    if (a->view == QLatin1String("timeline") || a->view == QLatin1String("memory") ||
+        a->view == QLatin1String("compare")) {
+        const bool memory = a->view == QLatin1String("memory");
+        const bool compare = a->view == QLatin1String("compare");
+        TraceChart chart;
+        const int height = a->height > 0 ? a->height
+                                         : (compare ? 260 * static_cast<int>(runs.size()) + 80
+                                                    : (memory ? 760 : 520));
+        chart.resize(a->width, height);
+        if (!compare) {
+            runs.resize(1);
+            chart.setTitle(QString::fromStdString(runs.front()->name()) + QStringLiteral(" — ") +
+                           headline(*runs.front()));
+        } else {
+            chart.setTitle(QStringLiteral("Comparison"));
+        }
+        chart.setRuns(runs, memory || compare ? memory : false);
+        options.height = height;
+        result = exportPlot(&chart, a->out, options);
+    } else if (a->view == QLatin1String("summary")) {
+        QCustomPlot plot;
+        plot.resize(a->width, a->height > 0 ? a->height : 600);
+        fillSummaryPlot(&plot, *runs.front());
+        options.height = plot.height();
+        result = exportPlot(&plot, a->out, options);
+    } else {
+        const QString spec = a->sweep;
+        const int eq = static_cast<int>(spec.indexOf(QLatin1Char('=')));
+        if (eq <= 0) {
+            err(QStringLiteral("--sweep: expected KEY=V1,V2,..., got \"%1\"").arg(spec));
+            return kExitBadInput;
+        }
+        auto values = parseSweepValues(spec.mid(eq + 1), &error);
+        if (!values) {
+            err(error);
+            return kExitBadInput;
+        }
+        SimRequest req;
+        req.kind = SimRequest::Kind::Sweep;
+        req.config = *config;
+        req.sweep_key = spec.left(eq).toStdString();
+        req.sweep_values = *values;
+        const auto out = runSimRequest(req);
+        for (const auto& p : out.sweep) {
+            if (!p.ok) {
+                err(QString::fromStdString(p.method + " at " + p.value + ": " + p.error));
+            }
+        }
+        QCustomPlot plot;
+        plot.resize(a->width, a->height > 0 ? a->height : 560);
+        fillSweepPlot(&plot, out.sweep, spec.left(eq));
+        options.height = plot.height();
+        result = exportPlot(&plot, a->out, options);
+    }
+    if (!result.ok) {
+        err(result.error);
+        return kExitFailed;
+    }
+    std::printf("%s\n", QFileInfo(a->out).absoluteFilePath().toLocal8Bit().constData());
+    return kExitOk;
+}
+
+}  // namespace pipescope::app

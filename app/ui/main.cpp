@@ -1,0 +1,48 @@
+// pipescope: the desktop app, or with --export a headless renderer (architecture.md, CLIs).
+#include <cstdio>
+
+#include <QApplication>
+
+#include "headless.h"
+#include "main_window.h"
+
+int main(int argc, char** argv) {
+    QStringList args;
+    for (int i = 0; i < argc; ++i) {
+        args << QString::fromLocal8Bit(argv[i]);
+    }
+    const bool headless = pipescope::app::wantsHeadless(args);
+    // With no display a Qt GUI program aborts; an export needs none, so it chooses the offscreen
+    // platform itself unless the user picked one.
+    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+    if (args.contains(QStringLiteral("--help")) || args.contains(QStringLiteral("-h"))) {
+        std::printf("%s", pipescope::app::headlessUsage().toLocal8Bit().constData());
+        return 0;
+    }
+    if (args.contains(QStringLiteral("--version"))) {
+        std::printf("pipescope %s\n", PIPESCOPE_VERSION);
+        return 0;
+    }
+    if (!headless && qEnvironmentVariableIsEmpty("DISPLAY") &&
+        qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        std::fprintf(stderr,
+                     "pipescope: no display (DISPLAY and WAYLAND_DISPLAY are unset). Render views "
+                     "to files with --export (see --help), or run under a display.\n");
+        return 2;
+    }
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("PipeScope"));
+    QApplication::setApplicationName(QStringLiteral("PipeScope"));
+    QApplication::setApplicationVersion(QStringLiteral(PIPESCOPE_VERSION));
+    if (headless) {
+        return pipescope::app::runHeadless(args);
+    }
+    pipescope::app::MainWindow window;
+    window.show();
+    args.removeFirst();
+    window.openPaths(args);
+    return QApplication::exec();
+}

@@ -1,0 +1,492 @@
+#include "main_window.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressDialog>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <pipescope/app/recent_files.h>
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/trace_run_data.h>
+#include <pipescope/interop/chrome_export.h>
+
+#include "chart_export.h"
+#include "compare_view.h"
+#include "config_panel.h"
+#include "run_view.h"
+#include "summary_view.h"
+#include "sweep_view.h"
+#include "timeline_plot.h"
+
+namespace pipescope::app {
+
+namespace {
+
+// A run's tab: its chart above its summary.
+class RunTab : public QSplitter {
+  public:
+    explicit RunTab(RunDataPtr run) : QSplitter(Qt::Vertical) {
+        view = new RunView;
+        summary = new SummaryView;
+        addWidget(view);
+        addWidget(summary);
+        setStretchFactor(0, 3);
+        setStretchFactor(1, 2);
+        view->setRun(run, false);
+        summary->setRun(run);
+    }
+    RunView* view;
+    SummaryView* summary;
+};
+
+bool isTracePath(const QString& path) {
+    const QString s = QFileInfo(path).suffix().toLower();
+    return s == QLatin1String("db") || s == QLatin1String("sqlite") ||
+           s == QLatin1String("sqlite3");
+}
+
+}  // namespace
+
+MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), restore_(restore) {
+    setWindowTitle(QStringLiteral("PipeScope"));
+    setWindowIcon(QIcon(QStringLiteral(":/icons/pipescope.svg")));
+    setAcceptDrops(true);
+    resize(1280, 800);
+
+    sim_ = new SimulationController(this);
+    recent_ = std::make_unique<RecentFiles>(QStringLiteral("recentFiles"), 10);
+
+    config_ = new ConfigPanel;
+    auto* dock = new QDockWidget(tr("Config"), this);
+    dock->setObjectName(QStringLiteral("configDock"));
+    dock->setWidget(config_);
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+    dock->setMinimumWidth(250);
+    addDockWidget(Qt::LeftDockWidgetArea, dock);
+
+    tabs_ = new QTabWidget;
+    tabs_->setDocumentMode(true);
+    tabs_->setTabsClosable(true);
+    setCentralWidget(tabs_);
+
+    auto* explore = new QSplitter(Qt::Vertical);
+    explore_view_ = new RunView;
+    explore_summary_ = new SummaryView;
+    explore->addWidget(explore_view_);
+    explore->addWidget(explore_summary_);
+    explore->setStretchFactor(0, 3);
+    explore->setStretchFactor(1, 2);
+    explore_tab_ = explore;
+    tabs_->addTab(explore, tr("Explore"));
+    methods_view_ = new CompareView;
+    tabs_->addTab(methods_view_, tr("Compare methods"));
+    sweep_view_ = new SweepView;
+    tabs_->addTab(sweep_view_, tr("Sweep"));
+    for (int i = 0; i < 3; ++i) {
+        tabs_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // fixed tabs
+    }
+    connect(tabs_, &QTabWidget::tabCloseRequested, this, [this](int index) {
+        if (index >= 3) {
+            QWidget* w = tabs_->widget(index);
+            tabs_->removeTab(index);
+            w->deleteLater();
+        }
+    });
+
+    sim_status_ = new QLabel;
+    statusBar()->addPermanentWidget(sim_status_);
+
+    connect(config_, &ConfigPanel::configChanged, this, &MainWindow::onConfigChanged);
+    connect(config_, &ConfigPanel::configInvalid, this, [this](const QString& message) {
+        statusBar()->showMessage(tr("Config invalid — the views keep the last valid config: %1")
+                                     .arg(message.section(QLatin1Char('\n'), 0, 0)));
+    });
+    connect(sim_, &SimulationController::finished, this, &MainWindow::onSimulated);
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
+        if (tabs_->currentWidget() == methods_view_ && methods_view_->runs().empty()) {
+            compareMethods();
+        }
+    });
+
+    buildMenus();
+
+    QSettings settings;
+    bool loaded = false;
+    if (restore_) {
+        restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+        restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+        const QString last = settings.value(QStringLiteral("config/last")).toString();
+        if (!last.isEmpty()) {
+            loaded = config_->loadJson(last, tr("last session's config"));
+        }
+    }
+    if (!loaded) {
+        config_->loadPreset(QStringLiteral("default.json"));
+    }
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open trace…"), QKeySequence::Open, this, &MainWindow::openTraceDialog);
+    file->addAction(tr("Open &config…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this,
+                    &MainWindow::openConfigDialog);
+    recent_menu_ = file->addMenu(tr("Open &recent"));
+    updateRecentMenu();
+    file->addAction(tr("&Save config as…"), QKeySequence::Save, this,
+                    &MainWindow::saveConfigDialog);
+    file->addSeparator();
+    file->addAction(tr("&Export chart…"), QKeySequence(Qt::CTRL | Qt::Key_E), this,
+                    &MainWindow::exportChartDialog);
+    file->addAction(tr("Export &trace (Perfetto JSON)…"),
+                    QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this,
+                    &MainWindow::exportTraceDialog);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* tools = menuBar()->addMenu(tr("&Tools"));
+    tools->addAction(tr("Compare &vocabulary methods"), QKeySequence(Qt::CTRL | Qt::Key_M), this,
+                     &MainWindow::compareMethods);
+    tools->addAction(tr("Compare &open runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
+                     &MainWindow::compareOpenRuns);
+    tools->addAction(tr("&Sweep"), QKeySequence(Qt::CTRL | Qt::Key_3), this, [this] {
+        tabs_->setCurrentWidget(sweep_view_);
+        sweep_view_->run();
+    });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
+                    &MainWindow::showShortcuts);
+    help->addAction(tr("&About PipeScope"), this, [this] {
+        QMessageBox::about(
+            this, tr("About PipeScope"),
+            tr("<b>PipeScope %1</b><br>Explore, run and compare pipeline-parallel schedules "
+               "with vocabulary parallelism.")
+                .arg(QStringLiteral(PIPESCOPE_VERSION)));
+    });
+}
+
+void MainWindow::showShortcuts() {
+    QMessageBox::information(
+        this, tr("Keyboard shortcuts"),
+        tr("<table>"
+           "<tr><td><b>W / S</b></td><td>zoom in / out</td></tr>"
+           "<tr><td><b>A / D</b></td><td>pan left / right</td></tr>"
+           "<tr><td><b>F</b></td><td>fit the selected op or range</td></tr>"
+           "<tr><td><b>0</b></td><td>fit the whole run</td></tr>"
+           "<tr><td><b>Esc</b></td><td>clear the selection</td></tr>"
+           "<tr><td><b>wheel</b></td><td>zoom around the pointer</td></tr>"
+           "<tr><td><b>drag</b></td><td>select a time range and show its statistics</td></tr>"
+           "<tr><td><b>click</b></td><td>select an op and outline what it waits for</td></tr>"
+           "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
+           "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"
+           "</table>"));
+}
+
+void MainWindow::onConfigChanged(const schedule::Config& config) {
+    sweep_view_->setConfig(config);
+    SimRequest req;
+    req.config = config;
+    single_request_ = sim_->request(std::move(req));
+    sim_status_->setText(tr("simulating…"));
+    if (!methods_view_->runs().empty() || tabs_->currentWidget() == methods_view_) {
+        compareMethods();  // keep the comparison current once it has been asked for
+    }
+}
+
+void MainWindow::compareMethods() {
+    if (!config_->config()) {
+        statusBar()->showMessage(tr("No valid config to compare: fix the config first."));
+        return;
+    }
+    // The controller keeps one waiting request; the explorer's comes first.
+    SimRequest req;
+    req.kind = SimRequest::Kind::Methods;
+    req.config = *config_->config();
+    methods_request_ = 0;
+    auto* controller = findChild<SimulationController*>(QStringLiteral("methodsController"));
+    if (!controller) {
+        controller = new SimulationController(this);
+        controller->setObjectName(QStringLiteral("methodsController"));
+        connect(controller, &SimulationController::finished, this,
+                [this](quint64 id, std::shared_ptr<const SimOutput> out) {
+                    if (id != methods_request_) {
+                        return;
+                    }
+                    QStringList notes;
+                    for (const auto& e : out->errors) {
+                        notes << QString::fromStdString(e);
+                    }
+                    methods_view_->setRuns(out->runs, notes, !methods_view_->runs().empty());
+                });
+    }
+    methods_request_ = controller->request(std::move(req));
+    if (sender() && qobject_cast<QAction*>(sender())) {
+        tabs_->setCurrentWidget(methods_view_);
+    }
+}
+
+void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output) {
+    if (id != single_request_ && sim_->busy()) {
+        return;  // a newer config is on its way
+    }
+    if (!output->runs.empty()) {
+        const bool keep = current_ != nullptr;
+        current_ = output->runs.front();
+        explore_view_->setRun(current_, keep);
+        explore_summary_->setRun(current_);
+        const auto* sim = dynamic_cast<const SimRunData*>(current_.get());
+        sim_status_->setText(tr("simulated %1 ops in %2 ms")
+                                 .arg(sim ? sim->opCount() : 0)
+                                 .arg(output->elapsed_ms, 0, 'f', 1));
+        statusBar()->clearMessage();
+    } else if (!output->errors.empty()) {
+        sim_status_->setText(tr("simulation failed"));
+        statusBar()->showMessage(QString::fromStdString(output->errors.front()));
+    }
+}
+
+void MainWindow::openTrace(const QString& path) {
+    auto* watcher = new QFutureWatcher<std::pair<std::shared_ptr<TraceRunData>, QString>>(this);
+    auto* progress = new QProgressDialog(tr("Opening %1…").arg(QFileInfo(path).fileName()),
+                                         tr("Cancel"), 0, 0, this);
+    progress->setMinimumDuration(300);
+    progress->setWindowModality(Qt::WindowModal);
+    auto cancelled = std::make_shared<bool>(false);
+    connect(progress, &QProgressDialog::canceled, this, [cancelled] { *cancelled = true; });
+    connect(watcher, &QFutureWatcherBase::finished, this, [=, this] {
+        auto [opened, error] = watcher->result();
+        watcher->deleteLater();
+        progress->deleteLater();
+        if (*cancelled) {
+            statusBar()->showMessage(tr("Opening %1 cancelled").arg(path));
+            return;
+        }
+        if (!opened) {
+            statusBar()->showMessage(error);
+            emit traceFailed(error);
+            if (isVisible()) {
+                QMessageBox::warning(this, tr("Cannot open trace"), error);
+            }
+            return;
+        }
+        recent_->add(path);
+        updateRecentMenu();
+        auto* tab = new RunTab(opened);
+        const int index = tabs_->addTab(tab, QFileInfo(path).fileName());
+        tabs_->setTabToolTip(index, path);
+        tabs_->setCurrentIndex(index);
+        emit traceOpened(path);
+    });
+    const std::string p = path.toStdString();
+    watcher->setFuture(QtConcurrent::run([p] {
+        std::string error;
+        auto run = TraceRunData::open(p, &error);
+        return std::make_pair(run, QString::fromStdString(error));
+    }));
+}
+
+void MainWindow::openPaths(const QStringList& paths) {
+    for (const QString& p : paths) {
+        if (isTracePath(p)) {
+            openTrace(p);
+        } else if (p.endsWith(QLatin1String(".json"), Qt::CaseInsensitive)) {
+            config_->loadFile(p);
+        } else {
+            openTrace(p);  // the reader says what the file is
+        }
+    }
+}
+
+void MainWindow::openTraceDialog() {
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open traces"), QString(), tr("PipeScope traces (*.db *.sqlite);;All files (*)"));
+    for (const QString& p : paths) {
+        openTrace(p);
+    }
+}
+
+void MainWindow::openConfigDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open config"), QString(),
+                                                      tr("Configs (*.json);;All files (*)"));
+    if (!path.isEmpty() && config_->loadFile(path)) {
+        recent_->add(path);
+        updateRecentMenu();
+    }
+}
+
+void MainWindow::saveConfigDialog() {
+    if (!config_->config()) {
+        QMessageBox::warning(this, tr("Save config"),
+                             tr("The config is not valid:\n%1").arg(config_->issuesText()));
+        return;
+    }
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save config"), QString(), tr("Configs (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(config_->configJson().toUtf8()) < 0 ||
+        !f.commit()) {
+        QMessageBox::warning(this, tr("Save config"),
+                             tr("%1: cannot write: %2").arg(path, f.errorString()));
+    }
+}
+
+void MainWindow::updateRecentMenu() {
+    if (!recent_menu_) {
+        return;
+    }
+    recent_menu_->clear();
+    for (const QString& p : recent_->files()) {
+        recent_menu_->addAction(p, this, [this, p] { openPaths({p}); });
+    }
+    recent_menu_->setEnabled(!recent_menu_->isEmpty());
+}
+
+void MainWindow::compareOpenRuns() {
+    std::vector<RunDataPtr> runs;
+    for (int i = 3; i < tabs_->count(); ++i) {
+        if (auto* tab = dynamic_cast<RunTab*>(tabs_->widget(i))) {
+            runs.push_back(tab->view->run());
+        }
+    }
+    if (current_) {
+        runs.insert(runs.begin(), current_);
+    }
+    if (runs.size() < 2) {
+        statusBar()->showMessage(tr("Open at least one trace to compare with the explorer's run"));
+        return;
+    }
+    auto* view = new CompareView;
+    view->setRuns(runs, {}, false);
+    tabs_->setCurrentIndex(tabs_->addTab(view, tr("Compare %1 runs").arg(runs.size())));
+}
+
+bool MainWindow::exportCurrentChart(const QString& path, QString* error) {
+    QWidget* w = tabs_->currentWidget();
+    QCustomPlot* plot = nullptr;
+    std::vector<std::pair<QCustomPlot*, int>> stacked;
+    if (w == explore_tab_) {
+        stacked = {{explore_view_->chart(), 560}, {explore_summary_->plot(), 320}};
+    } else if (w == methods_view_) {
+        plot = methods_view_->chart();
+    } else if (w == sweep_view_) {
+        plot = sweep_view_->plot();
+    } else if (auto* tab = dynamic_cast<RunTab*>(w)) {
+        stacked = {{tab->view->chart(), 560}, {tab->summary->plot(), 320}};
+    } else if (auto* cmp = dynamic_cast<CompareView*>(w)) {
+        plot = cmp->chart();
+    }
+    ExportOptions options;
+    options.width = 1600;
+    ExportResult r;
+    if (!stacked.empty()) {
+        r = exportPlots(stacked, path, options);
+    } else if (plot) {
+        options.height = 900;
+        r = exportPlot(plot, path, options);
+    } else {
+        r.error = tr("nothing to export in this tab");
+    }
+    if (!r.ok && error) {
+        *error = r.error;
+    }
+    return r.ok;
+}
+
+void MainWindow::exportChartDialog() {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export chart"), QStringLiteral("pipescope.png"),
+        tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QString error;
+    if (exportCurrentChart(path, &error)) {
+        statusBar()->showMessage(tr("Chart written to %1").arg(path), 5000);
+    } else {
+        QMessageBox::warning(this, tr("Export chart"), error);
+    }
+}
+
+void MainWindow::exportTraceDialog() {
+    RunDataPtr run = current_;
+    if (auto* tab = dynamic_cast<RunTab*>(tabs_->currentWidget())) {
+        run = tab->view->run();
+    }
+    if (!run) {
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"),
+                                                      QStringLiteral("pipescope-trace.json"),
+                                                      tr("Perfetto / Chrome JSON (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    trace::TraceStatus st;
+    if (auto* t = dynamic_cast<const TraceRunData*>(run.get())) {
+        st = interop::exportChrome(t->reader(), path.toStdString());
+    } else if (auto* s = dynamic_cast<const SimRunData*>(run.get())) {
+        // A simulated run has no file yet: write one to a temporary folder and export it.
+        QTemporaryDir dir;
+        const std::string db = dir.filePath(QStringLiteral("run.db")).toStdString();
+        st = saveSimTrace(*s, db, 1, true);
+        if (st.ok()) {
+            trace::TraceReader reader;
+            st = reader.open(db);
+            if (st.ok()) {
+                st = interop::exportChrome(reader, path.toStdString());
+            }
+        }
+    }
+    if (st.ok()) {
+        statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+    } else {
+        QMessageBox::warning(this, tr("Export trace"), QString::fromStdString(st.message));
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (restore_) {
+        QSettings settings;
+        settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+        settings.setValue(QStringLiteral("window/state"), saveState());
+        if (config_->config()) {
+            settings.setValue(QStringLiteral("config/last"), config_->configJson());
+        }
+    }
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) {
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    QStringList paths;
+    for (const QUrl& url : event->mimeData()->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    openPaths(paths);
+}
+
+}  // namespace pipescope::app

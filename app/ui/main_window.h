@@ -1,0 +1,90 @@
+// The main window: the config panel on the left; tabs for the explorer (the current config,
+// re-simulated on every change), the vocabulary-method comparison, the sweep, and every trace
+// file opened.
+#pragma once
+
+#include <memory>
+
+#include <QLabel>
+#include <QMainWindow>
+#include <QTabWidget>
+
+#include <pipescope/app/run_data.h>
+#include <pipescope/app/simulation_job.h>
+
+namespace pipescope::app {
+
+class CompareView;
+class ConfigPanel;
+class RecentFiles;
+class RunView;
+class SummaryView;
+class SweepView;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+  public:
+    // `restore`: restore geometry, recent files and the last config from QSettings (off in
+    // tests, which start from the embedded default).
+    explicit MainWindow(bool restore = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    ConfigPanel* configPanel() const { return config_; }
+    RunView* explorer() const { return explore_view_; }
+    SummaryView* explorerSummary() const { return explore_summary_; }
+    CompareView* methodComparison() const { return methods_view_; }
+    SweepView* sweep() const { return sweep_view_; }
+    QTabWidget* tabs() const { return tabs_; }
+    RunDataPtr currentRun() const { return current_; }
+    SimulationController* simulator() const { return sim_; }
+
+    // Opens a trace file in a new tab (in the background); errors go to a message box unless
+    // `quiet`, and always to the status bar.
+    void openTrace(const QString& path);
+    void openPaths(const QStringList& paths);
+    // Simulates the vocabulary methods of the current config and shows the comparison tab.
+    void compareMethods();
+    // Exports the chart of the current tab to `path` (PNG, SVG or PDF by suffix).
+    bool exportCurrentChart(const QString& path, QString* error);
+
+  signals:
+    void traceOpened(const QString& path);
+    void traceFailed(const QString& message);
+
+  protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+  private:
+    void buildMenus();
+    void onConfigChanged(const schedule::Config& config);
+    void onSimulated(quint64 id, std::shared_ptr<const SimOutput> output);
+    void exportChartDialog();
+    void exportTraceDialog();
+    void openTraceDialog();
+    void openConfigDialog();
+    void saveConfigDialog();
+    void compareOpenRuns();
+    void updateRecentMenu();
+    void showShortcuts();
+
+    ConfigPanel* config_;
+    QTabWidget* tabs_;
+    RunView* explore_view_;
+    SummaryView* explore_summary_;
+    CompareView* methods_view_;
+    SweepView* sweep_view_;
+    QWidget* explore_tab_;
+    SimulationController* sim_;
+    RunDataPtr current_;
+    quint64 methods_request_ = 0;
+    quint64 single_request_ = 0;
+    std::unique_ptr<RecentFiles> recent_;
+    class QMenu* recent_menu_ = nullptr;
+    QLabel* sim_status_;
+    bool restore_;
+};
+
+}  // namespace pipescope::app

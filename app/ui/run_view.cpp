@@ -1,0 +1,462 @@
+#include "run_view.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QHBoxLayout>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <pipescope/app/time_axis.h>
+
+#include "memory_plot.h"
+#include "timeline_plot.h"
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
+constexpr double kZoomStep = 1.25;
+constexpr double kPanStep = 0.2;  // of the view per A/D press
+
+}  // namespace
+
+TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
+    setFocusPolicy(Qt::StrongFocus);
+    setMouseTracking(true);
+    setNoAntialiasingOnDrag(true);
+    setToolTip(
+        tr("Wheel: zoom · drag: select a range · click: select an op\n"
+           "W/S zoom · A/D pan · F fit selection · 0 fit all"));
+    setMinimumSize(320, 200);
+}
+
+TraceChart::~TraceChart() = default;
+
+void TraceChart::setTitle(const QString& title) {
+    title_ = title;
+    rebuild(true);
+}
+
+void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view) {
+    runs_ = std::move(runs);
+    show_memory_ = show_memory;
+    selected_.reset();
+    range_.reset();
+    rebuild(keep_view);
+}
+
+void TraceChart::rebuild(bool keep_view) {
+    const QCPRange old = timeRangeMs();
+    const bool had_view = !rects_.empty();
+    memory_.reset();
+    clearPlottables();
+    clearItems();
+    plotLayout()->clear();  // deletes the axis rects and the legend inside them
+    rects_.clear();
+    timelines_.clear();
+    memory_rect_ = nullptr;
+    legend = nullptr;
+
+    int row = 0;
+    if (!title_.isEmpty()) {
+        plotLayout()->addElement(
+            row++, 0, new QCPTextElement(this, title_, QFont(font().family(), 11, QFont::Bold)));
+    }
+    auto* margins = new QCPMarginGroup(this);
+    for (const auto& run : runs_) {
+        auto* rect = new QCPAxisRect(this);
+        rect->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        plotLayout()->addElement(row, 0, rect);
+        plotLayout()->setRowStretchFactor(row,
+                                          std::max(1.0, std::min(4.0, run->rankCount() / 2.0)));
+        ++row;
+        if (runs_.size() > 1) {
+            rect->axis(QCPAxis::atTop)->setVisible(true);
+            rect->axis(QCPAxis::atTop)->setTicks(false);
+            rect->axis(QCPAxis::atTop)->setTickLabels(false);
+            rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
+        }
+        timelines_.push_back(addTimeline(this, rect, run));
+        rects_.push_back(rect);
+        connect(rect->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                this, &TraceChart::onRangeChanged);
+    }
+    if (show_memory_ && !runs_.empty()) {
+        memory_rect_ = new QCPAxisRect(this);
+        memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        plotLayout()->addElement(row, 0, memory_rect_);
+        plotLayout()->setRowStretchFactor(row, 1.5);
+        ++row;
+        memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
+        connect(memory_rect_->axis(QCPAxis::atBottom),
+                qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+                &TraceChart::onRangeChanged);
+    }
+    if (!rects_.empty()) {
+        legend = new QCPLegend;
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        legend->setWrap(8);
+        legend->setBorderPen(Qt::NoPen);
+        legend->setIconSize(14, 10);
+        legend->setFont(QFont(font().family(), 8));
+        plotLayout()->addElement(row, 0, legend);
+        plotLayout()->setRowStretchFactor(row, 0.001);
+        legend->setLayer(QStringLiteral("legend"));
+        addKindLegend(this, rects_.front(), runs_);
+    }
+    if (keep_view && had_view && old.size() > 0) {
+        setTimeRangeMs(old);
+    } else {
+        fitAll();
+    }
+    if (memory_) {
+        memory_->setRank(memory_rank_);
+        memory_->setRun(runs_.front());
+    }
+    replot();
+}
+
+QCPRange TraceChart::fullRange() const {
+    double lo = 0;
+    double hi = 0;
+    bool any = false;
+    for (const auto& run : runs_) {
+        const auto r = run->timeRange();
+        const double a = static_cast<double>(r.start_ns) / kNsPerMs;
+        const double b = static_cast<double>(r.end_ns) / kNsPerMs;
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, b) : b;
+        any = true;
+    }
+    if (!any || hi <= lo) {
+        return QCPRange(0, 1);
+    }
+    const double margin = (hi - lo) * 0.01;
+    return QCPRange(lo - margin, hi + margin);
+}
+
+QCPRange TraceChart::timeRangeMs() const {
+    if (!rects_.empty()) {
+        return rects_.front()->axis(QCPAxis::atBottom)->range();
+    }
+    return QCPRange(0, 0);
+}
+
+void TraceChart::setTimeRangeMs(const QCPRange& range) {
+    const QCPRange full = fullRange();
+    TimeAxis axis{range.lower, range.upper, 1};
+    axis.clamp(full.lower, full.upper, kMinSpanMs);
+    if (!rects_.empty()) {
+        // onRangeChanged syncs the other axes.
+        rects_.front()->axis(QCPAxis::atBottom)->setRange(QCPRange(axis.t0, axis.t1));
+    }
+}
+
+void TraceChart::onRangeChanged(const QCPRange& range) {
+    if (syncing_) {
+        return;
+    }
+    syncing_ = true;
+    for (auto* rect : rects_) {
+        rect->axis(QCPAxis::atBottom)->setRange(range);
+    }
+    if (memory_rect_) {
+        memory_rect_->axis(QCPAxis::atBottom)->setRange(range);
+    }
+    syncing_ = false;
+    if (memory_) {
+        memory_->refresh();
+    }
+}
+
+void TraceChart::fitAll() {
+    setTimeRangeMs(fullRange());
+}
+
+void TraceChart::fitSelection() {
+    if (range_) {
+        setTimeRangeMs(*range_);
+    } else if (selected_) {
+        const double a = static_cast<double>(selected_->start_ns) / kNsPerMs;
+        const double b = static_cast<double>(selected_->end_ns) / kNsPerMs;
+        const double pad = std::max((b - a) * 0.5, kMinSpanMs);
+        setTimeRangeMs(QCPRange(a - pad, b + pad));
+    } else {
+        fitAll();
+    }
+    replot();
+}
+
+void TraceChart::zoomBy(double factor, std::optional<double> anchor_ms) {
+    const QCPRange r = timeRangeMs();
+    const double anchor = anchor_ms.value_or(r.center());
+    setTimeRangeMs(
+        QCPRange(anchor - (anchor - r.lower) / factor, anchor + (r.upper - anchor) / factor));
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceChart::panBy(double fraction) {
+    const QCPRange r = timeRangeMs();
+    setTimeRangeMs(r + r.size() * fraction);
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceChart::setMemoryRank(int rank) {
+    memory_rank_ = rank;
+    if (memory_) {
+        memory_->setRank(rank);
+        replot();
+    }
+}
+
+TimelinePlottable* TraceChart::timelineAt(const QPointF& pos) const {
+    for (std::size_t i = 0; i < rects_.size(); ++i) {
+        if (rects_[i]->rect().contains(pos.toPoint())) {
+            return timelines_[i];
+        }
+    }
+    return nullptr;
+}
+
+bool TraceChart::selectAt(const QPointF& pos) {
+    TimelinePlottable* t = timelineAt(pos);
+    for (auto* other : timelines_) {
+        other->setSelection(std::nullopt, {});
+    }
+    selected_.reset();
+    if (t) {
+        if (auto op = t->opAt(pos)) {
+            selected_ = op;
+            auto deps = t->run()->dependencies(*op);
+            QStringList names;
+            for (const auto& d : deps) {
+                names << QString::fromStdString(opLabel(d)) +
+                             QStringLiteral(" (rank %1)").arg(d.rank);
+            }
+            t->setSelection(op, std::move(deps));
+            emit selectionDescribed(
+                tr("%1 on rank %2: %3 from %4; waits for %5")
+                    .arg(QString::fromStdString(opLabel(*op)))
+                    .arg(op->rank)
+                    .arg(formatNs(static_cast<double>(op->duration())),
+                         formatNs(static_cast<double>(op->start_ns)),
+                         names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", "))));
+        }
+    }
+    if (!selected_) {
+        emit selectionDescribed(QString());
+    }
+    replot();
+    return selected_.has_value();
+}
+
+void TraceChart::setRangeSelection(std::optional<QCPRange> range_ms) {
+    range_ = range_ms;
+    for (auto* t : timelines_) {
+        t->setRangeSelection(range_ms);
+    }
+    emit rangeDescribed(rangeStatistics());
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TraceChart::rangeStatistics() const {
+    if (!range_ || runs_.empty()) {
+        return QString();
+    }
+    const auto t0 = static_cast<std::int64_t>(range_->lower * kNsPerMs);
+    const auto t1 = static_cast<std::int64_t>(range_->upper * kNsPerMs);
+    const double span = static_cast<double>(t1 - t0);
+    QStringList parts;
+    parts << tr("range %1 – %2 (%3)")
+                 .arg(formatNs(static_cast<double>(t0)), formatNs(static_cast<double>(t1)),
+                      formatNs(span));
+    for (const auto& run : runs_) {
+        QStringList ranks;
+        double idle_sum = 0;
+        for (int r = 0; r < run->rankCount(); ++r) {
+            // Busy: the union of compute-lane ops clipped to the range.
+            std::int64_t busy = 0;
+            std::int64_t covered = t0;
+            for (const auto& op : run->ops(r, t0, t1)) {
+                if (op.lane != trace::Lane::Compute) {
+                    continue;
+                }
+                const std::int64_t a = std::max(op.start_ns, covered);
+                const std::int64_t b = std::min(op.end_ns, t1);
+                if (b > a) {
+                    busy += b - a;
+                    covered = b;
+                }
+            }
+            const double idle = span > 0 ? 1.0 - static_cast<double>(busy) / span : 0;
+            idle_sum += idle;
+            ranks << tr("r%1 busy %2 (%3% idle)")
+                         .arg(r)
+                         .arg(formatNs(static_cast<double>(busy)))
+                         .arg(idle * 100, 0, 'f', 1);
+        }
+        const QString prefix = runs_.size() > 1
+                                   ? QString::fromStdString(run->name()) + QStringLiteral(": ")
+                                   : QString();
+        parts << prefix +
+                     tr("mean idle %1% · ")
+                         .arg(idle_sum / std::max(1, run->rankCount()) * 100, 0, 'f', 1) +
+                     ranks.join(QStringLiteral(", "));
+    }
+    return parts.join(QStringLiteral("\n"));
+}
+
+void TraceChart::mousePressEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton) {
+        press_ = event->position();
+        dragging_ = false;
+    }
+    setFocus();
+}
+
+void TraceChart::mouseMoveEvent(QMouseEvent* event) {
+    const QPointF pos = event->position();
+    if (press_ && (event->buttons() & Qt::LeftButton)) {
+        if (!dragging_ && std::abs(pos.x() - press_->x()) > 4) {
+            dragging_ = true;
+        }
+        if (dragging_ && !rects_.empty()) {
+            QCPAxis* x = rects_.front()->axis(QCPAxis::atBottom);
+            QCPRange r(x->pixelToCoord(press_->x()), x->pixelToCoord(pos.x()));
+            r.normalize();
+            setRangeSelection(r);
+        }
+        return;
+    }
+    if (TimelinePlottable* t = timelineAt(pos)) {
+        if (auto op = t->opAt(pos)) {
+            QToolTip::showText(event->globalPosition().toPoint(), opTooltip(*t->run(), *op), this);
+            return;
+        }
+    }
+    QToolTip::hideText();
+}
+
+void TraceChart::mouseReleaseEvent(QMouseEvent* event) {
+    if (event->button() != Qt::LeftButton || !press_) {
+        return;
+    }
+    if (!dragging_) {
+        if (range_) {
+            setRangeSelection(std::nullopt);
+        }
+        selectAt(event->position());
+    }
+    press_.reset();
+    dragging_ = false;
+}
+
+void TraceChart::wheelEvent(QWheelEvent* event) {
+    if (rects_.empty()) {
+        return;
+    }
+    const double steps = event->angleDelta().y() / 120.0;
+    if (steps == 0) {
+        return;
+    }
+    const double anchor =
+        rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x());
+    zoomBy(std::pow(kZoomStep, steps), anchor);
+    event->accept();
+}
+
+void TraceChart::keyPressEvent(QKeyEvent* event) {
+    switch (event->key()) {
+        case Qt::Key_W:
+        case Qt::Key_Plus:
+        case Qt::Key_Equal:
+            zoomBy(kZoomStep);
+            break;
+        case Qt::Key_S:
+        case Qt::Key_Minus:
+            zoomBy(1 / kZoomStep);
+            break;
+        case Qt::Key_A:
+        case Qt::Key_Left:
+            panBy(-kPanStep);
+            break;
+        case Qt::Key_D:
+        case Qt::Key_Right:
+            panBy(kPanStep);
+            break;
+        case Qt::Key_F:
+            fitSelection();
+            break;
+        case Qt::Key_0:
+        case Qt::Key_Home:
+            fitAll();
+            replot();
+            break;
+        case Qt::Key_Escape:
+            setRangeSelection(std::nullopt);
+            for (auto* t : timelines_) {
+                t->setSelection(std::nullopt, {});
+            }
+            selected_.reset();
+            replot();
+            break;
+        default:
+            QCustomPlot::keyPressEvent(event);
+            return;
+    }
+    event->accept();
+}
+
+RunView::RunView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Memory:")));
+    memory_rank_ = new QComboBox;
+    memory_rank_->setToolTip(tr("Every rank's total, or one rank stacked by category"));
+    bar->addWidget(memory_rank_);
+    auto* fit = new QPushButton(tr("Fit all"));
+    fit->setToolTip(tr("Show the whole run (0)"));
+    bar->addWidget(fit);
+    bar->addStretch(1);
+    layout->addLayout(bar);
+    chart_ = new TraceChart;
+    layout->addWidget(chart_, 1);
+    status_ = new QLabel;
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(status_);
+    connect(fit, &QPushButton::clicked, chart_, [this] {
+        chart_->fitAll();
+        chart_->replot();
+    });
+    connect(memory_rank_, &QComboBox::currentIndexChanged, this,
+            [this](int index) { chart_->setMemoryRank(memory_rank_->itemData(index).toInt()); });
+    connect(chart_, &TraceChart::selectionDescribed, status_, &QLabel::setText);
+    connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
+}
+
+void RunView::setRun(RunDataPtr run, bool keep_view) {
+    run_ = run;
+    const int keep_rank =
+        memory_rank_->currentData().isValid() ? memory_rank_->currentData().toInt() : -1;
+    {
+        QSignalBlocker block(memory_rank_);
+        memory_rank_->clear();
+        memory_rank_->addItem(tr("all ranks (total)"), -1);
+        for (int r = 0; run && r < run->rankCount(); ++r) {
+            memory_rank_->addItem(tr("rank %1 by category").arg(r), r);
+        }
+        const int index = memory_rank_->findData(keep_rank);
+        memory_rank_->setCurrentIndex(index >= 0 ? index : 0);
+    }
+    chart_->setMemoryRank(memory_rank_->currentData().toInt());
+    chart_->setRuns(run ? std::vector<RunDataPtr>{run} : std::vector<RunDataPtr>{}, true,
+                    keep_view);
+    status_->clear();
+}
+
+}  // namespace pipescope::app

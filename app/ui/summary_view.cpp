@@ -1,0 +1,191 @@
+#include "summary_view.h"
+
+#include <QHeaderView>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <pipescope/app/summary_model.h>
+
+#include "memory_plot.h"
+#include "timeline_plot.h"
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+QCPBars* bars(QCPAxisRect* rect, const QString& name, const QColor& color) {
+    auto* b = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    b->setName(name);
+    b->setPen(QPen(color.darker(120)));
+    b->setBrush(color);
+    b->setWidth(0.7);
+    return b;
+}
+
+void rankTicks(QCPAxis* axis, int ranks) {
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int r = 0; r < ranks; ++r) {
+        ticker->addTick(r, QObject::tr("rank %1").arg(r));
+    }
+    axis->setTicker(ticker);
+    axis->setRange(-0.6, ranks - 0.4);
+    axis->setSubTicks(false);
+}
+
+}  // namespace
+
+QString headline(const RunData& run) {
+    const auto& s = run.stats();
+    QStringList parts;
+    if (s.iteration_time_ns) {
+        parts << QObject::tr("iteration %1").arg(formatNs(*s.iteration_time_ns));
+    }
+    if (s.mfu) {
+        parts << QObject::tr("MFU %1%").arg(*s.mfu * 100, 0, 'f', 1);
+    }
+    if (s.tokens_per_s) {
+        parts << QObject::tr("%1 tokens/s").arg(*s.tokens_per_s, 0, 'f', 0);
+    }
+    if (s.mean_bubble_ratio) {
+        parts << QObject::tr("bubble %1% (mean)").arg(*s.mean_bubble_ratio * 100, 0, 'f', 1);
+    }
+    if (s.imbalance.busy) {
+        parts << QObject::tr("compute imbalance %1").arg(*s.imbalance.busy, 0, 'f', 3);
+    }
+    if (s.imbalance.peak_memory) {
+        parts << QObject::tr("memory imbalance %1").arg(*s.imbalance.peak_memory, 0, 'f', 3);
+    }
+    std::int64_t peak = 0;
+    for (const auto& r : s.ranks) {
+        peak = std::max(peak, r.peak_memory.present ? r.peak_memory.bytes : 0);
+    }
+    if (peak > 0) {
+        parts << QObject::tr("max peak %1 GiB")
+                     .arg(static_cast<double>(peak) / kBytesPerGiB, 0, 'f', 2);
+    }
+    return parts.join(QStringLiteral(" · "));
+}
+
+void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
+    plot->clearPlottables();
+    plot->clearItems();
+    plot->plotLayout()->clear();
+    plot->legend = nullptr;
+    const auto& s = run.stats();
+    const int ranks = static_cast<int>(s.ranks.size());
+
+    plot->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(
+            plot, QString::fromStdString(run.name()) + QStringLiteral(" — ") + headline(run),
+            QFont(plot->font().family(), 10, QFont::Bold)));
+    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, 40);
+    auto* sub = new QCPLayoutGrid;
+    plot->plotLayout()->addElement(1, 0, sub);
+
+    // Per rank: busy stacked with bubble (ms), and peak memory (GiB) with capacity.
+    auto* time_rect = new QCPAxisRect(plot);
+    auto* mem_rect = new QCPAxisRect(plot);
+    sub->addElement(0, 0, time_rect);
+    sub->addElement(0, 1, mem_rect);
+    rankTicks(time_rect->axis(QCPAxis::atBottom), ranks);
+    rankTicks(mem_rect->axis(QCPAxis::atBottom), ranks);
+    time_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("time per iteration (ms)"));
+    mem_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("peak memory (GiB)"));
+
+    auto* busy = bars(time_rect, QObject::tr("busy"), opKindColor(trace::OpKind::F));
+    auto* idle = bars(time_rect, QObject::tr("bubble"), QColor(0xbd, 0xbd, 0xbd));
+    idle->moveAbove(busy);
+    auto* wait = bars(time_rect, QObject::tr("of which comm wait"), QColor(0xc6, 0x28, 0x28));
+    wait->setWidth(0.25);
+    double top = 0;
+    double mem_top = 0;
+    // Peak memory stacked by category at the moment of the peak.
+    std::vector<QCPBars*> cats;
+    for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+        const auto cat = static_cast<trace::MemoryCategory>(c);
+        auto* b = bars(mem_rect, QString::fromUtf8(trace::toString(cat).data()),
+                       memoryCategoryColor(cat));
+        if (!cats.empty()) {
+            b->moveAbove(cats.back());
+        }
+        cats.push_back(b);
+    }
+    for (const auto& r : s.ranks) {
+        busy->addData(r.rank, r.busy_ns / 1e6);
+        idle->addData(r.rank, r.bubble_ns / 1e6);
+        wait->addData(r.rank, r.comm_wait_ns / 1e6);
+        top = std::max(top, (r.busy_ns + r.bubble_ns) / 1e6);
+        if (r.peak_memory.present) {
+            for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+                cats[static_cast<std::size_t>(c)]->addData(
+                    r.rank,
+                    static_cast<double>(r.peak_memory.by_category[static_cast<std::size_t>(c)]) /
+                        kBytesPerGiB);
+            }
+            mem_top = std::max(mem_top, static_cast<double>(r.peak_memory.bytes) / kBytesPerGiB);
+        }
+    }
+    time_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(top, 1e-9) * 1.12);
+    mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top, 1e-9) * 1.12);
+
+    // Legends under each chart.
+    for (auto [rect, col] : {std::pair{time_rect, 0}, std::pair{mem_rect, 1}}) {
+        auto* legend = new QCPLegend;
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        legend->setWrap(4);
+        legend->setBorderPen(Qt::NoPen);
+        legend->setFont(QFont(plot->font().family(), 8));
+        sub->addElement(1, col, legend);
+        legend->setLayer(QStringLiteral("legend"));
+        for (int i = 0; i < plot->plottableCount(); ++i) {
+            QCPAbstractPlottable* p = plot->plottable(i);
+            if (p->keyAxis()->axisRect() == rect) {
+                legend->addItem(new QCPPlottableLegendItem(legend, p));
+            }
+        }
+    }
+    sub->setRowStretchFactor(1, 0.001);
+    plot->replot();
+}
+
+SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    headline_ = new QLabel;
+    headline_->setWordWrap(true);
+    headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(headline_);
+    auto* split = new QSplitter(Qt::Vertical);
+    plot_ = new QCustomPlot;
+    plot_->setMinimumHeight(180);
+    split->addWidget(plot_);
+    table_ = new QTableView;
+    model_ = new SummaryModel(this);
+    table_->setModel(model_);
+    table_->setSortingEnabled(false);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->verticalHeader()->setVisible(false);
+    split->addWidget(table_);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 1);
+    layout->addWidget(split, 1);
+}
+
+void SummaryView::setRun(RunDataPtr run) {
+    run_ = std::move(run);
+    if (!run_) {
+        headline_->clear();
+        model_->setStats({});
+        plot_->clearPlottables();
+        plot_->replot();
+        return;
+    }
+    headline_->setText(headline(*run_));
+    model_->setStats(run_->stats());
+    fillSummaryPlot(plot_, *run_);
+}
+
+}  // namespace pipescope::app

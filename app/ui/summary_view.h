@@ -1,0 +1,39 @@
+// The figures of one run: iteration time, MFU, tokens/s, bubble, imbalance; per-rank busy and
+// bubble and peak memory as bar charts and as a table.
+#pragma once
+
+#include <QLabel>
+#include <QTableView>
+#include <QWidget>
+#include <qcustomplot.h>
+
+#include <pipescope/app/run_data.h>
+
+namespace pipescope::app {
+
+class SummaryModel;
+
+// Fills `plot` with the summary charts of `run` (used by the view and by headless export).
+void fillSummaryPlot(QCustomPlot* plot, const RunData& run);
+// One line of the run's headline figures.
+QString headline(const RunData& run);
+
+class SummaryView : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit SummaryView(QWidget* parent = nullptr);
+    void setRun(RunDataPtr run);
+    QCustomPlot* plot() const { return plot_; }
+    QTableView* table() const { return table_; }
+    QString headlineText() const { return headline_->text(); }
+
+  private:
+    QLabel* headline_;
+    QCustomPlot* plot_;
+    QTableView* table_;
+    SummaryModel* model_;
+    RunDataPtr run_;
+};
+
+}  // namespace pipescope::app

@@ -1,0 +1,262 @@
+#include "sweep_view.h"
+
+#include <map>
+
+#include <QHBoxLayout>
+#include <QVBoxLayout>
+
+#include "memory_plot.h"
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+QColor methodColor(const std::string& m) {
+    if (m == "naive") {
+        return QColor(0x75, 0x75, 0x75);
+    }
+    if (m == "redistributed") {
+        return QColor(0x8d, 0x6e, 0x63);
+    }
+    if (m == "interlaced") {
+        return QColor(0xf5, 0x9e, 0x0b);
+    }
+    if (m == "vocab-1") {
+        return QColor(0x42, 0x85, 0xf4);
+    }
+    return QColor(0x34, 0xa8, 0x53);
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
+    std::vector<std::string> out;
+    for (QString v : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        v = v.trimmed();
+        if (v.isEmpty()) {
+            continue;
+        }
+        bool numeric = false;
+        v.toDouble(&numeric);
+        if (!numeric && !v.startsWith(QLatin1Char('"'))) {
+            v = QLatin1Char('"') + v + QLatin1Char('"');  // a string value such as a method
+        }
+        out.push_back(v.toStdString());
+    }
+    if (out.empty()) {
+        *error = QObject::tr("sweep values: give at least one value, separated by commas");
+        return std::nullopt;
+    }
+    if (out.size() > 64) {
+        *error = QObject::tr("sweep values: at most 64 values, got %1").arg(out.size());
+        return std::nullopt;
+    }
+    return out;
+}
+
+void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
+                   const QString& key_label) {
+    plot->clearPlottables();
+    plot->clearItems();
+    plot->plotLayout()->clear();
+    plot->legend = nullptr;
+    auto* mfu_rect = new QCPAxisRect(plot);
+    auto* mem_rect = new QCPAxisRect(plot);
+    plot->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(plot, QObject::tr("MFU and peak memory against %1").arg(key_label),
+                           QFont(plot->font().family(), 10, QFont::Bold)));
+    auto* row = new QCPLayoutGrid;
+    plot->plotLayout()->addElement(1, 0, row);
+    row->addElement(0, 0, mfu_rect);
+    row->addElement(0, 1, mem_rect);
+    auto* legend = new QCPLegend;
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    legend->setWrap(5);
+    legend->setBorderPen(Qt::NoPen);
+    plot->plotLayout()->addElement(2, 0, legend);
+    plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    legend->setLayer(QStringLiteral("legend"));
+
+    // X positions: the numbers themselves, or indices with text ticks.
+    std::vector<std::string> values;
+    bool numeric = true;
+    for (const auto& p : points) {
+        if (std::find(values.begin(), values.end(), p.value) == values.end()) {
+            values.push_back(p.value);
+        }
+        bool ok = false;
+        QString::fromStdString(p.value).toDouble(&ok);
+        numeric = numeric && ok;
+    }
+    const auto xOf = [&](const std::string& v) {
+        if (numeric) {
+            return QString::fromStdString(v).toDouble();
+        }
+        return static_cast<double>(std::find(values.begin(), values.end(), v) - values.begin());
+    };
+    for (auto* rect : {mfu_rect, mem_rect}) {
+        rect->axis(QCPAxis::atBottom)->setLabel(key_label);
+        if (!numeric) {
+            QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+            for (std::size_t i = 0; i < values.size(); ++i) {
+                ticker->addTick(static_cast<double>(i), QString::fromStdString(values[i]));
+            }
+            rect->axis(QCPAxis::atBottom)->setTicker(ticker);
+        }
+    }
+    mfu_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("MFU (%)"));
+    mem_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("max peak memory (GiB)"));
+
+    std::map<std::string, std::vector<const SweepPoint*>> by_method;
+    std::vector<std::string> order;
+    for (const auto& p : points) {
+        if (!by_method.count(p.method)) {
+            order.push_back(p.method);
+        }
+        by_method[p.method].push_back(&p);
+    }
+    double mfu_top = 0;
+    double mem_top = 0;
+    for (const auto& m : order) {
+        auto* g =
+            plot->addGraph(mfu_rect->axis(QCPAxis::atBottom), mfu_rect->axis(QCPAxis::atLeft));
+        auto* h =
+            plot->addGraph(mem_rect->axis(QCPAxis::atBottom), mem_rect->axis(QCPAxis::atLeft));
+        for (auto* graph : {g, h}) {
+            graph->setName(QString::fromStdString(m));
+            graph->setPen(QPen(methodColor(m), 2));
+            graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+        }
+        h->removeFromLegend();
+        for (const SweepPoint* p : by_method[m]) {
+            if (!p->ok) {
+                continue;
+            }
+            g->addData(xOf(p->value), p->mfu * 100);
+            h->addData(xOf(p->value), static_cast<double>(p->peak_memory_bytes) / kBytesPerGiB);
+            mfu_top = std::max(mfu_top, p->mfu * 100);
+            mem_top = std::max(mem_top, static_cast<double>(p->peak_memory_bytes) / kBytesPerGiB);
+        }
+        legend->addItem(new QCPPlottableLegendItem(legend, g));
+    }
+    for (auto* rect : {mfu_rect, mem_rect}) {
+        QCPRange keys;
+        bool any = false;
+        for (auto* g : rect->graphs()) {
+            bool found = false;
+            const QCPRange r = g->getKeyRange(found);
+            if (found) {
+                keys = any ? keys.expanded(r) : r;
+                any = true;
+            }
+        }
+        const double pad = std::max(keys.size() * 0.05, 0.5);
+        rect->axis(QCPAxis::atBottom)->setRange(keys.lower - pad, keys.upper + pad);
+    }
+    mfu_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mfu_top * 1.12, 1.0));
+    mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top * 1.12, 1e-3));
+    plot->replot();
+}
+
+SweepView::SweepView(QWidget* parent) : QWidget(parent) {
+    controller_ = new SimulationController(this);
+    controller_->setDebounceMs(0);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Key:")));
+    key_ = new QComboBox;
+    key_->setEditable(true);
+    key_->addItems({QStringLiteral("model.vocab"), QStringLiteral("model.seq_len"),
+                    QStringLiteral("parallel.microbatches"), QStringLiteral("model.hidden"),
+                    QStringLiteral("model.layers")});
+    key_->setToolTip(tr("Any config key; every vocabulary method is simulated at each value"));
+    bar->addWidget(key_);
+    bar->addWidget(new QLabel(tr("Values:")));
+    values_ = new QLineEdit(QStringLiteral("32000, 64000, 128000, 256000"));
+    values_->setToolTip(tr("Comma-separated values of the key"));
+    bar->addWidget(values_, 1);
+    run_ = new QPushButton(tr("Run sweep"));
+    run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    cancel_ = new QPushButton(tr("Cancel"));
+    cancel_->setEnabled(false);
+    bar->addWidget(run_);
+    bar->addWidget(cancel_);
+    progress_ = new QProgressBar;
+    progress_->setMaximumWidth(160);
+    progress_->setVisible(false);
+    bar->addWidget(progress_);
+    layout->addLayout(bar);
+    status_ = new QLabel;
+    status_->setWordWrap(true);
+    layout->addWidget(status_);
+    plot_ = new QCustomPlot;
+    layout->addWidget(plot_, 1);
+
+    connect(run_, &QPushButton::clicked, this, &SweepView::run);
+    connect(values_, &QLineEdit::returnPressed, this, &SweepView::run);
+    connect(cancel_, &QPushButton::clicked, controller_, &SimulationController::cancel);
+    connect(controller_, &SimulationController::progress, this,
+            [this](quint64, int done, int total) {
+                progress_->setMaximum(total);
+                progress_->setValue(done);
+            });
+    connect(
+        controller_, &SimulationController::finished, this,
+        [this](quint64, std::shared_ptr<const SimOutput> out) {
+            run_->setEnabled(true);
+            cancel_->setEnabled(false);
+            progress_->setVisible(false);
+            QStringList errors;
+            for (const auto& p : out->sweep) {
+                if (!p.ok) {
+                    errors << QString::fromStdString(p.method + " at " + p.value + ": " + p.error);
+                }
+            }
+            status_->setText(
+                (out->cancelled ? tr("Cancelled. ") : QString()) +
+                tr("%1 points in %2 ms.").arg(out->sweep.size()).arg(out->elapsed_ms, 0, 'f', 0) +
+                (errors.isEmpty() ? QString()
+                                  : QStringLiteral("\n") + errors.join(QStringLiteral("\n"))));
+            fillSweepPlot(plot_, out->sweep, key_->currentText());
+            emit finished();
+        });
+}
+
+void SweepView::setConfig(const schedule::Config& config) {
+    config_ = config;
+}
+
+bool SweepView::busy() const {
+    return controller_->busy();
+}
+
+void SweepView::run() {
+    if (!config_) {
+        status_->setText(tr("No valid config to sweep: fix the config first."));
+        return;
+    }
+    QString error;
+    auto values = parseSweepValues(values_->text(), &error);
+    if (!values) {
+        status_->setText(error);
+        return;
+    }
+    SimRequest req;
+    req.kind = SimRequest::Kind::Sweep;
+    req.config = *config_;
+    req.sweep_key = key_->currentText().trimmed().toStdString();
+    req.sweep_values = std::move(*values);
+    run_->setEnabled(false);
+    cancel_->setEnabled(true);
+    progress_->setVisible(true);
+    progress_->setValue(0);
+    status_->setText(tr("Simulating…"));
+    controller_->request(std::move(req));
+}
+
+}  // namespace pipescope::app

@@ -1,0 +1,51 @@
+// MFU and peak memory against one config key (the vocabulary size by default) for every
+// vocabulary method: the paper's figures for the user's own model.
+#pragma once
+
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QWidget>
+#include <qcustomplot.h>
+
+#include <pipescope/app/simulation_job.h>
+
+namespace pipescope::app {
+
+// Draws a sweep's MFU and peak-memory lines, one per method, into `plot`. Values that are not
+// numbers are placed at 0, 1, 2, ... with their text as tick labels.
+void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
+                   const QString& key_label);
+
+// Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
+std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
+
+class SweepView : public QWidget {
+    Q_OBJECT
+
+  public:
+    explicit SweepView(QWidget* parent = nullptr);
+    void setConfig(const schedule::Config& config);
+    // Starts the sweep with the keys and values in the controls.
+    void run();
+    QCustomPlot* plot() const { return plot_; }
+    bool busy() const;
+
+  signals:
+    void finished();
+
+  private:
+    SimulationController* controller_;
+    std::optional<schedule::Config> config_;
+    QComboBox* key_;
+    QLineEdit* values_;
+    QPushButton* run_;
+    QPushButton* cancel_;
+    QProgressBar* progress_;
+    QLabel* status_;
+    QCustomPlot* plot_;
+};
+
+}  // namespace pipescope::app

@@ -1,0 +1,394 @@
+#include "timeline_plot.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+namespace pipescope::app {
+
+namespace {
+
+using trace::Lane;
+using trace::OpKind;
+
+constexpr double kNsPerMs = 1e6;
+
+QColor bubbleColor() {
+    return QColor(0xbd, 0xbd, 0xbd);
+}
+
+}  // namespace
+
+QColor opKindColor(OpKind kind) {
+    switch (kind) {
+        case OpKind::F:
+            return QColor(0x42, 0x85, 0xf4);
+        case OpKind::B:
+            return QColor(0x34, 0xa8, 0x53);
+        case OpKind::W:
+            return QColor(0x00, 0x96, 0x88);
+        case OpKind::IF:
+            return QColor(0x9c, 0x6a, 0xde);
+        case OpKind::IB:
+            return QColor(0x6a, 0x3d, 0x9a);
+        case OpKind::S:
+            return QColor(0xf5, 0x9e, 0x0b);
+        case OpKind::T:
+            return QColor(0xe8, 0x59, 0x0c);
+        case OpKind::L:
+            return QColor(0x8d, 0x5b, 0x4c);
+        case OpKind::SendF:
+        case OpKind::SendB:
+            return QColor(0x78, 0x90, 0x9c);
+        case OpKind::RecvF:
+        case OpKind::RecvB:
+            return QColor(0xa7, 0xb6, 0xc2);
+        case OpKind::Bcast:
+            return QColor(0xd8, 0x1b, 0x60);
+        case OpKind::AllReduce:
+            return QColor(0xc6, 0x28, 0x28);
+        case OpKind::Opt:
+            return QColor(0x42, 0x42, 0x42);
+    }
+    return Qt::black;
+}
+
+QString opKindDescription(OpKind kind) {
+    const QString code = QString::fromUtf8(trace::toString(kind).data(),
+                                           static_cast<qsizetype>(trace::toString(kind).size()));
+    QString what;
+    switch (kind) {
+        case OpKind::F:
+            what = QObject::tr("forward");
+            break;
+        case OpKind::B:
+            what = QObject::tr("backward");
+            break;
+        case OpKind::W:
+            what = QObject::tr("weight gradient");
+            break;
+        case OpKind::IF:
+            what = QObject::tr("input layer forward");
+            break;
+        case OpKind::IB:
+            what = QObject::tr("input layer backward");
+            break;
+        case OpKind::S:
+            what = QObject::tr("output layer pass S");
+            break;
+        case OpKind::T:
+            what = QObject::tr("output layer pass T");
+            break;
+        case OpKind::L:
+            what = QObject::tr("loss");
+            break;
+        case OpKind::SendF:
+            what = QObject::tr("send activation");
+            break;
+        case OpKind::RecvF:
+            what = QObject::tr("receive activation");
+            break;
+        case OpKind::SendB:
+            what = QObject::tr("send gradient");
+            break;
+        case OpKind::RecvB:
+            what = QObject::tr("receive gradient");
+            break;
+        case OpKind::Bcast:
+            what = QObject::tr("broadcast");
+            break;
+        case OpKind::AllReduce:
+            what = QObject::tr("all-reduce");
+            break;
+        case OpKind::Opt:
+            what = QObject::tr("optimizer step");
+            break;
+    }
+    return QStringLiteral("%1 (%2)").arg(what, code);
+}
+
+QString formatNs(double ns) {
+    const double a = std::abs(ns);
+    if (a >= 1e9) {
+        return QStringLiteral("%1 s").arg(ns / 1e9, 0, 'f', a >= 1e10 ? 2 : 3);
+    }
+    if (a >= 1e6) {
+        return QStringLiteral("%1 ms").arg(ns / 1e6, 0, 'f', a >= 1e8 ? 1 : (a >= 1e7 ? 2 : 3));
+    }
+    if (a >= 1e3) {
+        return QStringLiteral("%1 µs").arg(ns / 1e3, 0, 'f', a >= 1e5 ? 1 : 2);
+    }
+    return QStringLiteral("%1 ns").arg(ns, 0, 'f', 0);
+}
+
+QString opTooltip(const RunData& run, const trace::OpRecord& op) {
+    QStringList lines;
+    lines << QStringLiteral("<b>%1</b> — %2")
+                 .arg(QString::fromStdString(opLabel(op)).toHtmlEscaped(),
+                      opKindDescription(op.kind));
+    lines << QObject::tr("rank %1 (stages %2), %3 lane")
+                 .arg(op.rank)
+                 .arg(QString::fromStdString(run.rankStages(op.rank)))
+                 .arg(op.lane == Lane::Compute ? QObject::tr("compute") : QObject::tr("comm"));
+    if (op.microbatch >= 0) {
+        lines << QObject::tr("micro-batch %1%2")
+                     .arg(op.microbatch)
+                     .arg(op.chunk > 0 ? QObject::tr(", chunk %1").arg(op.chunk) : QString());
+    }
+    lines << QObject::tr("start %1, duration %2")
+                 .arg(formatNs(static_cast<double>(op.start_ns)),
+                      formatNs(static_cast<double>(op.duration())));
+    if (op.bytes >= 0) {
+        lines << QObject::tr("%1 MB moved").arg(static_cast<double>(op.bytes) / 1e6, 0, 'f', 2);
+    }
+    if (op.iteration > 0 || run.stats().iterations.size() > 1) {
+        lines << QObject::tr("iteration %1, op %2 of the rank's list")
+                     .arg(op.iteration)
+                     .arg(op.op_index);
+    } else {
+        lines << QObject::tr("op %1 of the rank's list").arg(op.op_index);
+    }
+    return lines.join(QStringLiteral("<br>"));
+}
+
+LaneBand laneBand(int rank, Lane lane) {
+    const double r = rank;
+    return lane == Lane::Compute ? LaneBand{r + 0.06, r + 0.62} : LaneBand{r + 0.66, r + 0.94};
+}
+
+TimelinePlottable::TimelinePlottable(QCPAxis* key_axis, QCPAxis* value_axis)
+    : QCPAbstractPlottable(key_axis, value_axis) {
+    setSelectable(QCP::stNone);
+    setAntialiasedFill(false);
+}
+
+void TimelinePlottable::setRun(RunDataPtr run) {
+    run_ = std::move(run);
+    selected_.reset();
+    deps_.clear();
+    range_ms_.reset();
+}
+
+void TimelinePlottable::setSelection(std::optional<trace::OpRecord> op,
+                                     std::vector<trace::OpRecord> deps) {
+    selected_ = std::move(op);
+    deps_ = std::move(deps);
+}
+
+void TimelinePlottable::setRangeSelection(std::optional<QCPRange> range_ms) {
+    range_ms_ = range_ms;
+}
+
+QRectF TimelinePlottable::boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank,
+                                 Lane lane) const {
+    const LaneBand band = laneBand(rank, lane);
+    const double x0 = mKeyAxis->coordToPixel(static_cast<double>(start_ns) / kNsPerMs);
+    const double x1 = mKeyAxis->coordToPixel(static_cast<double>(end_ns) / kNsPerMs);
+    const double y0 = mValueAxis->coordToPixel(band.top);
+    const double y1 = mValueAxis->coordToPixel(band.bottom);
+    return QRectF(QPointF(std::min(x0, x1), std::min(y0, y1)),
+                  QPointF(std::max(x0, x1), std::max(y0, y1)));
+}
+
+void TimelinePlottable::draw(QCPPainter* painter) {
+    const auto t_begin = std::chrono::steady_clock::now();
+    last_entries_ = 0;
+    if (!run_ || !mKeyAxis || !mValueAxis) {
+        return;
+    }
+    const QRect clip = clipRect();
+    const int pixels = std::max(1, clip.width());
+    const QCPRange keys = mKeyAxis->range();
+    const auto t0 = static_cast<std::int64_t>(std::floor(keys.lower * kNsPerMs));
+    const auto t1 = static_cast<std::int64_t>(std::ceil(keys.upper * kNsPerMs));
+    const trace::OpLodResult lod = run_->opsLod(t0, std::max(t1, t0 + 1), pixels);
+    const trace::TimeRange data = run_->timeRange();
+
+    painter->setPen(Qt::NoPen);
+    // Bubbles: the compute lane between the run's first and last op is hatched; ops cover it.
+    const QBrush bubble(bubbleColor(), Qt::BDiagPattern);
+    for (int r = 0; r < run_->rankCount(); ++r) {
+        QRectF lane = boxFor(data.start_ns, data.end_ns, r, Lane::Compute);
+        painter->fillRect(lane.intersected(QRectF(clip)), QColor(0xf4, 0xf4, 0xf4));
+        painter->fillRect(lane.intersected(QRectF(clip)), bubble);
+    }
+    const QFontMetrics fm(painter->font());
+    for (const trace::LaneLod& lane : lod.lanes) {
+        for (const trace::LodEntry& e : lane.entries) {
+            QRectF box = boxFor(e.start_ns, e.end_ns, lane.rank, lane.lane);
+            if (box.width() < 1) {
+                box.setWidth(1);  // never drop an op: it is at least a pixel wide
+            }
+            QColor c = opKindColor(e.kind);
+            if (e.count > 1) {
+                // Folded ops: lighter, so a run of tiny ops never reads as one long op.
+                c = c.lighter(e.mixed ? 150 : 125);
+            }
+            painter->fillRect(box, c);
+            ++last_entries_;
+            if (e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute) {
+                const QString label = QString::number(e.microbatch);
+                if (fm.horizontalAdvance(label) + 4 < box.width() && fm.height() < box.height()) {
+                    painter->setPen(Qt::white);
+                    painter->drawText(box, Qt::AlignCenter, label);
+                    painter->setPen(Qt::NoPen);
+                }
+            }
+        }
+    }
+    if (range_ms_) {
+        const double x0 = mKeyAxis->coordToPixel(range_ms_->lower);
+        const double x1 = mKeyAxis->coordToPixel(range_ms_->upper);
+        painter->fillRect(
+            QRectF(QPointF(std::min(x0, x1), clip.top()), QPointF(std::max(x0, x1), clip.bottom())),
+            QColor(30, 100, 200, 40));
+    }
+    if (selected_) {
+        painter->setBrush(Qt::NoBrush);
+        painter->setPen(QPen(QColor(0xff, 0x6f, 0x00), 2, Qt::DashLine));
+        const QRectF sel =
+            boxFor(selected_->start_ns, selected_->end_ns, selected_->rank, selected_->lane)
+                .adjusted(-1, -1, 1, 1);
+        for (const auto& d : deps_) {
+            const QRectF box = boxFor(d.start_ns, d.end_ns, d.rank, d.lane).adjusted(-1, -1, 1, 1);
+            painter->drawRect(box);
+            painter->drawLine(QPointF(box.right(), box.center().y()),
+                              QPointF(sel.left(), sel.center().y()));
+        }
+        painter->setPen(QPen(Qt::black, 2));
+        painter->drawRect(sel);
+    }
+    last_draw_ms_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_begin)
+            .count();
+}
+
+void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {
+    painter->fillRect(rect, opKindColor(OpKind::F));
+}
+
+std::optional<trace::OpRecord> TimelinePlottable::opAt(const QPointF& pos) const {
+    if (!run_ || !mKeyAxis || !mValueAxis) {
+        return std::nullopt;
+    }
+    const double value = mValueAxis->pixelToCoord(pos.y());
+    const int rank = static_cast<int>(std::floor(value));
+    if (rank < 0 || rank >= run_->rankCount()) {
+        return std::nullopt;
+    }
+    std::optional<Lane> lane;
+    for (Lane l : {Lane::Compute, Lane::Comm}) {
+        const LaneBand b = laneBand(rank, l);
+        if (value >= b.top && value <= b.bottom) {
+            lane = l;
+        }
+    }
+    if (!lane) {
+        return std::nullopt;
+    }
+    // Two pixels of slack either side, so sub-pixel ops can still be picked.
+    const double t = mKeyAxis->pixelToCoord(pos.x()) * kNsPerMs;
+    const double slack =
+        2 * std::abs(mKeyAxis->pixelToCoord(pos.x() + 1) - mKeyAxis->pixelToCoord(pos.x())) *
+        kNsPerMs;
+    const auto ops = run_->ops(rank, static_cast<std::int64_t>(std::floor(t - slack)),
+                               static_cast<std::int64_t>(std::ceil(t + slack)) + 1);
+    std::optional<trace::OpRecord> best;
+    double best_distance = 0;
+    for (const auto& op : ops) {
+        if (op.lane != *lane) {
+            continue;
+        }
+        const double d = t < static_cast<double>(op.start_ns) ? static_cast<double>(op.start_ns) - t
+                         : t > static_cast<double>(op.end_ns) ? t - static_cast<double>(op.end_ns)
+                                                              : 0.0;
+        if (d <= slack && (!best || d < best_distance)) {
+            best = op;
+            best_distance = d;
+        }
+    }
+    return best;
+}
+
+double TimelinePlottable::selectTest(const QPointF& pos, bool only_selectable,
+                                     QVariant* details) const {
+    Q_UNUSED(details)
+    if (only_selectable && !selectable()) {
+        return -1;
+    }
+    return opAt(pos) ? 0 : -1;
+}
+
+QCPRange TimelinePlottable::getKeyRange(bool& found, QCP::SignDomain domain) const {
+    Q_UNUSED(domain)
+    found = run_ != nullptr;
+    if (!run_) {
+        return {};
+    }
+    const auto r = run_->timeRange();
+    return QCPRange(static_cast<double>(r.start_ns) / kNsPerMs,
+                    static_cast<double>(r.end_ns) / kNsPerMs);
+}
+
+QCPRange TimelinePlottable::getValueRange(bool& found, QCP::SignDomain domain,
+                                          const QCPRange& key_range) const {
+    Q_UNUSED(domain)
+    Q_UNUSED(key_range)
+    found = run_ != nullptr;
+    return QCPRange(0, run_ ? run_->rankCount() : 1);
+}
+
+TimelinePlottable* addTimeline(QCustomPlot* plot, QCPAxisRect* rect, RunDataPtr run) {
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    y->setRangeReversed(true);
+    const int ranks = run ? run->rankCount() : 1;
+    y->setRange(0, ranks);
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int r = 0; r < ranks; ++r) {
+        ticker->addTick(r + 0.34, QObject::tr("rank %1").arg(r));
+    }
+    y->setTicker(ticker);
+    y->setSubTicks(false);
+    y->grid()->setVisible(false);
+    y->setTickLength(0);
+    x->setLabel(QObject::tr("time (ms)"));
+    auto* p = new TimelinePlottable(x, y);
+    p->setName(run ? QString::fromStdString(run->name()) : QString());
+    p->removeFromLegend();
+    p->setRun(std::move(run));
+    Q_UNUSED(plot)
+    return p;
+}
+
+void addKindLegend(QCustomPlot* plot, QCPAxisRect* rect, const std::vector<RunDataPtr>& runs) {
+    std::set<int> kinds;
+    for (const auto& run : runs) {
+        if (!run) {
+            continue;
+        }
+        const auto range = run->timeRange();
+        const auto lod = run->opsLod(range.start_ns, range.end_ns + 1, 4000);
+        for (const auto& lane : lod.lanes) {
+            for (const auto& e : lane.entries) {
+                kinds.insert(static_cast<int>(e.kind));
+            }
+        }
+    }
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    const auto add = [&](const QString& name, const QBrush& brush) {
+        auto* bars = new QCPBars(x, y);
+        bars->setName(name);
+        bars->setPen(Qt::NoPen);
+        bars->setBrush(brush);
+    };
+    for (int k : kinds) {
+        add(opKindDescription(static_cast<OpKind>(k)), opKindColor(static_cast<OpKind>(k)));
+    }
+    add(QObject::tr("bubble (idle)"), QBrush(bubbleColor(), Qt::BDiagPattern));
+    plot->legend->setVisible(true);
+}
+
+}  // namespace pipescope::app

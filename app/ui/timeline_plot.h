@@ -1,0 +1,79 @@
+// The timeline: one row per rank with a compute lane and a communication lane, ops coloured by
+// kind, idle time on the compute lane hatched as bubble. It draws from the run's
+// level-of-detail query for the visible window and the axis rect's width in pixels, so a run
+// of millions of ops costs no more to draw than a small one.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <qcustomplot.h>
+
+#include <pipescope/app/run_data.h>
+
+namespace pipescope::app {
+
+QColor opKindColor(trace::OpKind kind);
+// "forward (F)", "send activation (SEND_F)", ...
+QString opKindDescription(trace::OpKind kind);
+// Multi-line tooltip text of one op.
+QString opTooltip(const RunData& run, const trace::OpRecord& op);
+// "12.5 ms", "830 µs": durations in nanoseconds.
+QString formatNs(double ns);
+
+// Rows: rank r spans [r, r + 1) on the value axis (drawn reversed, rank 0 on top); its compute
+// lane fills the upper part, its communication lane the lower.
+struct LaneBand {
+    double top = 0;
+    double bottom = 0;
+};
+LaneBand laneBand(int rank, trace::Lane lane);
+
+class TimelinePlottable : public QCPAbstractPlottable {
+  public:
+    TimelinePlottable(QCPAxis* key_axis, QCPAxis* value_axis);
+
+    void setRun(RunDataPtr run);
+    const RunDataPtr& run() const { return run_; }
+    // The selected op and the ops it depends on (outlined), or none.
+    void setSelection(std::optional<trace::OpRecord> op, std::vector<trace::OpRecord> deps);
+    const std::optional<trace::OpRecord>& selectedOp() const { return selected_; }
+    // A dragged time range (ms), shaded; none to clear.
+    void setRangeSelection(std::optional<QCPRange> range_ms);
+
+    // The op under a pixel position, if any (rank and lane from the row, time from the key).
+    std::optional<trace::OpRecord> opAt(const QPointF& pos) const;
+    // Entries drawn by the last draw() (for the benchmark) and how long it took.
+    std::int64_t lastEntriesDrawn() const { return last_entries_; }
+    double lastDrawMs() const { return last_draw_ms_; }
+
+    double selectTest(const QPointF& pos, bool only_selectable,
+                      QVariant* details = nullptr) const override;
+    QCPRange getKeyRange(bool& found, QCP::SignDomain domain = QCP::sdBoth) const override;
+    QCPRange getValueRange(bool& found, QCP::SignDomain domain = QCP::sdBoth,
+                           const QCPRange& key_range = QCPRange()) const override;
+
+  protected:
+    void draw(QCPPainter* painter) override;
+    void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
+
+  private:
+    QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
+
+    RunDataPtr run_;
+    std::optional<trace::OpRecord> selected_;
+    std::vector<trace::OpRecord> deps_;
+    std::optional<QCPRange> range_ms_;
+    std::int64_t last_entries_ = 0;
+    double last_draw_ms_ = 0;
+};
+
+// Sets up `rect` for a timeline of `run` (rank labels on the left, time in ms below) and adds
+// the plottable to it.
+TimelinePlottable* addTimeline(QCustomPlot* plot, QCPAxisRect* rect, RunDataPtr run);
+
+// Legend entries (one per op kind present in the runs, plus "bubble"): empty plottables whose
+// only job is the legend's icon and name.
+void addKindLegend(QCustomPlot* plot, QCPAxisRect* rect, const std::vector<RunDataPtr>& runs);
+
+}  // namespace pipescope::app

@@ -1,0 +1,142 @@
+// The main window offscreen: it starts on the embedded default, re-simulates when a setting
+// changes, marks an invalid value and keeps the last valid timeline, compares the methods,
+// exports the chart and reports a file that is not a trace.
+#include <QImage>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "compare_view.h"
+#include "config_panel.h"
+#include "main_window.h"
+#include "run_view.h"
+#include "summary_view.h"
+#include "timeline_plot.h"
+
+using namespace pipescope;
+
+class TstMainWindow : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void startsOnTheDefault();
+    void settingChangeResimulates();
+    void invalidValueKeepsLastRun();
+    void comparesMethods();
+    void exportsTheChart();
+    void refusesANonTrace();
+    void selectsAnOpAndItsDependencies();
+
+  private:
+    std::unique_ptr<app::MainWindow> window_;
+};
+
+void TstMainWindow::initTestCase() {
+    QCoreApplication::setOrganizationName("PipeScopeTest");
+    window_ = std::make_unique<app::MainWindow>(false);
+    window_->resize(1280, 800);
+    window_->show();
+}
+
+void TstMainWindow::startsOnTheDefault() {
+    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != nullptr, 10000);
+    const auto run = window_->currentRun();
+    QCOMPARE(run->rankCount(), 4);
+    QVERIFY(run->config()->parallel.vocab == schedule::VocabMethod::Vocab2);
+    auto* chart = window_->explorer()->chart();
+    QCOMPARE(chart->timelines().size(), std::size_t{1});
+    chart->replot();
+    QVERIFY(chart->timelines()[0]->lastEntriesDrawn() > 0);
+    QVERIFY(chart->hasMemory());
+    QVERIFY2(window_->explorerSummary()->headlineText().contains("MFU"),
+             qPrintable(window_->explorerSummary()->headlineText()));
+}
+
+void TstMainWindow::settingChangeResimulates() {
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", 12));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRun()->config()->parallel.microbatches, 12, 10000);
+    QVERIFY(window_->configPanel()->setField("parallel.vocab", "naive"));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        window_->currentRun()->config()->parallel.vocab == schedule::VocabMethod::Naive, 10000);
+    QVERIFY(window_->configPanel()->setField("parallel.vocab", "vocab-2"));
+    QTRY_VERIFY_WITH_TIMEOUT(
+        window_->currentRun()->config()->parallel.vocab == schedule::VocabMethod::Vocab2, 10000);
+}
+
+void TstMainWindow::invalidValueKeepsLastRun() {
+    const auto before = window_->currentRun();
+    QVERIFY(window_->configPanel()->setField("model.heads", 3));  // 128 is not divisible by 3
+    QVERIFY2(window_->configPanel()->issuesText().contains("model.hidden"),
+             qPrintable(window_->configPanel()->issuesText()));
+    QVERIFY(!window_->configPanel()->field("model.hidden")->styleSheet().isEmpty());
+    QTest::qWait(200);
+    QCOMPARE(window_->currentRun(), before);
+    QVERIFY(window_->configPanel()->setField("model.heads", 4));
+    QTRY_VERIFY(window_->configPanel()->issuesText().isEmpty());
+}
+
+void TstMainWindow::comparesMethods() {
+    window_->compareMethods();
+    QTRY_COMPARE_WITH_TIMEOUT(window_->methodComparison()->runs().size(), std::size_t{5}, 20000);
+    QCOMPARE(window_->methodComparison()->chart()->timelines().size(), std::size_t{5});
+    QVERIFY(window_->methodComparison()->table()->model()->rowCount() > 4);
+}
+
+void TstMainWindow::exportsTheChart() {
+    window_->tabs()->setCurrentIndex(0);
+    QTemporaryDir dir;
+    for (const char* suffix : {"png", "svg", "pdf"}) {
+        const QString path = dir.filePath(QString("explore.%1").arg(suffix));
+        QString error;
+        QVERIFY2(window_->exportCurrentChart(path, &error), qPrintable(error));
+        QVERIFY(QFileInfo(path).size() > 1000);
+    }
+    const QImage image(dir.filePath("explore.png"));
+    QCOMPARE(image.width(), 1600);
+    QCOMPARE(image.height(), 560 + 320);
+}
+
+void TstMainWindow::refusesANonTrace() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("config.db");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"not\": \"sqlite\"}");
+    f.close();
+    QSignalSpy failed(window_.get(), &app::MainWindow::traceFailed);
+    window_->hide();  // no message box
+    window_->openTrace(path);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    QVERIFY2(failed.front().front().toString().contains("config.db"),
+             qPrintable(failed.front().front().toString()));
+    QCOMPARE(window_->tabs()->count(), 3);
+    window_->show();
+}
+
+void TstMainWindow::selectsAnOpAndItsDependencies() {
+    window_->tabs()->setCurrentIndex(0);
+    auto* chart = window_->explorer()->chart();
+    chart->fitAll();
+    chart->replot();
+    // Click the middle of rank 1's compute lane, where the steady state is busy.
+    auto* t = chart->timelines()[0];
+    const auto band = app::laneBand(1, trace::Lane::Compute);
+    const double y = t->valueAxis()->coordToPixel((band.top + band.bottom) / 2);
+    bool selected = false;
+    for (double f = 0.3; f < 0.7 && !selected; f += 0.01) {
+        const QCPRange r = chart->timeRangeMs();
+        const double x = t->keyAxis()->coordToPixel(r.lower + f * r.size());
+        selected = chart->selectAt(QPointF(x, y));
+    }
+    QVERIFY(selected);
+    QCOMPARE(chart->selectedOp()->rank, 1);
+    // Drag statistics name every rank.
+    const QCPRange r = chart->timeRangeMs();
+    chart->setRangeSelection(QCPRange(r.lower + r.size() * 0.2, r.lower + r.size() * 0.6));
+    const QString stats = chart->rangeStatistics();
+    QVERIFY2(stats.contains("r3 busy"), qPrintable(stats));
+}
+
+QTEST_MAIN(TstMainWindow)
+#include "tst_main_window.moc"

@@ -1,0 +1,135 @@
+// The in-memory simulated run answers like the trace file the simulator writes for it.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/simulation_job.h>
+#include <pipescope/app/trace_run_data.h>
+#include <pipescope/schedule/config_parse.h>
+
+#include "testsupport.h"
+
+using namespace pipescope;
+
+class TstRunData : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void simMatchesItsTrace_data();
+    void simMatchesItsTrace();
+    void receiveDependsOnItsSend();
+    void methodsRequestGivesEveryMethod();
+    void badTraceNamesTheFile();
+};
+
+void TstRunData::simMatchesItsTrace_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::newRow("default") << "default.json";
+    QTest::newRow("small v-half") << "small-4stage-vhalf-vocab-2.json";
+}
+
+void TstRunData::simMatchesItsTrace() {
+    QFETCH(QString, preset);
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/" + preset.toStdString());
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const app::SimRunData mem(std::move(*sim.result), "run");
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("run.db").toStdString();
+    QVERIFY(app::saveSimTrace(mem, db, 1, false).ok());
+    std::string error;
+    auto file = app::TraceRunData::open(db, &error);
+    QVERIFY2(file, error.c_str());
+
+    QCOMPARE(mem.rankCount(), file->rankCount());
+    QCOMPARE(mem.timeRange().start_ns, file->timeRange().start_ns);
+    QCOMPARE(mem.timeRange().end_ns, file->timeRange().end_ns);
+    for (std::size_t r = 0; r < mem.stats().ranks.size(); ++r) {
+        // The file holds each op rounded to the nanosecond; the simulation the exact sum.
+        QVERIFY(std::abs(mem.stats().ranks[r].busy_ns - file->stats().ranks[r].busy_ns) <
+                1e-6 * file->stats().ranks[r].busy_ns);
+        QCOMPARE(mem.stats().ranks[r].peak_memory.bytes, file->stats().ranks[r].peak_memory.bytes);
+    }
+    // At a zoom where nothing folds, both give every op in the window, in the same order.
+    const auto range = mem.timeRange();
+    const std::int64_t t0 = range.start_ns + (range.end_ns - range.start_ns) / 3;
+    const std::int64_t t1 = t0 + (range.end_ns - range.start_ns) / 5;
+    const int pixels = static_cast<int>((t1 - t0) / 10);  // 10 ns per pixel
+    const auto a = mem.opsLod(t0, t1, pixels);
+    const auto b = file->opsLod(t0, t1, pixels);
+    QCOMPARE(a.lanes.size(), b.lanes.size());
+    std::size_t total = 0;
+    for (std::size_t l = 0; l < a.lanes.size(); ++l) {
+        QCOMPARE(a.lanes[l].entries.size(), b.lanes[l].entries.size());
+        for (std::size_t i = 0; i < a.lanes[l].entries.size(); ++i) {
+            QCOMPARE(a.lanes[l].entries[i].start_ns, b.lanes[l].entries[i].start_ns);
+            QCOMPARE(a.lanes[l].entries[i].end_ns, b.lanes[l].entries[i].end_ns);
+            QVERIFY(a.lanes[l].entries[i].kind == b.lanes[l].entries[i].kind);
+        }
+        total += a.lanes[l].entries.size();
+    }
+    QVERIFY(total > 10);
+    // Memory per pixel agrees too.
+    const auto ma = mem.memoryLod(0, range.start_ns, range.end_ns, 300);
+    const auto mb = file->memoryLod(0, range.start_ns, range.end_ns, 300);
+    QCOMPARE(ma.pixels.size(), mb.pixels.size());
+    for (std::size_t p = 0; p < ma.pixels.size(); ++p) {
+        QCOMPARE(ma.pixels[p].max, mb.pixels[p].max);
+    }
+}
+
+void TstRunData::receiveDependsOnItsSend() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY(parsed.ok());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const app::SimRunData mem(std::move(*sim.result), "run");
+    const auto range = mem.timeRange();
+    bool checked = false;
+    for (const auto& op : mem.ops(1, range.start_ns, range.end_ns + 1)) {
+        if (op.kind != trace::OpKind::RecvF) {
+            continue;
+        }
+        const auto deps = mem.dependencies(op);
+        const bool has_send = std::any_of(deps.begin(), deps.end(), [&](const auto& d) {
+            return d.kind == trace::OpKind::SendF && d.rank == 0 && d.microbatch == op.microbatch;
+        });
+        QVERIFY2(has_send, qPrintable(QString::fromStdString(app::opLabel(op))));
+        checked = true;
+        break;
+    }
+    QVERIFY(checked);
+}
+
+void TstRunData::methodsRequestGivesEveryMethod() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY(parsed.ok());
+    app::SimRequest req;
+    req.kind = app::SimRequest::Kind::Methods;
+    req.config = *parsed.config;
+    const auto out = app::runSimRequest(req);
+    QCOMPARE(out.runs.size(), std::size_t{5});
+    QVERIFY(out.errors.empty());
+    QCOMPARE(QString::fromStdString(out.runs.front()->name()), QString("naive"));
+    // vocab-2 beats naive on this preset (the output layer is ~20 layers' worth of compute).
+    QVERIFY(*out.runs.back()->stats().mfu > *out.runs.front()->stats().mfu);
+}
+
+void TstRunData::badTraceNamesTheFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("notatrace.db");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not sqlite");
+    f.close();
+    std::string error;
+    QVERIFY(!app::TraceRunData::open(path.toStdString(), &error));
+    QVERIFY2(QString::fromStdString(error).contains("notatrace.db"), error.c_str());
+}
+
+QTEST_GUILESS_MAIN(TstRunData)
+#include "tst_run_data.moc"
