@@ -1,8 +1,69 @@
+#include <algorithm>
+#include <optional>
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QLocale>
+#include <QMetaType>
+#include <QStringList>
+
 #include <pipescope/app/compare_model.h>
 
 namespace pipescope::app {
 
-// Columns: label | value of run 0 .. n-1 | (delta, delta %) for runs 1 .. n-1.
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+QString missing() {
+    return QStringLiteral("\u2014");
+}
+
+std::optional<double> at(const std::vector<std::optional<double>>& v, int i) {
+    return i >= 0 && i < static_cast<int>(v.size()) ? v[static_cast<std::size_t>(i)] : std::nullopt;
+}
+
+analysis::Verdict verdictOf(const analysis::QuantityComparison& q, int run) {
+    return run >= 0 && run < static_cast<int>(q.verdicts.size())
+               ? q.verdicts[static_cast<std::size_t>(run)]
+               : analysis::Verdict::Unknown;
+}
+
+// app/core links Qt Core only (architecture.md), so it cannot build a QColor; but where Qt Gui is
+// loaded (a QGuiApplication runs, so views exist) QVariant turns the colour name into one, which
+// the default delegate draws with. Elsewhere (tests, headless use) the name itself is returned.
+QVariant colour(const char* name) {
+    const QVariant text(QString::fromLatin1(name));
+    const QCoreApplication* app = QCoreApplication::instance();
+    if (app != nullptr && app->inherits("QGuiApplication")) {
+        QVariant converted = text;
+        if (converted.convert(QMetaType(QMetaType::QColor))) {
+            return converted;
+        }
+    }
+    return text;
+}
+
+QString signedNumber(double v, int decimals) {
+    return (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'f', decimals);
+}
+
+QString csvField(const QString& s) {
+    if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) &&
+        !s.contains(QLatin1Char('\n')) && !s.contains(QLatin1Char('\r'))) {
+        return s;
+    }
+    QString quoted = s;
+    quoted.replace(QStringLiteral("\""), QStringLiteral("\"\""));
+    return QLatin1Char('"') + quoted + QLatin1Char('"');
+}
+
+QString csvNumber(const std::optional<double>& v) {
+    return v ? QString::number(*v, 'g', 15) : QString();
+}
+
+}  // namespace
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -13,118 +74,221 @@ void CompareModel::setComparison(const analysis::RunComparison& comparison) {
 }
 
 int CompareModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : static_cast<int>(cmp_.quantities.size());
+    return parent.isValid() || runCount() == 0 ? 0 : static_cast<int>(cmp_.quantities.size());
 }
 
 int CompareModel::columnCount(const QModelIndex& parent) const {
-    if (parent.isValid() || runs() == 0) {
-        return 0;
-    }
-    return 1 + runs() + 2 * (runs() - 1);
+    return parent.isValid() || runCount() == 0 ? 0 : 1 + runCount() + 2 * (runCount() - 1);
 }
 
-QString CompareModel::formatValue(double v, const std::string& unit) {
+CompareModel::ColumnInfo CompareModel::columnInfo(int column) const {
+    if (column >= 1 && column <= runCount()) {
+        return {ColumnKind::Value, column - 1};
+    }
+    if (column > runCount()) {
+        const int k = column - runCount() - 1;
+        return {k % 2 == 0 ? ColumnKind::Delta : ColumnKind::Relative, 1 + k / 2};
+    }
+    return {};
+}
+
+QString CompareModel::runName(int run) const {
+    if (run < 0 || run >= runCount()) {
+        return {};
+    }
+    const auto i = static_cast<std::size_t>(run);
+    if (!cmp_.names[i].empty()) {
+        return QString::fromStdString(cmp_.names[i]);
+    }
+    if (i < cmp_.paths.size() && !cmp_.paths[i].empty()) {
+        return QFileInfo(QString::fromStdString(cmp_.paths[i])).fileName();
+    }
+    return tr("run %1").arg(run + 1);
+}
+
+QString CompareModel::formatValue(double value, const std::string& unit) {
     if (unit == "ns") {
-        return QStringLiteral("%1 ms").arg(v / 1e6, 0, 'f', 3);
+        return QStringLiteral("%1 ms").arg(value / kNsPerMs, 0, 'f', 3);
     }
     if (unit == "bytes") {
-        return QStringLiteral("%1 GiB").arg(v / (1024.0 * 1024.0 * 1024.0), 0, 'f', 3);
+        return QStringLiteral("%1 GiB").arg(value / kBytesPerGiB, 0, 'f', 2);
     }
     if (unit == "ratio") {
-        return QStringLiteral("%1%").arg(v * 100, 0, 'f', 2);
+        return QStringLiteral("%1%").arg(value * 100, 0, 'f', 1);
     }
     if (unit == "tokens/s") {
-        return QStringLiteral("%1 tokens/s").arg(v, 0, 'f', 0);
+        return QLocale(QLocale::English).toString(value, 'f', 0) + QStringLiteral(" tokens/s");
     }
-    return QString::number(v, 'g', 6);
+    return QString::number(value, 'g', 6) + QLatin1Char(' ') + QString::fromStdString(unit);
+}
+
+QString CompareModel::formatDelta(double delta, const std::string& unit) {
+    const QString sign = delta > 0 ? QStringLiteral("+") : QString();
+    if (unit == "ratio") {
+        // A change of a percentage is in percentage points, so it is not read as a relative one.
+        return signedNumber(delta * 100, 1) + QStringLiteral(" pp");
+    }
+    return sign + formatValue(delta, unit);
 }
 
 QVariant CompareModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
         return {};
     }
     const auto& q = cmp_.quantities[static_cast<std::size_t>(index.row())];
-    const int c = index.column();
-    int run = -1;
-    enum { Label, Value, Delta, Relative } kind = Label;
-    if (c >= 1 && c <= runs()) {
-        kind = Value;
-        run = c - 1;
-    } else if (c > runs()) {
-        const int k = c - runs() - 1;
-        run = 1 + k / 2;
-        kind = k % 2 == 0 ? Delta : Relative;
-    }
-    const auto at = [](const std::vector<std::optional<double>>& v, int i) {
-        return i >= 0 && i < static_cast<int>(v.size()) ? v[static_cast<std::size_t>(i)]
-                                                        : std::nullopt;
-    };
+    const ColumnInfo col = columnInfo(index.column());
     std::optional<double> number;
-    if (kind == Value) {
-        number = at(q.values, run);
-    } else if (kind == Delta) {
-        number = at(q.delta, run);
-    } else if (kind == Relative) {
-        number = at(q.relative, run);
+    switch (col.kind) {
+        case ColumnKind::Label:
+            break;
+        case ColumnKind::Value:
+            number = at(q.values, col.run);
+            break;
+        case ColumnKind::Delta:
+            number = at(q.delta, col.run);
+            break;
+        case ColumnKind::Relative:
+            number = at(q.relative, col.run);
+            break;
     }
-    const analysis::Verdict verdict = run >= 0 && run < static_cast<int>(q.verdicts.size())
-                                          ? q.verdicts[static_cast<std::size_t>(run)]
-                                          : analysis::Verdict::Unknown;
+    const analysis::Verdict verdict = verdictOf(q, col.run);
+    const bool is_change = col.kind == ColumnKind::Delta || col.kind == ColumnKind::Relative;
     switch (role) {
         case Qt::DisplayRole:
-            if (kind == Label) {
+            if (col.kind == ColumnKind::Label) {
                 return QString::fromStdString(q.label);
             }
             if (!number) {
-                return QStringLiteral("\u2014");
+                return missing();
             }
-            if (kind == Relative) {
-                return QStringLiteral("%1%2%")
-                    .arg(*number > 0 ? "+" : "")
-                    .arg(*number * 100, 0, 'f', 1);
+            switch (col.kind) {
+                case ColumnKind::Delta:
+                    return formatDelta(*number, q.unit);
+                case ColumnKind::Relative:
+                    return signedNumber(*number * 100, 1) + QLatin1Char('%');
+                default:
+                    return formatValue(*number, q.unit);
             }
-            if (kind == Delta) {
-                return (*number > 0 ? QStringLiteral("+") : QString()) +
-                       formatValue(*number, q.unit);
-            }
-            return formatValue(*number, q.unit);
         case ValueRole:
+            if (col.kind == ColumnKind::Label) {
+                return QString::fromStdString(q.label);
+            }
             return number ? QVariant(*number) : QVariant();
         case VerdictRole:
-            if (kind == Delta || kind == Relative) {
-                return static_cast<int>(verdict);
+            return col.kind == ColumnKind::Label ? QVariant() : QVariant(static_cast<int>(verdict));
+        case Qt::ForegroundRole:
+            if (is_change && verdict == analysis::Verdict::Better) {
+                return colour(kBetterColor);
+            }
+            if (is_change && verdict == analysis::Verdict::Worse) {
+                return colour(kWorseColor);
             }
             return {};
         case Qt::TextAlignmentRole:
-            return kind == Label ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
-                                 : QVariant(Qt::AlignRight | Qt::AlignVCenter);
-        case Qt::ToolTipRole:
-            if (kind == Delta || kind == Relative) {
-                return tr("%1 against %2 (%3 is better)")
-                    .arg(QString::fromUtf8(analysis::toString(verdict)),
-                         QString::fromStdString(cmp_.names.front()),
-                         QString::fromUtf8(analysis::toString(q.better)));
+            return static_cast<int>(col.kind == ColumnKind::Label
+                                        ? Qt::AlignLeft | Qt::AlignVCenter
+                                        : Qt::AlignRight | Qt::AlignVCenter);
+        case Qt::ToolTipRole: {
+            const QString better =
+                tr("%1 is better").arg(QString::fromLatin1(analysis::toString(q.better)));
+            if (col.kind == ColumnKind::Label) {
+                return tr("%1 (%2)").arg(QString::fromStdString(q.label), better);
             }
-            return {};
+            if (col.kind == ColumnKind::Value) {
+                return col.run == 0 ? tr("%1, the baseline").arg(runName(col.run))
+                                    : runName(col.run);
+            }
+            switch (verdict) {
+                case analysis::Verdict::Better:
+                case analysis::Verdict::Worse:
+                case analysis::Verdict::Same:
+                    return tr("%1 (%2) than %3")
+                        .arg(QString::fromLatin1(analysis::toString(verdict)), better, runName(0));
+                default:
+                    return tr("no comparison: %1 or %2 has no value")
+                        .arg(runName(col.run), runName(0));
+            }
+        }
         default:
             return {};
     }
 }
 
 QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 ||
-        section >= columnCount()) {
+    if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) {
         return QAbstractTableModel::headerData(section, orientation, role);
     }
-    if (section == 0) {
-        return tr("quantity");
+    const ColumnInfo col = columnInfo(section);
+    const QString name = runName(col.run);
+    switch (role) {
+        case Qt::DisplayRole:
+            switch (col.kind) {
+                case ColumnKind::Label:
+                    return tr("quantity");
+                case ColumnKind::Value:
+                    return name;
+                case ColumnKind::Delta:
+                    return tr("\u0394 %1").arg(name);
+                case ColumnKind::Relative:
+                    return tr("\u0394% %1").arg(name);
+            }
+            return {};
+        case Qt::ToolTipRole: {
+            const auto i = static_cast<std::size_t>(std::max(col.run, 0));
+            const QString path =
+                i < cmp_.paths.size() ? QString::fromStdString(cmp_.paths[i]) : QString();
+            switch (col.kind) {
+                case ColumnKind::Label:
+                    return tr("What is compared");
+                case ColumnKind::Value:
+                    return col.run == 0 ? tr("%1 (the baseline)").arg(path) : path;
+                case ColumnKind::Delta:
+                    return tr("%1 minus %2").arg(name, runName(0));
+                case ColumnKind::Relative:
+                    return tr("(%1 minus %2) / %2, in %").arg(name, runName(0));
+            }
+            return {};
+        }
+        case Qt::TextAlignmentRole:
+            return static_cast<int>(col.kind == ColumnKind::Label
+                                        ? Qt::AlignLeft | Qt::AlignVCenter
+                                        : Qt::AlignRight | Qt::AlignVCenter);
+        default:
+            return {};
     }
-    if (section <= runs()) {
-        return QString::fromStdString(cmp_.names[static_cast<std::size_t>(section - 1)]);
+}
+
+QString CompareModel::toCsv() const {
+    const QString eol = QStringLiteral("\r\n");  // RFC 4180, as interop's CSV export
+    QStringList header{QStringLiteral("key"), QStringLiteral("quantity"), QStringLiteral("unit"),
+                       QStringLiteral("better")};
+    for (int r = 0; r < runCount(); ++r) {
+        header << runName(r);
     }
-    const int k = section - runs() - 1;
-    const QString name = QString::fromStdString(cmp_.names[static_cast<std::size_t>(1 + k / 2)]);
-    return k % 2 == 0 ? tr("Δ %1").arg(name) : tr("Δ% %1").arg(name);
+    for (int r = 1; r < runCount(); ++r) {
+        header << QStringLiteral("delta ") + runName(r) << QStringLiteral("relative ") + runName(r)
+               << QStringLiteral("verdict ") + runName(r);
+    }
+    QString out;
+    for (QString& h : header) {
+        h = csvField(h);
+    }
+    out += header.join(QLatin1Char(',')) + eol;
+    for (const auto& q : cmp_.quantities) {
+        QStringList row{csvField(QString::fromStdString(q.key)),
+                        csvField(QString::fromStdString(q.label)),
+                        csvField(QString::fromStdString(q.unit)),
+                        QString::fromLatin1(analysis::toString(q.better))};
+        for (int r = 0; r < runCount(); ++r) {
+            row << csvNumber(at(q.values, r));
+        }
+        for (int r = 1; r < runCount(); ++r) {
+            row << csvNumber(at(q.delta, r)) << csvNumber(at(q.relative, r))
+                << QString::fromLatin1(analysis::toString(verdictOf(q, r)));
+        }
+        out += row.join(QLatin1Char(',')) + eol;
+    }
+    return out;
 }
 
 }  // namespace pipescope::app

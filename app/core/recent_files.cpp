@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <memory>
+#include <utility>
 
 #include <QFileInfo>
 #include <QSettings>
@@ -9,10 +11,16 @@ namespace pipescope::app {
 
 namespace {
 
-QString canonical(const QString& path) {
+// The canonical path of an existing file (links and "..", resolved), else the cleaned absolute
+// path, so that a file that has gone can still be removed by the name it was added under.
+QString normalized(const QString& path) {
     const QFileInfo info(path);
-    const QString c = info.canonicalFilePath();
-    return c.isEmpty() ? info.absoluteFilePath() : c;
+    const QString canonical = info.canonicalFilePath();
+    return canonical.isEmpty() ? info.absoluteFilePath() : canonical;
+}
+
+bool sameFile(const QString& stored, const QString& path) {
+    return stored == path || normalized(stored) == path;
 }
 
 }  // namespace
@@ -31,14 +39,21 @@ void RecentFiles::store(const QStringList& list) const {
     const auto s = settings_path_.isEmpty()
                        ? std::make_unique<QSettings>()
                        : std::make_unique<QSettings>(settings_path_, QSettings::IniFormat);
-    s->setValue(key_, list);
+    if (list.isEmpty()) {
+        s->remove(key_);
+    } else {
+        s->setValue(key_, list);
+    }
 }
 
 void RecentFiles::add(const QString& path) {
-    const QString c = canonical(path);
+    if (path.isEmpty()) {
+        return;
+    }
+    const QString p = normalized(path);
     QStringList list = load();
-    list.removeAll(c);
-    list.prepend(c);
+    list.removeIf([&](const QString& stored) { return sameFile(stored, p); });
+    list.prepend(p);
     while (list.size() > max_) {
         list.removeLast();
     }
@@ -46,8 +61,10 @@ void RecentFiles::add(const QString& path) {
 }
 
 void RecentFiles::remove(const QString& path) {
+    const QString p = normalized(path);
+    const QString absolute = QFileInfo(path).absoluteFilePath();
     QStringList list = load();
-    list.removeAll(canonical(path));
+    list.removeIf([&](const QString& stored) { return sameFile(stored, p) || stored == absolute; });
     store(list);
 }
 
@@ -55,12 +72,10 @@ void RecentFiles::clear() {
     store({});
 }
 
-QStringList RecentFiles::files() const {
-    QStringList out;
-    for (const QString& p : load()) {
-        if (QFileInfo::exists(p)) {
-            out << p;
-        }
+QStringList RecentFiles::files(bool existing_only) const {
+    QStringList out = load();
+    if (existing_only) {
+        out.removeIf([](const QString& p) { return !QFileInfo::exists(p); });
     }
     return out;
 }

@@ -6,7 +6,12 @@ namespace pipescope::app {
 
 namespace {
 
+constexpr double kNsPerMs = 1e6;
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+QString missing() {
+    return QStringLiteral("\u2014");
+}
 
 }  // namespace
 
@@ -18,114 +23,128 @@ void SummaryModel::setStats(const analysis::RunStats& stats) {
     endResetModel();
 }
 
+int SummaryModel::summaryRow() const {
+    return stats_.ranks.empty() ? -1 : static_cast<int>(stats_.ranks.size());
+}
+
 int SummaryModel::rowCount(const QModelIndex& parent) const {
-    if (parent.isValid() || stats_.ranks.empty()) {
-        return 0;
-    }
-    return static_cast<int>(stats_.ranks.size()) + 1;
+    return parent.isValid() ? 0 : summaryRow() + 1;
 }
 
 int SummaryModel::columnCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : ColumnCount;
 }
 
+std::optional<double> SummaryModel::value(int row, int column) const {
+    const auto of = [column](const analysis::RankStats& r) -> std::optional<double> {
+        switch (column) {
+            case Rank:
+                return r.rank;
+            case Busy:
+                return r.busy_ns;
+            case Bubble:
+                return r.bubble_ns;
+            case BubbleRatio:
+                return r.bubble_ratio;
+            case CommWait:
+                return r.comm_wait_ns;
+            case PeakMemory:
+                if (r.peak_memory.present) {
+                    return static_cast<double>(r.peak_memory.bytes);
+                }
+                return std::nullopt;
+            default:
+                return std::nullopt;
+        }
+    };
+    if (row != summaryRow()) {
+        return of(stats_.ranks[static_cast<std::size_t>(row)]);
+    }
+    if (column == Rank || column == Stages) {
+        return std::nullopt;
+    }
+    // Peak memory: the highest of the ranks that recorded memory (what decides an OOM).
+    // Everything else: the mean over ranks.
+    std::optional<double> peak;
+    double sum = 0;
+    for (const auto& r : stats_.ranks) {
+        const std::optional<double> v = of(r);
+        if (column == PeakMemory) {
+            if (v) {
+                peak = std::max(peak.value_or(*v), *v);
+            }
+        } else {
+            sum += v.value_or(0);
+        }
+    }
+    if (column == PeakMemory) {
+        return peak;
+    }
+    return sum / static_cast<double>(stats_.ranks.size());
+}
+
+QString SummaryModel::cellToolTip(int row, int column) const {
+    const QString what = headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString();
+    if (row != summaryRow()) {
+        return what;
+    }
+    switch (column) {
+        case Rank:
+        case Stages:
+            return tr("All ranks");
+        case PeakMemory:
+            return tr("%1: the highest of the ranks").arg(what);
+        default:
+            return tr("%1: the mean over ranks").arg(what);
+    }
+}
+
 QVariant SummaryModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= rowCount() || index.column() >= ColumnCount) {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
         return {};
     }
-    const bool mean_row = index.row() == static_cast<int>(stats_.ranks.size());
-    const double n = static_cast<double>(stats_.ranks.size());
-    // The value of a column for one rank or for the summary row.
-    const auto value = [&](int column) -> std::optional<double> {
-        if (!mean_row) {
-            const auto& r = stats_.ranks[static_cast<std::size_t>(index.row())];
-            switch (column) {
-                case Rank:
-                    return r.rank;
-                case Busy:
-                    return r.busy_ns / 1e6;
-                case Bubble:
-                    return r.bubble_ns / 1e6;
-                case BubbleRatio:
-                    return r.bubble_ratio;
-                case CommWait:
-                    return r.comm_wait_ns / 1e6;
-                case PeakMemory:
-                    return r.peak_memory.present
-                               ? std::optional<double>(static_cast<double>(r.peak_memory.bytes))
-                               : std::nullopt;
-                default:
-                    return std::nullopt;
-            }
-        }
-        double sum = 0;
-        std::optional<double> peak;
-        for (const auto& r : stats_.ranks) {
-            switch (column) {
-                case Busy:
-                    sum += r.busy_ns / 1e6;
-                    break;
-                case Bubble:
-                    sum += r.bubble_ns / 1e6;
-                    break;
-                case BubbleRatio:
-                    sum += r.bubble_ratio;
-                    break;
-                case CommWait:
-                    sum += r.comm_wait_ns / 1e6;
-                    break;
-                case PeakMemory:
-                    if (r.peak_memory.present) {
-                        peak = std::max(peak.value_or(0), static_cast<double>(r.peak_memory.bytes));
-                    }
-                    break;
-                default:
-                    break;
-            }
-        }
-        if (column == PeakMemory) {
-            return peak;
-        }
-        if (column == Rank || column == Stages) {
-            return std::nullopt;
-        }
-        return sum / n;
-    };
+    const int row = index.row();
     const int c = index.column();
+    const bool summary = row == summaryRow();
     switch (role) {
         case Qt::DisplayRole: {
-            if (c == Rank && mean_row) {
-                return tr("mean");
-            }
             if (c == Stages) {
-                return mean_row ? QString()
-                                : QString::fromStdString(
-                                      stats_.ranks[static_cast<std::size_t>(index.row())].stages);
+                return summary ? QString()
+                               : QString::fromStdString(
+                                     stats_.ranks[static_cast<std::size_t>(row)].stages);
             }
-            const auto v = value(c);
+            if (c == Rank && summary) {
+                return tr("all");
+            }
+            const std::optional<double> v = value(row, c);
             if (!v) {
-                return QStringLiteral("\u2014");
+                return missing();
             }
             switch (c) {
                 case Rank:
                     return QString::number(static_cast<int>(*v));
                 case BubbleRatio:
-                    return QStringLiteral("%1%").arg(*v * 100, 0, 'f', 1);
+                    return QString::number(*v * 100, 'f', 1);
                 case PeakMemory:
-                    return QStringLiteral("%1").arg(*v / kBytesPerGiB, 0, 'f', 2);
+                    return QString::number(*v / kBytesPerGiB, 'f', 2);
                 default:
-                    return QStringLiteral("%1").arg(*v, 0, 'f', 3);
+                    return QString::number(*v / kNsPerMs, 'f', 3);
             }
         }
         case ValueRole: {
-            const auto v = value(c);
+            if (c == Stages) {
+                return summary ? QVariant()
+                               : QVariant(QString::fromStdString(
+                                     stats_.ranks[static_cast<std::size_t>(row)].stages));
+            }
+            const std::optional<double> v = value(row, c);
             return v ? QVariant(*v) : QVariant();
         }
         case Qt::TextAlignmentRole:
-            return c == Stages ? QVariant(Qt::AlignLeft | Qt::AlignVCenter)
-                               : QVariant(Qt::AlignRight | Qt::AlignVCenter);
+            return static_cast<int>(c == Stages ? Qt::AlignLeft | Qt::AlignVCenter
+                                                : Qt::AlignRight | Qt::AlignVCenter);
         case Qt::ToolTipRole:
-            return headerData(c, Qt::Horizontal, Qt::ToolTipRole);
+            return cellToolTip(row, c);
         default:
             return {};
     }
@@ -146,7 +165,7 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
             case Bubble:
                 return tr("bubble (ms)");
             case BubbleRatio:
-                return tr("bubble");
+                return tr("bubble ratio (%)");
             case CommWait:
                 return tr("comm wait (ms)");
             case PeakMemory:
@@ -160,20 +179,25 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
             case Rank:
                 return tr("Pipeline rank");
             case Stages:
-                return tr("Pipeline positions the rank holds");
+                return tr("Pipeline stages (model chunks) the rank holds");
             case Busy:
-                return tr("Compute-lane busy time per iteration");
+                return tr("Compute-lane busy time per iteration (union of its ops), in ms");
             case Bubble:
-                return tr("Iteration time minus busy time");
+                return tr("Iteration time minus busy time, in ms");
             case BubbleRatio:
-                return tr("Bubble divided by the iteration time");
+                return tr("Bubble divided by the iteration time, in %");
             case CommWait:
-                return tr("Compute lane idle while a receive or collective runs");
+                return tr(
+                    "Compute lane idle while a receive or a collective has not completed, in ms");
             case PeakMemory:
-                return tr("Highest summed memory of the rank (the summary row: the maximum)");
+                return tr("Highest summed memory of the rank over the iteration, in GiB");
             default:
                 return {};
         }
+    }
+    if (role == Qt::TextAlignmentRole) {
+        return static_cast<int>(section == Stages ? Qt::AlignLeft | Qt::AlignVCenter
+                                                  : Qt::AlignRight | Qt::AlignVCenter);
     }
     return {};
 }

@@ -147,7 +147,9 @@ QCPRange TraceChart::timeRangeMs() const {
 
 void TraceChart::setTimeRangeMs(const QCPRange& range) {
     const QCPRange full = fullRange();
-    TimeAxis axis{range.lower, range.upper, 1};
+    TimeAxis axis;
+    axis.t0 = range.lower;
+    axis.t1 = range.upper;
     axis.clamp(full.lower, full.upper, kMinSpanMs);
     if (!rects_.empty()) {
         // onRangeChanged syncs the other axes.

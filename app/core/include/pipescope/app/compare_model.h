@@ -1,6 +1,10 @@
-// A run comparison as a table: one row per quantity, the value of each run, then each run's
-// change against the first (absolute and %) with its verdict (VerdictRole).
+// A run comparison (analysis::compareRuns) as a table: one row per quantity; columns: the
+// quantity, the value of each run, then for each run after the first (the baseline) its change
+// against the baseline, absolute and in %. Changes are coloured by their verdict (ForegroundRole:
+// better green, worse red) and say why in their tooltip.
 #pragma once
+
+#include <string>
 
 #include <QAbstractTableModel>
 
@@ -12,13 +16,34 @@ class CompareModel : public QAbstractTableModel {
     Q_OBJECT
 
   public:
-    static constexpr int ValueRole = Qt::UserRole + 1;  // the raw number of a cell
-    // analysis::Verdict of a delta cell as an int (the views colour better green, worse red).
+    // The raw number of a cell as a double in the analysis' unit (ns, bytes, 0..1 ratio,
+    // tokens/s; a delta % cell holds the relative change, 0.1 = +10%); invalid where "—" shows;
+    // the label text on label cells.
+    static constexpr int ValueRole = Qt::UserRole + 1;
+    static constexpr int SortRole = ValueRole;
+    // analysis::Verdict of a run's value and change cells as an int; invalid on label cells.
     static constexpr int VerdictRole = Qt::UserRole + 2;
 
+    enum class ColumnKind { Label, Value, Delta, Relative };
+    struct ColumnInfo {
+        ColumnKind kind = ColumnKind::Label;
+        int run = -1;  // index into RunComparison::names; -1 for the label column
+    };
+
+    // Colours of ForegroundRole (a QColor where Qt Gui is loaded, else this "#rrggbb" string).
+    static constexpr const char* kBetterColor = "#1a7f37";
+    static constexpr const char* kWorseColor = "#c62828";
+
     explicit CompareModel(QObject* parent = nullptr);
+
+    // Replaces what the model shows (a model reset).
     void setComparison(const analysis::RunComparison& comparison);
     const analysis::RunComparison& comparison() const { return cmp_; }
+
+    int runCount() const { return static_cast<int>(cmp_.names.size()); }
+    ColumnInfo columnInfo(int column) const;
+    // The name of a run for people: its name, else its file's name, else "run N".
+    QString runName(int run) const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -26,12 +51,17 @@ class CompareModel : public QAbstractTableModel {
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
-    // A value in its unit for people: ns as ms, bytes as GiB, ratios as %.
+    // A value in its unit for people: ns as ms, bytes as GiB, ratios as %, tokens/s.
     static QString formatValue(double value, const std::string& unit);
+    // A change with its sign: "+1.250 ms", "-0.50 GiB"; a ratio's change in percentage points.
+    static QString formatDelta(double delta, const std::string& unit);
+
+    // The table as CSV (RFC 4180) with raw numbers in the analysis' units, for spreadsheets:
+    // key, quantity, unit, better, the runs' values, then per non-baseline run its delta,
+    // relative delta and verdict. Missing values are empty fields.
+    QString toCsv() const;
 
   private:
-    int runs() const { return static_cast<int>(cmp_.names.size()); }
-
     analysis::RunComparison cmp_;
 };
 

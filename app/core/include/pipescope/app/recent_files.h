@@ -1,4 +1,5 @@
-// Recently opened files, most recent first, kept in QSettings.
+// Recently opened files, most recent first, kept in QSettings as absolute paths (canonical where
+// the file exists, so one file reached two ways is listed once).
 #pragma once
 
 #include <QString>
@@ -8,15 +9,21 @@ namespace pipescope::app {
 
 class RecentFiles {
   public:
-    // `key`: the QSettings key of the list; `max`: how many are kept. `settings_path`: an INI
-    // file to use instead of the application's settings (tests).
+    // `key`: the QSettings key of the list; `max`: how many are kept (at least 1).
+    // `settings_path`: an INI file to use instead of the application's QSettings (tests, or a
+    // portable install).
     explicit RecentFiles(QString key, int max = 10, QString settings_path = {});
 
+    // Puts `path` first, dropping an older entry for the same file and the oldest past `max`.
     void add(const QString& path);
     void remove(const QString& path);
     void clear();
-    // Most recent first; files that no longer exist are left out.
-    QStringList files() const;
+    // Most recent first; with `existing_only`, files that no longer exist are left out (they stay
+    // stored, so a file on a drive that comes back reappears).
+    QStringList files(bool existing_only = true) const;
+
+    const QString& key() const { return key_; }
+    int maxCount() const { return max_; }
 
   private:
     QStringList load() const;

@@ -1,6 +1,9 @@
-// Per-rank figures of one run as a table: busy, bubble, communication wait, peak memory; the
-// last row is the mean over ranks (the maximum for peak memory).
+// Per-rank figures of one run as a table: busy, bubble, bubble ratio, communication wait and peak
+// memory, averaged over the measured iterations (analysis::RunStats). The last row, "all", holds
+// the mean over ranks, except peak memory, where it holds the highest rank's peak.
 #pragma once
+
+#include <optional>
 
 #include <QAbstractTableModel>
 
@@ -13,11 +16,18 @@ class SummaryModel : public QAbstractTableModel {
 
   public:
     enum Column { Rank, Stages, Busy, Bubble, BubbleRatio, CommWait, PeakMemory, ColumnCount };
-    // The raw value of a cell (ms, ratio, bytes) for sorting and tests.
+    // The raw number of a cell as a double, in the analysis' units: ns for times, a 0..1 ratio,
+    // bytes, the rank; the stages text for Stages. Invalid where the cell shows "—".
     static constexpr int ValueRole = Qt::UserRole + 1;
+    static constexpr int SortRole = ValueRole;  // for QSortFilterProxyModel::setSortRole
 
     explicit SummaryModel(QObject* parent = nullptr);
+
+    // Replaces what the model shows (a model reset).
     void setStats(const analysis::RunStats& stats);
+    const analysis::RunStats& stats() const { return stats_; }
+    // The row of the "all" summary; -1 when there are no ranks.
+    int summaryRow() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -26,6 +36,9 @@ class SummaryModel : public QAbstractTableModel {
                         int role = Qt::DisplayRole) const override;
 
   private:
+    std::optional<double> value(int row, int column) const;
+    QString cellToolTip(int row, int column) const;
+
     analysis::RunStats stats_;
 };
 
