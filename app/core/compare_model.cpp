@@ -8,13 +8,11 @@
 #include <QStringList>
 
 #include <pipescope/app/compare_model.h>
+#include <pipescope/app/units.h>
 
 namespace pipescope::app {
 
 namespace {
-
-constexpr double kNsPerMs = 1e6;
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 QString missing() {
     return QStringLiteral("\u2014");

@@ -1,13 +1,11 @@
 #include <algorithm>
 
 #include <pipescope/app/summary_model.h>
+#include <pipescope/app/units.h>
 
 namespace pipescope::app {
 
 namespace {
-
-constexpr double kNsPerMs = 1e6;
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 QString missing() {
     return QStringLiteral("\u2014");

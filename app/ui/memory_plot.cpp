@@ -3,16 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <pipescope/app/units.h>
+
 #include "timeline_plot.h"
 
 namespace pipescope::app {
-
-namespace {
-
-constexpr double kNsPerMs = 1e6;
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-
-}  // namespace
 
 QColor memoryCategoryColor(trace::MemoryCategory c) {
     switch (c) {

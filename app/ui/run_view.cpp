@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include <pipescope/app/time_axis.h>
+#include <pipescope/app/units.h>
 
 #include "memory_plot.h"
 #include "timeline_plot.h"
@@ -16,7 +17,6 @@ namespace pipescope::app {
 
 namespace {
 
-constexpr double kNsPerMs = 1e6;
 constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
 constexpr double kZoomStep = 1.25;
 constexpr double kPanStep = 0.2;  // of the view per A/D press
@@ -243,8 +243,8 @@ bool TraceChart::selectAt(const QPointF& pos) {
                 tr("%1 on rank %2: %3 from %4; waits for %5")
                     .arg(QString::fromStdString(opLabel(*op)))
                     .arg(op->rank)
-                    .arg(formatNs(static_cast<double>(op->duration())),
-                         formatNs(static_cast<double>(op->start_ns)),
+                    .arg(formatDuration(static_cast<double>(op->duration())),
+                         formatDuration(static_cast<double>(op->start_ns)),
                          names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", "))));
         }
     }
@@ -273,8 +273,8 @@ QString TraceChart::rangeStatistics() const {
     const double span = static_cast<double>(t1 - t0);
     QStringList parts;
     parts << tr("range %1 – %2 (%3)")
-                 .arg(formatNs(static_cast<double>(t0)), formatNs(static_cast<double>(t1)),
-                      formatNs(span));
+                 .arg(formatDuration(static_cast<double>(t0)),
+                      formatDuration(static_cast<double>(t1)), formatDuration(span));
     for (const auto& run : runs_) {
         QStringList ranks;
         double idle_sum = 0;
@@ -297,7 +297,7 @@ QString TraceChart::rangeStatistics() const {
             idle_sum += idle;
             ranks << tr("r%1 busy %2 (%3% idle)")
                          .arg(r)
-                         .arg(formatNs(static_cast<double>(busy)))
+                         .arg(formatDuration(static_cast<double>(busy)))
                          .arg(idle * 100, 0, 'f', 1);
         }
         const QString prefix = runs_.size() > 1

@@ -5,6 +5,8 @@
 #include <QVBoxLayout>
 
 #include <pipescope/app/summary_model.h>
+#include <pipescope/app/time_axis.h>
+#include <pipescope/app/units.h>
 
 #include "memory_plot.h"
 #include "timeline_plot.h"
@@ -12,8 +14,6 @@
 namespace pipescope::app {
 
 namespace {
-
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 QCPBars* bars(QCPAxisRect* rect, const QString& name, const QColor& color) {
     auto* b = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
@@ -40,7 +40,7 @@ QString headline(const RunData& run) {
     const auto& s = run.stats();
     QStringList parts;
     if (s.iteration_time_ns) {
-        parts << QObject::tr("iteration %1").arg(formatNs(*s.iteration_time_ns));
+        parts << QObject::tr("iteration %1").arg(formatDuration(*s.iteration_time_ns));
     }
     if (s.mfu) {
         parts << QObject::tr("MFU %1%").arg(*s.mfu * 100, 0, 'f', 1);

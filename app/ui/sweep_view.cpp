@@ -5,13 +5,13 @@
 #include <QHBoxLayout>
 #include <QVBoxLayout>
 
+#include <pipescope/app/units.h>
+
 #include "memory_plot.h"
 
 namespace pipescope::app {
 
 namespace {
-
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 QColor methodColor(const std::string& m) {
     if (m == "naive") {

@@ -5,14 +5,15 @@
 #include <cmath>
 #include <set>
 
+#include <pipescope/app/time_axis.h>
+#include <pipescope/app/units.h>
+
 namespace pipescope::app {
 
 namespace {
 
 using trace::Lane;
 using trace::OpKind;
-
-constexpr double kNsPerMs = 1e6;
 
 QColor bubbleColor() {
     return QColor(0xbd, 0xbd, 0xbd);
@@ -108,20 +109,6 @@ QString opKindDescription(OpKind kind) {
     return QStringLiteral("%1 (%2)").arg(what, code);
 }
 
-QString formatNs(double ns) {
-    const double a = std::abs(ns);
-    if (a >= 1e9) {
-        return QStringLiteral("%1 s").arg(ns / 1e9, 0, 'f', a >= 1e10 ? 2 : 3);
-    }
-    if (a >= 1e6) {
-        return QStringLiteral("%1 ms").arg(ns / 1e6, 0, 'f', a >= 1e8 ? 1 : (a >= 1e7 ? 2 : 3));
-    }
-    if (a >= 1e3) {
-        return QStringLiteral("%1 µs").arg(ns / 1e3, 0, 'f', a >= 1e5 ? 1 : 2);
-    }
-    return QStringLiteral("%1 ns").arg(ns, 0, 'f', 0);
-}
-
 QString opTooltip(const RunData& run, const trace::OpRecord& op) {
     QStringList lines;
     lines << QStringLiteral("<b>%1</b> — %2")
@@ -137,8 +124,8 @@ QString opTooltip(const RunData& run, const trace::OpRecord& op) {
                      .arg(op.chunk > 0 ? QObject::tr(", chunk %1").arg(op.chunk) : QString());
     }
     lines << QObject::tr("start %1, duration %2")
-                 .arg(formatNs(static_cast<double>(op.start_ns)),
-                      formatNs(static_cast<double>(op.duration())));
+                 .arg(formatDuration(static_cast<double>(op.start_ns)),
+                      formatDuration(static_cast<double>(op.duration())));
     if (op.bytes >= 0) {
         lines << QObject::tr("%1 MB moved").arg(static_cast<double>(op.bytes) / 1e6, 0, 'f', 2);
     }

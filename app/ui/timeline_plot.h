@@ -18,8 +18,6 @@ QColor opKindColor(trace::OpKind kind);
 QString opKindDescription(trace::OpKind kind);
 // Multi-line tooltip text of one op.
 QString opTooltip(const RunData& run, const trace::OpRecord& op);
-// "12.5 ms", "830 µs": durations in nanoseconds.
-QString formatNs(double ns);
 
 // Rows: rank r spans [r, r + 1) on the value axis (drawn reversed, rank 0 on top); its compute
 // lane fills the upper part, its communication lane the lower.
