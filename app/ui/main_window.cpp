@@ -66,6 +66,7 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     resize(1280, 800);
 
     sim_ = new SimulationController(this);
+    methods_sim_ = new SimulationController(this);
     recent_ = std::make_unique<RecentFiles>(QStringLiteral("recentFiles"), 10);
 
     config_ = new ConfigPanel;
@@ -114,6 +115,17 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
                                      .arg(message.section(QLatin1Char('\n'), 0, 0)));
     });
     connect(sim_, &SimulationController::finished, this, &MainWindow::onSimulated);
+    connect(methods_sim_, &SimulationController::finished, this,
+            [this](quint64 id, std::shared_ptr<const SimOutput> out) {
+                if (id != methods_request_) {
+                    return;  // a newer comparison is on its way
+                }
+                QStringList notes;
+                for (const auto& e : out->errors) {
+                    notes << QString::fromStdString(e);
+                }
+                methods_view_->setRuns(out->runs, notes, !methods_view_->runs().empty());
+            });
     connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
         if (tabs_->currentWidget() == methods_view_ && methods_view_->runs().empty()) {
             compareMethods();
@@ -212,28 +224,11 @@ void MainWindow::compareMethods() {
         statusBar()->showMessage(tr("No valid config to compare: fix the config first."));
         return;
     }
-    // The controller keeps one waiting request; the explorer's comes first.
+    // Its own controller, so that the explorer's requests never replace this one.
     SimRequest req;
     req.kind = SimRequest::Kind::Methods;
     req.config = *config_->config();
-    methods_request_ = 0;
-    auto* controller = findChild<SimulationController*>(QStringLiteral("methodsController"));
-    if (!controller) {
-        controller = new SimulationController(this);
-        controller->setObjectName(QStringLiteral("methodsController"));
-        connect(controller, &SimulationController::finished, this,
-                [this](quint64 id, std::shared_ptr<const SimOutput> out) {
-                    if (id != methods_request_) {
-                        return;
-                    }
-                    QStringList notes;
-                    for (const auto& e : out->errors) {
-                        notes << QString::fromStdString(e);
-                    }
-                    methods_view_->setRuns(out->runs, notes, !methods_view_->runs().empty());
-                });
-    }
-    methods_request_ = controller->request(std::move(req));
+    methods_request_ = methods_sim_->request(std::move(req));
     if (sender() && qobject_cast<QAction*>(sender())) {
         tabs_->setCurrentWidget(methods_view_);
     }

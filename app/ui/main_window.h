@@ -78,6 +78,7 @@ class MainWindow : public QMainWindow {
     SweepView* sweep_view_;
     QWidget* explore_tab_;
     SimulationController* sim_;
+    SimulationController* methods_sim_;
     RunDataPtr current_;
     quint64 methods_request_ = 0;
     quint64 single_request_ = 0;
