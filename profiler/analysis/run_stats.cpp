@@ -16,12 +16,45 @@ using detail::Window;
 using detail::WindowTotals;
 using Code = trace::TraceStatus::Code;
 
+// The share of the three passes done (two over the ops, one over the memory samples), reported
+// every few thousand rows, and the caller's wish to stop.
+class Progress {
+  public:
+    Progress(const trace::TraceReader& reader, const std::function<bool(double)>& report)
+        : report_(report),
+          total_(std::max<double>(1.0, 2.0 * static_cast<double>(reader.opCount()) +
+                                           static_cast<double>(reader.memorySampleCount()))) {}
+
+    // One row done; false once the caller has asked to stop.
+    bool step() {
+        if (++done_ % kEvery == 0 && report_ && !stopped_) {
+            stopped_ = !report_(std::min(1.0, static_cast<double>(done_) / total_));
+        }
+        return !stopped_;
+    }
+    // After a pass: the pass's own status, or Cancelled when the caller stopped it.
+    trace::TraceStatus after(trace::TraceStatus st, const std::string& path) const {
+        if (st.ok() && stopped_) {
+            return trace::TraceStatus::error(Code::Cancelled, path + ": analysis cancelled");
+        }
+        return st;
+    }
+
+  private:
+    static constexpr std::int64_t kEvery = 16384;
+    const std::function<bool(double)>& report_;
+    double total_;
+    std::int64_t done_ = 0;
+    bool stopped_ = false;
+};
+
 // First pass: the window of every iteration (first op start to last op end over all ranks).
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, std::vector<Window>* out) {
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
+                                  std::vector<Window>* out) {
     std::map<int, Window> by_iteration;
     const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
         if (!trace::isKnownOp(op)) {
-            return true;
+            return progress->step();
         }
         const std::int64_t end = std::max(op.end_ns, op.start_ns);
         auto [it, inserted] =
@@ -30,18 +63,18 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, std::vector<
             it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
             it->second.end_ns = std::max(it->second.end_ns, end);
         }
-        return true;
+        return progress->step();
     });
     out->clear();
     for (const auto& [iteration, window] : by_iteration) {
         out->push_back(window);
     }
-    return st;
+    return progress->after(st, reader.path());
 }
 
 // Second pass: busy time and communication wait of every rank in every window.
 trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
-                              const std::map<int, std::size_t>& rank_index,
+                              const std::map<int, std::size_t>& rank_index, Progress* progress,
                               std::vector<std::vector<WindowTotals>>* totals) {
     // The sweep needs windows by start; windows (by iteration) usually are, but need not be.
     std::vector<std::size_t> order(windows.size());
@@ -68,13 +101,13 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             current_rank = op.rank;
             const auto it = rank_index.find(op.rank);
             if (it == rank_index.end()) {
-                return true;  // a rank the trace does not list: nothing to attribute it to
+                return progress->step();  // a rank the trace does not list: nothing to attribute
             }
             sweep.beginRank(&sorted_totals[it->second]);
             in_rank = true;
         }
         sweep.add(op);
-        return true;
+        return progress->step();
     });
     if (in_rank) {
         sweep.endRank();
@@ -85,12 +118,12 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             (*totals)[r][order[k]] = sorted_totals[r][k];
         }
     }
-    return st;
+    return progress->after(st, reader.path());
 }
 
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
-                                std::optional<trace::TimeRange> window,
+                                std::optional<trace::TimeRange> window, Progress* progress,
                                 std::vector<MemoryPeak>* peaks) {
     peaks->assign(rank_index.size(), MemoryPeak{});
     std::optional<detail::MemoryPeakTracker> tracker;
@@ -110,7 +143,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
             current_rank = s.rank;
             const auto it = rank_index.find(s.rank);
             if (it == rank_index.end()) {
-                return true;
+                return progress->step();
             }
             current = it->second;
             tracker.emplace(window);
@@ -118,10 +151,10 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
         if (tracker) {
             tracker->add(s);
         }
-        return true;
+        return progress->step();
     });
     close();
-    return st;
+    return progress->after(st, reader.path());
 }
 
 RunMetricInputs readMetricInputs(const trace::TraceReader& reader) {
@@ -254,8 +287,9 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     s.run = reader.run();
     s.rank_count = reader.rankCount();
 
+    Progress progress(reader, options.progress);
     std::vector<Window> windows;
-    if (trace::TraceStatus st = collectWindows(reader, &windows); !st.ok()) {
+    if (trace::TraceStatus st = collectWindows(reader, &progress, &windows); !st.ok()) {
         return st;
     }
     std::optional<trace::TimeRange> memory_window;
@@ -279,7 +313,8 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     }
 
     std::vector<std::vector<WindowTotals>> totals;
-    if (trace::TraceStatus st = sweepRanks(reader, windows, rank_index, &totals); !st.ok()) {
+    if (trace::TraceStatus st = sweepRanks(reader, windows, rank_index, &progress, &totals);
+        !st.ok()) {
         return st;
     }
     for (std::size_t w = 0; w < windows.size(); ++w) {
@@ -302,7 +337,8 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     chooseMeasured(options, s.run.warmup, &s);
 
     std::vector<MemoryPeak> peaks;
-    if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &peaks); !st.ok()) {
+    if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress, &peaks);
+        !st.ok()) {
         return st;
     }
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {

@@ -218,17 +218,23 @@ MemoryLodResult TraceReader::memoryLod(int rank, std::int64_t t0, std::int64_t t
                 ++result.rows_read;
             }
         }
+        // One range of the primary key per series (a window over every category at once would
+        // scan the rank's whole level), then merged by time.
         detail::Stmt& w = d.mem_lod_window;
-        w.reset();
-        w.bind(1, level).bind(2, rank).bind(3, t0).bind(4, t1);
-        int rc;
-        while ((rc = w.step()) == SQLITE_ROW) {
-            ++result.rows_read;
-            updates.push_back({w.int32(0), w.int64(1), w.int64(2), w.int64(3), w.int64(4)});
+        for (int s = 0; s < kSeries; ++s) {
+            w.reset();
+            w.bind(1, level).bind(2, rank).bind(3, s).bind(4, t0).bind(5, t1);
+            int rc;
+            while ((rc = w.step()) == SQLITE_ROW) {
+                ++result.rows_read;
+                updates.push_back({w.int32(0), w.int64(1), w.int64(2), w.int64(3), w.int64(4)});
+            }
+            if (rc != SQLITE_DONE) {
+                d.noteError("reading memory level-of-detail rows failed");
+            }
         }
-        if (rc != SQLITE_DONE) {
-            d.noteError("reading memory level-of-detail rows failed");
-        }
+        std::stable_sort(updates.begin(), updates.end(),
+                         [](const MemoryUpdate& a, const MemoryUpdate& b) { return a.t < b.t; });
     } else {
         const auto samples = memory(rank, t0, t1);
         result.rows_read += static_cast<std::int64_t>(samples.size());

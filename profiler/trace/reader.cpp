@@ -230,8 +230,8 @@ TraceStatus TraceReader::open(const std::string& path) {
                             "t_ns < ? ORDER BY t_ns DESC, rowid DESC LIMIT 1");
     d.mem_lod_window.prepare(d.db,
                              "SELECT category, start_ns, min_bytes, max_bytes, last_bytes FROM "
-                             "memory_lod WHERE level = ? AND rank = ? AND start_ns >= ? AND "
-                             "start_ns < ? ORDER BY start_ns");
+                             "memory_lod WHERE level = ? AND rank = ? AND category = ? AND "
+                             "start_ns >= ? AND start_ns < ? ORDER BY start_ns");
     d.mem_lod_before.prepare(d.db,
                              "SELECT last_bytes FROM memory_lod WHERE level = ? AND rank = ? AND "
                              "category = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1");

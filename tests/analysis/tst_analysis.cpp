@@ -91,6 +91,7 @@ class TestAnalysis : public QObject {
     void comparison_data();
     void comparison();
     void reports();
+    void progressAndCancel();
 
   private:
     QTemporaryDir dir_;
@@ -424,4 +425,68 @@ void TestAnalysis::reports() {
 }
 
 QTEST_GUILESS_MAIN(TestAnalysis)
+// Long enough that the progress callback is called many times: 40000 ops and 10000 samples.
+void TestAnalysis::progressAndCancel() {
+    const QString path = dir_.filePath("long.db");
+    {
+        trace::TraceWriter w;
+        trace::RunInfo run;
+        run.name = "long";
+        run.ranks = 2;
+        run.iterations = 1;
+        QVERIFY(w.create(path.toStdString(), run).ok());
+        for (int r = 0; r < 2; ++r) {
+            w.addRank({r, std::to_string(r), "sim", "", 0, 0});
+        }
+        for (int i = 0; i < 20000; ++i) {
+            for (int r = 0; r < 2; ++r) {
+                trace::OpRecord op;
+                op.rank = r;
+                op.kind = i % 2 ? OpKind::B : OpKind::F;
+                op.microbatch = i / 2;
+                op.op_index = i;
+                op.start_ns = i * 1000LL;
+                op.end_ns = op.start_ns + 900;
+                w.addOp(op);
+                if (i % 4 == 0) {
+                    w.addMemory({r, op.end_ns, (i % 8) * kMiB, trace::MemoryCategory::Activations});
+                }
+            }
+        }
+        QVERIFY(w.finish(trace::RunStatus::Complete).ok());
+    }
+    std::vector<double> seen;
+    analysis::AnalysisOptions options;
+    options.progress = [&](double done) {
+        seen.push_back(done);
+        return true;
+    };
+    RunStats with;
+    QVERIFY(analysis::analyzeFile(path.toStdString(), options, &with).ok());
+    // Two passes over 40000 ops and one over 10000 samples, reported every 16384 rows.
+    QCOMPARE(seen.size(), std::size_t{5});
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    QVERIFY(seen.front() > 0 && seen.back() <= 1.0);
+    // Watching changes nothing.
+    const RunStats without = analyze(path);
+    QCOMPARE(with.ranks.size(), without.ranks.size());
+    QCOMPARE(with.ranks[1].busy_ns, without.ranks[1].busy_ns);
+    QCOMPARE(with.ranks[1].peak_memory.bytes, without.ranks[1].peak_memory.bytes);
+    QCOMPARE(with.ranks[1].busy_ns, 20000 * 900.0);
+
+    // Stopping at the first report ends the analysis with Cancelled and leaves `out` alone.
+    int calls = 0;
+    options.progress = [&](double) {
+        ++calls;
+        return false;
+    };
+    RunStats cancelled;
+    const trace::TraceStatus st = analysis::analyzeFile(path.toStdString(), options, &cancelled);
+    QCOMPARE(int(st.code), int(trace::TraceStatus::Code::Cancelled));
+    QVERIFY2(QString::fromStdString(st.message).contains("long.db"), st.message.c_str());
+    QVERIFY2(QString::fromStdString(st.message).contains("cancelled"), st.message.c_str());
+    QCOMPARE(calls, 1);
+    QVERIFY(cancelled.ranks.empty());
+}
+
 #include "tst_analysis.moc"

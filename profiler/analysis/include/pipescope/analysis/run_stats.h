@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +97,9 @@ struct RunStats {
 struct AnalysisOptions {
     // Average only this iteration (warm-up or not); peak memory then covers its window.
     std::optional<int> iteration;
+    // Called now and then with the share of the work done (0..1), from the analyzing thread;
+    // returning false stops the analysis, which then answers TraceStatus::Code::Cancelled.
+    std::function<bool(double)> progress;
 };
 
 // Computes the statistics of an open trace. Errors (a damaged file, an iteration that is not in

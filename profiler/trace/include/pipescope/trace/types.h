@@ -245,6 +245,7 @@ struct TraceStatus {
         Exists,        // refusing to overwrite
         IoError,
         BadInput,
+        Cancelled,  // the caller asked to stop
     };
     Code code = Code::Ok;
     std::string message;
