@@ -6,14 +6,20 @@
 
 namespace pipescope::app {
 
-std::shared_ptr<TraceRunData> TraceRunData::open(const std::string& path, std::string* error) {
+std::shared_ptr<TraceRunData> TraceRunData::open(const std::string& path, std::string* error,
+                                                 const std::function<bool(double)>& progress) {
     std::shared_ptr<TraceRunData> data(new TraceRunData());
-    const trace::TraceStatus st = data->reader_.open(path);
+    trace::TraceStatus st = data->reader_.open(path);
+    if (st.ok()) {
+        st = data->lod_reader_.open(path);
+    }
     if (!st.ok()) {
         *error = st.message;
         return nullptr;
     }
-    const trace::TraceStatus an = analysis::analyzeRun(data->reader_, {}, &data->stats_);
+    analysis::AnalysisOptions options;
+    options.progress = progress;
+    const trace::TraceStatus an = analysis::analyzeRun(data->reader_, options, &data->stats_);
     if (!an.ok()) {
         *error = an.message;
         return nullptr;
@@ -44,12 +50,14 @@ std::string TraceRunData::rankStages(int rank) const {
 }
 
 trace::OpLodResult TraceRunData::opsLod(std::int64_t t0, std::int64_t t1, int pixels) const {
-    return reader_.opsLod(t0, t1, pixels);
+    const std::lock_guard<std::mutex> lock(lod_mutex_);
+    return lod_reader_.opsLod(t0, t1, pixels);
 }
 
 trace::MemoryLodResult TraceRunData::memoryLod(int rank, std::int64_t t0, std::int64_t t1,
                                                int pixels) const {
-    return reader_.memoryLod(rank, t0, t1, pixels);
+    const std::lock_guard<std::mutex> lock(lod_mutex_);
+    return lod_reader_.memoryLod(rank, t0, t1, pixels);
 }
 
 std::vector<trace::OpRecord> TraceRunData::ops(int rank, std::int64_t t0, std::int64_t t1) const {

@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include <atomic>
+
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -10,11 +12,13 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPointer>
 #include <QProgressDialog>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/recent_files.h>
@@ -256,18 +260,33 @@ void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output
 
 void MainWindow::openTrace(const QString& path) {
     auto* watcher = new QFutureWatcher<std::pair<std::shared_ptr<TraceRunData>, QString>>(this);
-    auto* progress = new QProgressDialog(tr("Opening %1…").arg(QFileInfo(path).fileName()),
-                                         tr("Cancel"), 0, 0, this);
+    // Opening reads the whole trace once for its metrics: the dialog shows how far it is and
+    // Cancel stops the reading itself, not just the wait.
+    QPointer<QProgressDialog> progress = new QProgressDialog(
+        tr("Opening %1…").arg(QFileInfo(path).fileName()), tr("Cancel"), 0, 1000, this);
     progress->setMinimumDuration(300);
     progress->setWindowModality(Qt::WindowModal);
-    auto cancelled = std::make_shared<bool>(false);
-    connect(progress, &QProgressDialog::canceled, this, [cancelled] { *cancelled = true; });
+    progress->setAutoReset(false);
+    progress->setValue(0);
+    // Shared with the worker: it writes how far it is, the dialog's timer reads it.
+    struct Shared {
+        std::atomic<bool> cancelled{false};
+        std::atomic<int> permille{0};
+    };
+    auto shared = std::make_shared<Shared>();
+    connect(progress, &QProgressDialog::canceled, this, [shared] { shared->cancelled = true; });
+    auto* timer = new QTimer(progress);
+    connect(timer, &QTimer::timeout, progress,
+            [progress, shared] { progress->setValue(shared->permille.load()); });
+    timer->start(100);
     connect(watcher, &QFutureWatcherBase::finished, this, [=, this] {
         auto [opened, error] = watcher->result();
         watcher->deleteLater();
-        progress->deleteLater();
-        if (*cancelled) {
-            statusBar()->showMessage(tr("Opening %1 cancelled").arg(path));
+        if (progress) {
+            progress->deleteLater();
+        }
+        if (shared->cancelled) {
+            statusBar()->showMessage(tr("Opening %1 cancelled").arg(path), 5000);
             return;
         }
         if (!opened) {
@@ -287,9 +306,12 @@ void MainWindow::openTrace(const QString& path) {
         emit traceOpened(path);
     });
     const std::string p = path.toStdString();
-    watcher->setFuture(QtConcurrent::run([p] {
+    watcher->setFuture(QtConcurrent::run([p, shared] {
         std::string error;
-        auto run = TraceRunData::open(p, &error);
+        auto run = TraceRunData::open(p, &error, [&](double done) {
+            shared->permille = static_cast<int>(done * 1000);
+            return !shared->cancelled;
+        });
         return std::make_pair(run, QString::fromStdString(error));
     }));
 }

@@ -33,7 +33,11 @@ QColor rankColor(int rank) {
     return QColor::fromHsv((rank * 47) % 360, 200, 200);
 }
 
-MemoryLayer::MemoryLayer(QCustomPlot* plot, QCPAxisRect* rect) : plot_(plot), rect_(rect) {
+MemoryLayer::MemoryLayer(QCustomPlot* plot, QCPAxisRect* rect)
+    : plot_(plot), rect_(rect), lod_([this] {
+          refresh();
+          plot_->replot(QCustomPlot::rpQueuedReplot);
+      }) {
     rect_->axis(QCPAxis::atLeft)->setLabel(QObject::tr("memory (GiB)"));
     rect_->axis(QCPAxis::atBottom)->setLabel(QObject::tr("time (ms)"));
 }
@@ -57,10 +61,12 @@ void MemoryLayer::setShowCapacity(bool show) {
 }
 
 void MemoryLayer::rebuild() {
-    for (auto* g : graphs_) {
-        plot_->removeGraph(g);
+    lod_.reset();
+    filled_.reset();
+    if (curves_) {
+        plot_->removePlottable(curves_);
+        curves_ = nullptr;
     }
-    graphs_.clear();
     for (auto* item : items_) {
         plot_->removeItem(item);
     }
@@ -71,31 +77,10 @@ void MemoryLayer::rebuild() {
     QCPAxis* x = rect_->axis(QCPAxis::atBottom);
     QCPAxis* y = rect_->axis(QCPAxis::atLeft);
     double top = 0;
-    if (rank_ < 0) {
-        for (int r = 0; r < run_->rankCount(); ++r) {
-            auto* g = plot_->addGraph(x, y);
-            g->setName(QObject::tr("rank %1").arg(r));
-            g->setPen(QPen(rankColor(r), 1.5));
-            g->removeFromLegend();
-            graphs_.push_back(g);
-        }
-    } else {
-        // Stacked: each category's graph is the running sum, filled down to the one below.
-        QCPGraph* below = nullptr;
-        for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
-            auto* g = plot_->addGraph(x, y);
-            const auto cat = static_cast<trace::MemoryCategory>(c);
-            g->setName(QString::fromUtf8(trace::toString(cat).data()));
-            QColor fill = memoryCategoryColor(cat);
-            g->setPen(QPen(fill.darker(130), 1));
-            fill.setAlpha(170);
-            g->setBrush(fill);
-            g->setChannelFillGraph(below);
-            g->removeFromLegend();
-            graphs_.push_back(g);
-            below = g;
-        }
-    }
+    curves_ = new MemoryCurves(x, y);
+    curves_->setName(rank_ < 0 ? QObject::tr("memory per rank")
+                               : QObject::tr("rank %1 memory by category").arg(rank_));
+    curves_->removeFromLegend();
     // Peaks: one marker per rank (or the chosen rank) at its highest total.
     const auto& stats = run_->stats();
     for (const auto& rs : stats.ranks) {
@@ -160,8 +145,8 @@ void MemoryLayer::rebuild() {
     refresh();
 }
 
-void MemoryLayer::refresh() {
-    if (!run_ || graphs_.empty()) {
+void MemoryLayer::refresh(bool in_place) {
+    if (!run_ || !curves_) {
         return;
     }
     QCPAxis* x = rect_->axis(QCPAxis::atBottom);
@@ -170,37 +155,180 @@ void MemoryLayer::refresh() {
     const auto t1 = std::max(t0 + 1, static_cast<std::int64_t>(std::ceil(keys.upper * kNsPerMs)));
     // Before the first layout the rect has no width yet: use the widget's.
     const int pixels = rect_->width() > 1 ? rect_->width() : std::max(100, plot_->width());
-    const auto fill = [&](QCPGraph* g, const trace::MemoryLodResult& lod, auto value_of) {
-        QVector<double> k;
-        QVector<double> v;
-        k.reserve(static_cast<qsizetype>(lod.pixels.size()) + 1);
-        v.reserve(static_cast<qsizetype>(lod.pixels.size()) + 1);
-        for (const auto& px : lod.pixels) {
-            k.push_back(static_cast<double>(px.t_ns) / kNsPerMs);
-            v.push_back(value_of(px) / kBytesPerGiB);
-        }
-        g->setData(k, v, true);
-        g->setLineStyle(QCPGraph::lsStepLeft);
-    };
-    if (rank_ < 0) {
-        for (int r = 0; r < static_cast<int>(graphs_.size()); ++r) {
-            const auto lod = run_->memoryLod(r, t0, t1, pixels);
-            fill(graphs_[static_cast<std::size_t>(r)], lod, [](const trace::MemoryPixel& px) {
-                return static_cast<double>(px.max[trace::kMemoryCategoryCount]);
-            });
-        }
-    } else {
-        const auto lod = run_->memoryLod(rank_, t0, t1, pixels);
-        for (int c = 0; c < static_cast<int>(graphs_.size()); ++c) {
-            fill(graphs_[static_cast<std::size_t>(c)], lod, [c](const trace::MemoryPixel& px) {
-                double sum = 0;
-                for (int k = 0; k <= c; ++k) {
-                    sum += static_cast<double>(px.max[static_cast<std::size_t>(k)]);
+    using Mode = BackgroundLod<std::vector<trace::MemoryLodResult>>::Mode;
+    const Mode mode = in_place || !background_ ? Mode::InPlace : Mode::Background;
+    const int ranks = run_->rankCount();
+    const auto got = lod_.get(
+        t0, t1, pixels,
+        [run = run_, rank = rank_, ranks](std::int64_t a, std::int64_t b, int px) {
+            std::vector<trace::MemoryLodResult> out;
+            if (rank < 0) {
+                for (int r = 0; r < ranks; ++r) {
+                    out.push_back(run->memoryLod(r, a, b, px));
                 }
-                return sum;
-            });
+            } else {
+                out.push_back(run->memoryLod(rank, a, b, px));
+            }
+            return out;
+        },
+        mode);
+    if (got.entry != filled_) {
+        filled_ = got.entry;
+        // The plottable shares the result (an aliasing pointer: no copy of the pixels).
+        curves_->setData(
+            std::shared_ptr<const std::vector<trace::MemoryLodResult>>(filled_, &filled_->result),
+            rank_ >= 0, rank_ >= 0 ? rank_ : 0);
+    }
+}
+
+MemoryCurves::MemoryCurves(QCPAxis* key_axis, QCPAxis* value_axis)
+    : QCPAbstractPlottable(key_axis, value_axis) {
+    setSelectable(QCP::stNone);
+    // Boxes snapped to pixels: antialiasing would only blur them.
+    setAntialiased(false);
+    setAntialiasedFill(false);
+}
+
+void MemoryCurves::setData(std::shared_ptr<const std::vector<trace::MemoryLodResult>> lods,
+                           bool stacked, int first_rank) {
+    lods_ = std::move(lods);
+    stacked_ = stacked;
+    first_rank_ = first_rank;
+}
+
+double MemoryCurves::selectTest(const QPointF& pos, bool only_selectable, QVariant* details) const {
+    Q_UNUSED(pos)
+    Q_UNUSED(only_selectable)
+    Q_UNUSED(details)
+    return -1;
+}
+
+QCPRange MemoryCurves::getKeyRange(bool& found, QCP::SignDomain domain) const {
+    Q_UNUSED(domain)
+    found = false;
+    QCPRange range;
+    if (lods_) {
+        for (const auto& lod : *lods_) {
+            if (lod.pixels.empty()) {
+                continue;
+            }
+            const QCPRange r(static_cast<double>(lod.pixels.front().t_ns) / kNsPerMs,
+                             static_cast<double>(lod.pixels.back().t_ns) / kNsPerMs);
+            range = found ? QCPRange(std::min(range.lower, r.lower), std::max(range.upper, r.upper))
+                          : r;
+            found = true;
         }
     }
+    return range;
+}
+
+QCPRange MemoryCurves::getValueRange(bool& found, QCP::SignDomain domain,
+                                     const QCPRange& key_range) const {
+    Q_UNUSED(domain)
+    Q_UNUSED(key_range)
+    double top = 0;
+    if (lods_) {
+        for (const auto& lod : *lods_) {
+            for (const auto& px : lod.pixels) {
+                top = std::max(top, static_cast<double>(px.max[trace::kMemoryCategoryCount]));
+            }
+        }
+    }
+    found = lods_ != nullptr;
+    return QCPRange(0, top / kBytesPerGiB);
+}
+
+void MemoryCurves::draw(QCPPainter* painter) {
+    last_boxes_ = 0;
+    if (!lods_ || !mKeyAxis || !mValueAxis) {
+        return;
+    }
+    const QRect clip = clipRect();
+    const double left = clip.left() - 1;
+    const double right = clip.right() + 1;
+    const auto ypix = [&](double bytes) {
+        return std::round(mValueAxis->coordToPixel(bytes / kBytesPerGiB));
+    };
+    // Boxes that continue the previous one (same colour and rows, touching) are merged.
+    struct Pending {
+        double x0 = 0, x1 = 0, top = 0, bottom = 0;
+        bool open = false;
+    };
+    const auto flush = [&](Pending& p, const QColor& colour) {
+        if (p.open) {
+            painter->fillRect(QRectF(p.x0, p.top, p.x1 - p.x0, p.bottom - p.top), colour);
+            ++last_boxes_;
+            p.open = false;
+        }
+    };
+    const auto add = [&](Pending& p, const QColor& colour, double x0, double x1, double top,
+                         double bottom) {
+        if (p.open && p.top == top && p.bottom == bottom && x0 <= p.x1) {
+            p.x1 = std::max(p.x1, x1);
+            return;
+        }
+        flush(p, colour);
+        p = {x0, x1, top, bottom, true};
+    };
+    painter->setPen(Qt::NoPen);
+    for (std::size_t i = 0; i < lods_->size(); ++i) {
+        const auto& pixels = (*lods_)[i].pixels;
+        const int rank = first_rank_ + static_cast<int>(i);
+        std::vector<Pending> pending(stacked_ ? trace::kMemoryCategoryCount : 1);
+        std::vector<QColor> colours;
+        if (stacked_) {
+            for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+                // Opaque (blended with white by hand): translucent fills take Qt's slow path,
+                // ten times the paint time of a zoomed-in trace.
+                const QColor base = memoryCategoryColor(static_cast<trace::MemoryCategory>(c));
+                const auto tint = [](int v) { return (v * 4 + 255) / 5; };
+                colours.emplace_back(tint(base.red()), tint(base.green()), tint(base.blue()));
+            }
+        } else {
+            colours.push_back(rankColor(rank));
+        }
+        for (std::size_t p = 0; p < pixels.size(); ++p) {
+            const auto& px = pixels[p];
+            double x0 = mKeyAxis->coordToPixel(static_cast<double>(px.t_ns) / kNsPerMs);
+            double x1 =
+                p + 1 < pixels.size()
+                    ? mKeyAxis->coordToPixel(static_cast<double>(pixels[p + 1].t_ns) / kNsPerMs)
+                    : x0 + 1;
+            if (x1 < left || x0 > right) {
+                continue;
+            }
+            x0 = std::round(std::max(x0, left));
+            x1 = std::max(std::round(std::min(x1, right)), x0 + 1);
+            if (stacked_) {
+                // Each category's highest level in the pixel, stacked in category order.
+                double sum = 0;
+                for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+                    const auto v = static_cast<double>(px.max[static_cast<std::size_t>(c)]);
+                    if (v <= 0) {
+                        continue;
+                    }
+                    const double bottom = ypix(sum);
+                    const double top = ypix(sum + v);
+                    add(pending[static_cast<std::size_t>(c)], colours[static_cast<std::size_t>(c)],
+                        x0, x1, top, std::max(bottom, top + 1));
+                    sum += v;
+                }
+            } else {
+                // The band the total took in the pixel, at least two pixels tall so a flat level
+                // reads as a line.
+                const double hi = ypix(static_cast<double>(px.max[trace::kMemoryCategoryCount]));
+                const double lo = ypix(static_cast<double>(px.min[trace::kMemoryCategoryCount]));
+                add(pending[0], colours[0], x0, x1, hi - 1, std::max(lo, hi) + 1);
+            }
+        }
+        for (std::size_t k = 0; k < pending.size(); ++k) {
+            flush(pending[k], colours[k]);
+        }
+    }
+}
+
+void MemoryCurves::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {
+    painter->fillRect(rect, rankColor(first_rank_));
 }
 
 }  // namespace pipescope::app

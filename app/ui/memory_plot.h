@@ -3,14 +3,47 @@
 // query for the visible window (the maximum of each pixel, so no peak is lost).
 #pragma once
 
+#include <vector>
+
 #include <qcustomplot.h>
 
 #include <pipescope/app/run_data.h>
+
+#include "background_lod.h"
 
 namespace pipescope::app {
 
 QColor memoryCategoryColor(trace::MemoryCategory c);
 QColor rankColor(int rank);
+
+// The curves themselves, drawn straight from the per-pixel memory query: for every rank a band
+// from the lowest to the highest level each pixel saw (a step line where memory is flat), or one
+// rank's categories stacked. Runs of equal pixels are drawn as one box, so a vector export of a
+// flat curve stays small.
+class MemoryCurves : public QCPAbstractPlottable {
+  public:
+    MemoryCurves(QCPAxis* key_axis, QCPAxis* value_axis);
+    // `lods`: one result per rank (stacked = false) or the chosen rank's (stacked = true).
+    void setData(std::shared_ptr<const std::vector<trace::MemoryLodResult>> lods, bool stacked,
+                 int first_rank = 0);
+    std::int64_t lastBoxesDrawn() const { return last_boxes_; }
+
+    double selectTest(const QPointF& pos, bool only_selectable,
+                      QVariant* details = nullptr) const override;
+    QCPRange getKeyRange(bool& found, QCP::SignDomain domain = QCP::sdBoth) const override;
+    QCPRange getValueRange(bool& found, QCP::SignDomain domain = QCP::sdBoth,
+                           const QCPRange& key_range = QCPRange()) const override;
+
+  protected:
+    void draw(QCPPainter* painter) override;
+    void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
+
+  private:
+    std::shared_ptr<const std::vector<trace::MemoryLodResult>> lods_;
+    bool stacked_ = false;
+    int first_rank_ = 0;
+    std::int64_t last_boxes_ = 0;
+};
 
 class MemoryLayer {
   public:
@@ -21,8 +54,12 @@ class MemoryLayer {
     void setRank(int rank);
     int rank() const { return rank_; }
     void setShowCapacity(bool show);
-    // Re-queries the visible window (call after the time axis changed).
-    void refresh();
+    // Shows the visible window (call after the time axis changed). With background queries on
+    // (interactive charts), a window the cached curves do not cover is fetched on a worker and
+    // drawn when it lands; `in_place` queries now (before an export).
+    void refresh(bool in_place = false);
+    void setBackgroundQueries(bool on) { background_ = on; }
+    bool queryRunning() const { return lod_.running(); }
 
   private:
     void rebuild();
@@ -32,8 +69,12 @@ class MemoryLayer {
     RunDataPtr run_;
     int rank_ = -1;
     bool show_capacity_ = true;
-    std::vector<QCPGraph*> graphs_;
+    MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
+    bool background_ = false;
+    // Per rank (every rank's total) or one entry (the chosen rank by category).
+    BackgroundLod<std::vector<trace::MemoryLodResult>> lod_;
+    BackgroundLod<std::vector<trace::MemoryLodResult>>::EntryPtr filled_;  // what curves_ shows
 };
 
 }  // namespace pipescope::app

@@ -27,6 +27,9 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
     setFocusPolicy(Qt::StrongFocus);
     setMouseTracking(true);
     setNoAntialiasingOnDrag(true);
+    // Memory curves zoomed in are thousands of steps: Qt's stroker for joined wide lines costs
+    // hundreds of milliseconds there, separate segments a few.
+    setPlottingHint(QCP::phFastPolylines, true);
     setToolTip(
         tr("Wheel: zoom · drag: select a range · click: select an op\n"
            "W/S zoom · A/D pan · F fit selection · 0 fit all"));
@@ -80,6 +83,9 @@ void TraceChart::rebuild(bool keep_view) {
             rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
         }
         timelines_.push_back(addTimeline(this, rect, run));
+        // Repaints never wait for the trace file: the detail for a new view comes in the
+        // background (exports still query in place).
+        timelines_.back()->setBackgroundQueries(true);
         rects_.push_back(rect);
         connect(rect->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                 this, &TraceChart::onRangeChanged);
@@ -91,6 +97,7 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 1.5);
         ++row;
         memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
+        memory_->setBackgroundQueries(true);
         connect(memory_rect_->axis(QCPAxis::atBottom),
                 qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
                 &TraceChart::onRangeChanged);

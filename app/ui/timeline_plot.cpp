@@ -1,6 +1,7 @@
 #include "timeline_plot.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -145,13 +146,22 @@ LaneBand laneBand(int rank, Lane lane) {
 }
 
 TimelinePlottable::TimelinePlottable(QCPAxis* key_axis, QCPAxis* value_axis)
-    : QCPAbstractPlottable(key_axis, value_axis) {
+    : QCPAbstractPlottable(key_axis, value_axis), lod_([this] {
+          if (mParentPlot) {
+              // The next draw uses it, or asks for the window the view has moved to since.
+              mParentPlot->replot(QCustomPlot::rpQueuedReplot);
+          }
+      }) {
     setSelectable(QCP::stNone);
+    // Boxes are axis-aligned and snapped to pixels: antialiasing would only blur their edges and
+    // cost most of the paint time.
+    setAntialiased(false);
     setAntialiasedFill(false);
 }
 
 void TimelinePlottable::setRun(RunDataPtr run) {
     run_ = std::move(run);
+    lod_.reset();
     selected_.reset();
     deps_.clear();
     range_ms_.reset();
@@ -181,6 +191,7 @@ QRectF TimelinePlottable::boxFor(std::int64_t start_ns, std::int64_t end_ns, int
 void TimelinePlottable::draw(QCPPainter* painter) {
     const auto t_begin = std::chrono::steady_clock::now();
     last_entries_ = 0;
+    last_query_ms_ = 0;
     if (!run_ || !mKeyAxis || !mValueAxis) {
         return;
     }
@@ -188,10 +199,21 @@ void TimelinePlottable::draw(QCPPainter* painter) {
     const int pixels = std::max(1, clip.width());
     const QCPRange keys = mKeyAxis->range();
     const auto t0 = static_cast<std::int64_t>(std::floor(keys.lower * kNsPerMs));
-    const auto t1 = static_cast<std::int64_t>(std::ceil(keys.upper * kNsPerMs));
-    const trace::OpLodResult lod = run_->opsLod(t0, std::max(t1, t0 + 1), pixels);
-    const trace::TimeRange data = run_->timeRange();
+    const auto t1 = std::max(static_cast<std::int64_t>(std::ceil(keys.upper * kNsPerMs)), t0 + 1);
 
+    // Exports query in place, for exactly their size; interactive repaints draw what they have.
+    const bool exporting = painter->modes().testFlag(QCPPainter::pmNoCaching) ||
+                           painter->modes().testFlag(QCPPainter::pmVectorized);
+    using Mode = BackgroundLod<trace::OpLodResult>::Mode;
+    const Mode mode = exporting ? Mode::Export : background_ ? Mode::Background : Mode::InPlace;
+    const auto got = lod_.get(
+        t0, t1, pixels,
+        [run = run_](std::int64_t a, std::int64_t b, int px) { return run->opsLod(a, b, px); },
+        mode);
+    last_current_ = got.current;
+    last_query_ms_ = got.in_place ? got.entry->query_ms : 0.0;
+
+    const trace::TimeRange data = run_->timeRange();
     painter->setPen(Qt::NoPen);
     // Bubbles: the compute lane between the run's first and last op is hatched; ops cover it.
     const QBrush bubble(bubbleColor(), Qt::BDiagPattern);
@@ -200,30 +222,7 @@ void TimelinePlottable::draw(QCPPainter* painter) {
         painter->fillRect(lane.intersected(QRectF(clip)), QColor(0xf4, 0xf4, 0xf4));
         painter->fillRect(lane.intersected(QRectF(clip)), bubble);
     }
-    const QFontMetrics fm(painter->font());
-    for (const trace::LaneLod& lane : lod.lanes) {
-        for (const trace::LodEntry& e : lane.entries) {
-            QRectF box = boxFor(e.start_ns, e.end_ns, lane.rank, lane.lane);
-            if (box.width() < 1) {
-                box.setWidth(1);  // never drop an op: it is at least a pixel wide
-            }
-            QColor c = opKindColor(e.kind);
-            if (e.count > 1) {
-                // Folded ops: lighter, so a run of tiny ops never reads as one long op.
-                c = c.lighter(e.mixed ? 150 : 125);
-            }
-            painter->fillRect(box, c);
-            ++last_entries_;
-            if (e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute) {
-                const QString label = QString::number(e.microbatch);
-                if (fm.horizontalAdvance(label) + 4 < box.width() && fm.height() < box.height()) {
-                    painter->setPen(Qt::white);
-                    painter->drawText(box, Qt::AlignCenter, label);
-                    painter->setPen(Qt::NoPen);
-                }
-            }
-        }
-    }
+    drawEntries(painter, got.entry->result, clip);
     if (range_ms_) {
         const double x0 = mKeyAxis->coordToPixel(range_ms_->lower);
         const double x1 = mKeyAxis->coordToPixel(range_ms_->upper);
@@ -232,6 +231,7 @@ void TimelinePlottable::draw(QCPPainter* painter) {
             QColor(30, 100, 200, 40));
     }
     if (selected_) {
+        painter->setRenderHint(QPainter::Antialiasing, true);
         painter->setBrush(Qt::NoBrush);
         painter->setPen(QPen(QColor(0xff, 0x6f, 0x00), 2, Qt::DashLine));
         const QRectF sel =
@@ -249,6 +249,56 @@ void TimelinePlottable::draw(QCPPainter* painter) {
     last_draw_ms_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_begin)
             .count();
+}
+
+void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResult& lod,
+                                    const QRect& clip) {
+    // Colours per kind, plain and lighter for folded entries, made once per paint.
+    constexpr int kKinds = trace::kOpKindCount;
+    std::array<std::array<QColor, 3>, kKinds> colours;
+    for (int k = 0; k < kKinds; ++k) {
+        const QColor c = opKindColor(static_cast<OpKind>(k));
+        // Folded ops are lighter, so a run of tiny ops never reads as one long op.
+        colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
+    }
+    const QFontMetrics fm(painter->font());
+    const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
+    const double left = clip.left() - 1;
+    const double right = clip.right() + 1;
+    for (const trace::LaneLod& lane : lod.lanes) {
+        const LaneBand band = laneBand(lane.rank, lane.lane);
+        const double y0 = std::round(mValueAxis->coordToPixel(band.top));
+        const double y1 = std::round(mValueAxis->coordToPixel(band.bottom));
+        const double top = std::min(y0, y1);
+        const double height = std::abs(y1 - y0);
+        for (const trace::LodEntry& e : lane.entries) {
+            double x0 = mKeyAxis->coordToPixel(static_cast<double>(e.start_ns) / kNsPerMs);
+            double x1 = mKeyAxis->coordToPixel(static_cast<double>(e.end_ns) / kNsPerMs);
+            if (x0 > x1) {
+                std::swap(x0, x1);
+            }
+            if (x1 < left || x0 > right) {
+                continue;  // cached entries beyond the view
+            }
+            x0 = std::round(std::max(x0, left));
+            // Never drop an op: it is at least a pixel wide.
+            x1 = std::max(std::round(std::min(x1, right)), x0 + 1);
+            const QRectF box(x0, top, x1 - x0, height);
+            const auto kind = static_cast<std::size_t>(e.kind);
+            const int shade = e.count > 1 ? (e.mixed ? 2 : 1) : 0;
+            painter->fillRect(box, kind < colours.size() ? colours[kind][shade] : Qt::black);
+            ++last_entries_;
+            if (e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute &&
+                box.width() > label_min_width) {
+                const QString label = QString::number(e.microbatch);
+                if (fm.horizontalAdvance(label) + 4 < box.width() && fm.height() < box.height()) {
+                    painter->setPen(Qt::white);
+                    painter->drawText(box, Qt::AlignCenter, label);
+                    painter->setPen(Qt::NoPen);
+                }
+            }
+        }
+    }
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {

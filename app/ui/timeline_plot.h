@@ -4,12 +4,15 @@
 // of millions of ops costs no more to draw than a small one.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include <qcustomplot.h>
 
 #include <pipescope/app/run_data.h>
+
+#include "background_lod.h"
 
 namespace pipescope::app {
 
@@ -39,11 +42,28 @@ class TimelinePlottable : public QCPAbstractPlottable {
     // A dragged time range (ms), shaded; none to clear.
     void setRangeSelection(std::optional<QCPRange> range_ms);
 
+    // Interactive use: a repaint draws at once from the last level-of-detail result (fetched
+    // for a window half a view wider on each side, so pans are covered) and, when that does not
+    // cover the new view at its resolution, fetches one that does on a worker thread and
+    // repaints when it arrives. The first paint and every export query in place, so they are
+    // always exact. Off by default.
+    void setBackgroundQueries(bool on) { background_ = on; }
+    bool backgroundQueriesOn() const { return background_; }
+    // True when the last draw() used a result made for its window and resolution.
+    bool lastDrawCurrent() const { return last_current_; }
+    // True while a background query runs.
+    bool queryRunning() const { return lod_.running(); }
+
     // The op under a pixel position, if any (rank and lane from the row, time from the key).
     std::optional<trace::OpRecord> opAt(const QPointF& pos) const;
-    // Entries drawn by the last draw() (for the benchmark) and how long it took.
+    // Entries drawn by the last draw() (for the benchmark), how long it took, and how much of
+    // that went to a level-of-detail query made in place (0 when it drew a cached result).
     std::int64_t lastEntriesDrawn() const { return last_entries_; }
     double lastDrawMs() const { return last_draw_ms_; }
+    double lastQueryMs() const { return last_query_ms_; }
+    // Background queries made so far and the time the last one took on its worker.
+    int backgroundQueries() const { return lod_.queries(); }
+    double lastBackgroundQueryMs() const { return lod_.lastQueryMs(); }
 
     double selectTest(const QPointF& pos, bool only_selectable,
                       QVariant* details = nullptr) const override;
@@ -57,8 +77,14 @@ class TimelinePlottable : public QCPAbstractPlottable {
 
   private:
     QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
+    void drawEntries(QCPPainter* painter, const trace::OpLodResult& lod, const QRect& clip);
 
     RunDataPtr run_;
+    bool background_ = false;
+    BackgroundLod<trace::OpLodResult> lod_;
+    bool last_current_ = false;
+    double last_query_ms_ = 0;
+
     std::optional<trace::OpRecord> selected_;
     std::vector<trace::OpRecord> deps_;
     std::optional<QCPRange> range_ms_;

@@ -1,5 +1,6 @@
 // The in-memory simulated run answers like the trace file the simulator writes for it.
 #include <QTemporaryDir>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QtTest>
 
 #include <pipescope/app/sim_run_data.h>
@@ -20,6 +21,12 @@ class TstRunData : public QObject {
     void receiveDependsOnItsSend();
     void methodsRequestGivesEveryMethod();
     void badTraceNamesTheFile();
+    void openReportsProgressAndCancels();
+    void lodQueriesFromWorkerThreads();
+
+  private:
+    // The paper's 8-stage vocab-2 preset simulated and saved (tens of thousands of rows).
+    std::shared_ptr<app::TraceRunData> paperTrace(QTemporaryDir& dir, std::string* db);
 };
 
 void TstRunData::simMatchesItsTrace_data() {
@@ -129,6 +136,106 @@ void TstRunData::badTraceNamesTheFile() {
     std::string error;
     QVERIFY(!app::TraceRunData::open(path.toStdString(), &error));
     QVERIFY2(QString::fromStdString(error).contains("notatrace.db"), error.c_str());
+}
+
+std::shared_ptr<app::TraceRunData> TstRunData::paperTrace(QTemporaryDir& dir, std::string* db) {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/paper-s2048-v256k-vocab-2.json");
+    if (!parsed.ok()) {
+        qWarning("%s", parsed.errorText().c_str());
+        return nullptr;
+    }
+    auto sim = sim::simulate(*parsed.config);
+    if (!sim.result) {
+        return nullptr;
+    }
+    const app::SimRunData mem(std::move(*sim.result), "paper");
+    *db = dir.filePath("paper.db").toStdString();
+    if (!app::saveSimTrace(mem, *db, 1, false).ok()) {
+        return nullptr;
+    }
+    std::string error;
+    auto run = app::TraceRunData::open(*db, &error);
+    if (!run) {
+        qWarning("%s", error.c_str());
+    }
+    return run;
+}
+
+void TstRunData::openReportsProgressAndCancels() {
+    QTemporaryDir dir;
+    std::string db;
+    const auto plain = paperTrace(dir, &db);
+    QVERIFY(plain);
+    // Two passes over the ops and one over the memory samples, reported every 16384 rows.
+    const auto rows = 2 * plain->reader().opCount() + plain->reader().memorySampleCount();
+    QVERIFY2(rows > 16384, "the preset should give a trace of many rows");
+
+    std::vector<double> seen;
+    std::string error;
+    auto watched = app::TraceRunData::open(db, &error, [&](double done) {
+        seen.push_back(done);
+        return true;
+    });
+    QVERIFY2(watched, error.c_str());
+    QCOMPARE(static_cast<std::int64_t>(seen.size()), rows / 16384);
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    QCOMPARE(*watched->stats().mfu, *plain->stats().mfu);
+
+    // Cancel at the first report: no run, and the message says why.
+    auto cancelled = app::TraceRunData::open(db, &error, [](double) { return false; });
+    QVERIFY(!cancelled);
+    QVERIFY2(QString::fromStdString(error).contains("cancelled"), error.c_str());
+}
+
+// The charts fetch level-of-detail results on worker threads while the GUI thread asks for ops:
+// every answer must be the one a single thread gets.
+void TstRunData::lodQueriesFromWorkerThreads() {
+    QTemporaryDir dir;
+    std::string db;
+    const auto run = paperTrace(dir, &db);
+    QVERIFY(run);
+    const auto range = run->timeRange();
+    const std::int64_t span = range.end_ns - range.start_ns;
+    const auto count = [](const trace::OpLodResult& lod) {
+        std::size_t n = 0;
+        for (const auto& lane : lod.lanes) {
+            n += lane.entries.size();
+        }
+        return n;
+    };
+    std::vector<std::size_t> expected_ops;
+    std::vector<std::int64_t> expected_mem;
+    for (int k = 0; k < 8; ++k) {
+        const std::int64_t t0 = range.start_ns + span * k / 10;
+        expected_ops.push_back(count(run->opsLod(t0, t0 + span / 5, 500)));
+        expected_mem.push_back(run->memoryLod(k, t0, t0 + span / 5, 500)
+                                   .pixels.back()
+                                   .max[trace::kMemoryCategoryCount]);
+    }
+    std::vector<QFuture<std::pair<std::size_t, std::int64_t>>> futures;
+    for (int round = 0; round < 3; ++round) {
+        for (int k = 0; k < 8; ++k) {
+            futures.push_back(QtConcurrent::run([run, range, span, k, count] {
+                const std::int64_t t0 = range.start_ns + span * k / 10;
+                const auto ops = count(run->opsLod(t0, t0 + span / 5, 500));
+                const auto mem = run->memoryLod(k, t0, t0 + span / 5, 500)
+                                     .pixels.back()
+                                     .max[trace::kMemoryCategoryCount];
+                return std::make_pair(ops, mem);
+            }));
+        }
+    }
+    std::size_t gui_ops = 0;
+    for (int i = 0; i < 50; ++i) {
+        gui_ops += run->ops(i % 8, range.start_ns, range.start_ns + span / 20).size();
+    }
+    QVERIFY(gui_ops > 0);
+    for (std::size_t i = 0; i < futures.size(); ++i) {
+        const auto [ops, mem] = futures[i].result();
+        QCOMPARE(ops, expected_ops[i % 8]);
+        QCOMPARE(mem, expected_mem[i % 8]);
+    }
 }
 
 QTEST_GUILESS_MAIN(TstRunData)

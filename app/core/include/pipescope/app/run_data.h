@@ -2,8 +2,9 @@
 // every change and never writes a file for it) or read from a trace file. Both answer the same
 // level-of-detail queries, so no view ever walks all ops of a run.
 //
-// Thread use: a RunData is built on a worker thread and then handed to the GUI thread, which is
-// the only thread that queries it.
+// Thread use: a RunData is built on a worker thread and then handed to the GUI thread. opsLod and
+// memoryLod may be called from any thread at any time (charts fetch them in the background); the
+// other queries belong to the GUI thread.
 #pragma once
 
 #include <cstdint>

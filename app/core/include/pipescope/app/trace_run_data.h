@@ -1,9 +1,13 @@
 // A run read from a trace file. Opening checks the file and computes its metrics by streaming
 // it (never holding all ops); views then query windows and level-of-detail summaries.
+//
+// The level-of-detail queries (opsLod, memoryLod) have a connection of their own behind a lock,
+// so views may fetch them on worker threads while the GUI thread asks for ops; the other queries
+// stay on the thread that uses the run.
 #pragma once
 
-#include <atomic>
 #include <functional>
+#include <mutex>
 
 #include <pipescope/app/run_data.h>
 
@@ -13,7 +17,10 @@ class TraceRunData final : public RunData {
   public:
     // Opens and analyzes `path`. On failure returns nothing and sets *error to a message that
     // names the file and the problem (not a trace, a newer schema, an Nsight export, ...).
-    static std::shared_ptr<TraceRunData> open(const std::string& path, std::string* error);
+    // `progress` is told the share done now and then (from the opening thread); returning false
+    // stops the work, and open then fails with "analysis cancelled".
+    static std::shared_ptr<TraceRunData> open(const std::string& path, std::string* error,
+                                              const std::function<bool(double)>& progress = {});
 
     std::string name() const override;
     std::string origin() const override { return reader_.path(); }
@@ -32,6 +39,8 @@ class TraceRunData final : public RunData {
   private:
     TraceRunData() = default;
     trace::TraceReader reader_;
+    mutable std::mutex lod_mutex_;
+    trace::TraceReader lod_reader_;  // the LOD queries' own connection, used under lod_mutex_
 };
 
 }  // namespace pipescope::app

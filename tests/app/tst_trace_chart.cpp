@@ -1,0 +1,136 @@
+// The trace chart never waits for the trace file on a repaint: after a zoom it draws the detail
+// it has, fetches the new window on a worker and repaints when it lands; pans within half a view
+// need no query; an export always draws exactly its own window.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/trace_run_data.h>
+#include <pipescope/schedule/config_parse.h>
+
+#include "run_view.h"
+#include "timeline_plot.h"
+
+using namespace pipescope;
+
+class TstTraceChart : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void firstPaintIsExact();
+    void zoomFetchesInTheBackground();
+    void panWithinTheMarginNeedsNoQuery();
+    void exportDrawsItsOwnWindow();
+    void newRunDropsTheOldDetail();
+
+  private:
+    QTemporaryDir dir_;
+    std::shared_ptr<app::TraceRunData> run_;
+    std::unique_ptr<app::TraceChart> chart_;
+    app::TimelinePlottable* timeline() const { return chart_->timelines().front(); }
+};
+
+void TstTraceChart::initTestCase() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const app::SimRunData mem(std::move(*sim.result), "default");
+    const std::string db = dir_.filePath("default.db").toStdString();
+    QVERIFY(app::saveSimTrace(mem, db, 1, false).ok());
+    std::string error;
+    run_ = app::TraceRunData::open(db, &error);
+    QVERIFY2(run_, error.c_str());
+
+    chart_ = std::make_unique<app::TraceChart>();
+    chart_->resize(1000, 600);
+    chart_->setRuns({run_}, true);
+    chart_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(chart_.get()));
+}
+
+void TstTraceChart::firstPaintIsExact() {
+    // A fresh plottable's first paint queries in place.
+    auto* fresh = new app::TimelinePlottable(chart_->xAxis, chart_->yAxis);
+    fresh->setRun(run_);
+    fresh->setBackgroundQueries(true);
+    chart_->replot();
+    QVERIFY(fresh->lastDrawCurrent());
+    QVERIFY(fresh->lastEntriesDrawn() > 0);
+    QVERIFY(fresh->lastQueryMs() > 0);
+    QCOMPARE(fresh->backgroundQueries(), 0);
+    QVERIFY(chart_->removePlottable(fresh));
+
+    // The chart's own timeline: once the window has its final size, it is current.
+    QVERIFY(timeline()->backgroundQueriesOn());
+    QTRY_VERIFY_WITH_TIMEOUT(!timeline()->queryRunning(), 5000);
+    chart_->replot();
+    QVERIFY(timeline()->lastDrawCurrent());
+    QVERIFY(timeline()->lastEntriesDrawn() > 0);
+}
+
+void TstTraceChart::zoomFetchesInTheBackground() {
+    const int before = timeline()->backgroundQueries();
+    const QCPRange full = chart_->timeRangeMs();
+    chart_->setTimeRangeMs(
+        QCPRange(full.lower + full.size() * 0.4, full.lower + full.size() * 0.5));
+    chart_->replot();
+    // The repaint drew the coarse detail it had and asked a worker for the new window.
+    QVERIFY(!timeline()->lastDrawCurrent());
+    QCOMPARE(timeline()->backgroundQueries(), before + 1);
+    QCOMPARE(timeline()->lastQueryMs(), 0.0);
+    // When it lands, the chart repaints by itself with it.
+    QTRY_VERIFY_WITH_TIMEOUT(timeline()->lastDrawCurrent(), 5000);
+    QCOMPARE(timeline()->backgroundQueries(), before + 1);
+    QVERIFY(timeline()->lastEntriesDrawn() > 0);
+}
+
+void TstTraceChart::panWithinTheMarginNeedsNoQuery() {
+    const int before = timeline()->backgroundQueries();
+    chart_->panBy(0.2);
+    chart_->replot();
+    QVERIFY(timeline()->lastDrawCurrent());
+    chart_->panBy(-0.3);
+    chart_->replot();
+    QVERIFY(timeline()->lastDrawCurrent());
+    QCOMPARE(timeline()->backgroundQueries(), before);
+    // Beyond the margin, a new query.
+    chart_->panBy(1.5);
+    chart_->replot();
+    QVERIFY(!timeline()->lastDrawCurrent());
+    QCOMPARE(timeline()->backgroundQueries(), before + 1);
+    QTRY_VERIFY_WITH_TIMEOUT(timeline()->lastDrawCurrent(), 5000);
+}
+
+void TstTraceChart::exportDrawsItsOwnWindow() {
+    const QCPRange view = chart_->timeRangeMs();
+    chart_->setTimeRangeMs(QCPRange(view.lower, view.lower + view.size() / 8));
+    chart_->replot();
+    QVERIFY(!timeline()->lastDrawCurrent());
+    // An export, made while the screen still shows the coarse detail, queries its own window.
+    const QPixmap image = chart_->toPixmap(1600, 900);
+    QCOMPARE(image.width(), 1600);
+    QVERIFY(timeline()->lastDrawCurrent());
+    QVERIFY(timeline()->lastQueryMs() > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!timeline()->queryRunning(), 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(timeline()->lastDrawCurrent(), 5000);
+}
+
+void TstTraceChart::newRunDropsTheOldDetail() {
+    // Zoom so a query is in flight, then swap the run: the old run's result must not be drawn.
+    const QCPRange view = chart_->timeRangeMs();
+    chart_->setTimeRangeMs(QCPRange(view.lower, view.lower + view.size() / 10));
+    chart_->replot();
+    chart_->setRuns({run_}, true, true);
+    chart_->replot();
+    // A new plottable with no cache: its first paint is exact.
+    QVERIFY(timeline()->lastDrawCurrent());
+    QCOMPARE(timeline()->backgroundQueries(), 0);
+    QTest::qWait(50);
+    QVERIFY(timeline()->lastDrawCurrent());
+}
+
+QTEST_MAIN(TstTraceChart)
+#include "tst_trace_chart.moc"
