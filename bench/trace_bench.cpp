@@ -16,7 +16,11 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "synthetic_ops.h"
+
 using namespace pipescope::trace;
+using pipescope::bench::benchRun;
+using pipescope::bench::OpStream;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -24,58 +28,6 @@ namespace {
 double secondsSince(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-RunInfo benchRun(int ranks) {
-    RunInfo run;
-    run.name = "trace_bench";
-    run.config_json = "{}";
-    run.backend = "sim";
-    run.ranks = ranks;
-    run.iterations = 1;
-    return run;
-}
-
-// A pipeline-like op stream: per rank, compute ops of 0.2-2 ms back to back with small gaps on
-// the compute lane and 10-100 us transfers on the comm lane.
-class OpStream {
-  public:
-    OpStream(int ranks, std::int64_t total) : ranks_(ranks), total_(total), now_(ranks, 0) {}
-    bool next(OpRecord& o) {
-        if (produced_ >= total_) {
-            return false;
-        }
-        const int rank = static_cast<int>(produced_ % ranks_);
-        const bool comm = (produced_ / ranks_) % 2 == 1;
-        o = OpRecord{};
-        o.rank = rank;
-        o.iteration = 0;
-        o.op_index = static_cast<int>(produced_ / ranks_);
-        o.microbatch = o.op_index / 2 % 1024;
-        auto& now = now_[static_cast<std::size_t>(rank)];
-        if (comm) {
-            o.kind = OpKind::SendF;
-            o.lane = Lane::Comm;
-            o.peer = (rank + 1) % ranks_;
-            o.bytes = 1 << 24;
-            o.start_ns = now - 50'000;
-            o.end_ns = o.start_ns + 10'000 + static_cast<std::int64_t>(rng_() % 90'000);
-        } else {
-            o.kind = (o.op_index / 2) % 3 == 2 ? OpKind::B : OpKind::F;
-            o.start_ns = now + static_cast<std::int64_t>(rng_() % 20'000);
-            o.end_ns = o.start_ns + 200'000 + static_cast<std::int64_t>(rng_() % 1'800'000);
-            now = o.end_ns;
-        }
-        ++produced_;
-        return true;
-    }
-
-  private:
-    int ranks_;
-    std::int64_t total_;
-    std::int64_t produced_ = 0;
-    std::vector<std::int64_t> now_;
-    std::mt19937_64 rng_{42};
-};
 
 double bareInsert(const std::string& path, std::int64_t n, std::size_t batch) {
     std::filesystem::remove(path);
@@ -219,32 +171,15 @@ int main(int argc, char** argv) {
                 static_cast<long long>(insert_ops));
 
     std::printf("\n== large trace: %lld ops on 8 ranks\n", static_cast<long long>(lod_ops));
-    std::filesystem::remove(big_path);
-    {
-        TraceWriter w;
-        if (!w.create(big_path, benchRun(8)).ok()) {
-            std::fprintf(stderr, "cannot create %s\n", big_path.c_str());
-            return 1;
-        }
-        for (int r = 0; r < 8; ++r) {
-            w.addRank({r, std::to_string(r), "sim", "", 0, 0});
-        }
-        OpStream stream(8, lod_ops);
-        OpRecord o;
-        auto t = Clock::now();
-        while (stream.next(o)) {
-            w.addOp(o);
-        }
-        w.flush();
-        std::printf("write                        : %10.2f s\n", secondsSince(t));
-        t = Clock::now();
-        const auto st = w.finish(RunStatus::Complete);
-        if (!st.ok()) {
-            std::fprintf(stderr, "%s\n", st.message.c_str());
-            return 1;
-        }
-        std::printf("finish (indexes + LOD)       : %10.2f s\n", secondsSince(t));
+    double write_s = 0, big_finish_s = 0;
+    if (const auto st =
+            pipescope::bench::writeSyntheticTrace(big_path, lod_ops, 8, &write_s, &big_finish_s);
+        !st.ok()) {
+        std::fprintf(stderr, "%s\n", st.message.c_str());
+        return 1;
     }
+    std::printf("write                        : %10.2f s\n", write_s);
+    std::printf("finish (indexes + LOD)       : %10.2f s\n", big_finish_s);
     const auto bytes = std::filesystem::file_size(big_path);
     std::printf("file size                    : %10.1f MB = %.1f MB per million ops\n",
                 static_cast<double>(bytes) / 1e6,
