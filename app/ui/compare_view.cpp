@@ -1,5 +1,7 @@
 #include "compare_view.h"
 
+#include <algorithm>
+
 #include <QHeaderView>
 #include <QIdentityProxyModel>
 #include <QSplitter>
@@ -53,7 +55,11 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     table_->verticalHeader()->setVisible(false);
     split->addWidget(table_);
     split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(1, 1);
+    split->setChildrenCollapsible(false);
+    // The timelines first: the table scrolls.
+    split->setSizes({560, 200});
+    table_->setMinimumHeight(120);
     layout->addWidget(split, 1);
 }
 
@@ -68,6 +74,13 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     }
     model_->setComparison(analysis::compareRuns(stats));
     chart_->setRuns(runs_, false, keep_view);
+    // Room for every run's ranks to stay readable; past the window's height the splitter gives
+    // way to the table's minimum.
+    int ranks = 0;
+    for (const auto& r : runs_) {
+        ranks += r->rankCount();
+    }
+    chart_->setMinimumHeight(std::min(600, 60 + 14 * ranks + 24 * static_cast<int>(runs_.size())));
 }
 
 }  // namespace pipescope::app

@@ -40,9 +40,30 @@ int main(int argc, char** argv) {
     if (headless) {
         return pipescope::app::runHeadless(args);
     }
+    // Qt has taken its own options (-geometry, -style, ...) out of the arguments by now.
+    QStringList paths = QApplication::arguments().mid(1);
+    QString view;
+    for (int i = 0; i < paths.size();) {
+        const QString a = paths[i];
+        if (a == QLatin1String("--show") && i + 1 < paths.size()) {
+            view = paths[i + 1];
+            paths.remove(i, 2);
+        } else if (a.startsWith(QLatin1Char('-'))) {
+            std::fprintf(stderr, "pipescope: unknown option \"%s\"\n%s", qPrintable(a),
+                         pipescope::app::headlessUsage().toLocal8Bit().constData());
+            return 2;
+        } else {
+            ++i;
+        }
+    }
     pipescope::app::MainWindow window;
+    if (!view.isEmpty() && !window.showView(view)) {
+        std::fprintf(stderr,
+                     "pipescope: --show: unknown view \"%s\"; use explore, compare or sweep\n",
+                     qPrintable(view));
+        return 2;
+    }
     window.show();
-    args.removeFirst();
-    window.openPaths(args);
+    window.openPaths(paths);
     return QApplication::exec();
 }

@@ -178,10 +178,8 @@ void MainWindow::buildMenus() {
                      &MainWindow::compareMethods);
     tools->addAction(tr("Compare &open runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
                      &MainWindow::compareOpenRuns);
-    tools->addAction(tr("&Sweep"), QKeySequence(Qt::CTRL | Qt::Key_3), this, [this] {
-        tabs_->setCurrentWidget(sweep_view_);
-        sweep_view_->run();
-    });
+    tools->addAction(tr("&Sweep"), QKeySequence(Qt::CTRL | Qt::Key_3), this,
+                     [this] { showView(QStringLiteral("sweep")); });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
@@ -236,6 +234,21 @@ void MainWindow::compareMethods() {
     if (sender() && qobject_cast<QAction*>(sender())) {
         tabs_->setCurrentWidget(methods_view_);
     }
+}
+
+bool MainWindow::showView(const QString& view) {
+    if (view == QLatin1String("explore")) {
+        tabs_->setCurrentWidget(explore_tab_);
+    } else if (view == QLatin1String("compare")) {
+        tabs_->setCurrentWidget(methods_view_);
+        compareMethods();
+    } else if (view == QLatin1String("sweep")) {
+        tabs_->setCurrentWidget(sweep_view_);
+        sweep_view_->run();
+    } else {
+        return false;
+    }
+    return true;
 }
 
 void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output) {

@@ -45,6 +45,9 @@ class MainWindow : public QMainWindow {
     void openPaths(const QStringList& paths);
     // Simulates the vocabulary methods of the current config and shows the comparison tab.
     void compareMethods();
+    // Brings a view to the front: "explore", "compare" (the vocabulary methods, simulated now)
+    // or "sweep" (run now). False for any other name.
+    bool showView(const QString& view);
     // Exports the chart of the current tab to `path` (PNG, SVG or PDF by suffix).
     bool exportCurrentChart(const QString& path, QString* error);
 

@@ -81,8 +81,17 @@ void MemoryLayer::rebuild() {
     curves_->setName(rank_ < 0 ? QObject::tr("memory per rank")
                                : QObject::tr("rank %1 memory by category").arg(rank_));
     curves_->removeFromLegend();
-    // Peaks: one marker per rank (or the chosen rank) at its highest total.
+    // Peaks: one marker per rank (or the chosen rank) at its highest total; a label for the
+    // chosen rank's, or for the highest of all (ranks' labels would sit on top of each other).
     const auto& stats = run_->stats();
+    int labelled = rank_;
+    std::int64_t highest = -1;
+    for (const auto& rs : stats.ranks) {
+        if (rank_ < 0 && rs.peak_memory.present && rs.peak_memory.bytes > highest) {
+            highest = rs.peak_memory.bytes;
+            labelled = rs.rank;
+        }
+    }
     for (const auto& rs : stats.ranks) {
         if (!rs.peak_memory.present || (rank_ >= 0 && rs.rank != rank_)) {
             continue;
@@ -98,14 +107,17 @@ void MemoryLayer::rebuild() {
         tracer->setPen(QPen(rank_ < 0 ? rankColor(rs.rank) : QColor(Qt::black), 1.5));
         tracer->setBrush(Qt::white);
         items_.push_back(tracer);
-        if (rank_ >= 0 || stats.ranks.size() <= 8) {
+        if (rs.rank == labelled) {
             auto* label = new QCPItemText(plot_);
             label->setClipAxisRect(rect_);
             label->position->setAxes(x, y);
             label->position->setCoords(static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs, gib);
             label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
             label->setPadding(QMargins(4, 0, 0, 2));
-            label->setText(QObject::tr("r%1 peak %2 GiB").arg(rs.rank).arg(gib, 0, 'f', 2));
+            label->setText(
+                rank_ < 0
+                    ? QObject::tr("highest peak: rank %1, %2 GiB").arg(rs.rank).arg(gib, 0, 'f', 2)
+                    : QObject::tr("peak %1 GiB").arg(gib, 0, 'f', 2));
             label->setFont(QFont(plot_->font().family(), 7));
             items_.push_back(label);
         }
@@ -132,6 +144,9 @@ void MemoryLayer::rebuild() {
         label->position->setAxisRect(rect_);
         label->position->setCoords(0.995, 0.02);
         label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+        // On a white ground: it may sit over the curves.
+        label->setBrush(Qt::white);
+        label->setPadding(QMargins(3, 1, 3, 1));
         label->setText(on_scale
                            ? QObject::tr("device capacity %1 GiB (dashed)").arg(capacity, 0, 'f', 1)
                            : QObject::tr("device capacity %1 GiB: %2× the highest peak, off "

@@ -11,6 +11,7 @@
 #include <pipescope/app/units.h>
 
 #include "memory_plot.h"
+#include "plot_layout.h"
 #include "timeline_plot.h"
 
 namespace pipescope::app {
@@ -34,6 +35,7 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
         tr("Wheel: zoom · drag: select a range · click: select an op\n"
            "W/S zoom · A/D pan · F fit selection · 0 fit all"));
     setMinimumSize(320, 200);
+    letPlotShrink(this);
 }
 
 TraceChart::~TraceChart() = default;
@@ -83,6 +85,11 @@ void TraceChart::rebuild(bool keep_view) {
             rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
         }
         timelines_.push_back(addTimeline(this, rect, run));
+        if (runs_.size() > 1 && &run != &runs_.back()) {
+            // One time axis for the stack: ticks on every chart, numbers and label on the last.
+            rect->axis(QCPAxis::atBottom)->setTickLabels(false);
+            rect->axis(QCPAxis::atBottom)->setLabel(QString());
+        }
         // Repaints never wait for the trace file: the detail for a new view comes in the
         // background (exports still query in place).
         timelines_.back()->setBackgroundQueries(true);
@@ -113,6 +120,7 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 0.001);
         legend->setLayer(QStringLiteral("legend"));
         addKindLegend(this, rects_.front(), runs_);
+        fitPlotLegends(this);
     }
     if (keep_view && had_view && old.size() > 0) {
         setTimeRangeMs(old);

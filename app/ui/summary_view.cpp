@@ -1,5 +1,7 @@
 #include "summary_view.h"
 
+#include <cstdlib>
+
 #include <QHeaderView>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -9,6 +11,7 @@
 #include <pipescope/app/units.h>
 
 #include "memory_plot.h"
+#include "plot_layout.h"
 #include "timeline_plot.h"
 
 namespace pipescope::app {
@@ -68,6 +71,26 @@ QString headline(const RunData& run) {
     return parts.join(QStringLiteral(" · "));
 }
 
+namespace {
+
+// The headline on two lines, broken at the separator nearest the middle, so the title fits a
+// chart half as wide as the text.
+QString twoLines(const QString& text, const QString& separator) {
+    qsizetype best = -1;
+    const qsizetype middle = text.size() / 2;
+    for (qsizetype at = text.indexOf(separator); at >= 0; at = text.indexOf(separator, at + 1)) {
+        if (best < 0 || std::abs(at - middle) < std::abs(best - middle)) {
+            best = at;
+        }
+    }
+    if (best < 0) {
+        return text;
+    }
+    return text.left(best) + QLatin1Char('\n') + text.mid(best + separator.size());
+}
+
+}  // namespace
+
 void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     plot->clearPlottables();
     plot->clearItems();
@@ -79,9 +102,11 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     plot->plotLayout()->addElement(
         0, 0,
         new QCPTextElement(
-            plot, QString::fromStdString(run.name()) + QStringLiteral(" — ") + headline(run),
+            plot,
+            twoLines(QString::fromStdString(run.name()) + QStringLiteral(" — ") + headline(run),
+                     QStringLiteral(" · ")),
             QFont(plot->font().family(), 10, QFont::Bold)));
-    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, 40);
+    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, 48);
     auto* sub = new QCPLayoutGrid;
     plot->plotLayout()->addElement(1, 0, sub);
 
@@ -148,6 +173,7 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         }
     }
     sub->setRowStretchFactor(1, 0.001);
+    fitPlotLegends(plot);
     plot->replot();
 }
 
@@ -157,10 +183,13 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     headline_ = new QLabel;
     headline_->setWordWrap(true);
     headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // The chart's title says the same; the label keeps the text for tests and accessibility.
+    headline_->setVisible(false);
     layout->addWidget(headline_);
     auto* split = new QSplitter(Qt::Vertical);
     plot_ = new QCustomPlot;
     plot_->setMinimumHeight(180);
+    letPlotShrink(plot_);
     split->addWidget(plot_);
     table_ = new QTableView;
     model_ = new SummaryModel(this);

@@ -8,6 +8,7 @@
 #include <pipescope/app/units.h>
 
 #include "memory_plot.h"
+#include "plot_layout.h"
 
 namespace pipescope::app {
 
@@ -131,7 +132,9 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
             graph->setPen(QPen(methodColor(m), 2));
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
         }
-        h->removeFromLegend();
+        // The legend made above became the plot's legend (QCPLegend takes that role when the
+        // plot has none), so addGraph put both curves in it: keep the MFU one only.
+        h->removeFromLegend(legend);
         for (const SweepPoint* p : by_method[m]) {
             if (!p->ok) {
                 continue;
@@ -141,7 +144,6 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
             mfu_top = std::max(mfu_top, p->mfu * 100);
             mem_top = std::max(mem_top, static_cast<double>(p->peak_memory_bytes) / kBytesPerGiB);
         }
-        legend->addItem(new QCPPlottableLegendItem(legend, g));
     }
     for (auto* rect : {mfu_rect, mem_rect}) {
         QCPRange keys;
@@ -159,6 +161,7 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     }
     mfu_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mfu_top * 1.12, 1.0));
     mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top * 1.12, 1e-3));
+    fitPlotLegends(plot);
     plot->replot();
 }
 
@@ -195,6 +198,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     status_->setWordWrap(true);
     layout->addWidget(status_);
     plot_ = new QCustomPlot;
+    letPlotShrink(plot_);
     layout->addWidget(plot_, 1);
 
     connect(run_, &QPushButton::clicked, this, &SweepView::run);

@@ -11,6 +11,7 @@
 #include "main_window.h"
 #include "run_view.h"
 #include "summary_view.h"
+#include "sweep_view.h"
 #include "timeline_plot.h"
 
 using namespace pipescope;
@@ -24,6 +25,8 @@ class TstMainWindow : public QObject {
     void settingChangeResimulates();
     void invalidValueKeepsLastRun();
     void comparesMethods();
+    void sweepsTheVocabulary();
+    void fitsAt1280x800();
     void exportsTheChart();
     void refusesANonTrace();
     void selectsAnOpAndItsDependencies();
@@ -81,6 +84,48 @@ void TstMainWindow::comparesMethods() {
     QTRY_COMPARE_WITH_TIMEOUT(window_->methodComparison()->runs().size(), std::size_t{5}, 20000);
     QCOMPARE(window_->methodComparison()->chart()->timelines().size(), std::size_t{5});
     QVERIFY(window_->methodComparison()->table()->model()->rowCount() > 4);
+}
+
+// The default sweep: every method's MFU and peak memory at four vocabulary sizes, one legend
+// entry per method.
+void TstMainWindow::sweepsTheVocabulary() {
+    QVERIFY(window_->showView("sweep"));
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->sweep()));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->sweep()->busy(), 20000);
+    QCustomPlot* plot = window_->sweep()->plot();
+    QCOMPARE(plot->axisRects().size(), 2);
+    QCOMPARE(plot->graphCount(), 2 * 5);
+    for (int i = 0; i < plot->graphCount(); ++i) {
+        QCOMPARE(plot->graph(i)->dataCount(), 4);
+    }
+    QVERIFY(plot->legend);
+    int entries = 0;
+    for (int i = 0; i < plot->legend->itemCount(); ++i) {
+        entries += plot->legend->item(i) != nullptr;  // wrapped grids have empty cells
+    }
+    QCOMPARE(entries, 5);
+    // Vocabulary parallelism holds its MFU as the vocabulary grows; naive loses it.
+    const auto mfu_at = [&](int graph, int point) {
+        return (plot->graph(graph)->data()->constBegin() + point)->value;
+    };
+    QVERIFY(mfu_at(0, 3) < mfu_at(0, 0));  // naive
+    QVERIFY(mfu_at(8, 3) > mfu_at(0, 3));  // vocab-2 above naive at the largest vocabulary
+    QVERIFY(!window_->showView("nonsense"));
+}
+
+// Nothing in the window asks for more than the smallest screen the app must work on.
+void TstMainWindow::fitsAt1280x800() {
+    for (int i = 0; i < window_->tabs()->count(); ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        QCoreApplication::processEvents();
+        const QSize min = window_->minimumSizeHint().expandedTo(window_->minimumSize());
+        QVERIFY2(min.width() <= 1280 && min.height() <= 800,
+                 qPrintable(QString("tab %1 needs %2x%3")
+                                .arg(window_->tabs()->tabText(i))
+                                .arg(min.width())
+                                .arg(min.height())));
+    }
+    window_->tabs()->setCurrentIndex(0);
 }
 
 void TstMainWindow::exportsTheChart() {

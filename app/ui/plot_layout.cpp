@@ -1,0 +1,105 @@
+#include "plot_layout.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <QResizeEvent>
+
+namespace pipescope::app {
+
+namespace {
+
+// Calls fitPlotLegends when the plot it watches is resized.
+class LegendFitter : public QObject {
+  public:
+    using QObject::QObject;
+
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Resize) {
+            if (auto* plot = qobject_cast<QCustomPlot*>(watched)) {
+                // The plot itself has not taken the new size yet.
+                fitPlotLegends(plot, static_cast<QResizeEvent*>(event)->size());
+            }
+        }
+        return false;
+    }
+};
+
+}  // namespace
+
+void fitLegendColumns(QCPLegend* legend, int width) {
+    // The grid's cells, some of them empty after a wrap.
+    int count = 0;
+    int widest = 1;
+    for (int i = 0; i < legend->itemCount(); ++i) {
+        if (QCPAbstractLegendItem* item = legend->item(i)) {
+            ++count;
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
+        }
+    }
+    if (count == 0 || width <= 0) {
+        return;
+    }
+    const int spacing = legend->columnSpacing();
+    const int margins = legend->margins().left() + legend->margins().right();
+    const int columns = std::clamp((width - margins + spacing) / (widest + spacing), 1, count);
+    if (legend->wrap() != columns) {
+        legend->setWrap(columns);
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    }
+}
+
+namespace {
+
+// Lays the plot out now (as a replot would first), so each legend's share of the width is known.
+void layoutNow(QCustomPlot* plot, const QRect& viewport) {
+    QCPLayoutGrid* layout = plot->plotLayout();
+    layout->setOuterRect(viewport);
+    layout->update(QCPLayoutElement::upPreparation);
+    layout->update(QCPLayoutElement::upMargins);
+    layout->update(QCPLayoutElement::upLayout);
+}
+
+}  // namespace
+
+void fitPlotLegends(QCustomPlot* plot, QSize size) {
+    const QRect viewport = size.isValid()               ? QRect(QPoint(0, 0), size)
+                           : plot->viewport().isEmpty() ? plot->rect()
+                                                        : plot->viewport();
+    std::vector<QCPLegend*> legends;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true)) {
+        if (auto* legend = qobject_cast<QCPLegend*>(e)) {
+            legends.push_back(legend);
+        }
+    }
+    if (legends.empty() || viewport.width() <= 0) {
+        return;
+    }
+    // A legend beside others (the summary's two charts) gets its share of the width. The share
+    // depends on how wide the legends ask to be, so fit twice: from one column each (the
+    // narrowest the legends can be), then from the layout that gives.
+    for (QCPLegend* legend : legends) {
+        fitLegendColumns(legend, 1);
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+        layoutNow(plot, viewport);
+        for (QCPLegend* legend : legends) {
+            const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
+            // The whole row a legend sits in when it is the only element there.
+            const int width = grid && grid->columnCount() == 1 ? plot->viewport().width()
+                                                               : legend->outerRect().width();
+            fitLegendColumns(legend, width);
+        }
+    }
+}
+
+void letPlotShrink(QCustomPlot* plot, int min_width) {
+    QSizePolicy policy = plot->sizePolicy();
+    policy.setHorizontalPolicy(QSizePolicy::Ignored);
+    plot->setSizePolicy(policy);
+    plot->setMinimumWidth(min_width);
+    plot->installEventFilter(new LegendFitter(plot));
+}
+
+}  // namespace pipescope::app

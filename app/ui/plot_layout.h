@@ -1,0 +1,21 @@
+// Charts that fit the window: QCustomPlot's minimum width is the widest row of its layout (a
+// long title, a legend of sixteen entries in one row), which would force the main window past
+// 1280 pixels. Plots made shrinkable ignore that width, and their legends re-wrap into as many
+// columns as fit whenever the plot is resized.
+#pragma once
+
+#include <qcustomplot.h>
+
+namespace pipescope::app {
+
+// Re-wraps `legend` (filled columns first) into as many columns as fit in `width` pixels.
+void fitLegendColumns(QCPLegend* legend, int width);
+
+// Lets `plot` get as narrow as `min_width` and keeps its legends fitted on every resize.
+void letPlotShrink(QCustomPlot* plot, int min_width = 320);
+
+// Fits every legend of `plot` to its width, or to `size` when given (after legends were added
+// or replaced, or when the plot is about to take that size).
+void fitPlotLegends(QCustomPlot* plot, QSize size = {});
+
+}  // namespace pipescope::app
