@@ -26,11 +26,11 @@
 namespace pipescope::app {
 namespace {
 
-constexpr int kMinSide = 16;
-constexpr int kMaxSide = 20000;
-constexpr double kMinDpi = 24;
-constexpr double kMaxDpi = 2400;
-constexpr std::int64_t kMaxPngPixels = 400'000'000;
+constexpr int kMinSide = kExportMinSide;
+constexpr int kMaxSide = kExportMaxSide;
+constexpr double kMinDpi = kExportMinDpi;
+constexpr double kMaxDpi = kExportMaxDpi;
+constexpr std::int64_t kMaxPngPixels = kExportMaxPngPixels;
 constexpr double kMetersPerInch = 0.0254;
 constexpr double kPointsPerPx = 72.0 / 96.0;
 

@@ -24,6 +24,13 @@ namespace pipescope::app {
 
 enum class ExportFormat { Png, Svg, Pdf };
 
+// The limits an export is refused beyond, with a message that names them.
+inline constexpr int kExportMinSide = 16;
+inline constexpr int kExportMaxSide = 20000;
+inline constexpr double kExportMinDpi = 24;
+inline constexpr double kExportMaxDpi = 2400;
+inline constexpr long long kExportMaxPngPixels = 400'000'000;
+
 struct ExportOptions {
     // Output size in logical px (96 dpi); 0 = the plot's current size (for several plots: the
     // widest plot's width and the sum of the plots' heights). Each must be 16 to 20000.

@@ -29,6 +29,7 @@
 #include "chart_export.h"
 #include "compare_view.h"
 #include "config_panel.h"
+#include "export_dialog.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
@@ -408,27 +409,55 @@ void MainWindow::compareOpenRuns() {
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, QString* error) {
+    ExportOptions options;
+    options.width = 1600;
+    options.height = defaultExportHeight();
+    return exportCurrentChart(path, options, error);
+}
+
+namespace {
+
+// The timeline (and memory) chart above the summary, with the share of height each gets.
+constexpr int kStackedChartHeight = 560;
+constexpr int kStackedSummaryHeight = 320;
+constexpr int kSingleChartHeight = 900;
+
+}  // namespace
+
+int MainWindow::defaultExportHeight() const {
+    QWidget* w = tabs_->currentWidget();
+    const bool stacked = w == explore_tab_ || dynamic_cast<RunTab*>(w) != nullptr;
+    return stacked ? kStackedChartHeight + kStackedSummaryHeight : kSingleChartHeight;
+}
+
+bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& options,
+                                    QString* error) {
     QWidget* w = tabs_->currentWidget();
     QCustomPlot* plot = nullptr;
     std::vector<std::pair<QCustomPlot*, int>> stacked;
     if (w == explore_tab_) {
-        stacked = {{explore_view_->chart(), 560}, {explore_summary_->plot(), 320}};
+        stacked = {{explore_view_->chart(), kStackedChartHeight},
+                   {explore_summary_->plot(), kStackedSummaryHeight}};
     } else if (w == methods_view_) {
         plot = methods_view_->chart();
     } else if (w == sweep_view_) {
         plot = sweep_view_->plot();
     } else if (auto* tab = dynamic_cast<RunTab*>(w)) {
-        stacked = {{tab->view->chart(), 560}, {tab->summary->plot(), 320}};
+        stacked = {{tab->view->chart(), kStackedChartHeight},
+                   {tab->summary->plot(), kStackedSummaryHeight}};
     } else if (auto* cmp = dynamic_cast<CompareView*>(w)) {
         plot = cmp->chart();
     }
-    ExportOptions options;
-    options.width = 1600;
+    // Memory curves still waiting for their detail are fetched now: a file is always exact.
+    for (QCustomPlot* p : {plot, stacked.empty() ? nullptr : stacked.front().first}) {
+        if (auto* chart = qobject_cast<TraceChart*>(p)) {
+            chart->prepareExport();
+        }
+    }
     ExportResult r;
     if (!stacked.empty()) {
         r = exportPlots(stacked, path, options);
     } else if (plot) {
-        options.height = 900;
         r = exportPlot(plot, path, options);
     } else {
         r.error = tr("nothing to export in this tab");
@@ -440,16 +469,15 @@ bool MainWindow::exportCurrentChart(const QString& path, QString* error) {
 }
 
 void MainWindow::exportChartDialog() {
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export chart"), QStringLiteral("pipescope.png"),
-        tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    QString error;
-    if (exportCurrentChart(path, &error)) {
-        statusBar()->showMessage(tr("Chart written to %1").arg(path), 5000);
-    } else {
+    ExportDialog dialog(defaultExportHeight(), this);
+    while (dialog.exec() == QDialog::Accepted) {
+        QString error;
+        if (exportCurrentChart(dialog.path(), dialog.options(), &error)) {
+            dialog.remember();
+            statusBar()->showMessage(tr("Chart written to %1").arg(dialog.path()), 5000);
+            return;
+        }
+        // Keep the choices: the user fixes the path or the size and tries again.
         QMessageBox::warning(this, tr("Export chart"), error);
     }
 }

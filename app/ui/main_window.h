@@ -12,6 +12,8 @@
 #include <pipescope/app/run_data.h>
 #include <pipescope/app/simulation_job.h>
 
+#include "chart_export.h"
+
 namespace pipescope::app {
 
 class CompareView;
@@ -49,7 +51,11 @@ class MainWindow : public QMainWindow {
     // or "sweep" (run now). False for any other name.
     bool showView(const QString& view);
     // Exports the chart of the current tab to `path` (PNG, SVG or PDF by suffix).
+    // Width 1600 and the tab's natural height unless `options` say otherwise.
     bool exportCurrentChart(const QString& path, QString* error);
+    bool exportCurrentChart(const QString& path, const ExportOptions& options, QString* error);
+    // The height an export of the current tab gets by default (logical px at 1600 wide).
+    int defaultExportHeight() const;
 
   signals:
     void traceOpened(const QString& path);

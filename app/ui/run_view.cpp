@@ -221,6 +221,12 @@ void TraceChart::panBy(double fraction) {
     replot(QCustomPlot::rpQueuedReplot);
 }
 
+void TraceChart::prepareExport() {
+    if (memory_) {
+        memory_->refresh(true);
+    }
+}
+
 void TraceChart::setMemoryRank(int rank) {
     memory_rank_ = rank;
     if (memory_) {

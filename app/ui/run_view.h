@@ -42,6 +42,10 @@ class TraceChart : public QCustomPlot {
     void zoomBy(double factor, std::optional<double> anchor_ms = std::nullopt);
     void panBy(double fraction_of_view);
 
+    // Before an export: curves still waiting for their detail are queried now. (Timelines
+    // query an export's own window themselves.)
+    void prepareExport();
+
     // Memory: -1 every rank's total, r one rank by category.
     void setMemoryRank(int rank);
     bool hasMemory() const { return memory_ != nullptr; }

@@ -8,6 +8,7 @@
 
 #include "compare_view.h"
 #include "config_panel.h"
+#include "export_dialog.h"
 #include "main_window.h"
 #include "run_view.h"
 #include "summary_view.h"
@@ -28,6 +29,7 @@ class TstMainWindow : public QObject {
     void sweepsTheVocabulary();
     void fitsAt1280x800();
     void exportsTheChart();
+    void exportDialogNamesTheLimits();
     void refusesANonTrace();
     void selectsAnOpAndItsDependencies();
 
@@ -140,6 +142,59 @@ void TstMainWindow::exportsTheChart() {
     const QImage image(dir.filePath("explore.png"));
     QCOMPARE(image.width(), 1600);
     QCOMPARE(image.height(), 560 + 320);
+}
+
+void TstMainWindow::exportDialogNamesTheLimits() {
+    QTemporaryDir dir;
+    app::ExportDialog dialog(880, window_.get());
+    auto* save = dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Save);
+    auto* label = [&] {
+        for (auto* l : dialog.findChildren<QLabel*>()) {
+            if (l->wordWrap()) {
+                return l;
+            }
+        }
+        return static_cast<QLabel*>(nullptr);
+    }();
+    QVERIFY(label);
+    auto spins = dialog.findChildren<QSpinBox*>();
+    QCOMPARE(spins.size(), 2);
+    auto* dpi = dialog.findChild<QDoubleSpinBox*>();
+
+    dialog.setPath(dir.filePath("chart.txt"));
+    QVERIFY(!save->isEnabled());
+    QVERIFY2(label->text().contains(".png"), qPrintable(label->text()));
+
+    dialog.setPath(dir.filePath("chart.png"));
+    spins[0]->setValue(20000);
+    spins[1]->setValue(20000);
+    dpi->setValue(600);
+    QVERIFY(!save->isEnabled());
+    QVERIFY2(label->text().contains("400 MP limit"), qPrintable(label->text()));
+    // The spin boxes stop at the export's own limits.
+    spins[0]->setValue(50000);
+    QCOMPARE(spins[0]->value(), 20000);
+
+    spins[0]->setValue(800);
+    spins[1]->setValue(600);
+    dpi->setValue(192);
+    QVERIFY(save->isEnabled());
+    QVERIFY2(label->text().contains("1600 × 1200"), qPrintable(label->text()));
+    // An SVG has no resolution.
+    dialog.setPath(dir.filePath("chart.svg"));
+    QVERIFY(!dpi->isEnabled());
+
+    // What the dialog gives is what the file gets.
+    window_->tabs()->setCurrentIndex(0);
+    const auto options = [&] {
+        dialog.setPath(dir.filePath("chart.png"));
+        return dialog.options();
+    }();
+    QString error;
+    QVERIFY2(window_->exportCurrentChart(dialog.path(), options, &error), qPrintable(error));
+    const QImage image(dialog.path());
+    QCOMPARE(image.size(), QSize(1600, 1200));
+    QCOMPARE(qRound(image.dotsPerMeterX() * 0.0254), 192);
 }
 
 void TstMainWindow::refusesANonTrace() {

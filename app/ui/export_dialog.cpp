@@ -1,0 +1,144 @@
+#include "export_dialog.h"
+
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QPushButton>
+#include <QSettings>
+
+namespace pipescope::app {
+
+namespace {
+
+// The limits chart_export enforces, so the dialog never offers what the export refuses.
+constexpr int kMinSide = kExportMinSide;
+constexpr int kMaxSide = kExportMaxSide;
+constexpr double kMaxMegapixels = static_cast<double>(kExportMaxPngPixels) / 1e6;
+
+}  // namespace
+
+ExportDialog::ExportDialog(int default_height, QWidget* parent) : QDialog(parent) {
+    setWindowTitle(tr("Export chart"));
+    QSettings settings;
+    auto* form = new QFormLayout;
+
+    path_ = new QLineEdit;
+    const QString dir = settings.value(QStringLiteral("export/dir"), QDir::homePath()).toString();
+    const QString suffix = settings.value(QStringLiteral("export/suffix"), "png").toString();
+    path_->setText(QDir(dir).filePath(QStringLiteral("pipescope.") + suffix));
+    path_->setToolTip(tr("The file's suffix picks the format: .png, .svg or .pdf"));
+    auto* browse = new QPushButton(tr("Browse…"));
+    auto* file_row = new QHBoxLayout;
+    file_row->addWidget(path_, 1);
+    file_row->addWidget(browse);
+    form->addRow(tr("&File:"), file_row);
+
+    width_ = new QSpinBox;
+    width_->setRange(kMinSide, kMaxSide);
+    width_->setSuffix(tr(" px"));
+    width_->setValue(settings.value(QStringLiteral("export/width"), 1600).toInt());
+    width_->setToolTip(tr("Logical pixels (96 per inch), %1 to %2").arg(kMinSide).arg(kMaxSide));
+    form->addRow(tr("&Width:"), width_);
+
+    height_ = new QSpinBox;
+    height_->setRange(kMinSide, kMaxSide);
+    height_->setSuffix(tr(" px"));
+    height_->setValue(default_height);
+    height_->setToolTip(width_->toolTip());
+    form->addRow(tr("&Height:"), height_);
+
+    dpi_ = new QDoubleSpinBox;
+    dpi_->setRange(kExportMinDpi, kExportMaxDpi);
+    dpi_->setDecimals(0);
+    dpi_->setValue(settings.value(QStringLiteral("export/dpi"), 192).toDouble());
+    dpi_->setToolTip(
+        tr("PNG only: 96 is screen size, 192 twice the pixels, 300 or 600 for "
+           "print. SVG and PDF are vector drawings."));
+    form->addRow(tr("&Resolution (dpi):"), dpi_);
+
+    result_ = new QLabel;
+    result_->setWordWrap(true);
+    form->addRow(result_);
+
+    buttons_ = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(buttons_);
+
+    connect(browse, &QPushButton::clicked, this, &ExportDialog::browse);
+    connect(buttons_, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons_, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    connect(path_, &QLineEdit::textChanged, this, &ExportDialog::update);
+    connect(width_, &QSpinBox::valueChanged, this, &ExportDialog::update);
+    connect(height_, &QSpinBox::valueChanged, this, &ExportDialog::update);
+    connect(dpi_, &QDoubleSpinBox::valueChanged, this, &ExportDialog::update);
+    update();
+}
+
+ExportOptions ExportDialog::options() const {
+    ExportOptions o;
+    o.width = width_->value();
+    o.height = height_->value();
+    o.dpi = dpi_->value();
+    return o;
+}
+
+void ExportDialog::remember() const {
+    QSettings settings;
+    const QFileInfo info(path());
+    settings.setValue(QStringLiteral("export/dir"), info.absolutePath());
+    settings.setValue(QStringLiteral("export/suffix"), info.suffix().toLower());
+    settings.setValue(QStringLiteral("export/width"), width_->value());
+    settings.setValue(QStringLiteral("export/dpi"), dpi_->value());
+}
+
+void ExportDialog::browse() {
+    const QString chosen =
+        QFileDialog::getSaveFileName(this, tr("Export chart"), path(), exportFileFilter());
+    if (!chosen.isEmpty()) {
+        path_->setText(chosen);
+    }
+}
+
+// What the file will be, or why it cannot be written; Save is off while it cannot.
+void ExportDialog::update() {
+    const auto format = formatForPath(path());
+    QString text;
+    bool ok = format.has_value();
+    dpi_->setEnabled(format == ExportFormat::Png);
+    if (!format) {
+        text =
+            tr("Unknown file type \"%1\": use .png, .svg or .pdf.").arg(QFileInfo(path()).suffix());
+    } else if (*format == ExportFormat::Png) {
+        const double scale = dpi_->value() / 96.0;
+        const double w = width_->value() * scale;
+        const double h = height_->value() * scale;
+        const double mp = w * h / 1e6;
+        ok = mp <= kMaxMegapixels;
+        text = ok ? tr("PNG of %1 × %2 pixels (%3 MP) at %4 dpi.")
+                        .arg(qRound(w))
+                        .arg(qRound(h))
+                        .arg(mp, 0, 'f', 1)
+                        .arg(dpi_->value())
+                  : tr("%1 × %2 pixels is %3 MP, over the %4 MP limit: lower the size or the "
+                       "resolution.")
+                        .arg(qRound(w))
+                        .arg(qRound(h))
+                        .arg(mp, 0, 'f', 0)
+                        .arg(kMaxMegapixels);
+    } else {
+        text =
+            tr("%1 vector drawing of %2 × %3 px; text stays text.")
+                .arg(*format == ExportFormat::Svg ? QStringLiteral("SVG") : QStringLiteral("PDF"))
+                .arg(width_->value())
+                .arg(height_->value());
+    }
+    result_->setText(text);
+    result_->setStyleSheet(ok ? QString() : QStringLiteral("color: #c62828"));
+    buttons_->button(QDialogButtonBox::Save)->setEnabled(ok);
+}
+
+}  // namespace pipescope::app
