@@ -64,6 +64,15 @@ bool isBlockingWait(OpKind k) {
 
 }  // namespace
 
+double estimatedOps(const schedule::Config& config) {
+    // Per micro-batch and stage at most: F, B, W; the vocabulary passes IF, IB, S, T, L; two
+    // sends and two receives; five collectives; one spare.
+    constexpr double kOpsPerMicrobatchStage = 16;
+    return static_cast<double>(config.parallel.pipeline) *
+           static_cast<double>(std::max(1, config.parallel.virtual_stages)) *
+           static_cast<double>(config.parallel.microbatches) * kOpsPerMicrobatchStage;
+}
+
 std::int64_t SimResult::maxPeakMemory() const {
     std::int64_t peak = 0;
     for (const auto& r : ranks) {
@@ -74,6 +83,18 @@ std::int64_t SimResult::maxPeakMemory() const {
 
 SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
     SimOutcome outcome;
+    // Refused before anything is built: a schedule this size would not fit in memory.
+    const double estimate = estimatedOps(input);
+    if (estimate > static_cast<double>(kMaxSimulatedOps)) {
+        outcome.error = "parallel.microbatches: " + std::to_string(input.parallel.microbatches) +
+                        " micro-batches on " + std::to_string(input.parallel.pipeline) +
+                        " stages make about " + std::to_string(std::llround(estimate / 1e6)) +
+                        " million ops; the simulator takes at most " +
+                        std::to_string(kMaxSimulatedOps / 1'000'000) +
+                        " million per iteration (lower parallel.microbatches or "
+                        "parallel.pipeline)";
+        return outcome;
+    }
     schedule::Config config = input;
     if (config.costs.source == schedule::CostSource::Calibrated) {
         if (auto err = calibrateFromTrace(config.costs.calibrated_path, &config); !err.empty()) {
@@ -94,7 +115,7 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         return outcome;
     }
     auto out = simulateSchedule(config, std::move(*g.schedule), options.validate_generated);
-    if (!out.result) {
+    if (!out.result && out.error.rfind("schedule:", 0) == 0) {
         out.error = "internal error, the generated schedule is invalid: " + out.error;
     }
     return out;
@@ -134,6 +155,17 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
         iteration = std::max(iteration, t.end);
     }
     res.iteration_time_s = iteration;
+    // Traces count nanoseconds in 64 bits; an iteration of absurd sizes would overflow them.
+    if (!(iteration * 1e9 * std::max(1, config.run.iterations) < kMaxSimulatedNs)) {
+        outcome.error = "model: one iteration takes " +
+                        std::to_string(std::llround(iteration / 86400.0)) +
+                        " days of simulated time, beyond what a trace's nanosecond clock holds "
+                        "(about " +
+                        std::to_string(std::llround(kMaxSimulatedNs / 1e9 / 86400.0 / 365.0)) +
+                        " years over all iterations); check model.seq_len, model.hidden, "
+                        "model.layers and hardware.peak_tflops";
+        return outcome;
+    }
     double busy_sum = 0, busy_max = 0, mem_sum = 0, ratio_sum = 0;
     Intervals compute, waits;
     for (int r = 0; r < p; ++r) {

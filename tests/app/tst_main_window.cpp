@@ -1,10 +1,15 @@
 // The main window offscreen: it starts on the embedded default, re-simulates when a setting
 // changes, marks an invalid value and keeps the last valid timeline, compares the methods,
 // exports the chart and reports a file that is not a trace.
+#include <sqlite3.h>
+
 #include <QImage>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <pipescope/app/sim_run_data.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
@@ -13,6 +18,7 @@
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
+#include "testsupport.h"
 #include "timeline_plot.h"
 
 using namespace pipescope;
@@ -31,6 +37,9 @@ class TstMainWindow : public QObject {
     void exportsTheChart();
     void exportDialogNamesTheLimits();
     void refusesANonTrace();
+    void refusesANewerTrace();
+    void invalidConfigFileKeepsTheRun();
+    void absurdSizeIsRefusedWithTheLimit();
     void selectsAnOpAndItsDependencies();
 
   private:
@@ -200,10 +209,7 @@ void TstMainWindow::exportDialogNamesTheLimits() {
 void TstMainWindow::refusesANonTrace() {
     QTemporaryDir dir;
     const QString path = dir.filePath("config.db");
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write("{\"not\": \"sqlite\"}");
-    f.close();
+    QVERIFY(test::writeFile(path, "{\"not\": \"sqlite\"}"));
     QSignalSpy failed(window_.get(), &app::MainWindow::traceFailed);
     window_->hide();  // no message box
     window_->openTrace(path);
@@ -212,6 +218,50 @@ void TstMainWindow::refusesANonTrace() {
              qPrintable(failed.front().front().toString()));
     QCOMPARE(window_->tabs()->count(), 3);
     window_->show();
+}
+
+void TstMainWindow::refusesANewerTrace() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("future.db");
+    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
+    QVERIFY(sim);
+    QVERIFY(app::saveSimTrace(*sim, path.toStdString(), 1, false).ok());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    QSignalSpy failed(window_.get(), &app::MainWindow::traceFailed);
+    window_->hide();  // no message box
+    window_->openTrace(path);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    const QString message = failed.front().front().toString();
+    QVERIFY2(message.contains("future.db") && message.contains("newer"), qPrintable(message));
+    QCOMPARE(window_->tabs()->count(), 3);
+    window_->show();
+}
+
+void TstMainWindow::invalidConfigFileKeepsTheRun() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("broken.json");
+    QVERIFY(
+        test::writeFile(path, "{\n  \"model\": {\"layers\": 8,\n    \"hidden\": \"big\"}\n}\n"));
+    const auto before = window_->currentRun();
+    window_->openPaths({path});
+    const QString issues = window_->configPanel()->issuesText();
+    QVERIFY2(issues.contains("broken.json") && issues.contains("model.hidden"), qPrintable(issues));
+    QTest::qWait(100);
+    QCOMPARE(window_->currentRun(), before);
+}
+
+void TstMainWindow::absurdSizeIsRefusedWithTheLimit() {
+    QVERIFY(window_->configPanel()->loadPreset("default.json"));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRun()->config()->parallel.microbatches, 8, 10000);
+    const auto before = window_->currentRun();
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", 1 << 20));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->statusBar()->currentMessage().contains("at most 20 million"),
+                             10000);
+    QCOMPARE(window_->currentRun(), before);  // the last valid timeline stays
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", 8));
 }
 
 void TstMainWindow::selectsAnOpAndItsDependencies() {

@@ -129,10 +129,7 @@ void TstRunData::methodsRequestGivesEveryMethod() {
 void TstRunData::badTraceNamesTheFile() {
     QTemporaryDir dir;
     const QString path = dir.filePath("notatrace.db");
-    QFile f(path);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write("this is not sqlite");
-    f.close();
+    QVERIFY(test::writeFile(path, "this is not sqlite"));
     std::string error;
     QVERIFY(!app::TraceRunData::open(path.toStdString(), &error));
     QVERIFY2(QString::fromStdString(error).contains("notatrace.db"), error.c_str());

@@ -59,6 +59,12 @@ inline QByteArray readFile(const QString& path) {
     return f.readAll();
 }
 
+// Writes `bytes` to `path` (replacing it); false when the file cannot be written.
+inline bool writeFile(const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
 // Compares `actual` with the golden file; on mismatch writes `<golden>.actual` beside it and
 // returns a unified diff (empty when equal). PIPESCOPE_UPDATE_GOLDEN=1 rewrites the golden file.
 inline QString compareWithGolden(const QString& golden_path, const QByteArray& actual) {

@@ -72,6 +72,7 @@ class TstSimProperties : public QObject {
     void vocab1BarrierDoesNotWaitForLongOps();
     void interlacedBlocksDoNotStall();
     void zeroBubbleShrinksTheBubble();
+    void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
     void memoryReturnsToItsStaticLevel();
 };
@@ -248,6 +249,25 @@ void TstSimProperties::interlacedBlocksDoNotStall() {
                                                  .arg(il * 1e3)
                                                  .arg(v1 * 1e3)));
     }
+}
+
+// Sizes past what fits in memory or in a trace's clock are refused at once, naming the limit.
+void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
+    auto many = test::makeConfig(4, 10'000'000, "1f1b", "naive");
+    auto r = sim::simulate(many);
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).contains("parallel.microbatches"), r.error.c_str());
+    QVERIFY2(QString::fromStdString(r.error).contains("at most 20 million"), r.error.c_str());
+
+    auto slow = test::makeConfig(4, 8, "1f1b", "naive",
+                                 {"model.seq_len=2000000000", "hardware.peak_tflops=0.001"});
+    r = sim::simulate(slow);
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).contains("nanosecond"), r.error.c_str());
+    QVERIFY2(QString::fromStdString(r.error).contains("model.seq_len"), r.error.c_str());
+
+    // Just inside the op limit still simulates (8 stages x 128 micro-batches: the paper's).
+    QVERIFY(sim::simulate(test::makeConfig(8, 128, "1f1b", "vocab-2")).result);
 }
 
 void TstSimProperties::zeroBubbleShrinksTheBubble() {

@@ -59,6 +59,16 @@ struct SimResult {
     std::int64_t maxPeakMemory() const;
 };
 
+// The limits of a simulation, refused with a message that names them: ops in one iteration (a
+// schedule's op lists and their timing take a few hundred bytes per op), and simulated time over
+// all iterations (a trace counts nanoseconds in a signed 64-bit integer).
+inline constexpr std::int64_t kMaxSimulatedOps = 20'000'000;
+inline constexpr double kMaxSimulatedNs = 4.0e18;
+
+// An upper estimate of the ops of one iteration: compute, vocabulary and communication ops of
+// every micro-batch on every stage.
+double estimatedOps(const schedule::Config& config);
+
 struct SimOutcome {
     std::optional<SimResult> result;
     std::string error;  // names the config key or the schedule op that is wrong
