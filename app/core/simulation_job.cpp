@@ -129,7 +129,7 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
 
 SimulationController::SimulationController(QObject* parent) : QObject(parent) {
     debounce_.setSingleShot(true);
-    debounce_.setInterval(30);
+    debounce_.setInterval(kDefaultDebounceMs);
     connect(&debounce_, &QTimer::timeout, this, &SimulationController::startPending);
     connect(&watcher_, &QFutureWatcher<SimOutput>::finished, this,
             &SimulationController::onJobFinished);

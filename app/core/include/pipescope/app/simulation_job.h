@@ -61,6 +61,8 @@ class SimulationController : public QObject {
     Q_OBJECT
 
   public:
+    static constexpr int kDefaultDebounceMs = 30;
+
     explicit SimulationController(QObject* parent = nullptr);
     ~SimulationController() override;
 
