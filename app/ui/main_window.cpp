@@ -389,7 +389,7 @@ void MainWindow::updateRecentMenu() {
     recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }
 
-void MainWindow::compareOpenRuns() {
+bool MainWindow::compareOpenRuns() {
     std::vector<RunDataPtr> runs;
     for (int i = 3; i < tabs_->count(); ++i) {
         if (auto* tab = dynamic_cast<RunTab*>(tabs_->widget(i))) {
@@ -401,11 +401,12 @@ void MainWindow::compareOpenRuns() {
     }
     if (runs.size() < 2) {
         statusBar()->showMessage(tr("Open at least one trace to compare with the explorer's run"));
-        return;
+        return false;
     }
     auto* view = new CompareView;
     view->setRuns(runs, {}, false);
     tabs_->setCurrentIndex(tabs_->addTab(view, tr("Compare %1 runs").arg(runs.size())));
+    return true;
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, QString* error) {

@@ -47,6 +47,9 @@ class MainWindow : public QMainWindow {
     void openPaths(const QStringList& paths);
     // Simulates the vocabulary methods of the current config and shows the comparison tab.
     void compareMethods();
+    // The explorer's run and every open trace, stacked on one time axis with a delta table, in a
+    // new tab. False (and a note in the status bar) with fewer than two runs.
+    bool compareOpenRuns();
     // Brings a view to the front: "explore", "compare" (the vocabulary methods, simulated now)
     // or "sweep" (run now). False for any other name.
     bool showView(const QString& view);
@@ -75,7 +78,6 @@ class MainWindow : public QMainWindow {
     void openTraceDialog();
     void openConfigDialog();
     void saveConfigDialog();
-    void compareOpenRuns();
     void updateRecentMenu();
     void showShortcuts();
 

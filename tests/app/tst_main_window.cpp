@@ -36,6 +36,7 @@ class TstMainWindow : public QObject {
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
+    void opensTracesAndComparesThem();
     void refusesANonTrace();
     void refusesANewerTrace();
     void invalidConfigFileKeepsTheRun();
@@ -204,6 +205,34 @@ void TstMainWindow::exportDialogNamesTheLimits() {
     const QImage image(dialog.path());
     QCOMPARE(image.size(), QSize(1600, 1200));
     QCOMPARE(qRound(image.dotsPerMeterX() * 0.0254), 192);
+}
+
+void TstMainWindow::opensTracesAndComparesThem() {
+    window_->tabs()->setCurrentIndex(0);
+    QVERIFY(!window_->compareOpenRuns());  // only the explorer's run: nothing to compare with
+    QTemporaryDir dir;
+    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
+    QVERIFY(sim);
+    const QString a = dir.filePath("a.db");
+    const QString b = dir.filePath("b.db");
+    QVERIFY(app::saveSimTrace(*sim, a.toStdString(), 1, false).ok());
+    QVERIFY(app::saveSimTrace(*sim, b.toStdString(), 2, false).ok());
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    window_->openPaths({a, b});
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 2, 10000);
+    QCOMPARE(window_->tabs()->count(), 5);
+    QVERIFY(window_->compareOpenRuns());
+    auto* view = qobject_cast<app::CompareView*>(window_->tabs()->currentWidget());
+    QVERIFY(view);
+    QCOMPARE(view->runs().size(), std::size_t{3});
+    QCOMPARE(view->chart()->timelines().size(), std::size_t{3});
+    // The same schedule three times: the table's deltas are all zero.
+    QVERIFY(view->table()->model()->rowCount() > 4);
+    QString error;
+    QVERIFY2(window_->exportCurrentChart(dir.filePath("cmp.svg"), &error), qPrintable(error));
+    while (window_->tabs()->count() > 3) {
+        delete window_->tabs()->widget(3);
+    }
 }
 
 void TstMainWindow::refusesANonTrace() {
