@@ -76,6 +76,7 @@ void MemoryLayer::rebuild() {
     }
     QCPAxis* x = rect_->axis(QCPAxis::atBottom);
     QCPAxis* y = rect_->axis(QCPAxis::atLeft);
+    rect_->axis(QCPAxis::atTop)->setVisible(false);
     double top = 0;
     curves_ = new MemoryCurves(x, y);
     curves_->setName(rank_ < 0 ? QObject::tr("memory per rank")
@@ -138,25 +139,23 @@ void MemoryLayer::rebuild() {
             items_.push_back(line);
             top = std::max(top, capacity);
         }
-        auto* label = new QCPItemText(plot_);
-        label->setClipAxisRect(rect_);
-        label->position->setType(QCPItemPosition::ptAxisRectRatio);
-        label->position->setAxisRect(rect_);
-        label->position->setCoords(0.995, 0.02);
-        label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-        // On a white ground: it may sit over the curves.
-        label->setBrush(Qt::white);
-        label->setPadding(QMargins(3, 1, 3, 1));
-        label->setText(on_scale
+        // Named above the chart, where it never hides a curve.
+        QCPAxis* note = rect_->axis(QCPAxis::atTop);
+        note->setVisible(true);
+        note->setTicks(false);
+        note->setTickLabels(false);
+        note->setBasePen(Qt::NoPen);
+        note->setLabelPadding(2);
+        note->setLabelColor(QColor(0xc6, 0x28, 0x28));
+        note->setLabel(on_scale
                            ? QObject::tr("device capacity %1 GiB (dashed)").arg(capacity, 0, 'f', 1)
                            : QObject::tr("device capacity %1 GiB: %2× the highest peak, off "
                                          "scale")
                                  .arg(capacity, 0, 'f', 1)
                                  .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
-        label->setColor(QColor(0xc6, 0x28, 0x28));
-        items_.push_back(label);
     }
-    y->setRange(0, std::max(top * 1.08, 1e-6));
+    // Headroom for the peak's label.
+    y->setRange(0, std::max(top * 1.15, 1e-6));
     refresh();
 }
 

@@ -8,6 +8,7 @@
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/schedule/config_parse.h>
 
+#include "memory_plot.h"
 #include "run_view.h"
 #include "timeline_plot.h"
 
@@ -23,6 +24,7 @@ class TstTraceChart : public QObject {
     void panWithinTheMarginNeedsNoQuery();
     void exportDrawsItsOwnWindow();
     void newRunDropsTheOldDetail();
+    void memoryCoversTheView();
 
   private:
     QTemporaryDir dir_;
@@ -130,6 +132,43 @@ void TstTraceChart::newRunDropsTheOldDetail() {
     QCOMPARE(timeline()->backgroundQueries(), 0);
     QTest::qWait(50);
     QVERIFY(timeline()->lastDrawCurrent());
+}
+
+// The memory curves span the whole view once their detail is in, at every zoom.
+void TstTraceChart::memoryCoversTheView() {
+    chart_->fitAll();
+    chart_->replot();
+    const auto curves = [&] {
+        for (int i = 0; i < chart_->plottableCount(); ++i) {
+            if (auto* c = dynamic_cast<app::MemoryCurves*>(chart_->plottable(i))) {
+                return c;
+            }
+        }
+        return static_cast<app::MemoryCurves*>(nullptr);
+    }();
+    QVERIFY(curves);
+    for (double fraction : {1.0, 0.3, 0.05}) {
+        const QCPRange full = chart_->timeRangeMs();
+        if (fraction < 1.0) {
+            chart_->setTimeRangeMs(QCPRange(full.lower + full.size() * 0.2,
+                                            full.lower + full.size() * (0.2 + fraction)));
+        }
+        chart_->replot();
+        QTest::qWait(200);  // lets the background detail land
+        chart_->replot();
+        const QCPRange view = chart_->timeRangeMs();
+        bool found = false;
+        const QCPRange data = curves->getKeyRange(found);
+        QVERIFY(found);
+        QVERIFY2(data.lower <= view.lower + view.size() * 0.01 &&
+                     data.upper >= view.upper - view.size() * 0.01,
+                 qPrintable(QString("view %1..%2, curves %3..%4")
+                                .arg(view.lower)
+                                .arg(view.upper)
+                                .arg(data.lower)
+                                .arg(data.upper)));
+        QVERIFY(curves->lastBoxesDrawn() > 0);
+    }
 }
 
 QTEST_MAIN(TstTraceChart)
