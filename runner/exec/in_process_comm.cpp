@@ -1,0 +1,306 @@
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+#include <pipescope/exec/in_process_comm.h>
+
+namespace pipescope::exec {
+
+namespace {
+
+using Code = CommStatus::Code;
+using Clock = std::chrono::steady_clock;
+
+enum class RankState { Running, Waiting, Finished };
+
+// One use of a collective: the members' contributions and, once all are in, the result.
+struct Collective {
+    bool broadcast = false;
+    int root = -1;
+    ReduceOp op = ReduceOp::Sum;
+    std::size_t count = 0;
+    std::vector<int> arrived;  // members in, in order
+    std::vector<float> data;   // the sum/max so far, or the root's data
+    bool root_in = false;
+    bool done = false;
+    int copied = 0;  // members that took the result
+};
+
+std::string groupText(const std::vector<int>& group) {
+    std::string s;
+    for (int r : group) {
+        s += (s.empty() ? "" : ",") + std::to_string(r);
+    }
+    return "{" + s + "}";
+}
+
+}  // namespace
+
+struct InProcessFabric::State {
+    int ranks = 0;
+    std::chrono::milliseconds timeout{0};
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<RankState> states;
+    std::vector<std::string> activity;
+    // While a rank waits: whether its call can return now (checked by the others before they
+    // call it a deadlock).
+    std::vector<std::function<bool()>> can_return;
+    std::map<std::tuple<int, int, std::uint64_t>, std::deque<std::vector<float>>> mailbox;
+    std::map<std::tuple<bool, std::vector<int>, std::uint64_t>, Collective> collectives;
+    std::string aborted;
+    std::string deadlock;
+
+    std::string describeOthers() const {
+        std::string s;
+        for (int r = 0; r < ranks; ++r) {
+            const auto i = static_cast<std::size_t>(r);
+            s += "\n  rank " + std::to_string(r) + ": " +
+                 (states[i] == RankState::Finished  ? std::string("finished")
+                  : states[i] == RankState::Waiting ? "waits for " + activity[i]
+                                                    : "running (" + activity[i] + ")");
+        }
+        return s;
+    }
+
+    // Waits, under `lock`, until `ready` holds. `gone` says when the awaited ranks can no
+    // longer answer. Fails on abort, deadlock, a gone peer or the timeout.
+    CommStatus wait(int rank, std::unique_lock<std::mutex>& lock,
+                    const std::function<bool()>& ready, const std::function<bool()>& gone) {
+        const auto me = static_cast<std::size_t>(rank);
+        const auto deadline = Clock::now() + timeout;
+        states[me] = RankState::Waiting;
+        can_return[me] = [&] { return ready() || gone(); };
+        const auto leave = [&](CommStatus st) {
+            states[me] = RankState::Running;
+            can_return[me] = nullptr;
+            return st;
+        };
+        for (;;) {
+            if (ready()) {
+                return leave(CommStatus::success());
+            }
+            if (!aborted.empty()) {
+                return leave(CommStatus::error(Code::Aborted, aborted));
+            }
+            if (!deadlock.empty()) {
+                return leave(CommStatus::error(Code::Deadlock, deadlock));
+            }
+            if (gone()) {
+                return leave(CommStatus::error(
+                    Code::PeerGone, "rank " + std::to_string(rank) + " waits for " + activity[me] +
+                                        ", but a rank it needs has finished:" + describeOthers()));
+            }
+            // Nobody can move: every unfinished rank waits and none of their calls can return.
+            bool stuck = true;
+            for (int r = 0; r < ranks && stuck; ++r) {
+                const auto i = static_cast<std::size_t>(r);
+                stuck = states[i] == RankState::Finished ||
+                        (states[i] == RankState::Waiting && can_return[i] && !can_return[i]());
+            }
+            if (stuck) {
+                deadlock = "deadlock: every rank waits on another" + describeOthers();
+                cv.notify_all();
+                return leave(CommStatus::error(Code::Deadlock, deadlock));
+            }
+            if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+                return leave(CommStatus::error(
+                    Code::Timeout, "rank " + std::to_string(rank) + " timed out after " +
+                                       std::to_string(timeout.count()) + " ms waiting for " +
+                                       activity[me] + ":" + describeOthers()));
+            }
+        }
+    }
+};
+
+class InProcessComm final : public Comm {
+  public:
+    InProcessComm(InProcessFabric::State* s, int rank) : s_(s), rank_(rank) {}
+
+    int rank() const override { return rank_; }
+    int size() const override { return s_->ranks; }
+
+    void setActivity(std::string what) override {
+        std::lock_guard<std::mutex> lock(s_->m);
+        s_->activity[static_cast<std::size_t>(rank_)] = std::move(what);
+    }
+
+    CommStatus send(int peer, std::uint64_t tag, const float* data, std::size_t count) override {
+        if (auto st = checkPeer(peer); !st.ok()) {
+            return st;
+        }
+        std::vector<float> copy(data, data + count);
+        std::lock_guard<std::mutex> lock(s_->m);
+        if (!s_->aborted.empty()) {
+            return CommStatus::error(Code::Aborted, s_->aborted);
+        }
+        s_->mailbox[{rank_, peer, tag}].push_back(std::move(copy));
+        s_->cv.notify_all();
+        return CommStatus::success();
+    }
+
+    CommStatus recv(int peer, std::uint64_t tag, float* data, std::size_t count) override {
+        if (auto st = checkPeer(peer); !st.ok()) {
+            return st;
+        }
+        std::unique_lock<std::mutex> lock(s_->m);
+        const std::tuple<int, int, std::uint64_t> key{peer, rank_, tag};
+        const auto ready = [&] {
+            const auto it = s_->mailbox.find(key);
+            return it != s_->mailbox.end() && !it->second.empty();
+        };
+        const auto gone = [&] {
+            return s_->states[static_cast<std::size_t>(peer)] == RankState::Finished;
+        };
+        if (auto st = s_->wait(rank_, lock, ready, gone); !st.ok()) {
+            return st;
+        }
+        auto it = s_->mailbox.find(key);
+        std::vector<float> message = std::move(it->second.front());
+        it->second.pop_front();
+        if (it->second.empty()) {
+            s_->mailbox.erase(it);
+        }
+        if (message.size() != count) {
+            return CommStatus::error(Code::BadCall,
+                                     "rank " + std::to_string(rank_) + " expected " +
+                                         std::to_string(count) + " floats from rank " +
+                                         std::to_string(peer) + " (tag " + std::to_string(tag) +
+                                         ") and got " + std::to_string(message.size()));
+        }
+        std::copy(message.begin(), message.end(), data);
+        return CommStatus::success();
+    }
+
+    CommStatus broadcast(const std::vector<int>& group, int root, std::uint64_t tag, float* data,
+                         std::size_t count) override {
+        return collective(true, group, root, tag, data, count, ReduceOp::Sum);
+    }
+
+    CommStatus allReduce(const std::vector<int>& group, std::uint64_t tag, float* data,
+                         std::size_t count, ReduceOp op) override {
+        return collective(false, group, -1, tag, data, count, op);
+    }
+
+  private:
+    CommStatus checkPeer(int peer) const {
+        if (peer < 0 || peer >= s_->ranks || peer == rank_) {
+            return CommStatus::error(Code::BadCall, "rank " + std::to_string(rank_) +
+                                                        ": no peer rank " + std::to_string(peer));
+        }
+        return CommStatus::success();
+    }
+
+    CommStatus collective(bool is_broadcast, std::vector<int> group, int root, std::uint64_t tag,
+                          float* data, std::size_t count, ReduceOp op) {
+        std::sort(group.begin(), group.end());
+        const bool valid = std::adjacent_find(group.begin(), group.end()) == group.end() &&
+                           std::binary_search(group.begin(), group.end(), rank_) &&
+                           group.front() >= 0 && group.back() < s_->ranks &&
+                           (!is_broadcast || std::binary_search(group.begin(), group.end(), root));
+        const std::string what = std::string(is_broadcast ? "broadcast" : "all-reduce") + " over " +
+                                 groupText(group) + " (tag " + std::to_string(tag) + ")";
+        if (!valid) {
+            return CommStatus::error(Code::BadCall,
+                                     "rank " + std::to_string(rank_) + ": invalid " + what);
+        }
+        std::unique_lock<std::mutex> lock(s_->m);
+        if (!s_->aborted.empty()) {
+            return CommStatus::error(Code::Aborted, s_->aborted);
+        }
+        const auto key = std::make_tuple(is_broadcast, group, tag);
+        auto [it, fresh] = s_->collectives.try_emplace(key);
+        Collective& c = it->second;
+        if (fresh) {
+            c.broadcast = is_broadcast;
+            c.root = root;
+            c.op = op;
+            c.count = count;
+        } else if (c.count != count || c.root != root || c.op != op) {
+            return CommStatus::error(Code::BadCall, "rank " + std::to_string(rank_) + ": its " +
+                                                        what +
+                                                        " does not match the other members' "
+                                                        "(count, root or operation)");
+        }
+        if (is_broadcast) {
+            if (rank_ == root) {
+                c.data.assign(data, data + count);
+                c.root_in = true;
+            }
+        } else if (c.arrived.empty()) {
+            c.data.assign(data, data + count);
+        } else {
+            for (std::size_t i = 0; i < count; ++i) {
+                c.data[i] =
+                    op == ReduceOp::Sum ? c.data[i] + data[i] : std::max(c.data[i], data[i]);
+            }
+        }
+        c.arrived.push_back(rank_);
+        if (c.arrived.size() == group.size()) {
+            c.done = true;
+            s_->cv.notify_all();
+        }
+        const auto ready = [&] { return c.done; };
+        const auto gone = [&] {
+            for (int r : group) {
+                if (s_->states[static_cast<std::size_t>(r)] == RankState::Finished &&
+                    std::find(c.arrived.begin(), c.arrived.end(), r) == c.arrived.end()) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        CommStatus st = s_->wait(rank_, lock, ready, gone);
+        if (st.ok()) {
+            std::copy(c.data.begin(), c.data.end(), data);
+        }
+        // The last member to leave (done or not) frees the slot.
+        if (++c.copied == static_cast<int>(c.arrived.size()) && (c.done || !st.ok())) {
+            s_->collectives.erase(it);
+        }
+        return st;
+    }
+
+    InProcessFabric::State* s_;
+    int rank_;
+};
+
+InProcessFabric::InProcessFabric(int ranks, std::chrono::milliseconds timeout)
+    : state_(std::make_unique<State>()) {
+    state_->ranks = ranks;
+    state_->timeout = timeout;
+    state_->states.assign(static_cast<std::size_t>(ranks), RankState::Running);
+    state_->activity.assign(static_cast<std::size_t>(ranks), "its next op");
+    state_->can_return.resize(static_cast<std::size_t>(ranks));
+}
+
+InProcessFabric::~InProcessFabric() = default;
+
+int InProcessFabric::size() const {
+    return state_->ranks;
+}
+
+std::unique_ptr<Comm> InProcessFabric::comm(int rank) {
+    return std::make_unique<InProcessComm>(state_.get(), rank);
+}
+
+void InProcessFabric::rankFinished(int rank) {
+    std::lock_guard<std::mutex> lock(state_->m);
+    state_->states[static_cast<std::size_t>(rank)] = RankState::Finished;
+    state_->cv.notify_all();
+}
+
+void InProcessFabric::abort(const std::string& why) {
+    std::lock_guard<std::mutex> lock(state_->m);
+    if (state_->aborted.empty()) {
+        state_->aborted = why;
+    }
+    state_->cv.notify_all();
+}
+
+}  // namespace pipescope::exec

@@ -1,0 +1,65 @@
+// Per-rank memory accounting by category: every buffer the runner holds is registered here, so
+// the trace's memory samples and the run's peak come from what was really allocated, not from
+// the model's estimate.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::exec {
+
+class MemoryTracker {
+  public:
+    // Called after every change with the category's new level (the trace's memory sample).
+    using Sample = std::function<void(trace::MemoryCategory, std::int64_t bytes)>;
+
+    explicit MemoryTracker(Sample on_change = {}) : on_change_(std::move(on_change)) {}
+
+    void add(trace::MemoryCategory category, std::int64_t bytes);
+    void remove(trace::MemoryCategory category, std::int64_t bytes);
+
+    std::int64_t bytes(trace::MemoryCategory category) const {
+        return levels_[static_cast<std::size_t>(category)];
+    }
+    std::int64_t total() const { return total_; }
+    // The highest total so far, and each category's level at that moment.
+    std::int64_t peak() const { return peak_; }
+    const std::array<std::int64_t, trace::kMemoryCategoryCount>& atPeak() const { return at_peak_; }
+
+  private:
+    Sample on_change_;
+    std::array<std::int64_t, trace::kMemoryCategoryCount> levels_{};
+    std::array<std::int64_t, trace::kMemoryCategoryCount> at_peak_{};
+    std::int64_t total_ = 0;
+    std::int64_t peak_ = 0;
+};
+
+// A float buffer whose bytes are counted in a tracker for as long as it lives.
+class TrackedBuffer {
+  public:
+    TrackedBuffer() = default;
+    TrackedBuffer(MemoryTracker* tracker, trace::MemoryCategory category, std::size_t count);
+    ~TrackedBuffer();
+    TrackedBuffer(TrackedBuffer&& other) noexcept;
+    TrackedBuffer& operator=(TrackedBuffer&& other) noexcept;
+    TrackedBuffer(const TrackedBuffer&) = delete;
+    TrackedBuffer& operator=(const TrackedBuffer&) = delete;
+
+    float* data() { return data_.data(); }
+    const float* data() const { return data_.data(); }
+    std::size_t size() const { return data_.size(); }
+    trace::MemoryCategory category() const { return category_; }
+
+  private:
+    void release();
+
+    MemoryTracker* tracker_ = nullptr;
+    trace::MemoryCategory category_ = trace::MemoryCategory::Workspace;
+    std::vector<float> data_;
+};
+
+}  // namespace pipescope::exec
