@@ -1,0 +1,117 @@
+// The shape of the GPT model the runner trains, its parameter tensors, their deterministic
+// initialisation and the AdamW step over them. Shared by every model piece (transformer_layer.h,
+// vocab_layers.h) so that a pipeline stage holding a subset of the pieces initialises and updates
+// them exactly like the single-device reference trainer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <pipescope/exec/memory_tracker.h>
+#include <pipescope/kernels/cpu/adamw.h>
+#include <pipescope/trace/types.h>
+
+namespace pipescope::schedule {
+struct Config;
+}
+
+namespace pipescope::exec {
+
+// LayerNorm's epsilon, the same in every layer of the model.
+inline constexpr double kLayerNormEps = 1e-5;
+
+// A zero-filled buffer of n elements.
+template <typename T>
+std::vector<T> zeros(std::int64_t n) {
+    return std::vector<T>(static_cast<std::size_t>(n), T(0));
+}
+
+struct ModelShape {
+    int layers = 0;
+    int hidden = 0;
+    int ffn = 0;
+    int heads = 0;
+    int seq_len = 0;
+    std::int64_t vocab = 0;
+    int micro_batch = 1;
+
+    // Tokens of one micro-batch (activation rows).
+    std::int64_t rows() const { return std::int64_t{micro_batch} * seq_len; }
+    int headDim() const { return heads > 0 ? hidden / heads : 0; }
+};
+
+// model.layers, hidden, ffn_hidden (4·hidden when 0), heads, seq_len, vocab, micro_batch.
+ModelShape modelShapeFromConfig(const schedule::Config& config);
+
+// Bytes registered in a MemoryTracker for as long as this object lives (nothing when the tracker
+// is null). Movable, not copyable.
+class TrackedBytes {
+  public:
+    TrackedBytes() = default;
+    TrackedBytes(MemoryTracker* tracker, trace::MemoryCategory category, std::int64_t bytes);
+    ~TrackedBytes();
+    TrackedBytes(TrackedBytes&& other) noexcept;
+    TrackedBytes& operator=(TrackedBytes&& other) noexcept;
+    TrackedBytes(const TrackedBytes&) = delete;
+    TrackedBytes& operator=(const TrackedBytes&) = delete;
+
+  private:
+    void release();
+
+    MemoryTracker* tracker_ = nullptr;
+    trace::MemoryCategory category_ = trace::MemoryCategory::Workspace;
+    std::int64_t bytes_ = 0;
+};
+
+// One parameter tensor with its gradient (accumulated over micro-batches) and AdamW moments.
+// `decay` is false for LayerNorm scales/shifts and biases, which AdamW does not decay.
+template <typename T>
+struct Param {
+    Param() = default;
+    Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker);
+
+    std::string name;
+    std::vector<T> value;
+    std::vector<T> grad;
+    std::vector<T> m;
+    std::vector<T> v;
+    bool decay = true;
+
+    std::int64_t size() const { return static_cast<std::int64_t>(value.size()); }
+    void zeroGrad();
+
+  private:
+    TrackedBytes weight_bytes_, grad_bytes_, optimizer_bytes_;
+};
+
+// Counter-based N(0, stddev) values: element i of stream `stream` under `seed` is the same
+// whatever else is drawn, so a shard of a table (rows [begin, end)) gets exactly the rows the
+// full table would have (pass offset = begin · row width). Box-Muller over SplitMix64, computed
+// in double and rounded to T, so float and double models start from the same values.
+template <typename T>
+void fillNormal(std::span<T> out, std::uint64_t seed, std::uint64_t stream, std::int64_t offset,
+                double stddev);
+
+// Streams of fillNormal, one per model tensor, so every piece draws independent values.
+namespace init_stream {
+inline constexpr std::uint64_t kTokenEmbedding = 1;
+inline constexpr std::uint64_t kPositionEmbedding = 2;
+inline constexpr std::uint64_t kOutputWeight = 3;
+// Tensor `tensor` (0..15) of transformer layer `layer`.
+constexpr std::uint64_t layerTensor(int layer, int tensor) {
+    return 1000 + 16 * static_cast<std::uint64_t>(layer) + static_cast<std::uint64_t>(tensor);
+}
+}  // namespace init_stream
+
+// One AdamW step (step = 1 for the first) over every tensor in `params`; tensors with
+// decay = false get weight_decay 0.
+template <typename T>
+void adamw(std::span<Param<T>* const> params, const kernels::cpu::AdamWConfig& config,
+           std::int64_t step);
+
+template <typename T>
+void zeroGrads(std::span<Param<T>* const> params);
+
+}  // namespace pipescope::exec
