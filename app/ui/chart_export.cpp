@@ -26,11 +26,6 @@
 namespace pipescope::app {
 namespace {
 
-constexpr int kMinSide = kExportMinSide;
-constexpr int kMaxSide = kExportMaxSide;
-constexpr double kMinDpi = kExportMinDpi;
-constexpr double kMaxDpi = kExportMaxDpi;
-constexpr std::int64_t kMaxPngPixels = kExportMaxPngPixels;
 constexpr double kMetersPerInch = 0.0254;
 constexpr double kPointsPerPx = 72.0 / 96.0;
 
@@ -81,8 +76,8 @@ QString sideError(const char* what, int value) {
     return QStringLiteral("%1 %2 px is out of range (%3 to %4 logical px)")
         .arg(QLatin1String(what))
         .arg(value)
-        .arg(kMinSide)
-        .arg(kMaxSide);
+        .arg(kExportMinSide)
+        .arg(kExportMaxSide);
 }
 
 QFont titleFont(const QCustomPlot& plot) {
@@ -122,27 +117,28 @@ QString makePlan(const std::vector<std::pair<QCustomPlot*, int>>& plots,
     }
 
     plan.width = options.width != 0 ? options.width : natural_width;
-    if (plan.width < kMinSide || plan.width > kMaxSide) {
+    if (plan.width < kExportMinSide || plan.width > kExportMaxSide) {
         return sideError("width", plan.width);
     }
     const std::int64_t height = options.height != 0 ? options.height : natural_height;
-    if (height < kMinSide || height > kMaxSide) {
+    if (height < kExportMinSide || height > kExportMaxSide) {
         return sideError("height", static_cast<int>(std::min<std::int64_t>(
                                        height, std::numeric_limits<int>::max())));
     }
     plan.height = static_cast<int>(height);
 
     if (plan.format == ExportFormat::Png) {
-        if (!std::isfinite(options.dpi) || options.dpi < kMinDpi || options.dpi > kMaxDpi) {
+        if (!std::isfinite(options.dpi) || options.dpi < kExportMinDpi ||
+            options.dpi > kExportMaxDpi) {
             return QStringLiteral("%1 dpi is out of range (%2 to %3 dpi)")
                 .arg(options.dpi)
-                .arg(kMinDpi)
-                .arg(kMaxDpi);
+                .arg(kExportMinDpi)
+                .arg(kExportMaxDpi);
         }
         const double scale = options.dpi / 96.0;
         const std::int64_t pixel_width = std::llround(plan.width * scale);
         const std::int64_t pixel_height = std::llround(plan.height * scale);
-        if (pixel_width * pixel_height > kMaxPngPixels) {
+        if (pixel_width * pixel_height > kExportMaxPngPixels) {
             return QStringLiteral(
                        "a PNG of %1 x %2 px at %3 dpi would have %4 megapixels, over the limit "
                        "of %5 megapixels; use a smaller size or dpi, or SVG or PDF")
@@ -150,7 +146,7 @@ QString makePlan(const std::vector<std::pair<QCustomPlot*, int>>& plots,
                 .arg(pixel_height)
                 .arg(options.dpi)
                 .arg(static_cast<double>(pixel_width * pixel_height) / 1e6, 0, 'f', 1)
-                .arg(kMaxPngPixels / 1'000'000);
+                .arg(kExportMaxPngPixels / 1'000'000);
         }
         plan.pixel_width = static_cast<int>(pixel_width);
         plan.pixel_height = static_cast<int>(pixel_height);
@@ -181,14 +177,14 @@ QString makePlan(const std::vector<std::pair<QCustomPlot*, int>>& plots,
         const auto bottom = static_cast<int>(std::llround(
             static_cast<double>(content) * static_cast<double>(sum) / static_cast<double>(total)));
         const int share = bottom - top;
-        if (share < kMinSide) {
+        if (share < kExportMinSide) {
             return QStringLiteral(
                        "a height of %1 px leaves plot %2 only %3 px (at least %4 logical px "
                        "each)")
                 .arg(plan.height)
                 .arg(i + 1)
                 .arg(share)
-                .arg(kMinSide);
+                .arg(kExportMinSide);
         }
         plan.heights[i] = share;
         top = bottom;

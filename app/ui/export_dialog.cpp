@@ -14,8 +14,6 @@ namespace pipescope::app {
 namespace {
 
 // The limits chart_export enforces, so the dialog never offers what the export refuses.
-constexpr int kMinSide = kExportMinSide;
-constexpr int kMaxSide = kExportMaxSide;
 constexpr double kMaxMegapixels = static_cast<double>(kExportMaxPngPixels) / 1e6;
 
 }  // namespace
@@ -37,14 +35,15 @@ ExportDialog::ExportDialog(int default_height, QWidget* parent) : QDialog(parent
     form->addRow(tr("&File:"), file_row);
 
     width_ = new QSpinBox;
-    width_->setRange(kMinSide, kMaxSide);
+    width_->setRange(kExportMinSide, kExportMaxSide);
     width_->setSuffix(tr(" px"));
     width_->setValue(settings.value(QStringLiteral("export/width"), 1600).toInt());
-    width_->setToolTip(tr("Logical pixels (96 per inch), %1 to %2").arg(kMinSide).arg(kMaxSide));
+    width_->setToolTip(
+        tr("Logical pixels (96 per inch), %1 to %2").arg(kExportMinSide).arg(kExportMaxSide));
     form->addRow(tr("&Width:"), width_);
 
     height_ = new QSpinBox;
-    height_->setRange(kMinSide, kMaxSide);
+    height_->setRange(kExportMinSide, kExportMaxSide);
     height_->setSuffix(tr(" px"));
     height_->setValue(default_height);
     height_->setToolTip(width_->toolTip());

@@ -59,7 +59,6 @@ class MemoryLayer {
     // drawn when it lands; `in_place` queries now (before an export).
     void refresh(bool in_place = false);
     void setBackgroundQueries(bool on) { background_ = on; }
-    bool queryRunning() const { return lod_.running(); }
 
   private:
     void rebuild();

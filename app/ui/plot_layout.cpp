@@ -9,25 +9,7 @@ namespace pipescope::app {
 
 namespace {
 
-// Calls fitPlotLegends when the plot it watches is resized.
-class LegendFitter : public QObject {
-  public:
-    using QObject::QObject;
-
-  protected:
-    bool eventFilter(QObject* watched, QEvent* event) override {
-        if (event->type() == QEvent::Resize) {
-            if (auto* plot = qobject_cast<QCustomPlot*>(watched)) {
-                // The plot itself has not taken the new size yet.
-                fitPlotLegends(plot, static_cast<QResizeEvent*>(event)->size());
-            }
-        }
-        return false;
-    }
-};
-
-}  // namespace
-
+// Re-wraps `legend` (filled columns first) into as many columns as fit in `width` pixels.
 void fitLegendColumns(QCPLegend* legend, int width) {
     // The grid's cells, some of them empty after a wrap.
     int count = 0;
@@ -50,8 +32,6 @@ void fitLegendColumns(QCPLegend* legend, int width) {
     }
 }
 
-namespace {
-
 // Lays the plot out now (as a replot would first), so each legend's share of the width is known.
 void layoutNow(QCustomPlot* plot, const QRect& viewport) {
     QCPLayoutGrid* layout = plot->plotLayout();
@@ -60,6 +40,23 @@ void layoutNow(QCustomPlot* plot, const QRect& viewport) {
     layout->update(QCPLayoutElement::upMargins);
     layout->update(QCPLayoutElement::upLayout);
 }
+
+// Calls fitPlotLegends when the plot it watches is resized.
+class LegendFitter : public QObject {
+  public:
+    using QObject::QObject;
+
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override {
+        if (event->type() == QEvent::Resize) {
+            if (auto* plot = qobject_cast<QCustomPlot*>(watched)) {
+                // The plot itself has not taken the new size yet.
+                fitPlotLegends(plot, static_cast<QResizeEvent*>(event)->size());
+            }
+        }
+        return false;
+    }
+};
 
 }  // namespace
 

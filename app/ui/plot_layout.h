@@ -8,9 +8,6 @@
 
 namespace pipescope::app {
 
-// Re-wraps `legend` (filled columns first) into as many columns as fit in `width` pixels.
-void fitLegendColumns(QCPLegend* legend, int width);
-
 // Lets `plot` get as narrow as `min_width` and keeps its legends fitted on every resize.
 void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 

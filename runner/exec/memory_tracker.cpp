@@ -21,43 +21,38 @@ void MemoryTracker::remove(trace::MemoryCategory category, std::int64_t bytes) {
     add(category, -bytes);
 }
 
-TrackedBuffer::TrackedBuffer(MemoryTracker* tracker, trace::MemoryCategory category,
-                             std::size_t count)
-    : tracker_(tracker), category_(category), data_(count, 0.0f) {
-    if (tracker_) {
-        tracker_->add(category_, static_cast<std::int64_t>(count * sizeof(float)));
+TrackedBytes::TrackedBytes(MemoryTracker* tracker, trace::MemoryCategory category,
+                           std::int64_t bytes)
+    : tracker_(tracker), category_(category), bytes_(bytes) {
+    if (tracker_ != nullptr) {
+        tracker_->add(category_, bytes_);
     }
 }
 
-TrackedBuffer::~TrackedBuffer() {
+TrackedBytes::~TrackedBytes() {
     release();
 }
 
-TrackedBuffer::TrackedBuffer(TrackedBuffer&& other) noexcept
+TrackedBytes::TrackedBytes(TrackedBytes&& other) noexcept
     : tracker_(std::exchange(other.tracker_, nullptr)),
       category_(other.category_),
-      data_(std::move(other.data_)) {
-    other.data_.clear();
-}
+      bytes_(std::exchange(other.bytes_, 0)) {}
 
-TrackedBuffer& TrackedBuffer::operator=(TrackedBuffer&& other) noexcept {
+TrackedBytes& TrackedBytes::operator=(TrackedBytes&& other) noexcept {
     if (this != &other) {
         release();
         tracker_ = std::exchange(other.tracker_, nullptr);
         category_ = other.category_;
-        data_ = std::move(other.data_);
-        other.data_.clear();
+        bytes_ = std::exchange(other.bytes_, 0);
     }
     return *this;
 }
 
-void TrackedBuffer::release() {
-    if (tracker_ && !data_.empty()) {
-        tracker_->remove(category_, static_cast<std::int64_t>(data_.size() * sizeof(float)));
+void TrackedBytes::release() {
+    if (tracker_ != nullptr) {
+        tracker_->remove(category_, bytes_);
+        tracker_ = nullptr;
     }
-    tracker_ = nullptr;
-    data_.clear();
-    data_.shrink_to_fit();
 }
 
 }  // namespace pipescope::exec

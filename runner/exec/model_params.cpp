@@ -21,40 +21,6 @@ ModelShape modelShapeFromConfig(const schedule::Config& config) {
     return shape;
 }
 
-TrackedBytes::TrackedBytes(MemoryTracker* tracker, trace::MemoryCategory category,
-                           std::int64_t bytes)
-    : tracker_(tracker), category_(category), bytes_(bytes) {
-    if (tracker_ != nullptr) {
-        tracker_->add(category_, bytes_);
-    }
-}
-
-TrackedBytes::~TrackedBytes() {
-    release();
-}
-
-TrackedBytes::TrackedBytes(TrackedBytes&& other) noexcept
-    : tracker_(std::exchange(other.tracker_, nullptr)),
-      category_(other.category_),
-      bytes_(std::exchange(other.bytes_, 0)) {}
-
-TrackedBytes& TrackedBytes::operator=(TrackedBytes&& other) noexcept {
-    if (this != &other) {
-        release();
-        tracker_ = std::exchange(other.tracker_, nullptr);
-        category_ = other.category_;
-        bytes_ = std::exchange(other.bytes_, 0);
-    }
-    return *this;
-}
-
-void TrackedBytes::release() {
-    if (tracker_ != nullptr) {
-        tracker_->remove(category_, bytes_);
-        tracker_ = nullptr;
-    }
-}
-
 template <typename T>
 Param<T>::Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker)
     : name(std::move(name_)),

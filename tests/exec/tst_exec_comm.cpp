@@ -264,12 +264,12 @@ void TstExecComm::trackerFollowsBuffers() {
     std::vector<std::pair<MemoryCategory, std::int64_t>> samples;
     exec::MemoryTracker tracker(
         [&](MemoryCategory c, std::int64_t bytes) { samples.emplace_back(c, bytes); });
-    exec::TrackedBuffer weights(&tracker, MemoryCategory::Weights, 1000);
+    exec::TrackedBytes weights(&tracker, MemoryCategory::Weights, 1000 * 4);
     {
-        exec::TrackedBuffer a(&tracker, MemoryCategory::Activations, 500);
-        exec::TrackedBuffer b(&tracker, MemoryCategory::Activations, 250);
+        exec::TrackedBytes a(&tracker, MemoryCategory::Activations, 500 * 4);
+        exec::TrackedBytes b(&tracker, MemoryCategory::Activations, 250 * 4);
         QCOMPARE(tracker.total(), std::int64_t{(1000 + 500 + 250) * 4});
-        exec::TrackedBuffer moved = std::move(a);  // counted once
+        exec::TrackedBytes moved = std::move(a);  // counted once
         QCOMPARE(tracker.bytes(MemoryCategory::Activations), std::int64_t{750 * 4});
     }
     QCOMPARE(tracker.total(), std::int64_t{1000 * 4});

@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <vector>
 
 #include <pipescope/trace/types.h>
 
@@ -38,28 +37,26 @@ class MemoryTracker {
     std::int64_t peak_ = 0;
 };
 
-// A float buffer whose bytes are counted in a tracker for as long as it lives.
-class TrackedBuffer {
+// Bytes registered in a MemoryTracker for as long as this object lives (nothing when the tracker
+// is null): held beside each buffer the runner allocates. Movable, not copyable.
+class TrackedBytes {
   public:
-    TrackedBuffer() = default;
-    TrackedBuffer(MemoryTracker* tracker, trace::MemoryCategory category, std::size_t count);
-    ~TrackedBuffer();
-    TrackedBuffer(TrackedBuffer&& other) noexcept;
-    TrackedBuffer& operator=(TrackedBuffer&& other) noexcept;
-    TrackedBuffer(const TrackedBuffer&) = delete;
-    TrackedBuffer& operator=(const TrackedBuffer&) = delete;
+    TrackedBytes() = default;
+    TrackedBytes(MemoryTracker* tracker, trace::MemoryCategory category, std::int64_t bytes);
+    ~TrackedBytes();
+    TrackedBytes(TrackedBytes&& other) noexcept;
+    TrackedBytes& operator=(TrackedBytes&& other) noexcept;
+    TrackedBytes(const TrackedBytes&) = delete;
+    TrackedBytes& operator=(const TrackedBytes&) = delete;
 
-    float* data() { return data_.data(); }
-    const float* data() const { return data_.data(); }
-    std::size_t size() const { return data_.size(); }
-    trace::MemoryCategory category() const { return category_; }
+    std::int64_t bytes() const { return bytes_; }
 
   private:
     void release();
 
     MemoryTracker* tracker_ = nullptr;
     trace::MemoryCategory category_ = trace::MemoryCategory::Workspace;
-    std::vector<float> data_;
+    std::int64_t bytes_ = 0;
 };
 
 }  // namespace pipescope::exec

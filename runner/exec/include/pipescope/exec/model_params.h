@@ -45,26 +45,6 @@ struct ModelShape {
 // model.layers, hidden, ffn_hidden (4·hidden when 0), heads, seq_len, vocab, micro_batch.
 ModelShape modelShapeFromConfig(const schedule::Config& config);
 
-// Bytes registered in a MemoryTracker for as long as this object lives (nothing when the tracker
-// is null). Movable, not copyable.
-class TrackedBytes {
-  public:
-    TrackedBytes() = default;
-    TrackedBytes(MemoryTracker* tracker, trace::MemoryCategory category, std::int64_t bytes);
-    ~TrackedBytes();
-    TrackedBytes(TrackedBytes&& other) noexcept;
-    TrackedBytes& operator=(TrackedBytes&& other) noexcept;
-    TrackedBytes(const TrackedBytes&) = delete;
-    TrackedBytes& operator=(const TrackedBytes&) = delete;
-
-  private:
-    void release();
-
-    MemoryTracker* tracker_ = nullptr;
-    trace::MemoryCategory category_ = trace::MemoryCategory::Workspace;
-    std::int64_t bytes_ = 0;
-};
-
 // One parameter tensor with its gradient (accumulated over micro-batches) and AdamW moments.
 // `decay` is false for LayerNorm scales/shifts and biases, which AdamW does not decay.
 template <typename T>
