@@ -1,8 +1,11 @@
 #include <cassert>
 #include <cblas.h>
+#include <chrono>
 #include <limits>
 
 #include <pipescope/kernels/cpu/gemm.h>
+
+#include "gemm_profile_internal.h"
 
 namespace pipescope::kernels::cpu {
 namespace {
@@ -20,8 +23,17 @@ blasint toBlasInt(std::int64_t v) {
 void gemmImpl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
               float* c, std::int64_t ldc) {
+    const bool timed = detail::gemmProfilingOn();
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     cblas_sgemm(CblasRowMajor, toCblas(ta), toCblas(tb), toBlasInt(m), toBlasInt(n), toBlasInt(k),
                 alpha, a, toBlasInt(lda), b, toBlasInt(ldb), beta, c, toBlasInt(ldc));
+    if (timed) {
+        detail::recordGemm(ta, tb, m, n, k,
+                           std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+    }
 }
 
 void gemmImpl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
