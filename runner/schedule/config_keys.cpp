@@ -26,7 +26,7 @@ const std::vector<ObjectKeys>& schema() {
           "memory_gbps", "gemm_efficiency"}},
         {"costs", {"source", "per_stage_us", "p2p_us", "collective_us"}},
         {"costs.per_stage_us", {"F", "B", "W", "S", "T", "IF", "IB"}},
-        {"run", {"iterations", "warmup", "seed"}},
+        {"run", {"iterations", "warmup", "seed", "learning_rate"}},
         {kVariantObject, {"label", "set"}},
     };
     return objects;

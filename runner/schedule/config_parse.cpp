@@ -113,7 +113,10 @@ Json configToJson(const Config& c) {
                   {"per_stage_us", std::move(table)},
                   {"p2p_us", optionalJson(c.costs.p2p_us)},
                   {"collective_us", optionalJson(c.costs.collective_us)}};
-    j["run"] = {{"iterations", c.run.iterations}, {"warmup", c.run.warmup}, {"seed", c.run.seed}};
+    j["run"] = {{"iterations", c.run.iterations},
+                {"warmup", c.run.warmup},
+                {"seed", c.run.seed},
+                {"learning_rate", c.run.learning_rate}};
     Json compare = Json::array();
     for (const Variant& v : c.compare) {
         Json set = Json::object();

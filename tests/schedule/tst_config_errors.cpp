@@ -213,7 +213,8 @@ void TstConfigErrors::invalidDocuments_data() {
                                                   R"(modle: unknown key (did you mean "model"?))");
     QTest::newRow("unknown key without suggestion")
         << doc(R"("run": {"loops": 3})")
-        << QStringLiteral("run.loops: unknown key; expected one of iterations, warmup, seed");
+        << QStringLiteral(
+               "run.loops: unknown key; expected one of iterations, warmup, seed, learning_rate");
     QTest::newRow("missing required key")
         << QStringLiteral(
                R"({"model": {"layers": 8, "hidden": 64, "heads": 4, "vocab": 1000}, %1})")

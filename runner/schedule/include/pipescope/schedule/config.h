@@ -92,6 +92,7 @@ struct RunConfig {
     int iterations = 3;
     int warmup = 1;
     std::uint64_t seed = 1234;
+    double learning_rate = 1e-3;  // AdamW's, for the real backends
 };
 
 // One override of a config key, as `pipescope-run --set` and sweeps give it:
