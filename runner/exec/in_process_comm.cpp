@@ -43,12 +43,14 @@ std::string groupText(const std::vector<int>& group) {
 
 struct InProcessFabric::State {
     int ranks = 0;
+    int lanes = 1;
     std::chrono::milliseconds timeout{0};
     std::mutex m;
     std::condition_variable cv;
+    // Per endpoint (rank · lanes + lane).
     std::vector<RankState> states;
     std::vector<std::string> activity;
-    // While a rank waits: whether its call can return now (checked by the others before they
+    // While an endpoint waits: whether its call can return now (checked by the others before they
     // call it a deadlock).
     std::vector<std::function<bool()>> can_return;
     std::map<std::tuple<int, int, std::uint64_t>, std::deque<std::vector<float>>> mailbox;
@@ -56,11 +58,26 @@ struct InProcessFabric::State {
     std::string aborted;
     std::string deadlock;
 
+    std::string endpointName(int e) const {
+        return "rank " + std::to_string(e / lanes) +
+               (lanes > 1 ? " lane " + std::to_string(e % lanes) : std::string());
+    }
+
+    // A rank is gone when all of its lanes have finished.
+    bool rankGone(int rank) const {
+        for (int l = 0; l < lanes; ++l) {
+            if (states[static_cast<std::size_t>(rank * lanes + l)] != RankState::Finished) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     std::string describeOthers() const {
         std::string s;
-        for (int r = 0; r < ranks; ++r) {
-            const auto i = static_cast<std::size_t>(r);
-            s += "\n  rank " + std::to_string(r) + ": " +
+        for (int e = 0; e < ranks * lanes; ++e) {
+            const auto i = static_cast<std::size_t>(e);
+            s += "\n  " + endpointName(e) + ": " +
                  (states[i] == RankState::Finished  ? std::string("finished")
                   : states[i] == RankState::Waiting ? "waits for " + activity[i]
                                                     : "running (" + activity[i] + ")");
@@ -69,10 +86,11 @@ struct InProcessFabric::State {
     }
 
     // Waits, under `lock`, until `ready` holds. `gone` says when the awaited ranks can no
-    // longer answer. Fails on abort, deadlock, a gone peer or the timeout.
-    CommStatus wait(int rank, std::unique_lock<std::mutex>& lock,
+    // longer answer. Fails on abort, deadlock, a gone peer or the timeout. `endpoint` is the
+    // waiting rank's lane (rank · lanes + lane).
+    CommStatus wait(int endpoint, std::unique_lock<std::mutex>& lock,
                     const std::function<bool()>& ready, const std::function<bool()>& gone) {
-        const auto me = static_cast<std::size_t>(rank);
+        const auto me = static_cast<std::size_t>(endpoint);
         const auto deadline = Clock::now() + timeout;
         states[me] = RankState::Waiting;
         can_return[me] = [&] { return ready() || gone(); };
@@ -93,13 +111,14 @@ struct InProcessFabric::State {
             }
             if (gone()) {
                 return leave(CommStatus::error(
-                    Code::PeerGone, "rank " + std::to_string(rank) + " waits for " + activity[me] +
+                    Code::PeerGone, endpointName(endpoint) + " waits for " + activity[me] +
                                         ", but a rank it needs has finished:" + describeOthers()));
             }
-            // Nobody can move: every unfinished rank waits and none of their calls can return.
+            // Nobody can move: every unfinished endpoint waits and none of their calls can
+            // return.
             bool stuck = true;
-            for (int r = 0; r < ranks && stuck; ++r) {
-                const auto i = static_cast<std::size_t>(r);
+            for (int e = 0; e < ranks * lanes && stuck; ++e) {
+                const auto i = static_cast<std::size_t>(e);
                 stuck = states[i] == RankState::Finished ||
                         (states[i] == RankState::Waiting && can_return[i] && !can_return[i]());
             }
@@ -110,7 +129,7 @@ struct InProcessFabric::State {
             }
             if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
                 return leave(CommStatus::error(
-                    Code::Timeout, "rank " + std::to_string(rank) + " timed out after " +
+                    Code::Timeout, endpointName(endpoint) + " timed out after " +
                                        std::to_string(timeout.count()) + " ms waiting for " +
                                        activity[me] + ":" + describeOthers()));
             }
@@ -120,14 +139,15 @@ struct InProcessFabric::State {
 
 class InProcessComm final : public Comm {
   public:
-    InProcessComm(InProcessFabric::State* s, int rank) : s_(s), rank_(rank) {}
+    InProcessComm(InProcessFabric::State* s, int rank, int lane)
+        : s_(s), rank_(rank), endpoint_(rank * s->lanes + lane) {}
 
     int rank() const override { return rank_; }
     int size() const override { return s_->ranks; }
 
     void setActivity(std::string what) override {
         std::lock_guard<std::mutex> lock(s_->m);
-        s_->activity[static_cast<std::size_t>(rank_)] = std::move(what);
+        s_->activity[static_cast<std::size_t>(endpoint_)] = std::move(what);
     }
 
     CommStatus send(int peer, std::uint64_t tag, const float* data, std::size_t count) override {
@@ -154,10 +174,8 @@ class InProcessComm final : public Comm {
             const auto it = s_->mailbox.find(key);
             return it != s_->mailbox.end() && !it->second.empty();
         };
-        const auto gone = [&] {
-            return s_->states[static_cast<std::size_t>(peer)] == RankState::Finished;
-        };
-        if (auto st = s_->wait(rank_, lock, ready, gone); !st.ok()) {
+        const auto gone = [&] { return s_->rankGone(peer); };
+        if (auto st = s_->wait(endpoint_, lock, ready, gone); !st.ok()) {
             return st;
         }
         auto it = s_->mailbox.find(key);
@@ -248,14 +266,14 @@ class InProcessComm final : public Comm {
         const auto ready = [&] { return c.done; };
         const auto gone = [&] {
             for (int r : group) {
-                if (s_->states[static_cast<std::size_t>(r)] == RankState::Finished &&
+                if (s_->rankGone(r) &&
                     std::find(c.arrived.begin(), c.arrived.end(), r) == c.arrived.end()) {
                     return true;
                 }
             }
             return false;
         };
-        CommStatus st = s_->wait(rank_, lock, ready, gone);
+        CommStatus st = s_->wait(endpoint_, lock, ready, gone);
         if (st.ok()) {
             std::copy(c.data.begin(), c.data.end(), data);
         }
@@ -268,15 +286,18 @@ class InProcessComm final : public Comm {
 
     InProcessFabric::State* s_;
     int rank_;
+    int endpoint_;
 };
 
-InProcessFabric::InProcessFabric(int ranks, std::chrono::milliseconds timeout)
+InProcessFabric::InProcessFabric(int ranks, std::chrono::milliseconds timeout, int lanes)
     : state_(std::make_unique<State>()) {
     state_->ranks = ranks;
+    state_->lanes = std::max(1, lanes);
     state_->timeout = timeout;
-    state_->states.assign(static_cast<std::size_t>(ranks), RankState::Running);
-    state_->activity.assign(static_cast<std::size_t>(ranks), "its next op");
-    state_->can_return.resize(static_cast<std::size_t>(ranks));
+    const auto endpoints = static_cast<std::size_t>(ranks * state_->lanes);
+    state_->states.assign(endpoints, RankState::Running);
+    state_->activity.assign(endpoints, "its next op");
+    state_->can_return.resize(endpoints);
 }
 
 InProcessFabric::~InProcessFabric() = default;
@@ -285,13 +306,38 @@ int InProcessFabric::size() const {
     return state_->ranks;
 }
 
-std::unique_ptr<Comm> InProcessFabric::comm(int rank) {
-    return std::make_unique<InProcessComm>(state_.get(), rank);
+int InProcessFabric::lanes() const {
+    return state_->lanes;
+}
+
+std::unique_ptr<Comm> InProcessFabric::comm(int rank, int lane) {
+    return std::make_unique<InProcessComm>(state_.get(), rank, lane);
 }
 
 void InProcessFabric::rankFinished(int rank) {
     std::lock_guard<std::mutex> lock(state_->m);
-    state_->states[static_cast<std::size_t>(rank)] = RankState::Finished;
+    for (int l = 0; l < state_->lanes; ++l) {
+        state_->states[static_cast<std::size_t>(rank * state_->lanes + l)] = RankState::Finished;
+    }
+    state_->cv.notify_all();
+}
+
+void InProcessFabric::laneFinished(int rank, int lane) {
+    std::lock_guard<std::mutex> lock(state_->m);
+    state_->states[static_cast<std::size_t>(rank * state_->lanes + lane)] = RankState::Finished;
+    state_->cv.notify_all();
+}
+
+CommStatus InProcessFabric::waitLocal(int rank, int lane, const std::function<bool()>& ready,
+                                      std::string what) {
+    const int endpoint = rank * state_->lanes + lane;
+    std::unique_lock<std::mutex> lock(state_->m);
+    state_->activity[static_cast<std::size_t>(endpoint)] = std::move(what);
+    return state_->wait(endpoint, lock, ready, [] { return false; });
+}
+
+void InProcessFabric::wake() {
+    std::lock_guard<std::mutex> lock(state_->m);
     state_->cv.notify_all();
 }
 

@@ -5,6 +5,7 @@
 namespace pipescope::exec {
 
 void MemoryTracker::add(trace::MemoryCategory category, std::int64_t bytes) {
+    std::lock_guard<std::mutex> lock(m_);
     auto& level = levels_[static_cast<std::size_t>(category)];
     level += bytes;
     total_ += bytes;

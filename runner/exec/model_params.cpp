@@ -22,18 +22,19 @@ ModelShape modelShapeFromConfig(const schedule::Config& config) {
 }
 
 template <typename T>
-Param<T>::Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker)
+Param<T>::Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker,
+                std::optional<trace::MemoryCategory> category)
     : name(std::move(name_)),
       value(static_cast<std::size_t>(size)),
       grad(static_cast<std::size_t>(size)),
       m(static_cast<std::size_t>(size)),
       v(static_cast<std::size_t>(size)),
       decay(decay_),
-      weight_bytes_(tracker, trace::MemoryCategory::Weights,
+      weight_bytes_(tracker, category.value_or(trace::MemoryCategory::Weights),
                     size * static_cast<std::int64_t>(sizeof(T))),
-      grad_bytes_(tracker, trace::MemoryCategory::Grads,
+      grad_bytes_(tracker, category.value_or(trace::MemoryCategory::Grads),
                   size * static_cast<std::int64_t>(sizeof(T))),
-      optimizer_bytes_(tracker, trace::MemoryCategory::Optimizer,
+      optimizer_bytes_(tracker, category.value_or(trace::MemoryCategory::Optimizer),
                        2 * size * static_cast<std::int64_t>(sizeof(T))) {}
 
 template <typename T>

@@ -33,8 +33,12 @@ MarkovData::MarkovData(int vocab, std::uint64_t seed, int successors, double con
       successors_(std::clamp(successors, 1, std::max(2, vocab))) {
     std::uint64_t state = seed_ ^ 0x5eed0fc4a1bULL;
     table_.resize(static_cast<std::size_t>(vocab_) * static_cast<std::size_t>(successors_));
+    // Successors favour low token ids (density ∝ id^(−2/3)), as word frequencies in text are
+    // skewed: the chain's tokens are far from equally common, so a model first learns their
+    // frequencies, then the transitions, and its loss falls from the start.
     for (auto& t : table_) {
-        t = below(state, vocab_);
+        const double u = uniform01(state);
+        t = std::min(vocab_ - 1, static_cast<std::int32_t>(vocab_ * u * u * u));
     }
 }
 

@@ -41,9 +41,11 @@ template <typename T>
 InputLayer<T>::InputLayer(const ModelShape& shape, k::VocabShard shard, MemoryTracker* tracker)
     : shape_(shape),
       shard_(shard),
-      token_("embedding.token", shard.size() * shape.hidden, true, tracker),
+      token_("embedding.token", shard.size() * shape.hidden, true, tracker,
+             trace::MemoryCategory::Vocab),
       position_("embedding.position",
-                shard.begin == 0 ? std::int64_t{shape.seq_len} * shape.hidden : 0, true, tracker) {}
+                shard.begin == 0 ? std::int64_t{shape.seq_len} * shape.hidden : 0, true, tracker,
+                trace::MemoryCategory::Vocab) {}
 
 template <typename T>
 void InputLayer<T>::init(std::uint64_t seed, double stddev) {
@@ -140,7 +142,8 @@ OutputLayer<T>::OutputLayer(const ModelShape& shape, k::VocabShard shard, Memory
     : shape_(shape),
       shard_(shard),
       tracker_(tracker),
-      weight_("output.weight", shard.size() * shape.hidden, true, tracker) {}
+      weight_("output.weight", shard.size() * shape.hidden, true, tracker,
+              trace::MemoryCategory::Vocab) {}
 
 template <typename T>
 void OutputLayer<T>::init(std::uint64_t seed, double stddev) {
@@ -167,7 +170,7 @@ void OutputLayer<T>::forwardStats(int microbatch, const T* x, const std::int32_t
     }
     k::vocabShardSoftmaxStats(r.logits.data(), row_max, row_sum, rows, shard_.size());
     k::vocabShardTargetLogit(r.logits.data(), targets, target_logit, rows, shard_);
-    r.bytes = TrackedBytes(tracker_, trace::MemoryCategory::Activations,
+    r.bytes = TrackedBytes(tracker_, trace::MemoryCategory::Vocab,
                            bytesOf(r.x) + bytesOf(r.logits) + bytesOf(r.targets));
     records_.emplace(microbatch, std::move(r));
 }
@@ -181,17 +184,53 @@ void OutputLayer<T>::backward(int microbatch, const T* global_max, const T* glob
     const std::int64_t rows = shape_.rows();
     const std::int64_t h = shape_.hidden;
     if (shard_.size() == 0) {
-        std::fill(dx_part, dx_part + rows * h, T(0));
+        if (dx_part != nullptr) {
+            std::fill(dx_part, dx_part + rows * h, T(0));
+        }
         records_.erase(it);
         return;
     }
     // dlogits overwrite the logits, which T does not need afterwards.
     k::vocabShardCrossEntropyBackward(r.logits.data(), r.targets.data(), global_max, global_sum,
                                       dloss, r.logits.data(), rows, shard_);
-    k::linearBackwardInput(r.logits.data(), weight_.value.data(), dx_part, rows, h, shard_.size());
+    if (dx_part != nullptr) {
+        k::linearBackwardInput(r.logits.data(), weight_.value.data(), dx_part, rows, h,
+                               shard_.size());
+    }
     k::linearBackwardWeight(r.logits.data(), r.x.data(), weight_.grad.data(),
                             static_cast<T*>(nullptr), rows, h, shard_.size());
     records_.erase(it);
+}
+
+template <typename T>
+void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* row_sum, T* a,
+                                   T* g) const {
+    const auto it = records_.find(microbatch);
+    assert(it != records_.end());
+    const Record& r = it->second;
+    const std::int64_t rows = shape_.rows();
+    const std::int64_t h = shape_.hidden;
+    const std::int64_t n = shard_.size();
+    std::fill(g, g + rows * h, T(0));
+    if (n == 0) {
+        std::fill(a, a + rows * h, T(0));
+        return;
+    }
+    // The local softmax P_d, then A_d = P_d · W_d (the input-gradient GEMM of the logits).
+    std::vector<T> p(static_cast<std::size_t>(rows * n));
+    for (std::int64_t t = 0; t < rows; ++t) {
+        const T* y = r.logits.data() + t * n;
+        T* pt = p.data() + t * n;
+        for (std::int64_t v = 0; v < n; ++v) {
+            pt[v] = std::exp(y[v] - row_max[t]) / row_sum[t];
+        }
+        const std::int64_t target = r.targets[static_cast<std::size_t>(t)];
+        if (shard_.contains(target)) {
+            const T* row = weight_.value.data() + (target - shard_.begin) * h;
+            std::copy(row, row + h, g + t * h);
+        }
+    }
+    k::linearBackwardInput(p.data(), weight_.value.data(), a, rows, h, n);
 }
 
 template <typename T>

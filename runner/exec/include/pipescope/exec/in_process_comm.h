@@ -4,9 +4,14 @@
 // for is there" is a fact, not a guess: the calls then fail at once with a deadlock message that
 // lists each rank and what it waits for. A wait on a rank that has finished or failed fails too,
 // and every wait is bounded by the timeout (a rank stuck in a long computation).
+//
+// A rank may run several threads (lanes: the interpreter's compute, p2p and collective streams),
+// each with its own endpoint. A lane can also wait here for something of its own rank (another
+// lane's op), so that such waits count in the deadlock check like communication does.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,19 +21,29 @@ namespace pipescope::exec {
 
 class InProcessFabric {
   public:
-    InProcessFabric(int ranks, std::chrono::milliseconds timeout);
+    InProcessFabric(int ranks, std::chrono::milliseconds timeout, int lanes = 1);
     ~InProcessFabric();
     InProcessFabric(const InProcessFabric&) = delete;
     InProcessFabric& operator=(const InProcessFabric&) = delete;
 
     int size() const;
-    // The endpoint of `rank`; one per rank, used by that rank's thread only. The fabric must
-    // outlive the endpoints.
-    std::unique_ptr<Comm> comm(int rank);
+    int lanes() const;
+    // The endpoint of `rank`'s `lane`; one per lane, used by that lane's thread only. The fabric
+    // must outlive the endpoints.
+    std::unique_ptr<Comm> comm(int rank, int lane = 0);
 
     // A rank is done (its op list ran to the end, or it failed): calls that wait for it fail
     // instead of waiting for the timeout.
     void rankFinished(int rank);
+    // One lane of a rank has nothing more to do; the rank counts as finished when all have.
+    void laneFinished(int rank, int lane);
+
+    // Waits until `ready` holds, on `rank`'s `lane`, described by `what` in deadlock and timeout
+    // messages. `ready` is evaluated under the fabric's lock and must only read state that its
+    // writers publish before calling wake() (atomics, for instance).
+    CommStatus waitLocal(int rank, int lane, const std::function<bool()>& ready, std::string what);
+    // Re-evaluates the waits after a lane has changed what a waitLocal() reads.
+    void wake();
     // Stops every waiting and future call with `why` (a rank failed, the user cancelled).
     void abort(const std::string& why);
 

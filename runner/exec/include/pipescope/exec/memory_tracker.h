@@ -1,11 +1,13 @@
 // Per-rank memory accounting by category: every buffer the runner holds is registered here, so
 // the trace's memory samples and the run's peak come from what was really allocated, not from
-// the model's estimate.
+// the model's estimate. Thread-safe: a rank's streams allocate from several threads, and the
+// sample callback runs under the tracker's lock, so samples come out in the order of changes.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 
 #include <pipescope/trace/types.h>
 
@@ -22,14 +24,25 @@ class MemoryTracker {
     void remove(trace::MemoryCategory category, std::int64_t bytes);
 
     std::int64_t bytes(trace::MemoryCategory category) const {
+        std::lock_guard<std::mutex> lock(m_);
         return levels_[static_cast<std::size_t>(category)];
     }
-    std::int64_t total() const { return total_; }
+    std::int64_t total() const {
+        std::lock_guard<std::mutex> lock(m_);
+        return total_;
+    }
     // The highest total so far, and each category's level at that moment.
-    std::int64_t peak() const { return peak_; }
-    const std::array<std::int64_t, trace::kMemoryCategoryCount>& atPeak() const { return at_peak_; }
+    std::int64_t peak() const {
+        std::lock_guard<std::mutex> lock(m_);
+        return peak_;
+    }
+    std::array<std::int64_t, trace::kMemoryCategoryCount> atPeak() const {
+        std::lock_guard<std::mutex> lock(m_);
+        return at_peak_;
+    }
 
   private:
+    mutable std::mutex m_;
     Sample on_change_;
     std::array<std::int64_t, trace::kMemoryCategoryCount> levels_{};
     std::array<std::int64_t, trace::kMemoryCategoryCount> at_peak_{};

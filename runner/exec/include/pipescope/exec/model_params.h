@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,7 +51,10 @@ ModelShape modelShapeFromConfig(const schedule::Config& config);
 template <typename T>
 struct Param {
     Param() = default;
-    Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker);
+    // The bytes of the value, gradient and AdamW moments are tracked as weights, grads and
+    // optimizer state, or all under `category` when given (the vocabulary tables: vocab).
+    Param(std::string name_, std::int64_t size, bool decay_, MemoryTracker* tracker,
+          std::optional<trace::MemoryCategory> category = std::nullopt);
 
     std::string name;
     std::vector<T> value;

@@ -1,5 +1,6 @@
 // Training data for real runs without a dataset: token sequences drawn from a fixed random Markov
-// chain over the vocabulary. Each token has a few likely successors, so the next token is
+// chain over the vocabulary. Each token has a few likely successors, drawn with a bias towards
+// low token ids (so tokens are unequally common, as in text), so the next token is
 // predictable from the current one and a model that learns shows a falling loss, well below the
 // uniform log(V); the chain and every batch follow from the seed alone, so every rank (and every
 // backend) draws the same batches without sharing them.

@@ -5,6 +5,8 @@
 //   shards' outputs are summed.
 // - FinalNorm: the LayerNorm after the last transformer layer. Whoever holds the last transformer
 //   layer applies it; its output X is what the output-layer shards receive.
+// The vocabulary tables, their gradients and optimizer state, and the output layer's logits are
+// tracked under the `vocab` memory category, as the simulator's memory model counts them.
 // - OutputLayer: logits = X · W_shardᵀ (no bias, untied from the input embedding) and the
 //   softmax cross-entropy, split into S (local statistics) and T (gradients), with a
 //   single-shard convenience for the full vocabulary.
@@ -101,8 +103,15 @@ class OutputLayer {
     // T: with the combined global_max/global_sum and the per-token loss gradient dloss (rows),
     // accumulates the gradient of this shard's W and writes this shard's contribution to dX
     // (rows × hidden, overwritten); the sum over shards is the full dX. Frees the record.
+    // With dx_part null only W's gradient is computed (vocab-2's T: dX came from the barrier).
     void backward(int microbatch, const T* global_max, const T* global_sum, const T* dloss,
                   T* dx_part);
+    // Vocab-2's precompute in S, from the record of `microbatch` and this shard's own row_max
+    // and row_sum: a = P_d · W_d with P_d the shard-local softmax, and g = W_d[target] (zero
+    // where the target is in another shard); both rows × hidden, overwritten. With the global
+    // (M, E) and α_d = row_sum · exp(row_max − M) / E, Σ_d (α_d a − g) over the shards is the
+    // gradient of each token's loss with respect to x.
+    void gradientBasis(int microbatch, const T* row_max, const T* row_sum, T* a, T* g) const;
     void clearRecords() { records_.clear(); }
 
     // Single shard holding the whole vocabulary: the mean cross-entropy over the rows of x, and

@@ -1,0 +1,345 @@
+#include <algorithm>
+#include <ctime>
+#include <thread>
+
+#include <pipescope/kernels/cpu/gemm.h>
+#include <pipescope/trace/writer.h>
+
+#include "executor_internal.h"
+
+namespace pipescope::exec {
+
+namespace detail {
+
+Run::Run(const schedule::Config& c, schedule::Schedule s, ExecOptions o)
+    : config(c),
+      schedule(std::move(s)),
+      options(std::move(o)),
+      shape(modelShapeFromConfig(c)),
+      data(static_cast<int>(c.model.vocab), options.seed),
+      sharded(schedule::isShardedVocab(c.parallel.vocab)) {}
+
+const TokenRows& Run::tokens(RankState& rs, int iteration, int mb) {
+    if (rs.token_iteration != iteration) {
+        rs.tokens.clear();
+        rs.token_iteration = iteration;
+    }
+    auto it = rs.tokens.find(mb);
+    if (it == rs.tokens.end()) {
+        const auto seqs = data.batch(iteration, mb, shape.micro_batch, shape.seq_len);
+        it = rs.tokens.emplace(mb, splitTokens(seqs, shape.micro_batch, shape.seq_len)).first;
+    }
+    return it->second;
+}
+
+void Run::recordLoss(int iteration, double loss) {
+    std::lock_guard<std::mutex> lock(book_m);
+    loss_sum[static_cast<std::size_t>(iteration)] += loss;
+    loss_count[static_cast<std::size_t>(iteration)] += 1;
+}
+
+}  // namespace detail
+
+using detail::CommError;
+using detail::OpError;
+using detail::RankState;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::int64_t threadCpuNs() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+struct PipelineExecutor::Impl {
+    detail::Run run;
+    bool ran = false;
+
+    std::mutex state_m;
+    ExecResult result;
+    bool failed = false;     // the first real error is in result.message
+    bool cancelled = false;  // the user asked to stop
+    // Per iteration: ranks done, first op start and last op end (ns since origin).
+    std::vector<int> ranks_done;
+    std::vector<std::int64_t> first_start, last_end;
+    int next_report = 0;
+
+    Impl(const schedule::Config& c, schedule::Schedule s, ExecOptions o)
+        : run(c, std::move(s), std::move(o)) {}
+
+    std::int64_t nowNs() const {
+        return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                                    run.options.origin)
+            .count();
+    }
+
+    bool stopping() {
+        if (run.options.cancel != nullptr && run.options.cancel->load()) {
+            std::lock_guard<std::mutex> lock(state_m);
+            if (!cancelled && !failed) {
+                cancelled = true;
+                run.fabric->abort("the run was cancelled");
+            }
+        }
+        std::lock_guard<std::mutex> lock(state_m);
+        return failed || cancelled;
+    }
+
+    void fail(const std::string& message, bool consequence) {
+        std::lock_guard<std::mutex> lock(state_m);
+        // An aborted wait is the consequence of an error already recorded (or of a cancel).
+        if (!failed && !cancelled && !consequence) {
+            failed = true;
+            result.message = message;
+        }
+        run.fabric->abort(message);
+    }
+
+    void opSpan(int rank, int it, int index, const schedule::Op& op, std::int64_t start,
+                std::int64_t end, std::int64_t cpu, std::int64_t bytes) {
+        {
+            std::lock_guard<std::mutex> lock(state_m);
+            auto& f = first_start[static_cast<std::size_t>(it)];
+            auto& l = last_end[static_cast<std::size_t>(it)];
+            f = f < 0 ? start : std::min(f, start);
+            l = std::max(l, end);
+        }
+        if (run.options.writer == nullptr) {
+            return;
+        }
+        trace::OpRecord rec;
+        rec.rank = rank;
+        rec.iteration = it;
+        rec.kind = static_cast<trace::OpKind>(op.kind);
+        rec.microbatch = op.microbatch;
+        rec.chunk = op.chunk;
+        rec.lane = schedule::isComm(op.kind) ? trace::Lane::Comm : trace::Lane::Compute;
+        rec.start_ns = start;
+        rec.end_ns = end;
+        rec.source = trace::Source::Host;
+        rec.op_index = index;
+        rec.peer = op.kind == schedule::OpKind::Bcast ? op.root : op.peer;
+        rec.collective = static_cast<int>(op.collective);
+        rec.bytes = bytes;
+        rec.cpu_ns = cpu;
+        run.options.writer->addOp(rec);
+    }
+
+    // Reports the iterations every rank has finished, in order.
+    void rankIterationDone(int it) {
+        std::lock_guard<std::mutex> lock(state_m);
+        ++ranks_done[static_cast<std::size_t>(it)];
+        while (next_report < run.options.iterations &&
+               ranks_done[static_cast<std::size_t>(next_report)] ==
+                   static_cast<int>(run.ranks.size())) {
+            const auto i = static_cast<std::size_t>(next_report);
+            double loss = 0;
+            {
+                std::lock_guard<std::mutex> book(run.book_m);
+                loss = run.loss_count[i] > 0 ? run.loss_sum[i] / run.loss_count[i] : 0.0;
+            }
+            const double seconds = static_cast<double>(last_end[i] - first_start[i]) * 1e-9;
+            result.losses.push_back(loss);
+            result.iteration_s.push_back(seconds);
+            if (run.options.writer != nullptr) {
+                run.options.writer->addMetric({"iteration_time_ns",
+                                               static_cast<double>(last_end[i] - first_start[i]),
+                                               std::nullopt, next_report});
+                run.options.writer->addMetric({"loss", loss, std::nullopt, next_report});
+            }
+            if (run.options.on_iteration) {
+                run.options.on_iteration(next_report, loss, seconds);
+            }
+            ++next_report;
+        }
+    }
+
+    void lane(int rank, int lane) {
+        RankState& rs = run.ranks[static_cast<std::size_t>(rank)];
+        const auto& ops = run.schedule.ops[static_cast<std::size_t>(rank)];
+        const auto& g = run.graph;
+        for (int it = 0; it < run.options.iterations; ++it) {
+            bool first = true;
+            for (int index : rs.lane_ops[static_cast<std::size_t>(lane)]) {
+                const schedule::Op& op = ops[static_cast<std::size_t>(index)];
+                const auto where = [&] {
+                    return "iteration " + std::to_string(it) + ", rank " + std::to_string(rank) +
+                           ", op " + std::to_string(index) + " (" + op.label() + ")";
+                };
+                if (stopping()) {
+                    run.fabric->laneFinished(rank, lane);
+                    return;
+                }
+                try {
+                    const int node = g.node(rank, index);
+                    const int b = g.start_dep_begin[static_cast<std::size_t>(node)];
+                    const int e = g.start_dep_begin[static_cast<std::size_t>(node) + 1];
+                    const auto ready = [&] {
+                        for (int k = b; k < e; ++k) {
+                            if (run.done[static_cast<std::size_t>(
+                                             g.start_deps[static_cast<std::size_t>(k)])]
+                                    .load() < it + 1) {
+                                return false;
+                            }
+                        }
+                        return true;
+                    };
+                    if (!ready()) {
+                        if (auto st = run.fabric->waitLocal(rank, lane, ready,
+                                                            "the inputs of " + where());
+                            !st.ok()) {
+                            throw CommError(st);
+                        }
+                    }
+                    if (first && lane == static_cast<int>(schedule::Stream::Compute)) {
+                        // Gradients accumulate over one iteration's micro-batches.
+                        zeroGrads<float>(rs.model->params());
+                    }
+                    first = false;
+                    rs.comm[static_cast<std::size_t>(lane)]->setActivity(where());
+                    const std::int64_t start = nowNs();
+                    const std::int64_t cpu0 = threadCpuNs();
+                    const std::int64_t bytes = detail::runOp(run, rank, it, op);
+                    const std::int64_t cpu = threadCpuNs() - cpu0;
+                    opSpan(rank, it, index, op, start, nowNs(), cpu, bytes);
+                    rs.comm[static_cast<std::size_t>(lane)]->setActivity("after " + where());
+                    run.done[static_cast<std::size_t>(node)].store(it + 1);
+                    run.fabric->wake();
+                    if (op.kind == schedule::OpKind::Opt) {
+                        rankIterationDone(it);
+                    }
+                } catch (const CommError& e) {
+                    fail(e.status.code == CommStatus::Code::Deadlock ||
+                                 e.status.code == CommStatus::Code::Timeout
+                             ? e.what()
+                             : where() + ": " + e.what(),
+                         e.status.code == CommStatus::Code::Aborted);
+                    run.fabric->laneFinished(rank, lane);
+                    return;
+                } catch (const OpError& e) {
+                    fail(where() + ": " + e.what(), false);
+                    run.fabric->laneFinished(rank, lane);
+                    return;
+                } catch (const std::bad_alloc&) {
+                    fail(where() + ": out of memory", false);
+                    run.fabric->laneFinished(rank, lane);
+                    return;
+                }
+            }
+        }
+        run.fabric->laneFinished(rank, lane);
+    }
+};
+
+PipelineExecutor::PipelineExecutor(const schedule::Config& config, schedule::Schedule schedule,
+                                   ExecOptions options)
+    : impl_(std::make_unique<Impl>(config, std::move(schedule), std::move(options))) {}
+
+PipelineExecutor::~PipelineExecutor() = default;
+
+ExecResult PipelineExecutor::run() {
+    Impl& im = *impl_;
+    detail::Run& run = im.run;
+    if (im.ran) {
+        im.result.status = ExecResult::Status::Failed;
+        im.result.message = "PipelineExecutor::run called twice";
+        return im.result;
+    }
+    im.ran = true;
+    const int p = run.schedule.ranks;
+    const int iterations = run.options.iterations;
+    auto built = schedule::buildGraph(run.schedule);
+    if (built.error) {
+        im.result.status = ExecResult::Status::Failed;
+        im.result.message = built.error->message;
+        return im.result;
+    }
+    run.graph = std::move(built.graph);
+    run.done =
+        std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(run.graph.nodeCount()));
+    for (int n = 0; n < run.graph.nodeCount(); ++n) {
+        run.done[static_cast<std::size_t>(n)].store(0);
+    }
+    run.loss_sum.assign(static_cast<std::size_t>(iterations), 0.0);
+    run.loss_count.assign(static_cast<std::size_t>(iterations), 0);
+    im.ranks_done.assign(static_cast<std::size_t>(iterations), 0);
+    im.first_start.assign(static_cast<std::size_t>(iterations), -1);
+    im.last_end.assign(static_cast<std::size_t>(iterations), 0);
+    run.group.clear();
+    for (int r = 0; r < p; ++r) {
+        run.group.push_back(r);
+    }
+    run.fabric = std::make_unique<InProcessFabric>(p, run.options.timeout, schedule::kStreamCount);
+
+    // One BLAS thread per rank thread unless the cores outnumber the ranks.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    kernels::cpu::setBlasThreads(std::max(1, cores / p));
+
+    run.ranks.resize(static_cast<std::size_t>(p));
+    try {
+        for (int r = 0; r < p; ++r) {
+            RankState& rs = run.ranks[static_cast<std::size_t>(r)];
+            trace::TraceWriter* writer = run.options.writer;
+            rs.tracker = std::make_unique<MemoryTracker>(
+                [&im, writer, r](trace::MemoryCategory category, std::int64_t bytes) {
+                    if (writer != nullptr) {
+                        writer->addMemory({r, im.nowNs(), bytes, category});
+                    }
+                });
+            rs.model = std::make_unique<RankModel>(run.config, run.schedule, r, run.options.seed,
+                                                   rs.tracker.get(), run.options.init_stddev);
+            rs.buffers = std::make_unique<detail::BufferStore>(rs.tracker.get());
+            for (int l = 0; l < schedule::kStreamCount; ++l) {
+                rs.comm[static_cast<std::size_t>(l)] = run.fabric->comm(r, l);
+            }
+            const auto& ops = run.schedule.ops[static_cast<std::size_t>(r)];
+            for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+                rs.lane_ops[static_cast<std::size_t>(ops[static_cast<std::size_t>(i)].stream())]
+                    .push_back(i);
+            }
+        }
+    } catch (const std::bad_alloc&) {
+        im.result.status = ExecResult::Status::Failed;
+        im.result.message = "out of memory while allocating the model's parameters";
+        return im.result;
+    }
+
+    std::vector<std::thread> threads;
+    for (int r = 0; r < p; ++r) {
+        for (int l = 0; l < schedule::kStreamCount; ++l) {
+            threads.emplace_back([&im, r, l] { im.lane(r, l); });
+        }
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (int r = 0; r < p; ++r) {
+        im.result.peak_bytes.push_back(run.ranks[static_cast<std::size_t>(r)].tracker->peak());
+    }
+    im.result.status = im.failed      ? ExecResult::Status::Failed
+                       : im.cancelled ? ExecResult::Status::Cancelled
+                                      : ExecResult::Status::Complete;
+    if (im.cancelled) {
+        im.result.message = "cancelled after " + std::to_string(im.result.losses.size()) + " of " +
+                            std::to_string(iterations) + " iterations";
+    }
+    return im.result;
+}
+
+RankModel& PipelineExecutor::rankModel(int rank) {
+    return *impl_->run.ranks[static_cast<std::size_t>(rank)].model;
+}
+
+const MemoryTracker& PipelineExecutor::memory(int rank) const {
+    return *impl_->run.ranks[static_cast<std::size_t>(rank)].tracker;
+}
+
+int PipelineExecutor::ranks() const {
+    return impl_->run.schedule.ranks;
+}
+
+}  // namespace pipescope::exec
