@@ -19,6 +19,7 @@
 #include <pipescope/cuda/devices.h>
 #endif
 
+#include "cli/cpu_backend.h"
 #include "cli/options.h"
 #include "cli/report.h"
 
@@ -237,12 +238,17 @@ void listDevices(const cli::Options& o) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::string> gpus;
     const std::string cuda_problem = cudaProblem(&gpus);
-    const std::string cpu_problem = "the CPU backend is not part of this build yet";
+    std::string cpu_problem;
+    const bool cpu = cli::cpuBackendBuilt(&cpu_problem);
     if (o.json) {
         nlohmann::ordered_json j;
         j["backends"] = {
             {{"backend", "sim"}, {"available", true}},
-            {{"backend", "cpu"}, {"available", false}, {"reason", cpu_problem}, {"cores", cores}},
+            cpu ? nlohmann::ordered_json{{"backend", "cpu"}, {"available", true}, {"cores", cores}}
+                : nlohmann::ordered_json{{"backend", "cpu"},
+                                         {"available", false},
+                                         {"reason", cpu_problem},
+                                         {"cores", cores}},
             {{"backend", "cuda"},
              {"available", false},
              {"reason", cuda_problem},
@@ -251,7 +257,9 @@ void listDevices(const cli::Options& o) {
         return;
     }
     std::cout << "sim   available (virtual clock)\n"
-              << "cpu   not available: " << cpu_problem << " (" << cores << " cores)\n"
+              << (cpu ? "cpu   available (" + std::to_string(cores) + " cores)\n"
+                      : "cpu   not available: " + cpu_problem + " (" + std::to_string(cores) +
+                            " cores)\n")
               << "cuda  not available: " << cuda_problem << "\n";
     for (const auto& g : gpus) {
         std::cout << "      " << g << "\n";
@@ -292,13 +300,14 @@ int main(int argc, char** argv) {
         return kExitBadInput;
     }
     const schedule::Config& config = *loaded.config;
-    if (o.backend != "sim") {
+    if (o.backend == "cuda") {
         std::vector<std::string> gpus;
-        std::cerr << "pipescope-run: --backend " << o.backend << " is not available here: "
-                  << (o.backend == "cuda"
-                          ? cudaProblem(&gpus)
-                          : std::string("the CPU backend is not part of this build yet"))
-                  << "; only the simulator (--backend sim) is built so far\n";
+        std::cerr << "pipescope-run: --backend cuda is not available here: " << cudaProblem(&gpus)
+                  << "; use --backend cpu (or sim) on this machine\n";
+        return kExitNoBackend;
+    }
+    if (std::string why; o.backend == "cpu" && !cli::cpuBackendBuilt(&why)) {
+        std::cerr << "pipescope-run: --backend cpu is not available here: " << why << "\n";
         return kExitNoBackend;
     }
     const int iterations = o.iterations.value_or(config.run.iterations);
@@ -361,6 +370,10 @@ int main(int argc, char** argv) {
             }
             human << "\n";
         }
+    }
+    if (o.backend == "cpu") {
+        // The progress events "progress" and "finished" come from the run itself.
+        return cli::runCpuBackend(o, config, r.schedule, command_line, human);
     }
     if (!o.out.empty()) {
         if (int rc = writeSimTrace(o, r, o.out, iterations, command_line); rc != kExitOk) {

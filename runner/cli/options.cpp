@@ -27,6 +27,9 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --save-schedule PATH     write the generated schedule as JSON (for hand editing)
   --schedule PATH          run this schedule file instead of generating one
   --print-schedule         print each rank's op list
+  --timeout SECONDS        cpu: how long a rank may wait for another before the run
+                           fails (default 600; deadlocks are reported at once)
+  --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
   --list-devices           list the backends and whether this build can run them
   --json                   with --list-devices: print the list as JSON
   --help, --version
@@ -147,6 +150,21 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
         } else if (a == "--print-schedule") {
             o.print_schedule = true;
+        } else if (a == "--timeout") {
+            if (!value(&v)) {
+                return fail("--timeout needs a number of seconds");
+            }
+            try {
+                std::size_t used = 0;
+                o.timeout_s = std::stod(v, &used);
+                if (used != v.size() || !(o.timeout_s > 0) || o.timeout_s > 1e6) {
+                    throw std::invalid_argument(v);
+                }
+            } catch (const std::exception&) {
+                return fail("--timeout: expected seconds between 0 and 1000000, got \"" + v + "\"");
+            }
+        } else if (a == "--gemm-report") {
+            o.gemm_report = true;
         } else if (a == "--list-devices") {
             o.list_devices = true;
         } else if (a == "--json") {
@@ -205,6 +223,19 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                              {o.print_schedule, "--print-schedule"}})) {
             return fail(*e);
         }
+    }
+    if (o.backend != "sim" && !o.list_devices && !o.help && !o.version) {
+        if (o.compare) {
+            return fail("--compare runs the simulator; use it with --backend sim");
+        }
+        if (o.out.empty()) {
+            return fail("--backend " + o.backend +
+                        " needs --out RUN.db: a real run always "
+                        "writes its trace");
+        }
+    }
+    if (o.backend == "sim" && o.gemm_report) {
+        return fail("--gemm-report measures a real run; use it with --backend cpu");
     }
     // stdout carries one machine-readable stream at most.
     const int to_stdout = (o.summary_json == "-" ? 1 : 0) + (o.save_schedule == "-" ? 1 : 0) +

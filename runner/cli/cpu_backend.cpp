@@ -1,0 +1,299 @@
+#include "cpu_backend.h"
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/model_math.h>
+#include <pipescope/sim/simulator.h>
+#include <pipescope/trace/writer.h>
+
+#if PIPESCOPE_HAVE_CPU_BACKEND
+#include <pipescope/exec/pipeline_executor.h>
+#include <pipescope/kernels/cpu/gemm.h>
+#include <pipescope/kernels/cpu/gemm_profile.h>
+#endif
+
+namespace pipescope::cli {
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailed = 4;
+constexpr int kExitCancelled = 130;
+
+std::atomic<bool> g_cancel{false};
+
+extern "C" void onSignal(int) {
+    g_cancel.store(true);
+}
+
+void progressEvent(const Options& o, const nlohmann::ordered_json& event) {
+    if (o.progress_jsonl) {
+        std::cout << event.dump() << "\n" << std::flush;
+    }
+}
+
+std::string hostName() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof(buf) - 1) != 0) {
+        return {};
+    }
+    return buf;
+}
+
+// MemAvailable of /proc/meminfo in bytes; 0 when unknown.
+std::int64_t availableMemory() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    std::int64_t kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit) {
+        if (key == "MemAvailable:") {
+            return kib * 1024;
+        }
+    }
+    return 0;
+}
+
+std::string gib(double bytes) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(bytes < (1 << 30) ? 3 : 2) << bytes / (1 << 30) << " GiB";
+    return s.str();
+}
+
+}  // namespace
+
+#if PIPESCOPE_HAVE_CPU_BACKEND
+
+bool cpuBackendBuilt(std::string* why) {
+    (void)why;
+    return true;
+}
+
+namespace {
+
+// The memory the CPU backend will hold per rank: the simulator's memory model of this config
+// with every tensor in fp32, which is what the CPU kernels use.
+std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& config,
+                                                        const schedule::Schedule& schedule,
+                                                        std::string* error) {
+    schedule::Config fp32 = config;
+    fp32.model.dtype = schedule::DType::FP32;
+    sim::SimOptions so;
+    so.schedule = &schedule;
+    auto out = sim::simulate(fp32, so);
+    if (!out.result) {
+        *error = out.error;
+        return std::nullopt;
+    }
+    std::vector<std::int64_t> peaks;
+    for (const auto& m : out.result->memory) {
+        peaks.push_back(m.peak_bytes);
+    }
+    return peaks;
+}
+
+void writeGemmReport(std::ostream& os) {
+    namespace k = kernels::cpu;
+    const auto shapes = k::gemmProfile();
+    if (shapes.empty()) {
+        os << "GEMM report: no GEMMs were recorded\n";
+        return;
+    }
+    os << "\nGEMMs inside the runner against a plain OpenBLAS sgemm of the same shape (BLAS "
+          "threads "
+       << k::blasThreads() << "):\n"
+       << "  op  m      n      k      calls   runner GFLOP/s  plain GFLOP/s  ratio\n";
+    int shown = 0;
+    for (const auto& s : shapes) {
+        if (shown++ == 8) {
+            break;
+        }
+        const double runner = s.total_ns > 0 ? s.flops() / static_cast<double>(s.total_ns) : 0.0;
+        const double plain = k::plainSgemmGflops(s.ta, s.tb, s.m, s.n, s.k, 5, 0.2);
+        os << "  " << (s.ta == k::Trans::Yes ? 'T' : 'N') << (s.tb == k::Trans::Yes ? 'T' : 'N')
+           << "  " << std::left << std::setw(6) << s.m << " " << std::setw(6) << s.n << " "
+           << std::setw(6) << s.k << " " << std::setw(7) << s.calls << std::right << " "
+           << std::fixed << std::setprecision(2) << std::setw(14) << runner << " " << std::setw(14)
+           << plain << " " << std::setw(6) << (plain > 0 ? runner / plain : 0.0) << "\n";
+    }
+}
+
+}  // namespace
+
+int runCpuBackend(const Options& o, const schedule::Config& config,
+                  const schedule::Schedule& schedule, const std::string& command_line,
+                  std::ostream& human) {
+    const int iterations = o.iterations.value_or(config.run.iterations);
+    // Refuse before allocating anything when the ranks cannot fit in memory together.
+    std::string estimate_error;
+    const auto estimate = estimateMemory(config, schedule, &estimate_error);
+    if (!estimate) {
+        human << "pipescope-run: " << estimate_error << "\n";
+        return kExitBadInput;
+    }
+    std::int64_t total = 0;
+    for (std::int64_t b : *estimate) {
+        total += b;
+    }
+    const std::int64_t available = availableMemory();
+    if (available > 0 && total > available * 9 / 10) {
+        std::cerr << "pipescope-run: this config needs about " << gib(static_cast<double>(total))
+                  << " for its " << schedule.ranks
+                  << " ranks on the CPU backend (fp32 weights, gradients, AdamW state and "
+                     "activations; the largest rank "
+                  << gib(static_cast<double>(*std::max_element(estimate->begin(), estimate->end())))
+                  << ") but only " << gib(static_cast<double>(available))
+                  << " of memory is available; make the model smaller (model.layers, "
+                     "model.hidden, model.vocab, model.seq_len) or use fewer "
+                     "parallel.microbatches\n";
+        return kExitBadInput;
+    }
+
+    trace::TraceWriter writer;
+    trace::WriterOptions wo;
+    wo.overwrite = o.force;
+    trace::RunInfo info;
+    info.name = config.name;
+    info.config_json = schedule::toJson(config);
+    info.backend = "cpu";
+    info.start_ns = trace::wallClockNs();
+    const auto origin = std::chrono::steady_clock::now();
+    info.host = hostName();
+    info.versions = "pipescope " PIPESCOPE_VERSION;
+    info.command_line = command_line;
+    info.ranks = schedule.ranks;
+    info.iterations = iterations;
+    info.warmup = std::min(config.run.warmup, std::max(0, iterations - 1));
+    if (auto st = writer.create(o.out, info, wo); !st.ok()) {
+        std::cerr << "pipescope-run: " << st.message
+                  << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
+                                                                  : "")
+                  << "\n";
+        return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
+    }
+    for (int r = 0; r < schedule.ranks; ++r) {
+        writer.addRank({r, sim::rankStages(schedule, r), "cpu", info.host, 0,
+                        static_cast<std::int64_t>(getpid())});
+    }
+
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    kernels::cpu::setGemmProfiling(o.gemm_report);
+
+    exec::ExecOptions eo;
+    eo.iterations = iterations;
+    eo.seed = config.run.seed;
+    eo.adamw.lr = config.run.learning_rate;
+    eo.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+    eo.writer = &writer;
+    eo.origin = origin;
+    eo.cancel = &g_cancel;
+    eo.on_iteration = [&](int it, double loss, double seconds) {
+        progressEvent(o, {{"event", "progress"},
+                          {"iteration", it + 1},
+                          {"of", iterations},
+                          {"loss", loss},
+                          {"seconds", seconds}});
+        human << "iteration " << std::setw(3) << it + 1 << "/" << iterations << "  loss "
+              << std::fixed << std::setprecision(4) << loss << "  " << std::setprecision(1)
+              << seconds * 1e3 << " ms\n"
+              << std::flush;
+    };
+    exec::PipelineExecutor executor(config, schedule, eo);
+    const exec::ExecResult result = executor.run();
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+
+    writer.addMetric({"model_flops_per_iteration", schedule::modelFlopsPerIteration(config),
+                      std::nullopt, std::nullopt});
+    writer.addMetric(
+        {"tokens_per_iteration", schedule::tokensPerIteration(config), std::nullopt, std::nullopt});
+    for (int r = 0; r < schedule.ranks; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (i < result.peak_bytes.size()) {
+            writer.addMetric(
+                {"peak_memory_bytes", static_cast<double>(result.peak_bytes[i]), r, std::nullopt});
+        }
+        writer.addMetric(
+            {"memory_estimate_bytes", static_cast<double>((*estimate)[i]), r, std::nullopt});
+    }
+    const trace::RunStatus status =
+        result.status == exec::ExecResult::Status::Complete    ? trace::RunStatus::Complete
+        : result.status == exec::ExecResult::Status::Cancelled ? trace::RunStatus::Cancelled
+                                                               : trace::RunStatus::Failed;
+    const auto fin = writer.finish(status, result.message);
+    if (!fin.ok()) {
+        std::cerr << "pipescope-run: " << fin.message << "\n";
+    }
+
+    if (result.status == exec::ExecResult::Status::Failed) {
+        std::cerr << "pipescope-run: the run failed: " << result.message << "\n";
+    } else if (result.status == exec::ExecResult::Status::Cancelled) {
+        std::cerr << "pipescope-run: " << result.message << "\n";
+    }
+    human << "\npeak memory per rank (measured / estimated):";
+    for (std::size_t r = 0; r < result.peak_bytes.size(); ++r) {
+        human << "  " << r << ": " << gib(static_cast<double>(result.peak_bytes[r])) << " / "
+              << gib(static_cast<double>((*estimate)[r]));
+    }
+    human << "\ntrace: " << o.out << "\n";
+    if (o.gemm_report) {
+        writeGemmReport(human);
+    }
+    if (!o.summary_json.empty()) {
+        nlohmann::ordered_json j;
+        j["backend"] = "cpu";
+        j["config"] = config.name;
+        j["status"] = std::string(trace::toString(status));
+        j["losses"] = result.losses;
+        j["iteration_s"] = result.iteration_s;
+        j["peak_memory_bytes"] = result.peak_bytes;
+        j["memory_estimate_bytes"] = *estimate;
+        j["trace"] = o.out;
+        const std::string text = j.dump(2) + "\n";
+        if (o.summary_json == "-") {
+            std::cout << text << std::flush;
+        } else {
+            std::ofstream f(o.summary_json, std::ios::binary | std::ios::trunc);
+            f << text;
+            if (!f) {
+                std::cerr << "pipescope-run: cannot write " << o.summary_json << "\n";
+            }
+        }
+    }
+    const char* word = status == trace::RunStatus::Complete    ? "complete"
+                       : status == trace::RunStatus::Cancelled ? "cancelled"
+                                                               : "failed";
+    progressEvent(o, {{"event", "finished"}, {"status", word}, {"db", o.out}});
+    if (!fin.ok()) {
+        return kExitFailed;
+    }
+    return status == trace::RunStatus::Complete    ? kExitOk
+           : status == trace::RunStatus::Cancelled ? kExitCancelled
+                                                   : kExitFailed;
+}
+
+#else
+
+bool cpuBackendBuilt(std::string* why) {
+    *why = "this build has no CPU backend (configure found no OpenBLAS: install libopenblas-dev)";
+    return false;
+}
+
+int runCpuBackend(const Options&, const schedule::Config&, const schedule::Schedule&,
+                  const std::string&, std::ostream&) {
+    return 3;
+}
+
+#endif
+
+}  // namespace pipescope::cli

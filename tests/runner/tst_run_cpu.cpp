@@ -1,0 +1,128 @@
+// pipescope-run --backend cpu, the real binary: a run's progress stream and trace, Ctrl-C or
+// SIGTERM (exit 130, a readable trace marked cancelled), a config too large for memory (exit 2
+// before anything is written), and the arguments only a real run takes.
+#include <signal.h>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "run_cli_support.h"
+
+using namespace pipescope::test;
+
+namespace {
+
+QList<QJsonObject> events(const QByteArray& out, QString* error) {
+    QList<QJsonObject> list;
+    for (const QByteArray& line : out.trimmed().split('\n')) {
+        list.append(parseObject(line, error));
+        if (!error->isEmpty()) {
+            *error += ": " + QString::fromUtf8(line);
+            break;
+        }
+    }
+    return list;
+}
+
+}  // namespace
+
+class TestRunCpu : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase() { QVERIFY(dir_.isValid()); }
+
+    void progressAndTrace() {
+        const QString db = path("run.db");
+        const ProcessResult r =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
+                             "--iterations", "3", "--progress", "jsonl"});
+        QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+        QString error;
+        const auto ev = events(r.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(ev.size(), 5);
+        QCOMPARE(ev.front().value("event").toString(), QString("started"));
+        QCOMPARE(ev.front().value("backend").toString(), QString("cpu"));
+        for (int i = 1; i <= 3; ++i) {
+            QCOMPARE(ev[i].value("event").toString(), QString("progress"));
+            QCOMPARE(ev[i].value("iteration").toInt(), i);
+            QCOMPARE(ev[i].value("of").toInt(), 3);
+            // A real loss: near log(4096) = 8.3 at the start, finite.
+            const double loss = ev[i].value("loss").toDouble(-1);
+            QVERIFY2(loss > 1 && loss < 12, qPrintable(QString::number(loss)));
+        }
+        QCOMPARE(ev.back().value("event").toString(), QString("finished"));
+        QCOMPARE(ev.back().value("status").toString(), QString("complete"));
+        QCOMPARE(ev.back().value("db").toString(), db);
+
+        const ProcessResult st = runBinary(kTraceCli, {"stats", db, "--json"});
+        QVERIFY2(st.exit_code == 0, qPrintable(describe(st)));
+        const QJsonObject stats = parseObject(st.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(stats.value("iterations").toObject().value("recorded").toInt(), 3);
+    }
+
+    void cancelStopsAtAnOpBoundary() {
+        const QString db = path("cancel.db");
+        QProcess p;
+        p.start(binaryPath(kRun), {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out",
+                                   db, "--iterations", "100000", "--progress", "jsonl"});
+        QVERIFY(p.waitForStarted(10000));
+        // Wait for the first finished iteration, then interrupt as Ctrl-C does.
+        QByteArray out;
+        QElapsedTimer t;
+        t.start();
+        while (!out.contains("\"progress\"") && t.elapsed() < 60000) {
+            p.waitForReadyRead(1000);
+            out += p.readAllStandardOutput();
+        }
+        QVERIFY2(out.contains("\"progress\""), out.constData());
+        ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+        QVERIFY(p.waitForFinished(60000));
+        out += p.readAllStandardOutput();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 130);
+        QString error;
+        const auto ev = events(out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(ev.back().value("event").toString(), QString("finished"));
+        QCOMPARE(ev.back().value("status").toString(), QString("cancelled"));
+        // The trace stays readable and says so.
+        const ProcessResult st = runBinary(kTraceCli, {"stats", db, "--json"});
+        QVERIFY2(st.exit_code == 0, qPrintable(describe(st)));
+        const QJsonObject stats = parseObject(st.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(stats.value("status").toString(), QString("cancelled"));
+    }
+
+    void refusesWhatCannotFitInMemory() {
+        const QString db = path("huge.db");
+        const ProcessResult r =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
+                             "--set", "model.vocab=400000000", "--set", "model.hidden=4096",
+                             "--set", "model.heads=32"});
+        QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+        QVERIFY2(r.err.contains("needs about") && r.err.contains("available"),
+                 qPrintable(describe(r)));
+        QVERIFY(!QFile::exists(db));
+    }
+
+    void needsAnOutputFile() {
+        const ProcessResult r =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu"});
+        QCOMPARE(r.exit_code, 2);
+        QVERIFY2(r.err.contains("--backend cpu needs --out"), qPrintable(describe(r)));
+    }
+
+  private:
+    QString path(const QString& name) const { return dir_.filePath(name); }
+    QTemporaryDir dir_;
+};
+
+QTEST_GUILESS_MAIN(TestRunCpu)
+#include "tst_run_cpu.moc"
