@@ -46,7 +46,19 @@ struct InProcessFabric::State {
     int lanes = 1;
     std::chrono::milliseconds timeout{0};
     std::mutex m;
-    std::condition_variable cv;
+    // One per endpoint, so that a change wakes only the lanes it concerns.
+    std::unique_ptr<std::condition_variable[]> cvs;
+
+    void notifyRank(int rank) {
+        for (int l = 0; l < lanes; ++l) {
+            cvs[static_cast<std::size_t>(rank * lanes + l)].notify_all();
+        }
+    }
+    void notifyAll() {
+        for (int r = 0; r < ranks; ++r) {
+            notifyRank(r);
+        }
+    }
     // Per endpoint (rank · lanes + lane).
     std::vector<RankState> states;
     std::vector<std::string> activity;
@@ -124,10 +136,10 @@ struct InProcessFabric::State {
             }
             if (stuck) {
                 deadlock = "deadlock: every rank waits on another" + describeOthers();
-                cv.notify_all();
+                notifyAll();
                 return leave(CommStatus::error(Code::Deadlock, deadlock));
             }
-            if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+            if (cvs[me].wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
                 return leave(CommStatus::error(
                     Code::Timeout, endpointName(endpoint) + " timed out after " +
                                        std::to_string(timeout.count()) + " ms waiting for " +
@@ -160,7 +172,7 @@ class InProcessComm final : public Comm {
             return CommStatus::error(Code::Aborted, s_->aborted);
         }
         s_->mailbox[{rank_, peer, tag}].push_back(std::move(copy));
-        s_->cv.notify_all();
+        s_->notifyRank(peer);
         return CommStatus::success();
     }
 
@@ -261,7 +273,9 @@ class InProcessComm final : public Comm {
         c.arrived.push_back(rank_);
         if (c.arrived.size() == group.size()) {
             c.done = true;
-            s_->cv.notify_all();
+            for (int r : group) {
+                s_->notifyRank(r);
+            }
         }
         const auto ready = [&] { return c.done; };
         const auto gone = [&] {
@@ -298,6 +312,7 @@ InProcessFabric::InProcessFabric(int ranks, std::chrono::milliseconds timeout, i
     state_->states.assign(endpoints, RankState::Running);
     state_->activity.assign(endpoints, "its next op");
     state_->can_return.resize(endpoints);
+    state_->cvs = std::make_unique<std::condition_variable[]>(endpoints);
 }
 
 InProcessFabric::~InProcessFabric() = default;
@@ -319,13 +334,13 @@ void InProcessFabric::rankFinished(int rank) {
     for (int l = 0; l < state_->lanes; ++l) {
         state_->states[static_cast<std::size_t>(rank * state_->lanes + l)] = RankState::Finished;
     }
-    state_->cv.notify_all();
+    state_->notifyAll();
 }
 
 void InProcessFabric::laneFinished(int rank, int lane) {
     std::lock_guard<std::mutex> lock(state_->m);
     state_->states[static_cast<std::size_t>(rank * state_->lanes + lane)] = RankState::Finished;
-    state_->cv.notify_all();
+    state_->notifyAll();
 }
 
 CommStatus InProcessFabric::waitLocal(int rank, int lane, const std::function<bool()>& ready,
@@ -336,9 +351,9 @@ CommStatus InProcessFabric::waitLocal(int rank, int lane, const std::function<bo
     return state_->wait(endpoint, lock, ready, [] { return false; });
 }
 
-void InProcessFabric::wake() {
+void InProcessFabric::wake(int rank) {
     std::lock_guard<std::mutex> lock(state_->m);
-    state_->cv.notify_all();
+    state_->notifyRank(rank);
 }
 
 void InProcessFabric::abort(const std::string& why) {
@@ -346,7 +361,7 @@ void InProcessFabric::abort(const std::string& why) {
     if (state_->aborted.empty()) {
         state_->aborted = why;
     }
-    state_->cv.notify_all();
+    state_->notifyAll();
 }
 
 }  // namespace pipescope::exec

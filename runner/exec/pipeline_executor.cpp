@@ -1,6 +1,9 @@
 #include <algorithm>
 #include <ctime>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <thread>
+#include <unistd.h>
 
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/trace/writer.h>
@@ -208,7 +211,7 @@ struct PipelineExecutor::Impl {
                     opSpan(rank, it, index, op, start, nowNs(), cpu, bytes);
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity("after " + where());
                     run.done[static_cast<std::size_t>(node)].store(it + 1);
-                    run.fabric->wake();
+                    run.fabric->wake(rank);
                     if (op.kind == schedule::OpKind::Opt) {
                         rankIterationDone(it);
                     }

@@ -37,7 +37,7 @@ constexpr NameTable<CostSource, 3> kCostSourceNames = {{
     {CostSource::Calibrated, "calibrated"},
 }};
 
-constexpr NameTable<CostKey, 7> kCostKeyNames = {{
+constexpr NameTable<CostKey, 9> kCostKeyNames = {{
     {CostKey::F, "F"},
     {CostKey::B, "B"},
     {CostKey::W, "W"},
@@ -45,6 +45,8 @@ constexpr NameTable<CostKey, 7> kCostKeyNames = {{
     {CostKey::T, "T"},
     {CostKey::IF, "IF"},
     {CostKey::IB, "IB"},
+    {CostKey::L, "L"},
+    {CostKey::OPT, "OPT"},
 }};
 
 template <typename E, std::size_t N>

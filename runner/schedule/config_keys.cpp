@@ -25,7 +25,7 @@ const std::vector<ObjectKeys>& schema() {
          {"name", "peak_tflops", "memory_gib", "p2p_gbps", "allreduce_gbps", "latency_us",
           "memory_gbps", "gemm_efficiency"}},
         {"costs", {"source", "per_stage_us", "p2p_us", "collective_us"}},
-        {"costs.per_stage_us", {"F", "B", "W", "S", "T", "IF", "IB"}},
+        {"costs.per_stage_us", {"F", "B", "W", "S", "T", "IF", "IB", "L", "OPT"}},
         {"run", {"iterations", "warmup", "seed", "learning_rate"}},
         {kVariantObject, {"label", "set"}},
     };

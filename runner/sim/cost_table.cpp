@@ -1,7 +1,12 @@
+#include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/exec_graph.h>
+#include <pipescope/schedule/generate.h>
 #include <pipescope/sim/cost_table.h>
 #include <pipescope/trace/reader.h>
 
@@ -69,6 +74,12 @@ double TableCostModel::compute(int rank, const Op& op) const {
         case OpKind::IB:
             t = tableSeconds(CostKey::IB, rank);
             break;
+        case OpKind::L:
+            t = tableSeconds(CostKey::L, rank);
+            break;
+        case OpKind::Opt:
+            t = tableSeconds(CostKey::OPT, rank);
+            break;
         default:
             break;
     }
@@ -94,6 +105,80 @@ std::unique_ptr<schedule::CostModel> makeCostModel(const schedule::Config& confi
     }
     return std::make_unique<TableCostModel>(config, placement);
 }
+
+namespace {
+
+// Replaces the figures gathered from the ops' own spans by their effective durations (see
+// calibrateFromTrace): compute ops from the end of their last input, a send until its waiting
+// receiver got the data, a collective instance from its last ready member to its last member's
+// end.
+template <typename Span>
+void effectiveDurations(const schedule::ExecGraph& g, const std::vector<std::vector<Span>>& spans,
+                        std::map<std::pair<int, int>, std::pair<double, double>>* sums,
+                        std::vector<double>* sends,
+                        std::map<std::tuple<int, int, int>, double>* collectives) {
+    sums->clear();
+    sends->clear();
+    collectives->clear();
+    const auto us = [](std::int64_t ns) { return static_cast<double>(ns) * 1e-3; };
+    for (std::size_t it = 0; it < spans.size(); ++it) {
+        const auto& sp = spans[it];
+        // When each op could have started: the end of its last input, its start if earlier.
+        const auto readyAt = [&](int n) {
+            const Span& s = sp[static_cast<std::size_t>(n)];
+            std::int64_t ready = -1;
+            for (int k = g.start_dep_begin[static_cast<std::size_t>(n)];
+                 k < g.start_dep_begin[static_cast<std::size_t>(n) + 1]; ++k) {
+                ready = std::max(
+                    ready,
+                    sp[static_cast<std::size_t>(g.start_deps[static_cast<std::size_t>(k)])].end);
+            }
+            return ready < 0 ? s.start : std::min(ready, s.start);
+        };
+        for (int n = 0; n < g.nodeCount(); ++n) {
+            const Span& s = sp[static_cast<std::size_t>(n)];
+            if (s.start < 0) {
+                continue;
+            }
+            const auto kind = static_cast<trace::OpKind>(s.kind);
+            const int rank = g.node_ref[static_cast<std::size_t>(n)].rank;
+            if (kind == trace::OpKind::RecvF || kind == trace::OpKind::RecvB) {
+                const int send = g.end_dep[static_cast<std::size_t>(n)];
+                if (send < 0 || sp[static_cast<std::size_t>(send)].start < 0) {
+                    continue;
+                }
+                const Span& snd = sp[static_cast<std::size_t>(send)];
+                // A receiver that waited got the data at its own end; otherwise at the send's.
+                const std::int64_t arrived = s.start < snd.end ? s.end : snd.end;
+                sends->push_back(us(arrived - readyAt(send)));
+            } else if (kind == trace::OpKind::Bcast || kind == trace::OpKind::AllReduce) {
+                const int group = g.group[static_cast<std::size_t>(n)];
+                const auto& members = g.group_members[static_cast<std::size_t>(group)];
+                if (members.front() != n) {
+                    continue;  // once per instance
+                }
+                std::int64_t last_ready = -1;
+                std::int64_t last_end = -1;
+                bool complete = true;
+                for (int member : members) {
+                    const Span& ms = sp[static_cast<std::size_t>(member)];
+                    complete = complete && ms.start >= 0;
+                    last_ready = std::max(last_ready, readyAt(member));
+                    last_end = std::max(last_end, ms.end);
+                }
+                if (complete) {
+                    (*collectives)[{static_cast<int>(it), group, 0}] = us(last_end - last_ready);
+                }
+            } else if (!trace::isCommKind(kind)) {
+                auto& sum = (*sums)[{rank, s.kind}];
+                sum.first += us(s.end - readyAt(n));
+                sum.second += 1;
+            }
+        }
+    }
+}
+
+}  // namespace
 
 std::string calibrateFromTrace(const std::string& path, schedule::Config* config) {
     trace::TraceReader reader;
@@ -150,14 +235,58 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
     const int warmup = reader.run().warmup;
     const int iterations = reader.iterationCount();
     const int first = iterations > warmup ? warmup : 0;
-    // Sum of durations and count per (rank, kind); F/B/W summed over chunks, divided by the
-    // micro-batch count, give the per-stage figure the table wants.
-    std::map<std::pair<int, int>, std::pair<double, double>> sums;
+    const int measured = std::max(1, iterations - first);
+    // Per micro-batch of the recorded run (its own micro-batch count).
+    const int m = rc.parallel.microbatches;
+
+    // Each op's effective duration: from the moment its inputs were ready (the recorded run's
+    // schedule says which ops those are) to its end. On a real backend an op starts a little
+    // after that, when its thread or stream wakes; that delay is part of what the op costs.
+    // A simulated trace has none, so there the figures are the ops' own durations.
+    auto recorded_schedule = schedule::generateSchedule(rc);
+    std::optional<schedule::ExecGraph> graph;
+    if (recorded_schedule.schedule) {
+        auto built = schedule::buildGraph(*recorded_schedule.schedule);
+        if (!built.error) {
+            graph = std::move(built.graph);
+        }
+    }
+    struct Span {
+        std::int64_t start = -1;
+        std::int64_t end = -1;
+        int kind = -1;
+    };
+    // spans[iteration - first][node]
+    std::vector<std::vector<Span>> spans;
+    bool matches = graph.has_value();
+    if (graph) {
+        spans.assign(static_cast<std::size_t>(measured),
+                     std::vector<Span>(static_cast<std::size_t>(graph->nodeCount())));
+    }
+    std::map<std::pair<int, int>, std::pair<double, double>> sums;  // (rank, kind) -> us, count
     std::vector<double> sends;
     std::map<std::tuple<int, int, int>, double> shortest;  // (iteration, kind, mb) -> span
     auto st = reader.forEachOp([&](const trace::OpRecord& o) {
         if (o.iteration < first) {
             return true;
+        }
+        if (matches) {
+            const auto& ops = recorded_schedule.schedule->ops;
+            const bool known =
+                o.rank >= 0 && o.rank < static_cast<int>(ops.size()) && o.op_index >= 0 &&
+                o.op_index < static_cast<int>(ops[static_cast<std::size_t>(o.rank)].size()) &&
+                o.iteration - first < measured;
+            const Op* op =
+                known ? &ops[static_cast<std::size_t>(o.rank)][static_cast<std::size_t>(o.op_index)]
+                      : nullptr;
+            if (op == nullptr || static_cast<int>(op->kind) != static_cast<int>(o.kind) ||
+                op->microbatch != o.microbatch || op->chunk != o.chunk) {
+                matches = false;  // another schedule ran: fall back to the ops' own spans
+            } else {
+                spans[static_cast<std::size_t>(o.iteration - first)]
+                     [static_cast<std::size_t>(graph->node(o.rank, o.op_index))] = {
+                         o.start_ns, o.end_ns, static_cast<int>(o.kind)};
+            }
         }
         const double us = static_cast<double>(o.duration()) * 1e-3;
         if (o.kind == trace::OpKind::SendF || o.kind == trace::OpKind::SendB) {
@@ -179,17 +308,18 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
     if (!st.ok()) {
         return "costs.source: " + st.message;
     }
-    const int measured = std::max(1, iterations - first);
-    // Per micro-batch of the recorded run (its own micro-batch count).
-    const int m = rc.parallel.microbatches;
+    if (matches) {
+        effectiveDurations(*graph, spans, &sums, &sends, &shortest);
+    }
     const struct {
         trace::OpKind kind;
         CostKey key;
-        bool per_chunk;
-    } kinds[] = {{trace::OpKind::F, CostKey::F, true},   {trace::OpKind::B, CostKey::B, true},
-                 {trace::OpKind::W, CostKey::W, true},   {trace::OpKind::S, CostKey::S, false},
-                 {trace::OpKind::T, CostKey::T, false},  {trace::OpKind::IF, CostKey::IF, false},
-                 {trace::OpKind::IB, CostKey::IB, false}};
+        bool per_iteration;
+    } kinds[] = {{trace::OpKind::F, CostKey::F, false},   {trace::OpKind::B, CostKey::B, false},
+                 {trace::OpKind::W, CostKey::W, false},   {trace::OpKind::S, CostKey::S, false},
+                 {trace::OpKind::T, CostKey::T, false},   {trace::OpKind::IF, CostKey::IF, false},
+                 {trace::OpKind::IB, CostKey::IB, false}, {trace::OpKind::L, CostKey::L, false},
+                 {trace::OpKind::Opt, CostKey::OPT, true}};
     for (const auto& k : kinds) {
         std::vector<double> row(static_cast<std::size_t>(ranks), 0.0);
         bool any = false;
@@ -199,9 +329,10 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
                 continue;
             }
             any = true;
-            // Per micro-batch: all of a rank's chunks together (the table's unit).
+            // Per micro-batch, all of a rank's chunks together (the table's unit); OPT per
+            // iteration.
             row[static_cast<std::size_t>(r)] =
-                it->second.first / (static_cast<double>(measured) * m);
+                it->second.first / (static_cast<double>(measured) * (k.per_iteration ? 1 : m));
         }
         config->costs.per_stage_us[static_cast<std::size_t>(k.key)] =
             any ? row : std::vector<double>{};

@@ -504,7 +504,7 @@ void TstConfig::toJsonWritesEveryKey() {
     QCOMPARE(keys(o["costs"].toObject()),
              sorted({"source", "per_stage_us", "p2p_us", "collective_us"}));
     QCOMPARE(keys(o["costs"].toObject()["per_stage_us"].toObject()),
-             sorted({"F", "B", "W", "S", "T", "IF", "IB"}));
+             sorted({"F", "B", "W", "S", "T", "IF", "IB", "L", "OPT"}));
     QCOMPARE(keys(o["run"].toObject()), sorted({"iterations", "warmup", "seed", "learning_rate"}));
     QCOMPARE(o["parallel"].toObject()["schedule"].toString(), QStringLiteral("1f1b"));
     QVERIFY(o["parallel"].toObject()["last_stage_layers"].isNull());

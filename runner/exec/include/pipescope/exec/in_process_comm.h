@@ -40,10 +40,11 @@ class InProcessFabric {
 
     // Waits until `ready` holds, on `rank`'s `lane`, described by `what` in deadlock and timeout
     // messages. `ready` is evaluated under the fabric's lock and must only read state that its
-    // writers publish before calling wake() (atomics, for instance).
+    // writers publish before calling wake(rank) (atomics, for instance).
     CommStatus waitLocal(int rank, int lane, const std::function<bool()>& ready, std::string what);
-    // Re-evaluates the waits after a lane has changed what a waitLocal() reads.
-    void wake();
+    // Re-evaluates the waits of `rank`'s lanes after one of them has changed what a
+    // waitLocal() reads.
+    void wake(int rank);
     // Stops every waiting and future call with `why` (a rank failed, the user cancelled).
     void abort(const std::string& why);
 

@@ -17,9 +17,10 @@ enum class VocabMethod { Naive, Redistributed, Interlaced, Vocab1, Vocab2 };
 enum class CostSource { Analytic, Table, Calibrated };
 
 // Compute op kinds that a cost table can give per stage (costs.per_stage_us keys).
-enum class CostKey { F, B, W, S, T, IF, IB };
-inline constexpr std::array<CostKey, 7> kAllCostKeys = {
-    CostKey::F, CostKey::B, CostKey::W, CostKey::S, CostKey::T, CostKey::IF, CostKey::IB};
+enum class CostKey { F, B, W, S, T, IF, IB, L, OPT };
+inline constexpr std::array<CostKey, 9> kAllCostKeys = {CostKey::F,  CostKey::B, CostKey::W,
+                                                        CostKey::S,  CostKey::T, CostKey::IF,
+                                                        CostKey::IB, CostKey::L, CostKey::OPT};
 
 std::string_view toString(DType v);
 std::string_view toString(ScheduleKind v);
