@@ -133,12 +133,18 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
                   const schedule::Schedule& schedule, const std::string& command_line,
                   std::ostream& human) {
     const int iterations = o.iterations.value_or(config.run.iterations);
+    // Every exit after "started" reports "finished", so that a reader of the progress stream
+    // never waits for it.
+    const auto refused = [&](int rc) {
+        progressEvent(o, {{"event", "finished"}, {"status", "failed"}, {"db", nullptr}});
+        return rc;
+    };
     // Refuse before allocating anything when the ranks cannot fit in memory together.
     std::string estimate_error;
     const auto estimate = estimateMemory(config, schedule, &estimate_error);
     if (!estimate) {
-        human << "pipescope-run: " << estimate_error << "\n";
-        return kExitBadInput;
+        std::cerr << "pipescope-run: " << estimate_error << "\n";
+        return refused(kExitBadInput);
     }
     std::int64_t total = 0;
     for (std::int64_t b : *estimate) {
@@ -155,7 +161,7 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
                   << " of memory is available; make the model smaller (model.layers, "
                      "model.hidden, model.vocab, model.seq_len) or use fewer "
                      "parallel.microbatches\n";
-        return kExitBadInput;
+        return refused(kExitBadInput);
     }
 
     trace::TraceWriter writer;
@@ -178,7 +184,7 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
-        return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
+        return refused(st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed);
     }
     for (int r = 0; r < schedule.ranks; ++r) {
         writer.addRank({r, sim::rankStages(schedule, r), "cpu", info.host, 0,

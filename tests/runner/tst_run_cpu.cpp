@@ -110,6 +110,16 @@ class TestRunCpu : public QObject {
         QVERIFY2(r.err.contains("needs about") && r.err.contains("available"),
                  qPrintable(describe(r)));
         QVERIFY(!QFile::exists(db));
+        // With --progress the stream still ends with "finished".
+        const ProcessResult p =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
+                             "--set", "model.vocab=400000000", "--progress", "jsonl"});
+        QCOMPARE(p.exit_code, 2);
+        QString error;
+        const auto ev = events(p.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(ev.back().value("event").toString(), QString("finished"));
+        QCOMPARE(ev.back().value("status").toString(), QString("failed"));
     }
 
     void needsAnOutputFile() {
