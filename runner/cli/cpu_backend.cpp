@@ -6,6 +6,9 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sstream>
 #include <unistd.h>
 
@@ -79,6 +82,19 @@ bool cpuBackendBuilt(std::string* why) {
 }
 
 namespace {
+
+// A training step frees its activations at the end of each iteration and allocates them again in
+// the next. glibc would hand the freed heap back to the kernel and the next iteration would fault
+// every page in again (measured: 3 ms of a 28 ms iteration on the small 2-stage preset, in the
+// ops that first reach a new high-water mark). Like the caching allocators of the frameworks, the
+// runner keeps what it has allocated: no trimming, and blocks up to 32 MiB from the heap rather
+// than from mmap.
+void keepFreedMemory() {
+#if defined(__GLIBC__)
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+}
 
 // The memory the CPU backend will hold per rank: the simulator's memory model of this config
 // with every tensor in fp32, which is what the CPU kernels use.
@@ -194,6 +210,7 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     kernels::cpu::setGemmProfiling(o.gemm_report);
+    keepFreedMemory();
 
     exec::ExecOptions eo;
     eo.iterations = iterations;

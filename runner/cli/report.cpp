@@ -49,6 +49,12 @@ std::string summaryJson(const sim::SimResult& r, const std::string& trace_path) 
     j["pipeline"] = r.schedule.ranks;
     j["microbatches"] = r.schedule.microbatches;
     j["iteration_time_ms"] = r.iteration_time_s * 1e3;
+    if (r.spread) {
+        j["recorded_spread"] = {{"timings", r.spread->timings},
+                                {"iteration_time_ms", r.spread->mean_s * 1e3},
+                                {"p10_ms", r.spread->p10_s * 1e3},
+                                {"p90_ms", r.spread->p90_s * 1e3}};
+    }
     j["model_flops"] = r.model_flops;
     j["mfu"] = r.mfu;
     j["tokens_per_s"] = r.tokens_per_s;
@@ -85,7 +91,14 @@ void printSummary(std::ostream& os, const sim::SimResult& r) {
        << fixed(100 * r.mfu, 1) << "%   " << fixed(r.tokens_per_s, 0) << " tokens/s   bubble "
        << fixed(100 * r.bubble_ratio, 1) << "% (mean)\n"
        << "  imbalance (max/mean): busy " << fixed(r.busy_imbalance, 3) << ", peak memory "
-       << fixed(r.memory_imbalance, 3) << "\n\n";
+       << fixed(r.memory_imbalance, 3) << "\n";
+    if (r.spread) {
+        os << "  with the recorded run's spread of op times (" << r.spread->timings
+           << " timings): iteration " << fixed(r.spread->mean_s * 1e3, 3) << " ms mean, "
+           << fixed(r.spread->p10_s * 1e3, 3) << " to " << fixed(r.spread->p90_s * 1e3, 3)
+           << " ms (10% to 90%)\n";
+    }
+    os << "\n";
     os << "  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n";
     for (const auto& rk : r.ranks) {
         os << "  " << std::setw(4) << rk.rank << std::setw(11) << fixed(rk.busy_s * 1e3, 3)

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/ir.h>
 
 #include "config_keys.h"
 #include "config_validate.h"
@@ -109,10 +110,16 @@ Json configToJson(const Config& c) {
     const std::string source = c.costs.source == CostSource::Calibrated
                                    ? "calibrated:" + c.costs.calibrated_path
                                    : std::string(toString(c.costs.source));
+    Json kinds = Json::object();
+    for (std::size_t i = 1; i < kCollectiveKinds; ++i) {
+        kinds[std::string(toString(static_cast<Collective>(i)))] =
+            optionalJson(c.costs.collectives_us[i]);
+    }
     j["costs"] = {{"source", source},
                   {"per_stage_us", std::move(table)},
                   {"p2p_us", optionalJson(c.costs.p2p_us)},
-                  {"collective_us", optionalJson(c.costs.collective_us)}};
+                  {"collective_us", optionalJson(c.costs.collective_us)},
+                  {"collectives_us", std::move(kinds)}};
     j["run"] = {{"iterations", c.run.iterations},
                 {"warmup", c.run.warmup},
                 {"seed", c.run.seed},

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <pipescope/schedule/generate.h>
+#include <pipescope/schedule/ir.h>
 
 #include "config_fields.h"
 #include "config_keys.h"
@@ -212,6 +213,13 @@ class Validator : private FieldReader {
         }
         if (const auto f = readNullableNumber(s, "collective_us"); f.valid) {
             out_.config.costs.collective_us = f.value;
+        }
+        const Section kinds = section(s, "collectives_us", false);
+        for (std::size_t i = 1; i < kCollectiveKinds; ++i) {
+            const auto name = toString(static_cast<Collective>(i));
+            if (const auto f = readNullableNumber(kinds, name); f.valid) {
+                out_.config.costs.collectives_us[i] = f.value;
+            }
         }
     }
 

@@ -1,8 +1,12 @@
 #include <array>
 
+#include <pipescope/schedule/config.h>
 #include <pipescope/schedule/ir.h>
 
 namespace pipescope::schedule {
+
+static_assert(kCollectiveCount == static_cast<int>(kCollectiveKinds),
+              "CostsConfig::collectives_us has one entry per Collective");
 
 namespace {
 constexpr std::array<std::string_view, kOpKindCount> kKindNames = {

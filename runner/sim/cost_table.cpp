@@ -1,7 +1,8 @@
 #include <algorithm>
+#include <array>
 #include <map>
-#include <numeric>
 #include <optional>
+#include <random>
 #include <tuple>
 
 #include <pipescope/schedule/config_parse.h>
@@ -18,6 +19,19 @@ using schedule::OpKind;
 
 TableCostModel::TableCostModel(const schedule::Config& config, const schedule::Placement& placement)
     : config_(config), placement_(placement), analytic_(config, placement) {}
+
+void TableCostModel::drawFrom(const OpTimeSamples* samples, std::uint64_t seed) {
+    samples_ = samples;
+    rng_.seed(seed);
+}
+
+double TableCostModel::draw(const std::vector<double>* v, double fallback) const {
+    if (v == nullptr || v->empty()) {
+        return fallback;
+    }
+    std::uniform_int_distribution<std::size_t> pick(0, v->size() - 1);
+    return (*v)[pick(rng_)] * 1e-6;
+}
 
 double TableCostModel::tableSeconds(CostKey key, int rank) const {
     const auto& v = config_.costs.table(key);
@@ -83,16 +97,28 @@ double TableCostModel::compute(int rank, const Op& op) const {
         default:
             break;
     }
+    if (t >= 0 && samples_ != nullptr) {
+        const auto it = samples_->compute.find({rank, static_cast<int>(op.kind), op.chunk});
+        t = draw(it == samples_->compute.end() ? nullptr : &it->second, t);
+    }
     return t >= 0 ? t : analytic_.compute(rank, op);
 }
 
 double TableCostModel::send(int rank, const Op& op) const {
-    return config_.costs.p2p_us ? *config_.costs.p2p_us * 1e-6 : analytic_.send(rank, op);
+    if (!config_.costs.p2p_us) {
+        return analytic_.send(rank, op);
+    }
+    return draw(samples_ != nullptr ? &samples_->sends : nullptr, *config_.costs.p2p_us * 1e-6);
 }
 
 double TableCostModel::collective(const Op& op) const {
     if (config_.parallel.pipeline <= 1) {
         return 0.0;
+    }
+    const auto kind = static_cast<std::size_t>(op.collective);
+    if (kind < config_.costs.collectives_us.size() && config_.costs.collectives_us[kind]) {
+        return draw(samples_ != nullptr ? &samples_->collectives[kind] : nullptr,
+                    *config_.costs.collectives_us[kind] * 1e-6);
     }
     return config_.costs.collective_us ? *config_.costs.collective_us * 1e-6
                                        : analytic_.collective(op);
@@ -108,21 +134,64 @@ std::unique_ptr<schedule::CostModel> makeCostModel(const schedule::Config& confi
 
 namespace {
 
-// Replaces the figures gathered from the ops' own spans by their effective durations (see
-// calibrateFromTrace): compute ops from the end of their last input, a send until its waiting
-// receiver got the data, a collective instance from its last ready member to its last member's
-// end.
+// One quantity over the measured iterations: its mean within each iteration, and the median of
+// those means. The mean keeps what an iteration really spends on the quantity (slow wake-ups
+// included, which a median per op would drop); the median over iterations drops an iteration
+// that something outside the run disturbed.
+class IterationSamples {
+  public:
+    void add(int iteration, double us) {
+        auto& s = by_iteration_[iteration];
+        s.first += us;
+        s.second += 1;
+        all_.push_back(us);
+    }
+    const std::vector<double>& all() const { return all_; }
+    bool empty() const { return by_iteration_.empty(); }
+    double value() const {
+        std::vector<double> means;
+        means.reserve(by_iteration_.size());
+        for (const auto& [iteration, s] : by_iteration_) {
+            means.push_back(s.first / s.second);
+        }
+        const auto mid = means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2);
+        std::nth_element(means.begin(), mid, means.end());
+        if (means.size() % 2 == 1) {
+            return *mid;
+        }
+        return (*mid + *std::max_element(means.begin(), mid)) / 2;
+    }
+
+  private:
+    std::map<int, std::pair<double, double>> by_iteration_;
+    std::vector<double> all_;
+};
+
+struct Samples {
+    std::map<std::tuple<int, int, int>, IterationSamples> compute;  // (rank, op kind, chunk)
+    IterationSamples sends;
+    IterationSamples collectives;  // every kind
+    std::array<IterationSamples, schedule::kCollectiveKinds> by_collective;
+
+    void addCollective(int iteration, int kind, double us) {
+        collectives.add(iteration, us);
+        if (kind > 0 && kind < static_cast<int>(by_collective.size())) {
+            by_collective[static_cast<std::size_t>(kind)].add(iteration, us);
+        }
+    }
+};
+
+// The effective durations of the ops (see calibrateFromTrace): compute ops from the end of their
+// last input, a send until its waiting receiver got the data, a collective instance from its last
+// ready member to its last member's end.
 template <typename Span>
-void effectiveDurations(const schedule::ExecGraph& g, const std::vector<std::vector<Span>>& spans,
-                        std::map<std::pair<int, int>, std::pair<double, double>>* sums,
-                        std::vector<double>* sends,
-                        std::map<std::tuple<int, int, int>, double>* collectives) {
-    sums->clear();
-    sends->clear();
-    collectives->clear();
+Samples effectiveDurations(const schedule::ExecGraph& g,
+                           const std::vector<std::vector<Span>>& spans) {
+    Samples out;
     const auto us = [](std::int64_t ns) { return static_cast<double>(ns) * 1e-3; };
     for (std::size_t it = 0; it < spans.size(); ++it) {
         const auto& sp = spans[it];
+        const int iteration = static_cast<int>(it);
         // When each op could have started: the end of its last input, its start if earlier.
         const auto readyAt = [&](int n) {
             const Span& s = sp[static_cast<std::size_t>(n)];
@@ -150,7 +219,7 @@ void effectiveDurations(const schedule::ExecGraph& g, const std::vector<std::vec
                 const Span& snd = sp[static_cast<std::size_t>(send)];
                 // A receiver that waited got the data at its own end; otherwise at the send's.
                 const std::int64_t arrived = s.start < snd.end ? s.end : snd.end;
-                sends->push_back(us(arrived - readyAt(send)));
+                out.sends.add(iteration, us(arrived - readyAt(send)));
             } else if (kind == trace::OpKind::Bcast || kind == trace::OpKind::AllReduce) {
                 const int group = g.group[static_cast<std::size_t>(n)];
                 const auto& members = g.group_members[static_cast<std::size_t>(group)];
@@ -167,32 +236,33 @@ void effectiveDurations(const schedule::ExecGraph& g, const std::vector<std::vec
                     last_end = std::max(last_end, ms.end);
                 }
                 if (complete) {
-                    (*collectives)[{static_cast<int>(it), group, 0}] = us(last_end - last_ready);
+                    out.addCollective(iteration, s.collective, us(last_end - last_ready));
                 }
             } else if (!trace::isCommKind(kind)) {
-                auto& sum = (*sums)[{rank, s.kind}];
-                sum.first += us(s.end - readyAt(n));
-                sum.second += 1;
+                out.compute[{rank, s.kind, s.chunk}].add(iteration, us(s.end - readyAt(n)));
             }
         }
     }
+    return out;
 }
 
 }  // namespace
 
-std::string calibrateFromTrace(const std::string& path, schedule::Config* config) {
+std::string calibrateFromTrace(const std::string& path, schedule::Config* config,
+                               std::optional<schedule::Schedule>* recorded,
+                               OpTimeSamples* all_samples) {
     trace::TraceReader reader;
     if (auto st = reader.open(path); !st.ok()) {
         return "costs.source: " + st.message;
     }
     // Per-stage times only transfer between runs of the same model and layout: a naive run's
     // last-stage F includes the whole output layer, a vocab-2 run's does not.
-    const auto recorded = schedule::parseConfig(reader.run().config_json, path);
-    if (!recorded.ok()) {
+    const auto parsed = schedule::parseConfig(reader.run().config_json, path);
+    if (!parsed.ok()) {
         return "costs.source: " + path + " does not hold a readable config (" +
-               (recorded.issues.empty() ? std::string("?") : recorded.issues.front().text()) + ")";
+               (parsed.issues.empty() ? std::string("?") : parsed.issues.front().text()) + ")";
     }
-    const auto& rc = *recorded.config;
+    const auto& rc = *parsed.config;
     const auto& model = config->model;
     const auto mismatch = [&](const std::string& key, const std::string& theirs,
                               const std::string& ours) {
@@ -236,15 +306,22 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
     const int iterations = reader.iterationCount();
     const int first = iterations > warmup ? warmup : 0;
     const int measured = std::max(1, iterations - first);
-    // Per micro-batch of the recorded run (its own micro-batch count).
-    const int m = rc.parallel.microbatches;
 
     // Each op's effective duration: from the moment its inputs were ready (the recorded run's
     // schedule says which ops those are) to its end. On a real backend an op starts a little
     // after that, when its thread or stream wakes; that delay is part of what the op costs.
     // A simulated trace has none, so there the figures are the ops' own durations.
-    auto recorded_schedule = schedule::generateSchedule(rc);
+    // The runner executed the schedule the simulator generated from the recorded config with
+    // that config's own cost model; regenerate it the same way. (A run whose config was itself
+    // calibrated from another file cannot be regenerated: its ops' own spans are used.)
+    schedule::GenerateResult recorded_schedule;
     std::optional<schedule::ExecGraph> graph;
+    if (rc.costs.source != schedule::CostSource::Calibrated) {
+        const auto recorded_costs = makeCostModel(rc, schedule::computePlacement(rc));
+        schedule::GenerateOptions gen;
+        gen.costs = recorded_costs.get();
+        recorded_schedule = schedule::generateSchedule(rc, gen);
+    }
     if (recorded_schedule.schedule) {
         auto built = schedule::buildGraph(*recorded_schedule.schedule);
         if (!built.error) {
@@ -255,6 +332,8 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
         std::int64_t start = -1;
         std::int64_t end = -1;
         int kind = -1;
+        int chunk = 0;
+        int collective = 0;
     };
     // spans[iteration - first][node]
     std::vector<std::vector<Span>> spans;
@@ -263,9 +342,8 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
         spans.assign(static_cast<std::size_t>(measured),
                      std::vector<Span>(static_cast<std::size_t>(graph->nodeCount())));
     }
-    std::map<std::pair<int, int>, std::pair<double, double>> sums;  // (rank, kind) -> us, count
-    std::vector<double> sends;
-    std::map<std::tuple<int, int, int>, double> shortest;  // (iteration, kind, mb) -> span
+    Samples samples;
+    std::map<std::tuple<int, int, int>, std::pair<int, double>> shortest;  // (it, kind, mb)
     auto st = reader.forEachOp([&](const trace::OpRecord& o) {
         if (o.iteration < first) {
             return true;
@@ -285,68 +363,87 @@ std::string calibrateFromTrace(const std::string& path, schedule::Config* config
             } else {
                 spans[static_cast<std::size_t>(o.iteration - first)]
                      [static_cast<std::size_t>(graph->node(o.rank, o.op_index))] = {
-                         o.start_ns, o.end_ns, static_cast<int>(o.kind)};
+                         o.start_ns, o.end_ns, static_cast<int>(o.kind), o.chunk, o.collective};
             }
         }
         const double us = static_cast<double>(o.duration()) * 1e-3;
         if (o.kind == trace::OpKind::SendF || o.kind == trace::OpKind::SendB) {
-            sends.push_back(us);
+            samples.sends.add(o.iteration, us);
         } else if (o.kind == trace::OpKind::Bcast || o.kind == trace::OpKind::AllReduce) {
             // The member that joined last waited least: its span is the collective's cost.
             const auto key = std::make_tuple(o.iteration, o.collective, o.microbatch);
-            auto [it, inserted] = shortest.try_emplace(key, us);
+            auto [it, inserted] = shortest.try_emplace(key, o.collective, us);
             if (!inserted) {
-                it->second = std::min(it->second, us);
+                it->second.second = std::min(it->second.second, us);
             }
         } else if (!trace::isCommKind(o.kind)) {
-            auto& s = sums[{o.rank, static_cast<int>(o.kind)}];
-            s.first += us;
-            s.second += 1;
+            samples.compute[{o.rank, static_cast<int>(o.kind), o.chunk}].add(o.iteration, us);
         }
         return true;
     });
     if (!st.ok()) {
         return "costs.source: " + st.message;
     }
+    for (const auto& [key, value] : shortest) {
+        samples.addCollective(std::get<0>(key), value.first, value.second);
+    }
     if (matches) {
-        effectiveDurations(*graph, spans, &sums, &sends, &shortest);
+        samples = effectiveDurations(*graph, spans);
+        if (all_samples != nullptr) {
+            *all_samples = {};
+            for (const auto& [key, times] : samples.compute) {
+                all_samples->compute[key] = times.all();
+            }
+            all_samples->sends = samples.sends.all();
+            for (std::size_t kind = 1; kind < samples.by_collective.size(); ++kind) {
+                all_samples->collectives[kind] = samples.by_collective[kind].all();
+            }
+        }
+        // The run is predicted on the schedule it executed, unless the config asks for another
+        // pipeline layout (then the schedule is generated anew with the calibrated costs).
+        const auto& a = rc.parallel;
+        const auto& b = config->parallel;
+        if (recorded != nullptr && a.pipeline == b.pipeline && a.microbatches == b.microbatches &&
+            a.schedule == b.schedule && a.virtual_stages == b.virtual_stages &&
+            a.vocab == b.vocab) {
+            *recorded = std::move(*recorded_schedule.schedule);
+        }
     }
     const struct {
         trace::OpKind kind;
         CostKey key;
-        bool per_iteration;
-    } kinds[] = {{trace::OpKind::F, CostKey::F, false},   {trace::OpKind::B, CostKey::B, false},
-                 {trace::OpKind::W, CostKey::W, false},   {trace::OpKind::S, CostKey::S, false},
-                 {trace::OpKind::T, CostKey::T, false},   {trace::OpKind::IF, CostKey::IF, false},
-                 {trace::OpKind::IB, CostKey::IB, false}, {trace::OpKind::L, CostKey::L, false},
-                 {trace::OpKind::Opt, CostKey::OPT, true}};
+    } kinds[] = {{trace::OpKind::F, CostKey::F},    {trace::OpKind::B, CostKey::B},
+                 {trace::OpKind::W, CostKey::W},    {trace::OpKind::S, CostKey::S},
+                 {trace::OpKind::T, CostKey::T},    {trace::OpKind::IF, CostKey::IF},
+                 {trace::OpKind::IB, CostKey::IB},  {trace::OpKind::L, CostKey::L},
+                 {trace::OpKind::Opt, CostKey::OPT}};
     for (const auto& k : kinds) {
         std::vector<double> row(static_cast<std::size_t>(ranks), 0.0);
         bool any = false;
-        for (int r = 0; r < ranks; ++r) {
-            auto it = sums.find({r, static_cast<int>(k.kind)});
-            if (it == sums.end()) {
+        // Each chunk's figure per op, the chunks summed: the table's unit is one micro-batch
+        // through all of a rank's chunks. OPT runs once per iteration: its figure is per
+        // iteration.
+        for (const auto& [key, times] : samples.compute) {
+            const auto [r, kind, chunk] = key;
+            if (kind != static_cast<int>(k.kind) || r < 0 || r >= ranks) {
                 continue;
             }
             any = true;
-            // Per micro-batch, all of a rank's chunks together (the table's unit); OPT per
-            // iteration.
-            row[static_cast<std::size_t>(r)] =
-                it->second.first / (static_cast<double>(measured) * (k.per_iteration ? 1 : m));
+            row[static_cast<std::size_t>(r)] += times.value();
         }
         config->costs.per_stage_us[static_cast<std::size_t>(k.key)] =
             any ? row : std::vector<double>{};
     }
-    if (!sends.empty()) {
-        config->costs.p2p_us =
-            std::accumulate(sends.begin(), sends.end(), 0.0) / static_cast<double>(sends.size());
+    if (!samples.sends.empty()) {
+        config->costs.p2p_us = samples.sends.value();
     }
-    if (!shortest.empty()) {
-        double total = 0;
-        for (const auto& [key, us] : shortest) {
-            total += us;
+    if (!samples.collectives.empty()) {
+        config->costs.collective_us = samples.collectives.value();
+    }
+    for (std::size_t kind = 1; kind < samples.by_collective.size(); ++kind) {
+        if (!samples.by_collective[kind].empty()) {
+            config->costs.collectives_us[kind] = samples.by_collective[kind].value();
         }
-        config->costs.collective_us = total / static_cast<double>(shortest.size());
     }
     config->costs.source = schedule::CostSource::Table;
     return {};

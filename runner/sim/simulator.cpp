@@ -62,6 +62,43 @@ bool isBlockingWait(OpKind k) {
     return k == OpKind::RecvF || k == OpKind::RecvB || k == OpKind::Bcast || k == OpKind::AllReduce;
 }
 
+// Times the schedule again and again with op times drawn from the recorded ones. The number of
+// timings shrinks for large schedules (each costs a pass over every op), from 64 to at least 8.
+IterationSpread timeWithRecordedSpread(const SimResult& res, const OpTimeSamples& samples) {
+    constexpr double kOpBudget = 4e6;
+    const int nodes = std::max(1, res.graph.nodeCount());
+    const int timings = std::clamp(static_cast<int>(kOpBudget / nodes), 8, 64);
+    TableCostModel model(res.config, res.schedule.placement);
+    model.drawFrom(&samples, res.config.run.seed);
+    std::vector<double> iterations;
+    for (int k = 0; k < timings; ++k) {
+        const auto timing = schedule::timeGraph(res.schedule, res.graph, model);
+        if (!timing.complete) {
+            continue;  // cannot happen: the same graph timed without a deadlock before
+        }
+        double end = 0;
+        for (const auto& t : timing.times) {
+            end = std::max(end, t.end);
+        }
+        iterations.push_back(end);
+    }
+    IterationSpread spread;
+    if (iterations.empty()) {
+        return spread;
+    }
+    std::sort(iterations.begin(), iterations.end());
+    const auto at = [&](double q) {
+        return iterations[static_cast<std::size_t>(q * static_cast<double>(iterations.size() - 1) +
+                                                   0.5)];
+    };
+    spread.timings = static_cast<int>(iterations.size());
+    spread.mean_s = std::accumulate(iterations.begin(), iterations.end(), 0.0) /
+                    static_cast<double>(iterations.size());
+    spread.p10_s = at(0.1);
+    spread.p90_s = at(0.9);
+    return spread;
+}
+
 }  // namespace
 
 double estimatedOps(const schedule::Config& config) {
@@ -96,14 +133,25 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         return outcome;
     }
     schedule::Config config = input;
+    std::optional<schedule::Schedule> recorded;
+    OpTimeSamples samples;
     if (config.costs.source == schedule::CostSource::Calibrated) {
-        if (auto err = calibrateFromTrace(config.costs.calibrated_path, &config); !err.empty()) {
+        if (auto err =
+                calibrateFromTrace(config.costs.calibrated_path, &config, &recorded, &samples);
+            !err.empty()) {
             outcome.error = err;
             return outcome;
         }
     }
     if (options.schedule) {
         return simulateSchedule(config, *options.schedule, true);
+    }
+    if (recorded) {
+        auto out = simulateSchedule(config, std::move(*recorded), options.validate_generated);
+        if (out.result && !samples.empty()) {
+            out.result->spread = timeWithRecordedSpread(*out.result, samples);
+        }
+        return out;
     }
     const schedule::Placement placement = schedule::computePlacement(config);
     const auto costs = makeCostModel(config, placement);

@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/ir.h>
 
 #include "testsupport.h"
 
@@ -33,7 +34,8 @@ const char* const kFull = R"({
                "gemm_efficiency": 1},
   "costs": {"source": "calibrated:runs/a b.db",
             "per_stage_us": {"F": [1.5, 2], "B": [], "IB": [0, 0.25]},
-            "p2p_us": 12.5, "collective_us": null},
+            "p2p_us": 12.5, "collective_us": null,
+            "collectives_us": {"output": 250, "input": null}},
   "run": {"iterations": 7, "warmup": 0, "seed": 18446744073709551615},
   "compare": [{"label": "naive", "set": {"parallel.vocab": "naive", "model.vocab": 256000,
                                          "parallel.first_stage_layers": null}}]
@@ -91,6 +93,7 @@ void compareConfigs(const Config& a, const Config& b) {
     }
     QVERIFY(a.costs.p2p_us == b.costs.p2p_us);
     QVERIFY(a.costs.collective_us == b.costs.collective_us);
+    QVERIFY(a.costs.collectives_us == b.costs.collectives_us);
     QCOMPARE(a.run.iterations, b.run.iterations);
     QCOMPARE(a.run.warmup, b.run.warmup);
     QCOMPARE(a.run.seed, b.run.seed);
@@ -191,6 +194,10 @@ void TstConfig::readsEveryKey() {
     QCOMPARE(c.costs.table(CostKey::IB), std::vector<double>({0.0, 0.25}));
     QCOMPARE(c.costs.p2p_us, std::optional<double>(12.5));
     QVERIFY(!c.costs.collective_us);
+    QCOMPARE(c.costs.collectives_us[static_cast<std::size_t>(Collective::OutputAllReduce)],
+             std::optional<double>(250));
+    QVERIFY(!c.costs.collectives_us[static_cast<std::size_t>(Collective::InputAllReduce)]);
+    QVERIFY(!c.costs.collectives_us[static_cast<std::size_t>(Collective::OutputBcast)]);
     QCOMPARE(c.run.iterations, 7);
     QCOMPARE(c.run.warmup, 0);
     QCOMPARE(c.run.seed, std::uint64_t{18446744073709551615u});
@@ -502,7 +509,9 @@ void TstConfig::toJsonWritesEveryKey() {
              sorted({"name", "peak_tflops", "memory_gib", "p2p_gbps", "allreduce_gbps",
                      "latency_us", "memory_gbps", "gemm_efficiency"}));
     QCOMPARE(keys(o["costs"].toObject()),
-             sorted({"source", "per_stage_us", "p2p_us", "collective_us"}));
+             sorted({"source", "per_stage_us", "p2p_us", "collective_us", "collectives_us"}));
+    QCOMPARE(keys(o["costs"].toObject()["collectives_us"].toObject()),
+             sorted({"input", "input_grad", "output_bcast", "output", "output_grad"}));
     QCOMPARE(keys(o["costs"].toObject()["per_stage_us"].toObject()),
              sorted({"F", "B", "W", "S", "T", "IF", "IB", "L", "OPT"}));
     QCOMPARE(keys(o["run"].toObject()), sorted({"iterations", "warmup", "seed", "learning_rate"}));

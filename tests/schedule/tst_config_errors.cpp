@@ -174,6 +174,10 @@ void TstConfigErrors::invalidValues_data() {
         "costs.per_stage_us.W: must be an array of numbers, got 5");
     row("p2p string", {R"(costs.p2p_us="x")"},
         R"(costs.p2p_us: must be null or a number, got "x")");
+    row("collective kind string", {R"(costs.collectives_us.output="x")"},
+        R"(costs.collectives_us.output: must be null or a number, got "x")");
+    row("unknown collective kind", {"costs.collectives_us.outptu=5"},
+        R"(costs.collectives_us.outptu: unknown key (did you mean "costs.collectives_us.output"?))");
     row("override of unknown key", {"model.vocb=5"},
         R"(model.vocb: unknown key (did you mean "model.vocab"?))");
     row("override of unknown section", {"paralel.vocab=naive"},

@@ -51,6 +51,9 @@ class TstSimTrace : public QObject {
     void analysisAgreesWithTheSimulator();
     void tableCostsAreUsed();
     void calibrationReproducesTheRun();
+    void calibrationPerCollectiveKind();
+    void calibrationIgnoresADisturbedIteration();
+    void drawnTimesComeFromTheRecordedOnes();
 
   private:
     QTemporaryDir dir_;
@@ -138,12 +141,30 @@ void TstSimTrace::calibrationReproducesTheRun() {
         qPrintable(
             QString("%1 vs %2").arg(calibrated.iteration_time_s).arg(original.iteration_time_s)));
     QCOMPARE(calibrated.config.costs.table(schedule::CostKey::F).size(), std::size_t(4));
+    // It is timed on the schedule the run executed, and with the run's spread of op times
+    // (none in a simulated run: every timing gives the same iteration, up to the trace's
+    // nanosecond rounding).
+    QCOMPARE(calibrated.schedule.ops, original.schedule.ops);
+    QVERIFY(calibrated.spread.has_value());
+    QVERIFY(calibrated.spread->timings >= 8);
+    QVERIFY2(std::abs(calibrated.spread->mean_s - calibrated.iteration_time_s) <
+                 1e-6 * calibrated.iteration_time_s,
+             qPrintable(QString("%1 vs %2, %3-%4")
+                            .arg(calibrated.spread->mean_s, 0, 'g', 12)
+                            .arg(calibrated.iteration_time_s, 0, 'g', 12)
+                            .arg(calibrated.spread->p10_s, 0, 'g', 12)
+                            .arg(calibrated.spread->p90_s, 0, 'g', 12)));
+    QVERIFY(calibrated.spread->p90_s - calibrated.spread->p10_s <
+            1e-6 * calibrated.iteration_time_s);
     // Per-micro-batch times do not depend on how many micro-batches the recorded run had.
     auto more = makeConfig(4, 16, "1f1b", "vocab-2",
                            {"costs.source=\"calibrated:" + path.toStdString() + "\""});
     const auto calibrated16 = run(more);
     QVERIFY(std::abs(calibrated16.config.costs.table(schedule::CostKey::F)[0] - 900) < 1);
     QVERIFY(std::abs(calibrated.config.costs.table(schedule::CostKey::F)[0] - 900) < 1);
+    // Another micro-batch count is another schedule: generated anew, no spread to draw from.
+    QVERIFY(!calibrated16.spread);
+    QCOMPARE(calibrated16.schedule.microbatches, 16);
 
     // Per-stage times do not transfer to another method or layer split: say which key differs.
     const std::string source = "costs.source=\"calibrated:" + path.toStdString() + "\"";
@@ -160,6 +181,112 @@ void TstSimTrace::calibrationReproducesTheRun() {
         QVERIFY(!out.result);
         QVERIFY2(QString::fromStdString(out.error).contains(other.phrase), out.error.c_str());
     }
+}
+
+void TstSimTrace::calibrationPerCollectiveKind() {
+    // The barrier C (collective "output") recorded at 500 us, every other collective at 40 us.
+    const auto original = run(makeConfig(
+        4, 8, "1f1b", "vocab-2",
+        {"costs.source=table", "costs.collective_us=40", "costs.collectives_us.output=500"}));
+    const QString path = dir_.filePath("collectives.db");
+    QVERIFY(writeRun(original, path, 3));
+    const auto calibrated = run(makeConfig(
+        4, 8, "1f1b", "vocab-2", {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
+    const auto& kinds = calibrated.config.costs.collectives_us;
+    const auto at = [&](schedule::Collective c) {
+        return kinds[static_cast<std::size_t>(c)].value_or(-1);
+    };
+    QVERIFY2(std::abs(at(schedule::Collective::OutputAllReduce) - 500) < 0.5,
+             qPrintable(QString::number(at(schedule::Collective::OutputAllReduce))));
+    QVERIFY(std::abs(at(schedule::Collective::OutputBcast) - 40) < 0.5);
+    QVERIFY(std::abs(at(schedule::Collective::InputAllReduce) - 40) < 0.5);
+    QVERIFY(std::abs(at(schedule::Collective::InputGradBcast) - 40) < 0.5);
+    QVERIFY(!kinds[static_cast<std::size_t>(schedule::Collective::OutputGradAllReduce)]);
+    QVERIFY(std::abs(calibrated.iteration_time_s - original.iteration_time_s) <
+            1e-3 * original.iteration_time_s);
+}
+
+void TstSimTrace::calibrationIgnoresADisturbedIteration() {
+    // Five iterations (one warm-up); in iteration 3 every op took five times as long, as when
+    // another process took the cores. The calibrated table keeps the undisturbed times.
+    const auto original = run(makeConfig(2, 4, "1f1b", "naive",
+                                         {"costs.source=table", "costs.per_stage_us.F=[700,900]"}));
+    const QString path = dir_.filePath("disturbed.db");
+    {
+        trace::TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sim::simRunInfo(original, 5, "test")).ok());
+        const auto& s = original.schedule;
+        for (int r = 0; r < s.ranks; ++r) {
+            w.addRank({r, sim::rankStages(s, r), "sim", "", 0, 0});
+        }
+        const auto period =
+            static_cast<std::int64_t>(std::llround(original.iteration_time_s * 1e9));
+        std::int64_t base = 0;
+        for (int it = 0; it < 5; ++it) {
+            const std::int64_t stretch = it == 3 ? 5 : 1;
+            for (int r = 0; r < s.ranks; ++r) {
+                for (int i = 0; i < static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
+                     ++i) {
+                    trace::OpRecord rec = sim::traceOp(original, r, i, 0);
+                    rec.iteration = it;
+                    rec.start_ns = base + rec.start_ns * stretch;
+                    rec.end_ns = base + rec.end_ns * stretch;
+                    w.addOp(rec);
+                }
+            }
+            base += period * stretch;
+        }
+        QVERIFY(w.finish(trace::RunStatus::Complete, {}, base).ok());
+    }
+    const auto calibrated = run(makeConfig(
+        2, 4, "1f1b", "naive", {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
+    const auto& f = calibrated.config.costs.table(schedule::CostKey::F);
+    QCOMPARE(f.size(), std::size_t(2));
+    QVERIFY2(std::abs(f[0] - 700) < 1 && std::abs(f[1] - 900) < 1,
+             qPrintable(QString("%1, %2").arg(f[0]).arg(f[1])));
+    QVERIFY(std::abs(calibrated.iteration_time_s - original.iteration_time_s) <
+            1e-3 * original.iteration_time_s);
+    // The drawn timings do see the disturbed iteration: their 90th percentile is longer.
+    QVERIFY(calibrated.spread.has_value());
+    QVERIFY(calibrated.spread->p90_s > calibrated.iteration_time_s);
+}
+
+void TstSimTrace::drawnTimesComeFromTheRecordedOnes() {
+    const auto c = makeConfig(2, 4, "1f1b", "naive",
+                              {"costs.source=table", "costs.per_stage_us.F=[1000,1000]",
+                               "costs.p2p_us=10", "costs.collective_us=30"});
+    const auto placement = schedule::computePlacement(c);
+    sim::TableCostModel model(c, placement);
+    schedule::Op f;
+    f.kind = schedule::OpKind::F;
+    schedule::Op send;
+    send.kind = schedule::OpKind::SendF;
+    QCOMPARE(model.compute(0, f), 1000e-6);
+
+    sim::OpTimeSamples samples;
+    samples.compute[{0, static_cast<int>(schedule::OpKind::F), 0}] = {500, 1500};
+    samples.sends = {20};
+    model.drawFrom(&samples, 7);
+    int low = 0;
+    int high = 0;
+    for (int k = 0; k < 200; ++k) {
+        const double t = model.compute(0, f);
+        QVERIFY2(t == 500e-6 || t == 1500e-6, qPrintable(QString::number(t)));
+        (t == 500e-6 ? low : high) += 1;
+    }
+    QVERIFY(low > 50 && high > 50);
+    QCOMPARE(model.compute(1, f), 1000e-6);  // no samples for rank 1: the table
+    QCOMPARE(model.send(0, send), 20e-6);
+    // The same seed draws the same sequence; nullptr turns drawing off.
+    model.drawFrom(&samples, 7);
+    sim::TableCostModel again(c, placement);
+    again.drawFrom(&samples, 7);
+    for (int k = 0; k < 20; ++k) {
+        QCOMPARE(model.compute(0, f), again.compute(0, f));
+    }
+    model.drawFrom(nullptr, 0);
+    QCOMPARE(model.compute(0, f), 1000e-6);
+    QCOMPARE(model.send(0, send), 10e-6);
 }
 
 QTEST_GUILESS_MAIN(TstSimTrace)

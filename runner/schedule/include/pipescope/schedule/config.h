@@ -75,6 +75,9 @@ struct HardwareConfig {
     double gemm_efficiency = 0.75;  // achieved fraction of peak on large GEMMs
 };
 
+// The number of Collective values (ir.h), kept here so that the config does not depend on the IR.
+inline constexpr std::size_t kCollectiveKinds = 6;
+
 struct CostsConfig {
     CostSource source = CostSource::Analytic;
     std::string calibrated_path;  // the RUN.db of "calibrated:RUN.db"
@@ -83,6 +86,10 @@ struct CostsConfig {
     std::array<std::vector<double>, kAllCostKeys.size()> per_stage_us;
     std::optional<double> p2p_us;
     std::optional<double> collective_us;
+    // Per collective kind (indexed by Collective, see ir.h; entry 0 unused): where given, it
+    // takes precedence over collective_us for that kind. Calibration fills it: the barrier C of
+    // vocab-2 costs more than the input all-reduce.
+    std::array<std::optional<double>, kCollectiveKinds> collectives_us{};
 
     const std::vector<double>& table(CostKey k) const {
         return per_stage_us[static_cast<std::size_t>(k)];

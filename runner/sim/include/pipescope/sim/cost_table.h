@@ -3,11 +3,18 @@
 // real run's trace.
 #pragma once
 
+#include <array>
+#include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <pipescope/schedule/config.h>
 #include <pipescope/schedule/cost_model.h>
+#include <pipescope/schedule/ir.h>
 #include <pipescope/schedule/model_math.h>
 
 namespace pipescope::sim {
@@ -20,9 +27,23 @@ namespace pipescope::sim {
 //  - Schedules that split the backward (zb-h1, v-half) given B but no W split it in the ratio of
 //    the input-gradient and weight-gradient FLOPs.
 //  - costs.p2p_us replaces every send's time, costs.collective_us every collective's.
+// Every effective op duration of a recorded run, in microseconds (see calibrateFromTrace).
+struct OpTimeSamples {
+    std::map<std::tuple<int, int, int>, std::vector<double>> compute;  // (rank, OpKind, chunk)
+    std::vector<double> sends;
+    std::array<std::vector<double>, schedule::kCollectiveKinds> collectives;  // by Collective
+
+    bool empty() const { return compute.empty() && sends.empty(); }
+};
+
 class TableCostModel final : public schedule::CostModel {
   public:
     TableCostModel(const schedule::Config& config, const schedule::Placement& placement);
+    // From now on each op's time is drawn at random (seeded) from the recorded times of its
+    // rank, kind and chunk where `samples` has them, and taken from the table elsewhere. Each
+    // call of compute/send/collective draws anew: one timing of the graph is one possible
+    // iteration. `samples` must outlive the model; nullptr turns drawing off.
+    void drawFrom(const OpTimeSamples* samples, std::uint64_t seed);
     double compute(int rank, const schedule::Op& op) const override;
     double send(int rank, const schedule::Op& op) const override;
     double collective(const schedule::Op& op) const override;
@@ -31,15 +52,26 @@ class TableCostModel final : public schedule::CostModel {
     double tableSeconds(schedule::CostKey key, int rank) const;  // < 0: not in the table
     double chunkShare(int rank, int chunk) const;
 
+    double draw(const std::vector<double>* v, double fallback) const;
+
     schedule::Config config_;
     schedule::Placement placement_;
     schedule::AnalyticCostModel analytic_;
+    const OpTimeSamples* samples_ = nullptr;
+    mutable std::mt19937_64 rng_;
 };
 
-// Fills config.costs.per_stage_us, p2p_us and collective_us from the ops of a recorded run
-// (mean duration per rank and kind over the measured iterations). Returns an error naming the
-// file when it cannot be read or does not match the config.
-std::string calibrateFromTrace(const std::string& path, schedule::Config* config);
+// Fills config.costs.per_stage_us, p2p_us, collective_us and collectives_us from the ops of a
+// recorded run (median effective duration per rank, kind and chunk over the measured
+// iterations; docs/cost-model.md). When `recorded` is given and the config keeps the recorded
+// run's pipeline layout (stages, micro-batches, schedule, virtual stages, vocabulary method),
+// it receives the schedule that run executed, so that the simulator predicts that very run.
+// Returns an error naming the file when it cannot be read or does not match the config.
+// With `samples`, it also receives every effective duration (when the recorded schedule could be
+// regenerated), for TableCostModel::drawFrom.
+std::string calibrateFromTrace(const std::string& path, schedule::Config* config,
+                               std::optional<schedule::Schedule>* recorded = nullptr,
+                               OpTimeSamples* samples = nullptr);
 
 // The model config.costs.source asks for. For "calibrated:RUN.db" the config must already have
 // been through calibrateFromTrace (makeCostModel does not read files).

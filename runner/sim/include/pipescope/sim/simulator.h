@@ -39,6 +39,17 @@ struct RankSummary {
     double peak_activation_microbatches = 0;
 };
 
+// The iteration time over repeated timings of the schedule with every op's time drawn from a
+// real run's recorded times (costs.source "calibrated:RUN.db" on the run's own schedule). Joins
+// wait for the slowest of their inputs, so the expected iteration is longer than one timed with
+// typical op times; this is the figure that predicts the run (docs/cost-model.md).
+struct IterationSpread {
+    int timings = 0;
+    double mean_s = 0;
+    double p10_s = 0;
+    double p90_s = 0;
+};
+
 struct SimResult {
     schedule::Config config;  // as simulated (calibrated costs filled in)
     schedule::Schedule schedule;
@@ -55,6 +66,7 @@ struct SimResult {
     double memory_imbalance = 0;  // max / mean peak memory
     std::int64_t memory_capacity_bytes = 0;
     std::vector<RankSummary> ranks;
+    std::optional<IterationSpread> spread;  // calibrated from a run of the same schedule
 
     std::int64_t maxPeakMemory() const;
 };
