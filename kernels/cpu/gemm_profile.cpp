@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cblas.h>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -12,75 +14,146 @@
 
 namespace pipescope::kernels::cpu {
 
+namespace detail {
+
+constinit std::atomic<bool> gemm_profiling_on{false};
+
+}  // namespace detail
+
 namespace {
 
-using Key = std::tuple<int, int, std::int64_t, std::int64_t, std::int64_t>;
+// (ta, tb, m, n, k)
+using Key = std::tuple<Trans, Trans, std::int64_t, std::int64_t, std::int64_t>;
 
-struct Profile {
-    std::atomic<bool> on{false};
-    std::mutex m;
-    std::map<Key, std::pair<std::int64_t, std::int64_t>> shapes;  // calls, ns
+struct Totals {
+    std::int64_t calls = 0;
+    std::int64_t ns = 0;
 };
 
-Profile& profile() {
-    static Profile p;
-    return p;
+using ShapeMap = std::map<Key, Totals>;
+
+void mergeInto(ShapeMap& into, const ShapeMap& from) {
+    for (const auto& [key, t] : from) {
+        Totals& to = into[key];
+        to.calls += t.calls;
+        to.ns += t.ns;
+    }
+}
+
+// One thread's totals. Its mutex is taken by that thread on every recorded call and by the
+// readers below only while they report or reset, so the GEMM threads do not contend with one
+// another.
+struct ThreadLog {
+    std::mutex m;
+    ShapeMap shapes;
+};
+
+// Every thread's log while the thread lives, and the totals of the threads that have ended.
+struct Registry {
+    std::mutex m;
+    std::vector<ThreadLog*> live;
+    ShapeMap ended;
+};
+
+// Never destroyed: a thread may end (and hand its totals over) after static destruction began.
+Registry& registry() {
+    static Registry* r = new Registry;
+    return *r;
+}
+
+// Lock order everywhere: the registry first, then a thread's log.
+struct ThreadSlot {
+    ThreadLog log;
+
+    ThreadSlot() {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.m);
+        r.live.push_back(&log);
+    }
+
+    ~ThreadSlot() {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.m);
+        {
+            std::lock_guard<std::mutex> log_lock(log.m);
+            mergeInto(r.ended, log.shapes);
+        }
+        r.live.erase(std::find(r.live.begin(), r.live.end(), &log));
+    }
+
+    ThreadSlot(const ThreadSlot&) = delete;
+    ThreadSlot& operator=(const ThreadSlot&) = delete;
+};
+
+ThreadLog& threadLog() {
+    thread_local ThreadSlot slot;
+    return slot.log;
+}
+
+// OpenBLAS's default interface takes 32-bit sizes.
+blasint toBlasInt(std::int64_t v) {
+    assert(v >= 0 && v <= std::numeric_limits<blasint>::max());
+    return static_cast<blasint>(v);
 }
 
 }  // namespace
 
 namespace detail {
 
-bool gemmProfilingOn() {
-    return profile().on.load(std::memory_order_relaxed);
-}
-
 void recordGemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                 std::int64_t ns) {
-    Profile& p = profile();
-    std::lock_guard<std::mutex> lock(p.m);
-    auto& s = p.shapes[Key{static_cast<int>(ta), static_cast<int>(tb), m, n, k}];
-    s.first += 1;
-    s.second += ns;
+    ThreadLog& log = threadLog();
+    std::lock_guard<std::mutex> lock(log.m);
+    Totals& t = log.shapes[Key{ta, tb, m, n, k}];
+    t.calls += 1;
+    t.ns += ns;
 }
 
 }  // namespace detail
 
 void setGemmProfiling(bool on) {
-    profile().on.store(on);
+    detail::gemm_profiling_on.store(on, std::memory_order_relaxed);
 }
 
 bool gemmProfiling() {
-    return profile().on.load();
+    return detail::gemm_profiling_on.load(std::memory_order_relaxed);
 }
 
 std::vector<GemmShapeStats> gemmProfile() {
-    Profile& p = profile();
-    std::vector<GemmShapeStats> out;
+    ShapeMap all;
     {
-        std::lock_guard<std::mutex> lock(p.m);
-        for (const auto& [key, value] : p.shapes) {
-            GemmShapeStats s;
-            s.ta = static_cast<Trans>(std::get<0>(key));
-            s.tb = static_cast<Trans>(std::get<1>(key));
-            s.m = std::get<2>(key);
-            s.n = std::get<3>(key);
-            s.k = std::get<4>(key);
-            s.calls = value.first;
-            s.total_ns = value.second;
-            out.push_back(s);
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.m);
+        all = r.ended;
+        for (ThreadLog* log : r.live) {
+            std::lock_guard<std::mutex> log_lock(log->m);
+            mergeInto(all, log->shapes);
         }
     }
-    std::sort(out.begin(), out.end(), [](const GemmShapeStats& a, const GemmShapeStats& b) {
+    std::vector<GemmShapeStats> out;
+    out.reserve(all.size());
+    for (const auto& [key, t] : all) {
+        GemmShapeStats s;
+        std::tie(s.ta, s.tb, s.m, s.n, s.k) = key;
+        s.calls = t.calls;
+        s.total_ns = t.ns;
+        out.push_back(s);
+    }
+    // Stable, so that equal times keep the shapes' (ta, tb, m, n, k) order.
+    std::stable_sort(out.begin(), out.end(), [](const GemmShapeStats& a, const GemmShapeStats& b) {
         return a.total_ns > b.total_ns;
     });
     return out;
 }
 
 void resetGemmProfile() {
-    Profile& p = profile();
-    std::lock_guard<std::mutex> lock(p.m);
-    p.shapes.clear();
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.m);
+    r.ended.clear();
+    for (ThreadLog* log : r.live) {
+        std::lock_guard<std::mutex> log_lock(log->m);
+        log->shapes.clear();
+    }
 }
 
 double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -88,6 +161,7 @@ double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
     if (m <= 0 || n <= 0 || k <= 0) {
         return 0.0;
     }
+    // op(A) is m×k and op(B) k×n whichever way they are stored; packed, C is m×n.
     std::vector<float> a(static_cast<std::size_t>(m * k));
     std::vector<float> b(static_cast<std::size_t>(k * n));
     std::vector<float> c(static_cast<std::size_t>(m * n));
@@ -97,26 +171,33 @@ double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
     for (std::size_t i = 0; i < b.size(); ++i) {
         b[i] = static_cast<float>(i % 5) * 0.02f;
     }
-    const auto lda = static_cast<blasint>(ta == Trans::No ? k : m);
-    const auto ldb = static_cast<blasint>(tb == Trans::No ? n : k);
+    const CBLAS_TRANSPOSE cta = ta == Trans::Yes ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE ctb = tb == Trans::Yes ? CblasTrans : CblasNoTrans;
+    const blasint bm = toBlasInt(m);
+    const blasint bn = toBlasInt(n);
+    const blasint bk = toBlasInt(k);
+    const blasint lda = ta == Trans::No ? bk : bm;
+    const blasint ldb = tb == Trans::No ? bn : bk;
+    // cblas_sgemm itself, not gemm(): the reference is neither wrapped nor recorded.
     const auto call = [&] {
-        cblas_sgemm(CblasRowMajor, ta == Trans::Yes ? CblasTrans : CblasNoTrans,
-                    tb == Trans::Yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-                    static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a.data(), lda, b.data(),
-                    ldb, 0.0f, c.data(), static_cast<blasint>(n));
+        cblas_sgemm(CblasRowMajor, cta, ctb, bm, bn, bk, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                    c.data(), bn);
     };
-    call();  // warm-up: pages, BLAS buffers
+    call();  // warm-up: first touch of the pages, OpenBLAS's buffers and threads
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
-    int reps = 0;
-    double seconds = 0;
-    while (reps < min_reps || seconds < min_seconds) {
+    std::int64_t reps = 0;
+    double seconds = 0.0;
+    while (reps < std::max(min_reps, 1) || seconds < min_seconds) {
         call();
         ++reps;
         seconds = std::chrono::duration<double>(Clock::now() - start).count();
     }
-    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * reps /
-           seconds * 1e-9;
+    if (seconds <= 0.0) {
+        return 0.0;
+    }
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+           static_cast<double>(reps) / seconds * 1e-9;
 }
 
 }  // namespace pipescope::kernels::cpu

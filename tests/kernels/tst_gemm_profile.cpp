@@ -2,6 +2,8 @@
 // thread; the plain sgemm reference gives a throughput. (No timing thresholds: figures are for
 // the benchmark report, not for tests.)
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -91,11 +93,74 @@ class TstGemmProfile : public QObject {
         QVERIFY(all.front().tb == Trans::Yes);
     }
 
+    // A thread that is still running: its calls show, and a reset clears them too.
+    void liveThreadShowsAndResets() {
+        setGemmProfiling(true);
+        std::mutex m;
+        std::condition_variable cv;
+        int phase = 0;  // 1: first call made; 2: main has reset; 3: second call made; 4: done
+        const auto waitFor = [&](int p) {
+            std::unique_lock<std::mutex> lock(m);
+            cv.wait(lock, [&] { return phase >= p; });
+        };
+        const auto advance = [&](int p) {
+            {
+                std::lock_guard<std::mutex> lock(m);
+                phase = p;
+            }
+            cv.notify_all();
+        };
+        std::thread worker([&] {
+            std::vector<float> a(6, 1.0f), b(6, 1.0f), c(4);
+            gemm<float>(Trans::Yes, Trans::No, 2, 2, 3, 1.0f, a.data(), b.data(), 0.0f, c.data());
+            advance(1);
+            waitFor(2);
+            gemm<float>(Trans::Yes, Trans::No, 2, 2, 3, 1.0f, a.data(), b.data(), 0.0f, c.data());
+            advance(3);
+            waitFor(4);
+        });
+        waitFor(1);
+        auto all = gemmProfile();
+        QCOMPARE(all.size(), std::size_t{1});
+        QCOMPARE(all.front().calls, std::int64_t{1});
+        QVERIFY(all.front().ta == Trans::Yes && all.front().tb == Trans::No);
+        resetGemmProfile();
+        QVERIFY(gemmProfile().empty());
+        advance(2);
+        waitFor(3);
+        QCOMPARE(gemmProfile().front().calls, std::int64_t{1});
+        advance(4);
+        worker.join();
+        // The ended thread's totals stay.
+        all = gemmProfile();
+        QCOMPARE(all.size(), std::size_t{1});
+        QCOMPARE(all.front().calls, std::int64_t{1});
+        QCOMPARE(all.front().m, std::int64_t{2});
+        QCOMPARE(all.front().k, std::int64_t{3});
+    }
+
+    void doubleIsNotRecorded() {
+        setGemmProfiling(true);
+        std::vector<double> a(12, 1.0), b(12, 1.0), c(9);
+        gemm<double>(Trans::No, Trans::No, 3, 3, 4, 1.0, a.data(), b.data(), 0.0, c.data());
+        QCOMPARE(c.front(), 4.0);
+        QVERIFY(gemmProfile().empty());
+    }
+
     void plainSgemmGivesAThroughput() {
+        setGemmProfiling(true);
         const double g = plainSgemmGflops(Trans::No, Trans::Yes, 32, 48, 64, 3, 0.0);
         QVERIFY(std::isfinite(g) && g > 0);
-        QVERIFY(gemmProfile().empty());  // the reference is not recorded
+        QVERIFY(gemmProfile().empty());  // the reference is not recorded, even with profiling on
+        const double g2 = plainSgemmGflops(Trans::Yes, Trans::No, 5, 7, 3, 0, 0.0);  // ≥ 1 rep
+        QVERIFY(std::isfinite(g2) && g2 > 0);
         QCOMPARE(plainSgemmGflops(Trans::No, Trans::No, 0, 4, 4, 3, 0.0), 0.0);
+        QVERIFY(gemmProfile().empty());
+    }
+
+    void cleanup() {
+        setGemmProfiling(false);
+        resetGemmProfile();
     }
 };
 

@@ -26,14 +26,18 @@ struct GemmShapeStats {
     }
 };
 
+// Process-wide; safe to call from any thread, while other threads run GEMMs. Each thread sums
+// its own calls, so concurrent GEMMs do not contend on the profiler.
 void setGemmProfiling(bool on);
 bool gemmProfiling();
-// Every shape recorded since the last reset, the longest total time first.
+// Every shape recorded since the last reset, from every thread (running or ended), the longest
+// total time first.
 std::vector<GemmShapeStats> gemmProfile();
 void resetGemmProfile();
 
-// GFLOP/s of cblas_sgemm itself on fresh matrices of this shape (not recorded by the profiler):
-// one warm-up call, then at least `min_reps` calls and `min_seconds` of them.
+// GFLOP/s of cblas_sgemm itself on fresh, packed matrices of this shape (called directly, so
+// never recorded by the profiler), under the process's current BLAS thread setting: one warm-up
+// call, then at least max(min_reps, 1) calls and `min_seconds` of them. 0 for an empty shape.
 double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                         int min_reps, double min_seconds);
 
