@@ -1,7 +1,9 @@
 #include <cassert>
-#include <cblas.h>
 #include <chrono>
 #include <limits>
+#if PIPESCOPE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #include <pipescope/kernels/cpu/gemm.h>
 
@@ -10,6 +12,36 @@
 namespace pipescope::kernels::cpu {
 namespace {
 
+#if !PIPESCOPE_HAVE_OPENBLAS
+// Without OpenBLAS (a bare GPU host, where the CPU kernels serve as the reference of the CUDA
+// tests): a plain loop, i-k-j so that the inner loop walks rows of B and C.
+template <typename T>
+void loopGemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+              const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+              std::int64_t ldc) {
+    for (std::int64_t i = 0; i < m; ++i) {
+        T* ci = c + i * ldc;
+        for (std::int64_t j = 0; j < n; ++j) {
+            ci[j] = beta == T(0) ? T(0) : beta * ci[j];
+        }
+        for (std::int64_t p = 0; p < k; ++p) {
+            const T aip = alpha * (ta == Trans::No ? a[i * lda + p] : a[p * lda + i]);
+            if (tb == Trans::No) {
+                const T* bp = b + p * ldb;
+                for (std::int64_t j = 0; j < n; ++j) {
+                    ci[j] += aip * bp[j];
+                }
+            } else {
+                for (std::int64_t j = 0; j < n; ++j) {
+                    ci[j] += aip * b[j * ldb + p];
+                }
+            }
+        }
+    }
+}
+#endif
+
+#if PIPESCOPE_HAVE_OPENBLAS
 CBLAS_TRANSPOSE toCblas(Trans t) {
     return t == Trans::Yes ? CblasTrans : CblasNoTrans;
 }
@@ -20,14 +52,20 @@ blasint toBlasInt(std::int64_t v) {
     return static_cast<blasint>(v);
 }
 
+#endif
+
 void gemmImpl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta,
               float* c, std::int64_t ldc) {
     const bool timed = detail::gemmProfilingOn();
     const auto start =
         timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+#if PIPESCOPE_HAVE_OPENBLAS
     cblas_sgemm(CblasRowMajor, toCblas(ta), toCblas(tb), toBlasInt(m), toBlasInt(n), toBlasInt(k),
                 alpha, a, toBlasInt(lda), b, toBlasInt(ldb), beta, c, toBlasInt(ldc));
+#else
+    loopGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
     if (timed) {
         detail::recordGemm(ta, tb, m, n, k,
                            std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -39,8 +77,12 @@ void gemmImpl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k
 void gemmImpl(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
               const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta,
               double* c, std::int64_t ldc) {
+#if PIPESCOPE_HAVE_OPENBLAS
     cblas_dgemm(CblasRowMajor, toCblas(ta), toCblas(tb), toBlasInt(m), toBlasInt(n), toBlasInt(k),
                 alpha, a, toBlasInt(lda), b, toBlasInt(ldb), beta, c, toBlasInt(ldc));
+#else
+    loopGemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
 }
 
 }  // namespace
@@ -76,11 +118,19 @@ void gemm(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k, T 
 }
 
 void setBlasThreads(int threads) {
+#if PIPESCOPE_HAVE_OPENBLAS
     openblas_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
 }
 
 int blasThreads() {
+#if PIPESCOPE_HAVE_OPENBLAS
     return openblas_get_num_threads();
+#else
+    return 1;
+#endif
 }
 
 template void gemm<float>(Trans, Trans, std::int64_t, std::int64_t, std::int64_t, float,

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
-#include <cblas.h>
 #include <chrono>
+#if PIPESCOPE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 #include <limits>
 #include <map>
 #include <mutex>
@@ -90,11 +92,13 @@ ThreadLog& threadLog() {
     return slot.log;
 }
 
+#if PIPESCOPE_HAVE_OPENBLAS
 // OpenBLAS's default interface takes 32-bit sizes.
 blasint toBlasInt(std::int64_t v) {
     assert(v >= 0 && v <= std::numeric_limits<blasint>::max());
     return static_cast<blasint>(v);
 }
+#endif
 
 }  // namespace
 
@@ -158,9 +162,17 @@ void resetGemmProfile() {
 
 double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                         int min_reps, double min_seconds) {
+#if !PIPESCOPE_HAVE_OPENBLAS
+    (void)ta;
+    (void)tb;
+    (void)min_reps;
+    (void)min_seconds;
+    m = 0;  // no OpenBLAS in this build: nothing to compare with
+#endif
     if (m <= 0 || n <= 0 || k <= 0) {
         return 0.0;
     }
+#if PIPESCOPE_HAVE_OPENBLAS
     // op(A) is m×k and op(B) k×n whichever way they are stored; packed, C is m×n.
     std::vector<float> a(static_cast<std::size_t>(m * k));
     std::vector<float> b(static_cast<std::size_t>(k * n));
@@ -198,6 +210,9 @@ double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std:
     }
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
            static_cast<double>(reps) / seconds * 1e-9;
+#else
+    return 0.0;
+#endif
 }
 
 }  // namespace pipescope::kernels::cpu

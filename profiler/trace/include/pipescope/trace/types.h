@@ -138,11 +138,6 @@ struct MetricRecord {
 bool isKnownOp(const OpRecord& op);
 bool isKnownCategory(MemoryCategory category);
 
-// Rows of a newer minor format may carry kinds, lanes, sources or categories this build does
-// not know; readers of the op and memory tables skip them, as the *_named views do.
-bool isKnownOp(const OpRecord& op);
-bool isKnownCategory(MemoryCategory category);
-
 // ---- Nsight-compatible GPU records (subset of the columns; see docs/trace-format.md) --------
 struct KernelRecord {
     std::int64_t start = 0, end = 0;

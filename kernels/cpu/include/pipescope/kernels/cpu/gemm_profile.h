@@ -37,7 +37,8 @@ void resetGemmProfile();
 
 // GFLOP/s of cblas_sgemm itself on fresh, packed matrices of this shape (called directly, so
 // never recorded by the profiler), under the process's current BLAS thread setting: one warm-up
-// call, then at least max(min_reps, 1) calls and `min_seconds` of them. 0 for an empty shape.
+// call, then at least max(min_reps, 1) calls and `min_seconds` of them. 0 for an empty shape
+// and in a build without OpenBLAS.
 double plainSgemmGflops(Trans ta, Trans tb, std::int64_t m, std::int64_t n, std::int64_t k,
                         int min_reps, double min_seconds);
 

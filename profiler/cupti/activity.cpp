@@ -1,0 +1,280 @@
+#include <algorithm>
+#include <cstdlib>
+#include <cupti.h>
+#include <cxxabi.h>
+#include <memory>
+
+#include <pipescope/cupti/activity.h>
+
+namespace pipescope::cupti {
+
+namespace {
+
+// CUPTI counts in unsigned nanoseconds; a record that never completed has 0.
+std::int64_t traceTime(std::uint64_t t, std::int64_t origin) {
+    return static_cast<std::int64_t>(t) - origin;
+}
+
+std::string runtimeName(CUpti_CallbackId cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
+        name != nullptr) {
+        return name;
+    }
+    return "cudaRuntimeApi_" + std::to_string(cbid);
+}
+
+}  // namespace
+
+void ParsedActivity::append(ParsedActivity&& other) {
+    const auto move_all = [](auto& into, auto& from) {
+        into.insert(into.end(), std::make_move_iterator(from.begin()),
+                    std::make_move_iterator(from.end()));
+        from.clear();
+    };
+    move_all(kernels, other.kernels);
+    move_all(memcpys, other.memcpys);
+    move_all(memsets, other.memsets);
+    move_all(runtime, other.runtime);
+    move_all(syncs, other.syncs);
+    external.insert(other.external.begin(), other.external.end());
+    other.external.clear();
+    skipped += other.skipped;
+    other.skipped = 0;
+}
+
+bool ParsedActivity::empty() const {
+    return kernels.empty() && memcpys.empty() && memsets.empty() && runtime.empty() &&
+           syncs.empty() && external.empty();
+}
+
+ActivityParser::ActivityParser(std::int64_t global_pid, std::int64_t origin_ns)
+    : global_pid_(global_pid), origin_ns_(origin_ns) {}
+
+std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
+                                  ParsedActivity* out) const {
+    if (buffer == nullptr || valid_size == 0) {
+        return {};
+    }
+    if (reinterpret_cast<std::uintptr_t>(buffer) % 8 != 0) {
+        return "CUPTI activity buffer is not 8-byte aligned";
+    }
+    CUpti_Activity* record = nullptr;
+    for (;;) {
+        const CUptiResult rc = cuptiActivityGetNextRecord(buffer, valid_size, &record);
+        if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) {
+            return {};  // the end of the valid records
+        }
+        if (rc != CUPTI_SUCCESS) {
+            const char* text = nullptr;
+            cuptiGetResultString(rc, &text);
+            return std::string("CUPTI activity buffer: cannot read the next record (") +
+                   (text != nullptr ? text : "unknown error") + ")";
+        }
+        switch (record->kind) {
+            case CUPTI_ACTIVITY_KIND_KERNEL:
+            case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+                const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+                trace::KernelRecord r;
+                r.start = traceTime(k->start, origin_ns_);
+                r.end = traceTime(k->end, origin_ns_);
+                r.device_id = static_cast<int>(k->deviceId);
+                r.context_id = static_cast<int>(k->contextId);
+                r.stream_id = static_cast<int>(k->streamId);
+                r.correlation_id = k->correlationId;
+                r.global_pid = global_pid_;
+                r.grid_id = k->gridId;
+                r.demangled_name = demangledKernelName(k->name);
+                r.short_name = shortKernelName(r.demangled_name);
+                r.grid_x = k->gridX;
+                r.grid_y = k->gridY;
+                r.grid_z = k->gridZ;
+                r.block_x = k->blockX;
+                r.block_y = k->blockY;
+                r.block_z = k->blockZ;
+                r.registers_per_thread = k->registersPerThread;
+                r.static_shared_memory = k->staticSharedMemory;
+                r.dynamic_shared_memory = k->dynamicSharedMemory;
+                out->kernels.push_back(std::move(r));
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_MEMCPY: {
+                const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+                trace::MemcpyRecord r;
+                r.start = traceTime(m->start, origin_ns_);
+                r.end = traceTime(m->end, origin_ns_);
+                r.device_id = static_cast<int>(m->deviceId);
+                r.context_id = static_cast<int>(m->contextId);
+                r.stream_id = static_cast<int>(m->streamId);
+                r.correlation_id = m->correlationId;
+                r.global_pid = global_pid_;
+                r.bytes = static_cast<std::int64_t>(m->bytes);
+                // CUPTI's memcpy and memory kinds number as ENUM_CUDA_MEMCPY_OPER and
+                // ENUM_CUDA_MEM_KIND do.
+                r.copy_kind = m->copyKind;
+                r.src_kind = m->srcKind;
+                r.dst_kind = m->dstKind;
+                out->memcpys.push_back(r);
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_MEMSET: {
+                const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+                trace::MemsetRecord r;
+                r.start = traceTime(m->start, origin_ns_);
+                r.end = traceTime(m->end, origin_ns_);
+                r.device_id = static_cast<int>(m->deviceId);
+                r.context_id = static_cast<int>(m->contextId);
+                r.stream_id = static_cast<int>(m->streamId);
+                r.correlation_id = m->correlationId;
+                r.global_pid = global_pid_;
+                r.value = static_cast<int>(m->value);
+                r.bytes = static_cast<std::int64_t>(m->bytes);
+                r.mem_kind = m->memoryKind;
+                out->memsets.push_back(r);
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_RUNTIME: {
+                const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+                trace::RuntimeRecord r;
+                r.start = traceTime(a->start, origin_ns_);
+                r.end = traceTime(a->end, origin_ns_);
+                r.global_tid = global_pid_ | static_cast<std::int64_t>(a->threadId & 0xffffff);
+                r.correlation_id = a->correlationId;
+                r.name = runtimeName(a->cbid);
+                r.return_value = static_cast<int>(a->returnValue);
+                out->runtime.push_back(std::move(r));
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+                const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+                trace::SyncRecord r;
+                r.start = traceTime(s->start, origin_ns_);
+                r.end = traceTime(s->end, origin_ns_);
+                r.device_id = -1;  // the record names the context; see resolveSyncDevices
+                r.context_id = static_cast<int>(s->contextId);
+                r.stream_id = static_cast<int>(s->streamId);
+                r.correlation_id = s->correlationId;
+                r.global_pid = global_pid_;
+                r.sync_type = static_cast<int>(s->type);
+                r.event_id = s->cudaEventId;
+                out->syncs.push_back(r);
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+                const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+                if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
+                    out->external[e->correlationId] = e->externalId;
+                } else {
+                    ++out->skipped;
+                }
+                break;
+            }
+            default:
+                ++out->skipped;
+                break;
+        }
+    }
+}
+
+void resolveSyncDevices(ParsedActivity* activity) {
+    std::unordered_map<int, int> device_of;
+    for (const auto& k : activity->kernels) {
+        device_of[k.context_id] = k.device_id;
+    }
+    for (const auto& m : activity->memcpys) {
+        device_of[m.context_id] = m.device_id;
+    }
+    for (auto& s : activity->syncs) {
+        if (s.device_id < 0) {
+            const auto it = device_of.find(s.context_id);
+            s.device_id = it == device_of.end() ? 0 : it->second;
+        }
+    }
+}
+
+void writeActivity(const ParsedActivity& activity, trace::TraceWriter& writer) {
+    for (const auto& k : activity.kernels) {
+        writer.addKernel(k);
+    }
+    for (const auto& m : activity.memcpys) {
+        writer.addMemcpy(m);
+    }
+    for (const auto& m : activity.memsets) {
+        writer.addMemset(m);
+    }
+    for (const auto& r : activity.runtime) {
+        writer.addRuntime(r);
+    }
+    for (const auto& s : activity.syncs) {
+        writer.addSync(s);
+    }
+}
+
+std::string demangledKernelName(const char* mangled) {
+    if (mangled == nullptr) {
+        return "(unnamed kernel)";
+    }
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> text(
+        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+    return status == 0 && text ? std::string(text.get()) : std::string(mangled);
+}
+
+std::string shortKernelName(const std::string& demangled) {
+    // The function's own name: before its parameter list, without template arguments, its
+    // namespaces and its return type.
+    std::string text = demangled;
+    static const std::string kAnonymous = "(anonymous namespace)::";
+    for (auto at = text.find(kAnonymous); at != std::string::npos; at = text.find(kAnonymous)) {
+        text.erase(at, kAnonymous.size());
+    }
+    std::string name;
+    int depth = 0;
+    for (char c : text) {
+        if (c == '(' && depth == 0) {
+            break;
+        }
+        if (c == '<') {
+            ++depth;
+        } else if (c == '>') {
+            depth = std::max(0, depth - 1);
+        } else if (depth == 0) {
+            name += c;
+        }
+    }
+    if (const auto colon = name.rfind("::"); colon != std::string::npos) {
+        name = name.substr(colon + 2);
+    }
+    if (const auto space = name.rfind(' '); space != std::string::npos) {
+        name = name.substr(space + 1);
+    }
+    return name.empty() ? demangled : name;
+}
+
+std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& activity) {
+    std::map<std::uint64_t, GpuSpan> spans;
+    const auto add = [&](std::int64_t correlation, std::int64_t start, std::int64_t end) {
+        const auto it = activity.external.find(static_cast<std::uint32_t>(correlation));
+        if (it == activity.external.end() || end < start) {
+            return;
+        }
+        auto [span, inserted] = spans.try_emplace(it->second, GpuSpan{start, end, 0});
+        if (!inserted) {
+            span->second.start = std::min(span->second.start, start);
+            span->second.end = std::max(span->second.end, end);
+        }
+        ++span->second.kernels;
+    };
+    for (const auto& k : activity.kernels) {
+        add(k.correlation_id, k.start, k.end);
+    }
+    for (const auto& m : activity.memcpys) {
+        add(m.correlation_id, m.start, m.end);
+    }
+    for (const auto& m : activity.memsets) {
+        add(m.correlation_id, m.start, m.end);
+    }
+    return spans;
+}
+
+}  // namespace pipescope::cupti

@@ -1,0 +1,72 @@
+// CUPTI activity records turned into the Nsight-compatible rows of a trace (trace-format.md),
+// and the GPU span of each op from the kernels its external correlation id ties to it.
+//
+// The parser only reads buffers, so it works (and is tested) without a GPU; ActivityTracer in
+// tracer.h fills the buffers on a machine that has one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <pipescope/trace/types.h>
+#include <pipescope/trace/writer.h>
+
+namespace pipescope::cupti {
+
+// What the records of one or more buffers became. Times are trace times: CUPTI's timestamp minus
+// the origin the parser was given.
+struct ParsedActivity {
+    std::vector<trace::KernelRecord> kernels;
+    std::vector<trace::MemcpyRecord> memcpys;
+    std::vector<trace::MemsetRecord> memsets;
+    std::vector<trace::RuntimeRecord> runtime;
+    std::vector<trace::SyncRecord> syncs;
+    // CUPTI correlation id of a runtime call -> the external id pushed around it (our op id).
+    std::unordered_map<std::uint32_t, std::uint64_t> external;
+    std::int64_t skipped = 0;  // records of kinds not written to the trace
+
+    void append(ParsedActivity&& other);
+    bool empty() const;
+};
+
+class ActivityParser {
+  public:
+    // global_pid: Nsight's (pid << 24); origin_ns: the CUPTI timestamp of trace time 0.
+    ActivityParser(std::int64_t global_pid, std::int64_t origin_ns);
+
+    // Appends the records of the first `valid_size` bytes of a completed buffer to `out`.
+    // Returns an empty string, or what is wrong with the buffer (the records before the problem
+    // are kept).
+    std::string parse(std::uint8_t* buffer, std::size_t valid_size, ParsedActivity* out) const;
+
+  private:
+    std::int64_t global_pid_;
+    std::int64_t origin_ns_;
+};
+
+// A synchronization record names its context, not its device: take the device of a kernel or
+// copy of the same context (0 when there is none).
+void resolveSyncDevices(ParsedActivity* activity);
+
+// Adds every row to the trace's Nsight-compatible tables.
+void writeActivity(const ParsedActivity& activity, trace::TraceWriter& writer);
+
+// The kernel name as Nsight shows it: demangled ("void pipescope::k<float>(float*, int)") and
+// short (the function's own name, "k").
+std::string demangledKernelName(const char* mangled);
+std::string shortKernelName(const std::string& demangled);
+
+// The device activity of each op: from the first start to the last end of the kernels, copies
+// and memsets whose runtime call ran under the op's external id.
+struct GpuSpan {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    int kernels = 0;  // kernels, copies and memsets counted
+};
+std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& activity);
+
+}  // namespace pipescope::cupti

@@ -1,0 +1,78 @@
+// CUPTI activity tracing for one process: the CUDA backend starts it before its first kernel
+// launch, pushes each op's id around the op's launches, and flushes the records each iteration.
+//
+// CUPTI's callbacks are process-wide, so there is one tracer per process. If CUPTI cannot
+// subscribe (no GPU, or another profiler such as Nsight Systems holds the one subscription that
+// CUDA 13.0 allows), start() says why and the run goes on without it (NVTX and host spans).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include <pipescope/cupti/activity.h>
+
+namespace pipescope::cupti {
+
+class ActivityTracer {
+  public:
+    static ActivityTracer& instance();
+
+    // Enables concurrent kernels, memcpy, memset, runtime API, synchronization and external
+    // correlation records. Times become trace times relative to `origin_ns` (CUPTI's clock,
+    // CLOCK_REALTIME nanoseconds by default; see timestamp()). Returns "" or why tracing is off.
+    std::string start(std::int64_t global_pid, std::int64_t origin_ns);
+    bool active() const;
+
+    // The calling thread's CUDA calls from now until popOp() belong to op `id` (> 0).
+    void pushOp(std::uint64_t id);
+    void popOp();
+
+    // Hands over every record CUPTI has completed so far. Synchronize the device(s) first:
+    // CUPTI does not. `forced` also flushes buffers that are not full yet (use at the end).
+    ParsedActivity flush(bool forced);
+    // Records CUPTI dropped for want of buffer space, and problems met in buffers.
+    std::int64_t droppedRecords() const;
+    std::string lastError() const;
+
+    // Flushes, disables the activity kinds and returns the rest of the records.
+    ParsedActivity stop();
+
+    // CUPTI's current timestamp.
+    static std::int64_t timestamp();
+
+    // Called by CUPTI's buffer callbacks.
+    void onBufferCompleted(std::uint8_t* buffer, std::size_t valid_size, std::int64_t dropped);
+
+  private:
+    ActivityTracer() = default;
+
+    mutable std::mutex m_;
+    bool active_ = false;
+    ActivityParser parser_{0, 0};
+    ParsedActivity pending_;
+    std::int64_t dropped_ = 0;
+    std::string error_;
+};
+
+// RAII: the op's launches in this scope carry its id.
+class OpScope {
+  public:
+    explicit OpScope(std::uint64_t id) : on_(ActivityTracer::instance().active()) {
+        if (on_) {
+            ActivityTracer::instance().pushOp(id);
+        }
+    }
+    ~OpScope() {
+        if (on_) {
+            ActivityTracer::instance().popOp();
+        }
+    }
+    OpScope(const OpScope&) = delete;
+    OpScope& operator=(const OpScope&) = delete;
+
+  private:
+    bool on_;
+};
+
+}  // namespace pipescope::cupti

@@ -1,0 +1,149 @@
+#include <cstdlib>
+#include <cupti.h>
+
+#include <pipescope/cupti/tracer.h>
+
+namespace pipescope::cupti {
+
+namespace {
+
+// A few MB per buffer, 8-byte aligned (platform-notes.md).
+constexpr std::size_t kBufferBytes = 8u << 20;
+
+std::string resultText(CUptiResult rc) {
+    const char* text = nullptr;
+    cuptiGetResultString(rc, &text);
+    return text != nullptr ? text : "CUPTI error " + std::to_string(static_cast<int>(rc));
+}
+
+void CUPTIAPI bufferRequested(std::uint8_t** buffer, std::size_t* size,
+                              std::size_t* max_num_records) {
+    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    *size = *buffer != nullptr ? kBufferBytes : 0;
+    *max_num_records = 0;  // as many as fit
+}
+
+void CUPTIAPI bufferCompleted(CUcontext context, std::uint32_t stream_id, std::uint8_t* buffer,
+                              std::size_t /*size*/, std::size_t valid_size) {
+    std::size_t dropped = 0;
+    cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);
+    ActivityTracer::instance().onBufferCompleted(buffer, valid_size,
+                                                 static_cast<std::int64_t>(dropped));
+    std::free(buffer);
+}
+
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // never KERNEL: it serializes kernels
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+};
+
+}  // namespace
+
+ActivityTracer& ActivityTracer::instance() {
+    static ActivityTracer tracer;
+    return tracer;
+}
+
+std::string ActivityTracer::start(std::int64_t global_pid, std::int64_t origin_ns) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (active_) {
+        return {};
+    }
+    if (const CUptiResult rc = cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+        rc != CUPTI_SUCCESS) {
+        return "CUPTI cannot register its buffers (" + resultText(rc) + ")";
+    }
+    for (std::size_t i = 0; i < std::size(kKinds); ++i) {
+        if (const CUptiResult rc = cuptiActivityEnable(kKinds[i]); rc != CUPTI_SUCCESS) {
+            for (std::size_t j = 0; j < i; ++j) {
+                cuptiActivityDisable(kKinds[j]);
+            }
+            return "CUPTI cannot trace here (" + resultText(rc) +
+                   "): no GPU, or another profiler holds CUPTI";
+        }
+    }
+    parser_ = ActivityParser(global_pid, origin_ns);
+    pending_ = {};
+    dropped_ = 0;
+    error_.clear();
+    active_ = true;
+    return {};
+}
+
+bool ActivityTracer::active() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return active_;
+}
+
+void ActivityTracer::pushOp(std::uint64_t id) {
+    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+void ActivityTracer::popOp() {
+    std::uint64_t id = 0;
+    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+}
+
+void ActivityTracer::onBufferCompleted(std::uint8_t* buffer, std::size_t valid_size,
+                                       std::int64_t dropped) {
+    // Buffers are per thread in CUDA 13: this runs on several threads, in any order.
+    ParsedActivity parsed;
+    ActivityParser parser{0, 0};
+    {
+        std::lock_guard<std::mutex> lock(m_);
+        parser = parser_;
+    }
+    const std::string err = parser.parse(buffer, valid_size, &parsed);
+    std::lock_guard<std::mutex> lock(m_);
+    pending_.append(std::move(parsed));
+    dropped_ += dropped;
+    if (!err.empty()) {
+        error_ = err;
+    }
+}
+
+ParsedActivity ActivityTracer::flush(bool forced) {
+    if (!active()) {
+        return {};
+    }
+    cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    std::lock_guard<std::mutex> lock(m_);
+    ParsedActivity out = std::move(pending_);
+    pending_ = {};
+    resolveSyncDevices(&out);
+    return out;
+}
+
+std::int64_t ActivityTracer::droppedRecords() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return dropped_;
+}
+
+std::string ActivityTracer::lastError() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return error_;
+}
+
+ParsedActivity ActivityTracer::stop() {
+    ParsedActivity rest = flush(true);
+    std::lock_guard<std::mutex> lock(m_);
+    if (active_) {
+        for (const auto kind : kKinds) {
+            cuptiActivityDisable(kind);
+        }
+        active_ = false;
+    }
+    return rest;
+}
+
+std::int64_t ActivityTracer::timestamp() {
+    std::uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return static_cast<std::int64_t>(t);
+}
+
+}  // namespace pipescope::cupti

@@ -1,0 +1,324 @@
+// The CUPTI record parser on activity buffers built here, record by record, as CUPTI fills them
+// on a GPU: every field lands in its Nsight column, times move to the trace's origin, external
+// correlation ties kernels to ops, and a bad buffer is an error, not a crash. Needs no GPU.
+#include <cstring>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <vector>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/cupti/activity.h>
+#include <pipescope/cupti/tracer.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+using namespace pipescope;
+
+namespace {
+
+// An 8-byte-aligned buffer of consecutive records.
+class ActivityBuffer {
+  public:
+    template <typename Record>
+    void add(const Record& r) {
+        static_assert(sizeof(Record) % 8 == 0);
+        const std::size_t at = used_;
+        used_ += sizeof(Record);
+        storage_.resize((used_ + 7) / 8);
+        std::memcpy(reinterpret_cast<std::uint8_t*>(storage_.data()) + at, &r, sizeof(Record));
+    }
+    std::uint8_t* data() { return reinterpret_cast<std::uint8_t*>(storage_.data()); }
+    std::size_t size() const { return used_; }
+
+  private:
+    std::vector<std::uint64_t> storage_;
+    std::size_t used_ = 0;
+};
+
+constexpr std::int64_t kOrigin = 1'700'000'000'000'000'000;
+constexpr std::int64_t kPid = std::int64_t{4242} << 24;
+
+CUpti_ActivityKernel10 kernel(std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+                              const char* name) {
+    CUpti_ActivityKernel10 k{};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = static_cast<std::uint64_t>(kOrigin) + start;
+    k.end = static_cast<std::uint64_t>(kOrigin) + end;
+    k.deviceId = 0;
+    k.contextId = 1;
+    k.streamId = 7;
+    k.correlationId = correlation;
+    k.gridId = correlation * 10;
+    k.gridX = 128;
+    k.gridY = 2;
+    k.gridZ = 1;
+    k.blockX = 256;
+    k.blockY = 1;
+    k.blockZ = 1;
+    k.registersPerThread = 32;
+    k.staticSharedMemory = 1024;
+    k.dynamicSharedMemory = 4096;
+    k.name = name;
+    return k;
+}
+
+CUpti_ActivityExternalCorrelation external(std::uint32_t correlation, std::uint64_t op) {
+    CUpti_ActivityExternalCorrelation e{};
+    e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+    e.externalId = op;
+    e.correlationId = correlation;
+    return e;
+}
+
+}  // namespace
+
+class TstCuptiActivity : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void everyRecordKindBecomesItsRow();
+    void externalCorrelationGivesEachOpItsGpuSpan();
+    void kernelNames();
+    void badBuffersAreErrors();
+    void rowsReachTheTrace();
+    void tracerSaysWhyItCannotTrace();
+};
+
+void TstCuptiActivity::everyRecordKindBecomesItsRow() {
+    ActivityBuffer buf;
+    buf.add(kernel(100, 5'000, 9'000, "_Z6addOnePfi"));
+    CUpti_ActivityMemcpy6 copy{};
+    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    copy.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    copy.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    copy.bytes = 1 << 20;
+    copy.start = kOrigin + 1'000;
+    copy.end = kOrigin + 2'000;
+    copy.deviceId = 0;
+    copy.contextId = 1;
+    copy.streamId = 9;
+    copy.correlationId = 101;
+    buf.add(copy);
+    CUpti_ActivityMemset4 set{};
+    set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    set.value = 0;
+    set.bytes = 4096;
+    set.start = kOrigin + 2'500;
+    set.end = kOrigin + 2'600;
+    set.contextId = 1;
+    set.streamId = 9;
+    set.correlationId = 102;
+    set.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    buf.add(set);
+    CUpti_ActivityAPI api{};
+    api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    api.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    api.start = kOrigin + 4'000;
+    api.end = kOrigin + 4'200;
+    api.processId = 4242;
+    api.threadId = 77;
+    api.correlationId = 100;
+    api.returnValue = 0;
+    buf.add(api);
+    CUpti_ActivitySynchronization2 sync{};
+    sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    sync.start = kOrigin + 9'000;
+    sync.end = kOrigin + 9'500;
+    sync.correlationId = 103;
+    sync.contextId = 1;
+    sync.streamId = 7;
+    buf.add(sync);
+    buf.add(external(100, 5));
+
+    cupti::ParsedActivity out;
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    const std::string err = parser.parse(buf.data(), buf.size(), &out);
+    QVERIFY2(err.empty(), err.c_str());
+
+    QCOMPARE(out.kernels.size(), std::size_t(1));
+    const auto& k = out.kernels[0];
+    QCOMPARE(k.start, std::int64_t(5'000));
+    QCOMPARE(k.end, std::int64_t(9'000));
+    QCOMPARE(k.stream_id, 7);
+    QCOMPARE(k.correlation_id, std::int64_t(100));
+    QCOMPARE(k.global_pid, kPid);
+    QCOMPARE(k.grid_id, std::int64_t(1000));
+    QCOMPARE(k.grid_x, 128);
+    QCOMPARE(k.grid_y, 2);
+    QCOMPARE(k.block_x, 256);
+    QCOMPARE(k.registers_per_thread, 32);
+    QCOMPARE(k.static_shared_memory, 1024);
+    QCOMPARE(k.dynamic_shared_memory, 4096);
+    QCOMPARE(k.demangled_name, std::string("addOne(float*, int)"));
+    QCOMPARE(k.short_name, std::string("addOne"));
+
+    QCOMPARE(out.memcpys.size(), std::size_t(1));
+    QCOMPARE(out.memcpys[0].bytes, std::int64_t(1 << 20));
+    QCOMPARE(out.memcpys[0].copy_kind, 1);  // CUDA_MEMCPY_KIND_HTOD
+    QCOMPARE(out.memcpys[0].src_kind, 2);   // pinned
+    QCOMPARE(out.memcpys[0].dst_kind, 3);   // device
+    QCOMPARE(out.memcpys[0].start, std::int64_t(1'000));
+    QCOMPARE(out.memcpys[0].stream_id, 9);
+
+    QCOMPARE(out.memsets.size(), std::size_t(1));
+    QCOMPARE(out.memsets[0].bytes, std::int64_t(4096));
+    QCOMPARE(out.memsets[0].mem_kind, 3);
+
+    QCOMPARE(out.runtime.size(), std::size_t(1));
+    QCOMPARE(out.runtime[0].name, std::string("cudaLaunchKernel_v7000"));
+    QCOMPARE(out.runtime[0].global_tid, kPid | 77);
+    QCOMPARE(out.runtime[0].start, std::int64_t(4'000));
+
+    QCOMPARE(out.syncs.size(), std::size_t(1));
+    QCOMPARE(out.syncs[0].sync_type,
+             static_cast<int>(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE));
+    QCOMPARE(out.syncs[0].device_id, -1);
+    cupti::resolveSyncDevices(&out);
+    QCOMPARE(out.syncs[0].device_id, 0);
+
+    QCOMPARE(out.external.size(), std::size_t(1));
+    QCOMPARE(out.external.at(100), std::uint64_t(5));
+    QCOMPARE(out.skipped, std::int64_t(0));
+}
+
+void TstCuptiActivity::externalCorrelationGivesEachOpItsGpuSpan() {
+    // Op 11 launched two kernels (correlation 200, 201) and op 12 one (202); kernel 203 ran
+    // outside any op. Buffers arrive per thread and out of order: the mapping may come in a
+    // later buffer than its kernels.
+    ActivityBuffer first;
+    first.add(kernel(201, 3'000, 4'500, "k2"));
+    first.add(kernel(202, 5'000, 5'100, "k3"));
+    first.add(kernel(203, 6'000, 6'100, "k4"));
+    first.add(kernel(200, 1'000, 2'000, "k1"));
+    ActivityBuffer second;
+    second.add(external(200, 11));
+    second.add(external(201, 11));
+    second.add(external(202, 12));
+    CUpti_ActivityExternalCorrelation other = external(203, 99);
+    other.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_OPENACC;  // not ours: skipped
+    second.add(other);
+
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity a;
+    QVERIFY(parser.parse(first.data(), first.size(), &a).empty());
+    cupti::ParsedActivity b;
+    QVERIFY(parser.parse(second.data(), second.size(), &b).empty());
+    a.append(std::move(b));
+    QVERIFY(b.empty());
+    QCOMPARE(a.kernels.size(), std::size_t(4));
+    QCOMPARE(a.skipped, std::int64_t(1));
+
+    const auto spans = cupti::gpuSpansByExternalId(a);
+    QCOMPARE(spans.size(), std::size_t(2));
+    QCOMPARE(spans.at(11).start, std::int64_t(1'000));
+    QCOMPARE(spans.at(11).end, std::int64_t(4'500));
+    QCOMPARE(spans.at(11).kernels, 2);
+    QCOMPARE(spans.at(12).start, std::int64_t(5'000));
+    QCOMPARE(spans.at(12).end, std::int64_t(5'100));
+    QCOMPARE(spans.at(12).kernels, 1);
+}
+
+void TstCuptiActivity::kernelNames() {
+    QCOMPARE(cupti::demangledKernelName(nullptr), std::string("(unnamed kernel)"));
+    QCOMPARE(cupti::demangledKernelName("ampere_sgemm_128x64_nn"),
+             std::string("ampere_sgemm_128x64_nn"));
+    const std::string templated =
+        cupti::demangledKernelName("_ZN9pipescope7kernels4cuda15layerNormKernelIfEEvPKfPfi");
+    QCOMPARE(templated,
+             std::string("void pipescope::kernels::cuda::layerNormKernel<float>(float const*, "
+                         "float*, int)"));
+    QCOMPARE(cupti::shortKernelName(templated), std::string("layerNormKernel"));
+    QCOMPARE(cupti::shortKernelName("ampere_sgemm_128x64_nn"),
+             std::string("ampere_sgemm_128x64_nn"));
+    QCOMPARE(cupti::shortKernelName("void (anonymous namespace)::fill<std::pair<int, int>>(int)"),
+             std::string("fill"));
+}
+
+void TstCuptiActivity::badBuffersAreErrors() {
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity out;
+    QVERIFY(parser.parse(nullptr, 0, &out).empty());
+    QVERIFY(out.empty());
+
+    ActivityBuffer buf;
+    buf.add(kernel(1, 0, 10, "k"));
+    buf.add(kernel(2, 10, 20, "k"));
+    // Misaligned: refused with a message, nothing read.
+    const std::string misaligned = parser.parse(buf.data() + 4, buf.size() - 4, &out);
+    QVERIFY2(misaligned.find("aligned") != std::string::npos, misaligned.c_str());
+    QVERIFY(out.empty());
+
+    // A record of a kind CUPTI does not know: an error naming CUPTI's reason; the records
+    // before it are kept.
+    ActivityBuffer bad;
+    bad.add(kernel(3, 0, 10, "k"));
+    CUpti_ActivityKernel10 junk{};
+    junk.kind = static_cast<CUpti_ActivityKind>(0x7ffffff0);
+    bad.add(junk);
+    const std::string err = parser.parse(bad.data(), bad.size(), &out);
+    QVERIFY2(!err.empty() && err.find("CUPTI") != std::string::npos, err.c_str());
+    QCOMPARE(out.kernels.size(), std::size_t(1));
+}
+
+void TstCuptiActivity::rowsReachTheTrace() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("gpu.db").toStdString();
+    ActivityBuffer buf;
+    buf.add(kernel(10, 100, 200, "_Z6addOnePfi"));
+    buf.add(kernel(11, 300, 400, "_Z6addOnePfi"));
+    cupti::ParsedActivity out;
+    QVERIFY(cupti::ActivityParser(kPid, kOrigin).parse(buf.data(), buf.size(), &out).empty());
+    {
+        trace::TraceWriter w;
+        trace::RunInfo info;
+        info.name = "cupti";
+        info.backend = "cuda";
+        info.ranks = 1;
+        QVERIFY(w.create(path, info).ok());
+        cupti::writeActivity(out, w);
+        QVERIFY(w.finish(trace::RunStatus::Complete, {}, 400).ok());
+    }
+    trace::TraceReader r;
+    QVERIFY(r.open(path).ok());
+    QCOMPARE(r.kernelCount(), std::int64_t(2));
+    std::vector<trace::KernelRecord> back;
+    QVERIFY(r.forEachKernel([&](const trace::KernelRecord& k) {
+                 back.push_back(k);
+                 return true;
+             }).ok());
+    QCOMPARE(back.size(), std::size_t(2));
+    QCOMPARE(back[1].start, std::int64_t(300));
+    QCOMPARE(back[1].short_name, std::string("addOne"));
+    QCOMPARE(back[1].demangled_name, std::string("addOne(float*, int)"));
+}
+
+void TstCuptiActivity::tracerSaysWhyItCannotTrace() {
+    auto& tracer = cupti::ActivityTracer::instance();
+    int devices = 0;
+    const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+    const std::string why = tracer.start(kPid, cupti::ActivityTracer::timestamp());
+    if (gpu) {
+        // With a GPU (and no other profiler attached) tracing starts and stops cleanly.
+        QVERIFY2(why.empty(), why.c_str());
+        QVERIFY(tracer.active());
+        { const cupti::OpScope scope(1); }
+        tracer.stop();
+        QVERIFY(!tracer.active());
+        return;
+    }
+    // Without one, start() refuses with CUPTI's reason, and the rest is harmless.
+    QVERIFY2(why.find("CUPTI") != std::string::npos, why.c_str());
+    QVERIFY(!tracer.active());
+    { const cupti::OpScope scope(1); }
+    QVERIFY(tracer.flush(true).empty());
+    QVERIFY(tracer.stop().empty());
+    qInfo("without a GPU: %s", why.c_str());
+}
+
+QTEST_GUILESS_MAIN(TstCuptiActivity)
+#include "tst_cupti_activity.moc"
