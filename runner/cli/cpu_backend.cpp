@@ -25,6 +25,8 @@
 
 namespace pipescope::cli {
 
+#if PIPESCOPE_HAVE_CPU_BACKEND
+
 namespace {
 
 constexpr int kExitOk = 0;
@@ -73,8 +75,6 @@ std::string gib(double bytes) {
 }
 
 }  // namespace
-
-#if PIPESCOPE_HAVE_CPU_BACKEND
 
 bool cpuBackendBuilt(std::string* why) {
     (void)why;
