@@ -15,6 +15,7 @@
 #include <pipescope/exec/comm.h>
 #include <pipescope/exec/in_process_comm.h>
 #include <pipescope/exec/pipeline_executor.h>
+#include <pipescope/exec/rank_backend.h>
 #include <pipescope/exec/synthetic_data.h>
 #include <pipescope/schedule/exec_graph.h>
 
@@ -46,15 +47,9 @@ enum class Slot : int {
     DxPart,     // vocab-1, interlaced: the local part of dX, then its sum
 };
 
-struct Buffer {
-    std::vector<float> data;
-    TrackedBytes bytes;
-    float* ptr() { return data.data(); }
-};
-
 class BufferStore {
   public:
-    explicit BufferStore(MemoryTracker* tracker) : tracker_(tracker) {}
+    explicit BufferStore(RankBackend* backend) : backend_(backend) {}
 
     Buffer allocate(std::int64_t floats, trace::MemoryCategory category) const;
     float* make(Slot s, int mb, int chunk, std::int64_t floats, trace::MemoryCategory category);
@@ -66,14 +61,14 @@ class BufferStore {
 
   private:
     using Key = std::tuple<int, int, int>;
-    MemoryTracker* tracker_;
+    RankBackend* backend_;
     std::mutex m_;
     std::map<Key, Buffer> map_;
 };
 
 struct RankState {
     std::unique_ptr<MemoryTracker> tracker;
-    std::unique_ptr<RankModel> model;
+    std::unique_ptr<RankBackend> backend;
     std::unique_ptr<BufferStore> buffers;
     std::array<std::unique_ptr<Comm>, schedule::kStreamCount> comm;
     std::array<std::vector<int>, schedule::kStreamCount> lane_ops;  // op indices per stream

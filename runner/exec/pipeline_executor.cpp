@@ -5,6 +5,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <pipescope/exec/cpu_rank_backend.h>
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/trace/writer.h>
 
@@ -198,15 +199,17 @@ struct PipelineExecutor::Impl {
                             throw CommError(st);
                         }
                     }
+                    const std::int64_t start = nowNs();
+                    const std::int64_t cpu0 = threadCpuNs();
+                    rs.backend->beginOp(lane);
                     if (first && lane == static_cast<int>(schedule::Stream::Compute)) {
                         // Gradients accumulate over one iteration's micro-batches.
-                        zeroGrads<float>(rs.model->params());
+                        rs.backend->zeroGrads();
                     }
                     first = false;
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity(where());
-                    const std::int64_t start = nowNs();
-                    const std::int64_t cpu0 = threadCpuNs();
                     const std::int64_t bytes = detail::runOp(run, rank, it, op);
+                    rs.backend->endOp(lane);
                     const std::int64_t cpu = threadCpuNs() - cpu0;
                     opSpan(rank, it, index, op, start, nowNs(), cpu, bytes);
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity("after " + where());
@@ -229,6 +232,11 @@ struct PipelineExecutor::Impl {
                     return;
                 } catch (const std::bad_alloc&) {
                     fail(where() + ": out of memory", false);
+                    run.fabric->laneFinished(rank, lane);
+                    return;
+                } catch (const std::exception& e) {
+                    // The backend's own errors (a failed CUDA call, a full device arena).
+                    fail(where() + ": " + e.what(), false);
                     run.fabric->laneFinished(rank, lane);
                     return;
                 }
@@ -278,9 +286,11 @@ ExecResult PipelineExecutor::run() {
     }
     run.fabric = std::make_unique<InProcessFabric>(p, run.options.timeout, schedule::kStreamCount);
 
-    // One BLAS thread per rank thread unless the cores outnumber the ranks.
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    kernels::cpu::setBlasThreads(std::max(1, cores / p));
+    if (!run.options.backend) {
+        // One BLAS thread per rank thread unless the cores outnumber the ranks.
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        kernels::cpu::setBlasThreads(std::max(1, cores / p));
+    }
 
     run.ranks.resize(static_cast<std::size_t>(p));
     try {
@@ -293,11 +303,16 @@ ExecResult PipelineExecutor::run() {
                         writer->addMemory({r, im.nowNs(), bytes, category});
                     }
                 });
-            rs.model = std::make_unique<RankModel>(run.config, run.schedule, r, run.options.seed,
-                                                   rs.tracker.get(), run.options.init_stddev);
-            rs.buffers = std::make_unique<detail::BufferStore>(rs.tracker.get());
+            if (run.options.backend) {
+                rs.backend = run.options.backend(run.config, run.schedule, r, rs.tracker.get());
+            } else {
+                rs.backend =
+                    std::make_unique<CpuRankBackend>(run.config, run.schedule, r, run.options.seed,
+                                                     rs.tracker.get(), run.options.init_stddev);
+            }
+            rs.buffers = std::make_unique<detail::BufferStore>(rs.backend.get());
             for (int l = 0; l < schedule::kStreamCount; ++l) {
-                rs.comm[static_cast<std::size_t>(l)] = run.fabric->comm(r, l);
+                rs.comm[static_cast<std::size_t>(l)] = rs.backend->comm(run.fabric->comm(r, l), l);
             }
             const auto& ops = run.schedule.ops[static_cast<std::size_t>(r)];
             for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
@@ -308,6 +323,10 @@ ExecResult PipelineExecutor::run() {
     } catch (const std::bad_alloc&) {
         im.result.status = ExecResult::Status::Failed;
         im.result.message = "out of memory while allocating the model's parameters";
+        return im.result;
+    } catch (const std::exception& e) {
+        im.result.status = ExecResult::Status::Failed;
+        im.result.message = std::string("setting up the ranks failed: ") + e.what();
         return im.result;
     }
 
@@ -334,7 +353,13 @@ ExecResult PipelineExecutor::run() {
 }
 
 RankModel& PipelineExecutor::rankModel(int rank) {
-    return *impl_->run.ranks[static_cast<std::size_t>(rank)].model;
+    auto* cpu = dynamic_cast<CpuRankBackend*>(
+        impl_->run.ranks[static_cast<std::size_t>(rank)].backend.get());
+    if (cpu == nullptr) {
+        throw std::logic_error("PipelineExecutor::rankModel: rank " + std::to_string(rank) +
+                               " does not run on the CPU backend");
+    }
+    return cpu->model();
 }
 
 const MemoryTracker& PipelineExecutor::memory(int rank) const {

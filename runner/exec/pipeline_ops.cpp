@@ -19,10 +19,7 @@ using trace::MemoryCategory;
 // --- BufferStore -----------------------------------------------------------------------------
 
 Buffer BufferStore::allocate(std::int64_t floats, MemoryCategory category) const {
-    Buffer b;
-    b.data.assign(static_cast<std::size_t>(floats), 0.0f);
-    b.bytes = TrackedBytes(tracker_, category, floats * static_cast<std::int64_t>(sizeof(float)));
-    return b;
+    return backend_->allocate(floats, category);
 }
 
 float* BufferStore::make(Slot s, int mb, int chunk, std::int64_t floats, MemoryCategory category) {
@@ -121,8 +118,8 @@ struct Ctx {
     std::int64_t hidden;
     std::int64_t rh() const { return rows * hidden; }
     BufferStore& buf() { return *rs.buffers; }
-    RankModel& model() { return *rs.model; }
-    RankModel::Chunk& chunk() { return rs.model->chunk(op.chunk); }
+    RankBackend& be() { return *rs.backend; }
+    int position() { return rs.backend->chunkPosition(op.chunk); }
     const TokenRows& tokens() { return run.tokens(rs, it, op.microbatch); }
     VocabMethod method() const { return run.config.parallel.vocab; }
     int m() const { return run.config.parallel.microbatches; }
@@ -130,16 +127,16 @@ struct Ctx {
     float lossScale() const { return 1.0f / static_cast<float>(rows * m()); }
     Comm& commOf(schedule::Stream s) { return *rs.comm[static_cast<std::size_t>(s)]; }
     Comm& comm() { return commOf(op.stream()); }
+    // A rows-long buffer holding the constant loss gradient.
+    Buffer constantLossGrad() {
+        Buffer g = buf().allocate(rows, kCommBuf);
+        be().fill(g.ptr(), rows, lossScale());
+        return g;
+    }
 };
 
 double meanLoss(Ctx& c, const float* gmax, const float* gsum, const float* target) {
-    std::vector<float> loss(static_cast<std::size_t>(c.rows));
-    k::crossEntropyLossFromStats(gmax, gsum, target, loss.data(), c.rows);
-    double total = 0;
-    for (float l : loss) {
-        total += l;
-    }
-    const double mean = total / static_cast<double>(c.rows);
+    const double mean = c.be().meanLoss(gmax, gsum, target, c.rows);
     if (!std::isfinite(mean)) {
         throw OpError("the loss is " + std::string(std::isnan(mean) ? "NaN" : "infinite") +
                       " (micro-batch " + std::to_string(c.op.microbatch) + ")");
@@ -149,15 +146,14 @@ double meanLoss(Ctx& c, const float* gmax, const float* gsum, const float* targe
 
 void forward(Ctx& c) {
     const int mb = c.op.microbatch;
-    RankModel::Chunk& ch = c.chunk();
-    const int q = ch.position;
+    const int q = c.position();
     Buffer a;
     if (q == 0) {
         if (c.run.sharded) {
             a = c.buf().take(Slot::Embed, mb, 0);
         } else {
             a = c.buf().allocate(c.rh(), kAct);
-            c.model().input()->forward(c.tokens().inputs.data(), a.ptr());
+            c.be().inputForward(c.tokens(), a.ptr());
         }
     } else if (c.run.rankOf(q - 1) == c.rank) {
         a = c.buf().take(Slot::ActOut, mb, c.run.chunkOf(q - 1));
@@ -165,18 +161,17 @@ void forward(Ctx& c) {
         a = c.buf().take(Slot::ActIn, mb, c.op.chunk);
     }
     Buffer b = c.buf().allocate(c.rh(), kAct);
-    for (auto& layer : ch.layers) {
-        layer.forward(mb, a.ptr(), b.ptr());
+    for (int l = 0; l < c.be().layerCount(c.op.chunk); ++l) {
+        c.be().layerForward(c.op.chunk, l, mb, a.ptr(), b.ptr());
         std::swap(a, b);
     }
     if (q == c.run.lastPosition()) {
-        ch.final_norm->forward(mb, a.ptr(), b.ptr());
+        c.be().finalNormForward(c.op.chunk, mb, a.ptr(), b.ptr());
         std::swap(a, b);
         if (!c.run.sharded) {
             // The output layer and the loss are part of the last position's F.
             float* st = c.buf().make(Slot::Stats, mb, 0, 3 * c.rows, kVocab);
-            c.model().output()->forwardStats(mb, a.ptr(), c.tokens().targets.data(), st,
-                                             st + c.rows, st + 2 * c.rows);
+            c.be().outputForwardStats(mb, a.ptr(), c.tokens(), st, st + c.rows, st + 2 * c.rows);
             c.run.recordLoss(c.it, meanLoss(c, st, st + c.rows, st + 2 * c.rows));
             return;
         }
@@ -186,48 +181,37 @@ void forward(Ctx& c) {
 
 void backward(Ctx& c, bool whole) {
     const int mb = c.op.microbatch;
-    RankModel::Chunk& ch = c.chunk();
-    const int q = ch.position;
+    const int q = c.position();
     Buffer dy;
     if (q == c.run.lastPosition()) {
         Buffer dx_out;
         if (!c.run.sharded) {
             dx_out = c.buf().allocate(c.rh(), kAct);
             const float* st = c.buf().get(Slot::Stats, mb, 0);
-            const std::vector<float> g(static_cast<std::size_t>(c.rows), c.lossScale());
-            c.model().output()->backward(mb, st, st + c.rows, g.data(), dx_out.ptr());
+            const Buffer g = c.constantLossGrad();
+            c.be().outputBackward(mb, st, st + c.rows, g.ptr(), dx_out.ptr());
             c.buf().drop(Slot::Stats, mb, 0);
         } else if (c.method() == VocabMethod::Vocab2) {
             // dX = g · Σ_d (α_d A_d − G_d), all-reduced by the barrier C.
             dx_out = c.buf().take(Slot::DxSum, mb, 0);
-            const float* g = c.buf().get(Slot::LossGrad, mb, 0);
-            float* d = dx_out.ptr();
-            for (std::int64_t t = 0; t < c.rows; ++t) {
-                for (std::int64_t j = 0; j < c.hidden; ++j) {
-                    d[t * c.hidden + j] *= g[t];
-                }
-            }
+            c.be().scaleRows(dx_out.ptr(), c.buf().get(Slot::LossGrad, mb, 0), c.rows, c.hidden);
         } else {
             dx_out = c.buf().take(Slot::DxPart, mb, 0);  // summed by ALLREDUCE(output_grad)
         }
         dy = c.buf().allocate(c.rh(), kAct);
-        ch.final_norm->backward(mb, dx_out.ptr(), dy.ptr());
+        c.be().finalNormBackward(c.op.chunk, mb, dx_out.ptr(), dy.ptr());
     } else if (c.run.rankOf(q + 1) == c.rank) {
         dy = c.buf().take(Slot::GradIn, mb, c.run.chunkOf(q + 1));
     } else {
         dy = c.buf().take(Slot::GradOut, mb, c.op.chunk);
     }
     Buffer dx = c.buf().allocate(c.rh(), kAct);
-    for (auto it = ch.layers.rbegin(); it != ch.layers.rend(); ++it) {
-        if (whole) {
-            it->backward(mb, dy.ptr(), dx.ptr());
-        } else {
-            it->backwardInput(mb, dy.ptr(), dx.ptr());
-        }
+    for (int l = c.be().layerCount(c.op.chunk) - 1; l >= 0; --l) {
+        c.be().layerBackward(c.op.chunk, l, mb, dy.ptr(), dx.ptr(), whole);
         std::swap(dy, dx);
     }
     if (q == 0 && !c.run.sharded) {
-        c.model().input()->backward(c.tokens().inputs.data(), dy.ptr());
+        c.be().inputBackward(c.tokens(), dy.ptr());
         return;
     }
     c.buf().put(Slot::GradIn, mb, c.op.chunk, std::move(dy));
@@ -237,31 +221,30 @@ void outputStats(Ctx& c) {
     const int mb = c.op.microbatch;
     Buffer x = c.buf().take(Slot::OutX, mb, 0);
     float* st = c.buf().make(Slot::Stats, mb, 0, 5 * c.rows, kVocab);
-    OutputLayer<float>& out = *c.model().output();
-    out.forwardStats(mb, x.ptr(), c.tokens().targets.data(), st, st + c.rows, st + 4 * c.rows);
+    c.be().outputForwardStats(mb, x.ptr(), c.tokens(), st, st + c.rows, st + 4 * c.rows);
     if (c.method() == VocabMethod::Vocab2) {
         float* basis = c.buf().make(Slot::Basis, mb, 0, 2 * c.rh(), kVocab);
-        out.gradientBasis(mb, st, st + c.rows, basis, basis + c.rh());
+        c.be().outputGradientBasis(mb, st, st + c.rows, basis, basis + c.rh());
     }
 }
 
 void outputGrad(Ctx& c) {
     const int mb = c.op.microbatch;
     const float* st = c.buf().get(Slot::Stats, mb, 0);
-    std::vector<float> constant;
+    Buffer constant;
     const float* g = nullptr;
     if (c.method() == VocabMethod::Interlaced) {
         // Interlaced runs the output layer synchronously on every rank: the loss gradient per
         // token is the mean's, known everywhere.
-        constant.assign(static_cast<std::size_t>(c.rows), c.lossScale());
-        g = constant.data();
+        constant = c.constantLossGrad();
+        g = constant.ptr();
     } else {
         g = c.buf().get(Slot::LossGrad, mb, 0);  // from BCAST(output_bcast, mb + 1)
     }
     float* dx_part = c.method() == VocabMethod::Vocab2
                          ? nullptr
                          : c.buf().make(Slot::DxPart, mb, 0, c.rh(), kCommBuf);
-    c.model().output()->backward(mb, st + 2 * c.rows, st + 3 * c.rows, g, dx_part);
+    c.be().outputBackward(mb, st + 2 * c.rows, st + 3 * c.rows, g, dx_part);
     c.buf().drop(Slot::Stats, mb, 0);
     if (c.rank != c.run.rankOf(c.run.lastPosition())) {
         c.buf().drop(Slot::LossGrad, mb, 0);
@@ -273,18 +256,17 @@ void loss(Ctx& c) {
     const float* st = c.buf().get(Slot::Stats, mb, 0);
     c.run.recordLoss(c.it, meanLoss(c, st + 2 * c.rows, st + 3 * c.rows, st + 4 * c.rows));
     float* g = c.buf().make(Slot::LossGrad, mb, 0, c.rows, kCommBuf);
-    std::fill(g, g + c.rows, c.lossScale());
+    c.be().fill(g, c.rows, c.lossScale());
 }
 
 void optimizerStep(Ctx& c) {
-    const std::vector<Param<float>*> params = c.model().params();
-    adamw<float>(params, c.run.options.adamw, c.it + 1);
+    c.be().optimizerStep(c.run.options.adamw, c.it + 1);
     c.buf().clear();  // what is left is small and per iteration (the loss gradients)
 }
 
 std::int64_t sendRecv(Ctx& c) {
     const Op& op = c.op;
-    const int q = c.chunk().position;
+    const int q = c.position();
     const auto floats = static_cast<std::size_t>(c.rh());
     switch (op.kind) {
         case OpKind::SendF: {
@@ -326,34 +308,24 @@ std::int64_t outputBarrier(Ctx& c) {
     float* gmax = st + 2 * R;
     float* gsum = st + 3 * R;
     float* target = st + 4 * R;
-    std::copy(local_max, local_max + R, gmax);
+    c.be().copy(gmax, local_max, R);
     check(c.comm().allReduce(c.run.group, collectiveTag(c, 0), gmax, static_cast<std::size_t>(R),
                              ReduceOp::Max));
-    std::vector<float> scaled(static_cast<std::size_t>(R));
-    std::vector<float> sums(static_cast<std::size_t>(2 * R));
-    for (std::int64_t t = 0; t < R; ++t) {
-        scaled[static_cast<std::size_t>(t)] =
-            local_sum[t] > 0 ? local_sum[t] * std::exp(local_max[t] - gmax[t]) : 0.0f;
-        sums[static_cast<std::size_t>(t)] = scaled[static_cast<std::size_t>(t)];
-        sums[static_cast<std::size_t>(R + t)] = target[t];
-    }
-    check(c.comm().allReduce(c.run.group, collectiveTag(c, 1), sums.data(), sums.size(),
-                             ReduceOp::Sum));
-    std::copy(sums.begin(), sums.begin() + R, gsum);
-    std::copy(sums.begin() + R, sums.end(), target);
+    // [local sum rescaled to the global max | target logit], summed.
+    Buffer sums = c.buf().allocate(2 * R, kCommBuf);
+    c.be().copy(sums.ptr(), local_sum, R);
+    c.be().rescaleShardSum(sums.ptr(), local_max, gmax, R);
+    c.be().copy(sums.ptr() + R, target, R);
+    check(c.comm().allReduce(c.run.group, collectiveTag(c, 1), sums.ptr(),
+                             static_cast<std::size_t>(2 * R), ReduceOp::Sum));
+    c.be().copy(gsum, sums.ptr(), R);
+    c.be().copy(target, sums.ptr() + R, R);
     std::int64_t floats = 3 * R;
     if (c.method() == VocabMethod::Vocab2) {
         Buffer basis = c.buf().take(Slot::Basis, mb, 0);
         float* d = c.buf().make(Slot::DxSum, mb, 0, c.rh(), kVocab);
-        const float* a = basis.ptr();
-        const float* g = a + c.rh();
-        for (std::int64_t t = 0; t < R; ++t) {
-            const float alpha = gsum[t] > 0 ? scaled[static_cast<std::size_t>(t)] / gsum[t] : 0.0f;
-            for (std::int64_t j = 0; j < c.hidden; ++j) {
-                const std::int64_t i = t * c.hidden + j;
-                d[i] = alpha * a[i] - g[i];
-            }
-        }
+        c.be().basisCombine(basis.ptr(), basis.ptr() + c.rh(), local_max, local_sum, gmax, gsum, d,
+                            R, c.hidden);
         check(c.comm().allReduce(c.run.group, collectiveTag(c, 2), d,
                                  static_cast<std::size_t>(c.rh()), ReduceOp::Sum));
         floats += c.rh();
@@ -374,12 +346,12 @@ std::int64_t outputBroadcast(Ctx& c) {
     if (root) {
         if (has_x) {
             Buffer x = c.buf().take(Slot::ActOut, mb, last_chunk);
-            std::copy(x.data.begin(), x.data.end(), packed.data.begin());
+            c.be().copy(packed.ptr(), x.ptr(), c.rh());
             c.buf().put(Slot::OutX, mb, 0, std::move(x));
         }
         if (has_g) {
             const float* g = c.buf().get(Slot::LossGrad, mb - 1, 0);
-            std::copy(g, g + c.rows, packed.ptr() + (has_x ? c.rh() : 0));
+            c.be().copy(packed.ptr() + (has_x ? c.rh() : 0), g, c.rows);
         }
     }
     check(c.comm().broadcast(c.run.group, c.op.root, collectiveTag(c, 0), packed.ptr(),
@@ -387,12 +359,11 @@ std::int64_t outputBroadcast(Ctx& c) {
     if (!root) {
         if (has_x) {
             float* x = c.buf().make(Slot::OutX, mb, 0, c.rh(), kAct);
-            std::copy(packed.ptr(), packed.ptr() + c.rh(), x);
+            c.be().copy(x, packed.ptr(), c.rh());
         }
         if (has_g) {
             float* g = c.buf().make(Slot::LossGrad, mb - 1, 0, c.rows, kCommBuf);
-            const float* from = packed.ptr() + (has_x ? c.rh() : 0);
-            std::copy(from, from + c.rows, g);
+            c.be().copy(g, packed.ptr() + (has_x ? c.rh() : 0), c.rows);
         }
     }
     return n * static_cast<std::int64_t>(sizeof(float));
@@ -449,18 +420,17 @@ std::int64_t runOp(Run& run, int rank, int iteration, const Op& op) {
             backward(c, !run.schedule.split_backward);
             return -1;
         case OpKind::W:
-            for (auto& layer : c.chunk().layers) {
-                layer.backwardWeight(op.microbatch);
+            for (int l = 0; l < c.be().layerCount(op.chunk); ++l) {
+                c.be().layerBackwardWeight(op.chunk, l, op.microbatch);
             }
             return -1;
         case OpKind::IF:
-            c.model().input()->forward(
-                c.tokens().inputs.data(),
-                c.buf().make(Slot::Embed, op.microbatch, 0, c.rh(), kCommBuf));
+            c.be().inputForward(c.tokens(),
+                                c.buf().make(Slot::Embed, op.microbatch, 0, c.rh(), kCommBuf));
             return -1;
         case OpKind::IB: {
             Buffer g = c.buf().take(Slot::EmbedGrad, op.microbatch, 0);
-            c.model().input()->backward(c.tokens().inputs.data(), g.ptr());
+            c.be().inputBackward(c.tokens(), g.ptr());
             return -1;
         }
         case OpKind::S:

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <pipescope/exec/rank_backend.h>
 #include <pipescope/exec/rank_model.h>
 #include <pipescope/kernels/cpu/adamw.h>
 #include <pipescope/schedule/config.h>
@@ -41,6 +42,11 @@ struct ExecOptions {
     std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
     // Polled at every op boundary: when it turns true the run stops as cancelled.
     const std::atomic<bool>* cancel = nullptr;
+    // Makes each rank's backend (its model, memory and kernels); null: the CPU backend
+    // (CpuRankBackend) with `seed` and `init_stddev`. Called from run(), once per rank, in order.
+    std::function<std::unique_ptr<RankBackend>(const schedule::Config&, const schedule::Schedule&,
+                                               int rank, MemoryTracker* tracker)>
+        backend;
     // Called once per iteration, in order, when every rank has finished it: the mean loss over
     // its micro-batches and its time (first op start to last op end over all ranks).
     std::function<void(int iteration, double loss, double seconds)> on_iteration;
@@ -69,7 +75,7 @@ class PipelineExecutor {
     ExecResult run();
 
     // After run(): each rank's model, with the last iteration's gradients still in place and
-    // the weights after its optimizer step.
+    // the weights after its optimizer step (CPU backend only; std::logic_error otherwise).
     RankModel& rankModel(int rank);
     const MemoryTracker& memory(int rank) const;
     int ranks() const;

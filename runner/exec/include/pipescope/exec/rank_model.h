@@ -36,6 +36,7 @@ class RankModel {
     int rank() const { return rank_; }
     const ModelShape& shape() const { return shape_; }
     Chunk& chunk(int c) { return chunks_[static_cast<std::size_t>(c)]; }
+    const Chunk& chunk(int c) const { return chunks_[static_cast<std::size_t>(c)]; }
     int chunkCount() const { return static_cast<int>(chunks_.size()); }
     // Null where this rank holds no part of the table.
     InputLayer<float>* input() { return input_.get(); }

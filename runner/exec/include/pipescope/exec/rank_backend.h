@@ -1,0 +1,97 @@
+// What the interpreter (pipeline_executor.h) needs from a backend, per rank: memory for the
+// buffers that pass between ops, the model pieces the rank holds, a few element-wise steps of
+// the vocabulary methods, and device-aware communication. The interpreter itself (which op
+// reads and writes what, tags, the order of collectives, threads and dependencies, tracing) is
+// the same for every backend; the CPU backend (cpu_rank_backend.h) runs the reference kernels on
+// host memory, the CUDA backend (runner/cuda) runs kernels/cuda on device memory.
+//
+// Pointers handed to and returned by a backend are in its memory space (device pointers for
+// CUDA). Work is issued on the calling lane: the interpreter calls beginOp(lane) before an op and
+// endOp(lane) after it, from that lane's thread; when endOp returns, the op's work is complete,
+// so a buffer the op used may be freed or read by any other lane.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <pipescope/exec/comm.h>
+#include <pipescope/exec/memory_tracker.h>
+#include <pipescope/kernels/cpu/adamw.h>
+#include <pipescope/trace/types.h>
+
+namespace pipescope::exec {
+
+struct TokenRows;
+
+// A zero-filled buffer of floats in the backend's memory, tracked by category while it lives.
+struct Buffer {
+    std::unique_ptr<float, std::function<void(float*)>> memory;
+    std::int64_t floats = 0;
+    TrackedBytes bytes;
+    float* ptr() const { return memory.get(); }
+};
+
+class RankBackend {
+  public:
+    virtual ~RankBackend() = default;
+
+    // The calling thread's lane for the ops that follow (schedule::Stream), and the end of its
+    // op: the backend's work for it is complete when endOp returns.
+    virtual void beginOp(int lane) = 0;
+    virtual void endOp(int lane) = 0;
+
+    // --- memory and element-wise steps ---------------------------------------------------------
+    virtual Buffer allocate(std::int64_t floats, trace::MemoryCategory category) = 0;
+    virtual void copy(float* dst, const float* src, std::int64_t floats) = 0;
+    virtual void fill(float* dst, std::int64_t floats, float value) = 0;
+    // x[r, :] *= g[r] (x: rows×cols, g: rows).
+    virtual void scaleRows(float* x, const float* g, std::int64_t rows, std::int64_t cols) = 0;
+    // sum[r] *= exp(local_max[r] − global_max[r]) (0 for an empty shard).
+    virtual void rescaleShardSum(float* sum, const float* local_max, const float* global_max,
+                                 std::int64_t rows) = 0;
+    // Vocab-2: out[r] = α_r a[r] − g[r], α_r = row_sum[r] e^(row_max[r] − M[r]) / E[r].
+    virtual void basisCombine(const float* a, const float* g, const float* row_max,
+                              const float* row_sum, const float* global_max,
+                              const float* global_sum, float* out, std::int64_t rows,
+                              std::int64_t cols) = 0;
+    // The mean over rows of M + log E − target (the micro-batch's loss), on the host.
+    virtual double meanLoss(const float* global_max, const float* global_sum,
+                            const float* target_logit, std::int64_t rows) = 0;
+
+    // --- the model pieces this rank holds ------------------------------------------------------
+    virtual int chunkCount() const = 0;
+    virtual int chunkPosition(int chunk) const = 0;
+    virtual int layerCount(int chunk) const = 0;
+    virtual bool hasInput() const = 0;
+    virtual bool hasOutput() const = 0;
+    // x, y, dx, dy: rows × hidden.
+    virtual void layerForward(int chunk, int layer, int microbatch, const float* x, float* y) = 0;
+    // whole: B and W together; otherwise B only, W comes with layerBackwardWeight.
+    virtual void layerBackward(int chunk, int layer, int microbatch, const float* dy, float* dx,
+                               bool whole) = 0;
+    virtual void layerBackwardWeight(int chunk, int layer, int microbatch) = 0;
+    virtual void finalNormForward(int chunk, int microbatch, const float* x, float* y) = 0;
+    virtual void finalNormBackward(int chunk, int microbatch, const float* dy, float* dx) = 0;
+    // Token ids are host arrays (TokenRows); the backend moves them where its kernels need them.
+    virtual void inputForward(const TokenRows& tokens, float* out) = 0;
+    virtual void inputBackward(const TokenRows& tokens, const float* dout) = 0;
+    // OutputLayer::forwardStats / gradientBasis / backward (vocab_layers.h).
+    virtual void outputForwardStats(int microbatch, const float* x, const TokenRows& tokens,
+                                    float* row_max, float* row_sum, float* target_logit) = 0;
+    virtual void outputGradientBasis(int microbatch, const float* row_max, const float* row_sum,
+                                     float* a, float* g) = 0;
+    virtual void outputBackward(int microbatch, const float* global_max, const float* global_sum,
+                                const float* dloss, float* dx_part) = 0;
+    virtual void zeroGrads() = 0;
+    // AdamW over every parameter (no decay for biases and LayerNorm parameters); step ≥ 1.
+    virtual void optimizerStep(const kernels::cpu::AdamWConfig& config, std::int64_t step) = 0;
+
+    // The communication of lane `lane`, given the in-process fabric's endpoint (which moves host
+    // memory): a host backend uses it as it is, a device backend stages its buffers through it
+    // or replaces it (NCCL).
+    virtual std::unique_ptr<Comm> comm(std::unique_ptr<Comm> host, int lane) = 0;
+};
+
+}  // namespace pipescope::exec
