@@ -211,8 +211,8 @@ int runSweep(const cli::Options& o, const std::string& command_line) {
     return kExitOk;
 }
 
-// Why the CUDA backend cannot run here: no CUDA in this build, no driver, no GPU, or (with a
-// GPU) that the backend itself is not built yet.
+// Why the CUDA backend cannot run here (no CUDA in this build, no driver, no GPU); empty when it
+// can.
 std::string cudaProblem(std::vector<std::string>* gpus) {
 #if PIPESCOPE_HAVE_CUDA
     const auto list = cuda::listDevices();
@@ -227,7 +227,7 @@ std::string cudaProblem(std::vector<std::string>* gpus) {
     if (list.devices.empty()) {
         return "no CUDA device is visible";
     }
-    return "the CUDA backend is not part of this build yet (the GPUs listed were found)";
+    return {};
 #else
     (void)gpus;
     return "this build has no CUDA (configure found no CUDA toolkit, or PIPESCOPE_ENABLE_CUDA=OFF)";
@@ -249,10 +249,13 @@ void listDevices(const cli::Options& o) {
                                          {"available", false},
                                          {"reason", cpu_problem},
                                          {"cores", cores}},
-            {{"backend", "cuda"},
-             {"available", false},
-             {"reason", cuda_problem},
-             {"devices", gpus}}};
+            cuda_problem.empty() ? nlohmann::ordered_json{{"backend", "cuda"},
+                                                          {"available", true},
+                                                          {"devices", gpus}}
+                                 : nlohmann::ordered_json{{"backend", "cuda"},
+                                                          {"available", false},
+                                                          {"reason", cuda_problem},
+                                                          {"devices", gpus}}};
         std::cout << j.dump(2) << "\n";
         return;
     }
@@ -260,7 +263,8 @@ void listDevices(const cli::Options& o) {
               << (cpu ? "cpu   available (" + std::to_string(cores) + " cores)\n"
                       : "cpu   not available: " + cpu_problem + " (" + std::to_string(cores) +
                             " cores)\n")
-              << "cuda  not available: " << cuda_problem << "\n";
+              << (cuda_problem.empty() ? std::string("cuda  available\n")
+                                       : "cuda  not available: " + cuda_problem + "\n");
     for (const auto& g : gpus) {
         std::cout << "      " << g << "\n";
     }
@@ -302,9 +306,11 @@ int main(int argc, char** argv) {
     const schedule::Config& config = *loaded.config;
     if (o.backend == "cuda") {
         std::vector<std::string> gpus;
-        std::cerr << "pipescope-run: --backend cuda is not available here: " << cudaProblem(&gpus)
-                  << "; use --backend cpu (or sim) on this machine\n";
-        return kExitNoBackend;
+        if (const std::string problem = cudaProblem(&gpus); !problem.empty()) {
+            std::cerr << "pipescope-run: --backend cuda is not available here: " << problem
+                      << "; use --backend cpu (or sim) on this machine\n";
+            return kExitNoBackend;
+        }
     }
     if (std::string why; o.backend == "cpu" && !cli::cpuBackendBuilt(&why)) {
         std::cerr << "pipescope-run: --backend cpu is not available here: " << why << "\n";
@@ -371,9 +377,9 @@ int main(int argc, char** argv) {
             human << "\n";
         }
     }
-    if (o.backend == "cpu") {
+    if (o.backend == "cpu" || o.backend == "cuda") {
         // The progress events "progress" and "finished" come from the run itself.
-        return cli::runCpuBackend(o, config, r.schedule, command_line, human);
+        return cli::runExecBackend(o, config, r.schedule, command_line, human);
     }
     if (!o.out.empty()) {
         if (int rc = writeSimTrace(o, r, o.out, iterations, command_line); rc != kExitOk) {

@@ -163,6 +163,22 @@ __global__ void addKernel(const D* a, const D* b, D* out, std::int64_t n) {
     }
 }
 
+template <typename D>
+__global__ void scaleRowsKernel(D* x, const float* scale, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t n = rows * cols;
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+        x[i] = store<D>(load(x[i]) * scale[i / cols]);
+    }
+}
+
+__global__ void fillKernel(float* x, std::int64_t n, float value) {
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+        x[i] = value;
+    }
+}
+
 template <typename DFrom, typename DTo>
 __global__ void convertKernel(const DFrom* in, DTo* out, std::int64_t n) {
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -271,6 +287,28 @@ void add(const Exec& exec, const T* a, const T* b, T* out, std::int64_t n) {
     PIPESCOPE_CHECK_LAUNCH("addKernel");
 }
 
+template <typename T>
+void scaleRows(const Exec& exec, T* x, const float* scale, std::int64_t rows, std::int64_t cols) {
+    detail::requireNonNegative(rows, "rows", "scaleRows");
+    detail::requireNonNegative(cols, "cols", "scaleRows");
+    if (rows == 0 || cols == 0) {
+        return;
+    }
+    scaleRowsKernel<<<detail::elementwiseGrid(rows * cols), detail::kElementwiseBlock, 0,
+                      detail::stream(exec)>>>(dev(x), scale, rows, cols);
+    PIPESCOPE_CHECK_LAUNCH("scaleRowsKernel");
+}
+
+void fill(const Exec& exec, float* x, std::int64_t n, float value) {
+    detail::requireNonNegative(n, "n", "fill");
+    if (n == 0) {
+        return;
+    }
+    fillKernel<<<detail::elementwiseGrid(n), detail::kElementwiseBlock, 0, detail::stream(exec)>>>(
+        x, n, value);
+    PIPESCOPE_CHECK_LAUNCH("fillKernel");
+}
+
 template <typename TFrom, typename TTo>
 void convert(const Exec& exec, const TFrom* in, TTo* out, std::int64_t n) {
     detail::requireNonNegative(n, "n", "convert");
@@ -296,7 +334,8 @@ void convert(const Exec& exec, const TFrom* in, TTo* out, std::int64_t n) {
                                        std::int64_t);                                           \
     template void geluForward<T>(const Exec&, const T*, T*, std::int64_t);                      \
     template void geluBackward<T>(const Exec&, const T*, const T*, T*, std::int64_t);           \
-    template void add<T>(const Exec&, const T*, const T*, T*, std::int64_t);
+    template void add<T>(const Exec&, const T*, const T*, T*, std::int64_t);                    \
+    template void scaleRows<T>(const Exec&, T*, const float*, std::int64_t, std::int64_t);
 
 PIPESCOPE_INSTANTIATE_LAYERS(float)
 PIPESCOPE_INSTANTIATE_LAYERS(Bf16)

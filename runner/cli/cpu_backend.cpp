@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -12,20 +13,19 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <pipescope/exec/pipeline_executor.h>
+#include <pipescope/kernels/cpu/gemm.h>
+#include <pipescope/kernels/cpu/gemm_profile.h>
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/model_math.h>
 #include <pipescope/sim/simulator.h>
 #include <pipescope/trace/writer.h>
-
-#if PIPESCOPE_HAVE_CPU_BACKEND
-#include <pipescope/exec/pipeline_executor.h>
-#include <pipescope/kernels/cpu/gemm.h>
-#include <pipescope/kernels/cpu/gemm_profile.h>
+#if PIPESCOPE_HAVE_CUDA
+#include <pipescope/cuda/cuda_rank_backend.h>
+#include <pipescope/cuda/devices.h>
 #endif
 
 namespace pipescope::cli {
-
-#if PIPESCOPE_HAVE_CPU_BACKEND
 
 namespace {
 
@@ -77,8 +77,13 @@ std::string gib(double bytes) {
 }  // namespace
 
 bool cpuBackendBuilt(std::string* why) {
+#if PIPESCOPE_HAVE_CPU_BACKEND
     (void)why;
     return true;
+#else
+    *why = "this build has no CPU backend (configure found no OpenBLAS: install libopenblas-dev)";
+    return false;
+#endif
 }
 
 namespace {
@@ -145,9 +150,9 @@ void writeGemmReport(std::ostream& os) {
 
 }  // namespace
 
-int runCpuBackend(const Options& o, const schedule::Config& config,
-                  const schedule::Schedule& schedule, const std::string& command_line,
-                  std::ostream& human) {
+int runExecBackend(const Options& o, const schedule::Config& config,
+                   const schedule::Schedule& schedule, const std::string& command_line,
+                   std::ostream& human) {
     const int iterations = o.iterations.value_or(config.run.iterations);
     // Every exit after "started" reports "finished", so that a reader of the progress stream
     // never waits for it.
@@ -166,8 +171,41 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
     for (std::int64_t b : *estimate) {
         total += b;
     }
+    const bool cuda = o.backend == "cuda";
+#if PIPESCOPE_HAVE_CUDA
+    cuda::CudaBackendOptions cuda_options;
+    cuda_options.seed = config.run.seed;
+    if (cuda) {
+        // Each device's ranks share 90% of its free memory equally (cuda_rank_backend.h).
+        std::map<int, int> ranks_on;
+        for (int r = 0; r < schedule.ranks; ++r) {
+            ++ranks_on[cuda::deviceOfRank(cuda_options, r)];
+        }
+        for (int r = 0; r < schedule.ranks; ++r) {
+            const int d = cuda::deviceOfRank(cuda_options, r);
+            std::string why;
+            const std::int64_t free_bytes = cuda::freeDeviceMemory(d, &why);
+            if (free_bytes < 0) {
+                std::cerr << "pipescope-run: device " << d << ": " << why << "\n";
+                return refused(kExitFailed);
+            }
+            const auto share = static_cast<std::int64_t>(
+                static_cast<double>(free_bytes) * cuda_options.memory_fraction / ranks_on[d]);
+            const std::int64_t need = (*estimate)[static_cast<std::size_t>(r)];
+            if (need > share) {
+                std::cerr << "pipescope-run: rank " << r << " needs about "
+                          << gib(static_cast<double>(need)) << " on device " << d
+                          << " (fp32 weights, gradients, AdamW state and activations) but its "
+                             "share of the device's free memory is "
+                          << gib(static_cast<double>(share)) << " (" << ranks_on[d]
+                          << " ranks on it); make the model smaller or use more GPUs\n";
+                return refused(kExitBadInput);
+            }
+        }
+    }
+#endif
     const std::int64_t available = availableMemory();
-    if (available > 0 && total > available * 9 / 10) {
+    if (!cuda && available > 0 && total > available * 9 / 10) {
         std::cerr << "pipescope-run: this config needs about " << gib(static_cast<double>(total))
                   << " for its " << schedule.ranks
                   << " ranks on the CPU backend (fp32 weights, gradients, AdamW state and "
@@ -186,7 +224,7 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
     trace::RunInfo info;
     info.name = config.name;
     info.config_json = schedule::toJson(config);
-    info.backend = "cpu";
+    info.backend = o.backend;
     info.start_ns = trace::wallClockNs();
     const auto origin = std::chrono::steady_clock::now();
     info.host = hostName();
@@ -203,13 +241,21 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
         return refused(st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed);
     }
     for (int r = 0; r < schedule.ranks; ++r) {
-        writer.addRank({r, sim::rankStages(schedule, r), "cpu", info.host, 0,
+        std::string device = "cpu";
+        int device_index = 0;
+#if PIPESCOPE_HAVE_CUDA
+        if (cuda) {
+            device_index = cuda::deviceOfRank(cuda_options, r);
+            device = "cuda:" + std::to_string(device_index);
+        }
+#endif
+        writer.addRank({r, sim::rankStages(schedule, r), device, info.host, device_index,
                         static_cast<std::int64_t>(getpid())});
     }
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
-    kernels::cpu::setGemmProfiling(o.gemm_report);
+    kernels::cpu::setGemmProfiling(o.gemm_report && !cuda);
     keepFreedMemory();
 
     exec::ExecOptions eo;
@@ -220,6 +266,11 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
     eo.writer = &writer;
     eo.origin = origin;
     eo.cancel = &g_cancel;
+#if PIPESCOPE_HAVE_CUDA
+    if (cuda) {
+        eo.backend = cuda::cudaBackendFactory(cuda_options);
+    }
+#endif
     eo.on_iteration = [&](int it, double loss, double seconds) {
         progressEvent(o, {{"event", "progress"},
                           {"iteration", it + 1},
@@ -269,12 +320,12 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
               << gib(static_cast<double>((*estimate)[r]));
     }
     human << "\ntrace: " << o.out << "\n";
-    if (o.gemm_report) {
+    if (o.gemm_report && !cuda) {
         writeGemmReport(human);
     }
     if (!o.summary_json.empty()) {
         nlohmann::ordered_json j;
-        j["backend"] = "cpu";
+        j["backend"] = o.backend;
         j["config"] = config.name;
         j["status"] = std::string(trace::toString(status));
         j["losses"] = result.losses;
@@ -304,19 +355,5 @@ int runCpuBackend(const Options& o, const schedule::Config& config,
            : status == trace::RunStatus::Cancelled ? kExitCancelled
                                                    : kExitFailed;
 }
-
-#else
-
-bool cpuBackendBuilt(std::string* why) {
-    *why = "this build has no CPU backend (configure found no OpenBLAS: install libopenblas-dev)";
-    return false;
-}
-
-int runCpuBackend(const Options&, const schedule::Config&, const schedule::Schedule&,
-                  const std::string&, std::ostream&) {
-    return 3;
-}
-
-#endif
 
 }  // namespace pipescope::cli

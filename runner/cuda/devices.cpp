@@ -41,4 +41,22 @@ DeviceList listDevices() {
     return out;
 }
 
+std::int64_t freeDeviceMemory(int device, std::string* why) {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaError_t rc = cudaSetDevice(device);
+    std::size_t free_bytes = 0;
+    std::size_t total = 0;
+    if (rc == cudaSuccess) {
+        rc = cudaMemGetInfo(&free_bytes, &total);
+    }
+    cudaSetDevice(previous);
+    if (rc != cudaSuccess) {
+        *why = std::string("cannot read its free memory: ") + cudaGetErrorName(rc) + ": " +
+               cudaGetErrorString(rc);
+        return -1;
+    }
+    return static_cast<std::int64_t>(free_bytes);
+}
+
 }  // namespace pipescope::cuda

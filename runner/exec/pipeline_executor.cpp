@@ -201,7 +201,7 @@ struct PipelineExecutor::Impl {
                     }
                     const std::int64_t start = nowNs();
                     const std::int64_t cpu0 = threadCpuNs();
-                    rs.backend->beginOp(lane);
+                    rs.backend->beginOp(lane, op.label());
                     if (first && lane == static_cast<int>(schedule::Stream::Compute)) {
                         // Gradients accumulate over one iteration's micro-batches.
                         rs.backend->zeroGrads();

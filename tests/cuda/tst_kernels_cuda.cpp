@@ -331,6 +331,21 @@ void testElementwise(Context& ctx) {
     expectClose("geluForward " + t, y.download(), yr, outputTol<T>());
     expectClose("geluBackward " + t, dxo.download(), dxr, outputTol<T>());
     expectClose("add " + t, sum.download(), sr, outputTol<T>());
+    // scaleRows: x[r, :] *= scale[r].
+    const std::int64_t rows = 97, cols = n / 97;
+    const auto scale = randomVector(rows);
+    Dev<float> dscale(scale);
+    Dev<T> scaled_x(x);
+    kg::scaleRows<T>(ctx.exec, scaled_x.get(), dscale.get(), rows, cols);
+    std::vector<float> scaled_ref(x.begin(), x.begin() + rows * cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+            scaled_ref[r * cols + j] *= scale[r];
+        }
+    }
+    auto scaled_got = scaled_x.download();
+    scaled_got.resize(scaled_ref.size());
+    expectClose("scaleRows " + t, scaled_got, scaled_ref, outputTol<T>());
     // In place: y may alias x.
     kg::geluForward<T>(ctx.exec, dx_.get(), dx_.get(), n);
     expectClose("geluForward in place " + t, dx_.download(), yr, outputTol<T>());
@@ -338,6 +353,9 @@ void testElementwise(Context& ctx) {
 
 void testConvert(Context& ctx) {
     const std::int64_t n = 1000;
+    Dev<float> filled(n);
+    kg::fill(ctx.exec, filled.get(), n, 0.25f);
+    expectClose("fill", filled.download(), std::vector<float>(n, 0.25f), {0.0f, 0.0f});
     const auto x = randomVector(n, 3.0);
     Dev<float> src(x), back(n);
     Dev<Bf16> half(n);

@@ -1,5 +1,5 @@
 // CUDA devices visible to this process, or why there are none (no driver, no device, a runtime
-// too new for the driver). The only CUDA code so far; the CUDA backend builds on it.
+// too new for the driver).
 #pragma once
 
 #include <cstdint>
@@ -26,5 +26,8 @@ struct DeviceList {
 };
 
 DeviceList listDevices();
+
+// Free memory of `device` in bytes now, or -1 with the reason in *why.
+std::int64_t freeDeviceMemory(int device, std::string* why);
 
 }  // namespace pipescope::cuda

@@ -37,9 +37,10 @@ class RankBackend {
   public:
     virtual ~RankBackend() = default;
 
-    // The calling thread's lane for the ops that follow (schedule::Stream), and the end of its
-    // op: the backend's work for it is complete when endOp returns.
-    virtual void beginOp(int lane) = 0;
+    // The calling thread's lane for the ops that follow (schedule::Stream) and the op's label
+    // (for profilers' ranges), and the end of its op: the backend's work for it is complete
+    // when endOp returns.
+    virtual void beginOp(int lane, const std::string& label) = 0;
     virtual void endOp(int lane) = 0;
 
     // --- memory and element-wise steps ---------------------------------------------------------

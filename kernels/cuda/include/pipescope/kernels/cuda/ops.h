@@ -74,6 +74,11 @@ void geluBackward(const Exec& exec, const T* dy, const T* x, T* dx, std::int64_t
 // out = a + b (out may alias a or b): the residual connections.
 template <typename T>
 void add(const Exec& exec, const T* a, const T* b, T* out, std::int64_t n);
+// x[r, :] *= scale[r] (x: rows×cols, scale: rows, fp32).
+template <typename T>
+void scaleRows(const Exec& exec, T* x, const float* scale, std::int64_t rows, std::int64_t cols);
+// x[i] = value.
+void fill(const Exec& exec, float* x, std::int64_t n, float value);
 // out = converted in; instantiated float→Bf16, Bf16→float, float→float.
 template <typename TFrom, typename TTo>
 void convert(const Exec& exec, const TFrom* in, TTo* out, std::int64_t n);

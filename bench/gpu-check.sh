@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The CUDA backend's checks and figures on a GPU host, in one call (issue 6):
+#   bench/gpu-check.sh [BUILD_DIR]        (default build/gpu; no Qt or OpenBLAS needed)
+# 1. versions: driver, GPU, nvcc, NCCL;
+# 2. configures and builds the runner and the plain tests with -DPIPESCOPE_BUILD_APP=OFF;
+# 3. runs the kernel tests against the CPU kernels and the CPU-versus-CUDA backend equality test;
+# 4. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0) and prints the
+#    iteration time, per-rank busy time and peak memory of each, from their traces.
+# Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/gpu}
+out=${OUT:-/tmp/pipescope-gpu-check}
+mkdir -p "$out"
+jobs=$(nproc 2>/dev/null || echo 4)
+
+echo "== versions"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: not available"
+nvcc --version | tail -1
+grep -hE "#define NCCL_(MAJOR|MINOR|PATCH) " /usr/include/nccl.h /usr/local/cuda/include/nccl.h 2>/dev/null | awk '{printf "%s=%s ", $2, $3} END {print ""}'
+
+echo "== build ($build)"
+start=$(date +%s)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend \
+    > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+echo "built in $(( $(date +%s) - start )) s"
+
+status=0
+echo "== kernels against the CPU kernels"
+"$build/bin/tst_kernels_cuda" | tee "$out/tst_kernels_cuda.log" | grep -E "^(FAIL|device|---)|checks" || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== CUDA backend against the CPU backend"
+"$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^FAIL|cases" || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+echo "== naive and vocab-2, 4 stages on one GPU"
+for method in naive vocab-2; do
+    preset=resources/presets/small-4stage-$method.json
+    db="$out/run-4stage-$method.db"
+    "$build/bin/pipescope-run" "$preset" --backend cuda --out "$db" --force --iterations 20 \
+        --summary-json "$out/run-4stage-$method.json" > "$out/run-4stage-$method.log" 2>&1
+    rc=$?
+    echo "-- $method (exit $rc)"
+    if [ $rc -ne 0 ]; then
+        tail -5 "$out/run-4stage-$method.log"
+        status=1
+        continue
+    fi
+    "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-4stage-$method.txt"
+done
+echo "== done (status $status); logs and traces in $out"
+exit $status

@@ -1,0 +1,49 @@
+// The CUDA backend of the interpreter (rank_backend.h): a rank's model pieces on kernels/cuda in
+// fp32, its buffers in one device arena, one CUDA stream and cuBLAS handle per lane, NVTX ranges
+// named after the ops.
+//
+// - Memory: one cudaMalloc per rank at start (the arena), aligned pieces of it afterwards, each
+//   registered in the rank's MemoryTracker by category like the CPU backend's. A piece freed
+//   during an op goes back to the arena only after the op's stream has finished (endOp), so no
+//   other lane can reuse memory a kernel still reads.
+// - Ops: issued on the calling lane's stream; endOp waits for that stream, so when an op is
+//   marked done its results are in memory for every other lane (the interpreter's dependencies
+//   need nothing more).
+// - Parameters start from exactly the CPU model's values (the same seed and counter-based
+//   draws), made on the host and copied to the device once.
+// - Communication: the in-process fabric with device buffers staged through host memory
+//   (LocalComm). It works for any number of ranks on one GPU, which NCCL before 2.30 refuses;
+//   ranks on distinct GPUs use it too until the NCCL path exists.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <pipescope/exec/rank_backend.h>
+#include <pipescope/schedule/config.h>
+#include <pipescope/schedule/ir.h>
+
+namespace pipescope::cuda {
+
+struct CudaBackendOptions {
+    std::uint64_t seed = 1234;
+    double init_stddev = 0.02;
+    // Share of a device's free memory (at start) that its ranks' arenas take together.
+    double memory_fraction = 0.9;
+    // fp32 GEMMs on TF32 tensor cores; off for exact fp32 (the equality tests).
+    bool tf32 = false;
+    // Devices used, rank r on devices[r % size]; empty: every visible device.
+    std::vector<int> devices;
+};
+
+// The device rank `rank` runs on under `options` (visible devices counted once).
+int deviceOfRank(const CudaBackendOptions& options, int rank);
+
+// A factory for exec::ExecOptions::backend. Throws (from the returned function, at run()) a
+// std::runtime_error naming the rank and what failed: no device, an arena that does not fit.
+std::function<std::unique_ptr<exec::RankBackend>(const schedule::Config&, const schedule::Schedule&,
+                                                 int, exec::MemoryTracker*)>
+cudaBackendFactory(const CudaBackendOptions& options);
+
+}  // namespace pipescope::cuda
