@@ -4,8 +4,10 @@
 # 1. versions: driver, GPU, nvcc, NCCL;
 # 2. configures and builds the runner and the plain tests with -DPIPESCOPE_BUILD_APP=OFF;
 # 3. runs the kernel tests against the CPU kernels and the CPU-versus-CUDA backend equality test;
-# 4. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0) and prints the
-#    iteration time, per-rank busy time and peak memory of each, from their traces.
+# 4. runs the CUPTI tracing test (a traced run read back: kernel rows, one gpu-lane row per op);
+# 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), traced with
+#    CUPTI, and prints the iteration time, per-rank busy and GPU busy time and peak memory of
+#    each from their traces; then the same runs with --cupti off, for the tracing overhead.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +25,7 @@ echo "== build ($build)"
 start=$(date +%s)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend \
+cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 
@@ -33,6 +35,9 @@ echo "== kernels against the CPU kernels"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "== CUDA backend against the CPU backend"
 "$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^FAIL|cases" || true
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== CUPTI tracing"
+"$build/bin/tst_gpu_trace" | tee "$out/tst_gpu_trace.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 echo "== naive and vocab-2, 4 stages on one GPU"
@@ -48,7 +53,18 @@ for method in naive vocab-2; do
         status=1
         continue
     fi
+    grep -E "^gpu trace" "$out/run-4stage-$method.log"
     "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-4stage-$method.txt"
+done
+echo "== tracing overhead: iteration time with CUPTI on and off (mean of the measured iterations)"
+for method in naive vocab-2; do
+    preset=resources/presets/small-4stage-$method.json
+    db="$out/run-4stage-$method-nocupti.db"
+    "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$db" --force \
+        --iterations 20 > "$out/run-4stage-$method-nocupti.log" 2>&1 || { status=1; continue; }
+    on=$("$build/bin/pipescope-trace" stats "$out/run-4stage-$method.db" --json | grep -m1 '"iteration_time_ms"')
+    off=$("$build/bin/pipescope-trace" stats "$db" --json | grep -m1 '"iteration_time_ms"')
+    echo "-- $method: CUPTI on $on; off $off"
 done
 echo "== done (status $status); logs and traces in $out"
 exit $status

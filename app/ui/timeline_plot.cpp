@@ -118,7 +118,9 @@ QString opTooltip(const RunData& run, const trace::OpRecord& op) {
     lines << QObject::tr("rank %1 (stages %2), %3 lane")
                  .arg(op.rank)
                  .arg(QString::fromStdString(run.rankStages(op.rank)))
-                 .arg(op.lane == Lane::Compute ? QObject::tr("compute") : QObject::tr("comm"));
+                 .arg(op.lane == Lane::Compute ? QObject::tr("compute")
+                      : op.lane == Lane::Comm  ? QObject::tr("comm")
+                                               : QObject::tr("gpu"));
     if (op.microbatch >= 0) {
         lines << QObject::tr("micro-batch %1%2")
                      .arg(op.microbatch)
@@ -140,9 +142,20 @@ QString opTooltip(const RunData& run, const trace::OpRecord& op) {
     return lines.join(QStringLiteral("<br>"));
 }
 
-LaneBand laneBand(int rank, Lane lane) {
+LaneBand laneBand(int rank, Lane lane, bool with_gpu) {
     const double r = rank;
-    return lane == Lane::Compute ? LaneBand{r + 0.06, r + 0.62} : LaneBand{r + 0.66, r + 0.94};
+    if (!with_gpu) {
+        return lane == Lane::Compute ? LaneBand{r + 0.06, r + 0.62} : LaneBand{r + 0.66, r + 0.94};
+    }
+    switch (lane) {
+        case Lane::Compute:
+            return {r + 0.06, r + 0.50};
+        case Lane::Gpu:
+            return {r + 0.53, r + 0.71};
+        case Lane::Comm:
+            break;
+    }
+    return {r + 0.74, r + 0.94};
 }
 
 TimelinePlottable::TimelinePlottable(QCPAxis* key_axis, QCPAxis* value_axis)
@@ -179,7 +192,7 @@ void TimelinePlottable::setRangeSelection(std::optional<QCPRange> range_ms) {
 
 QRectF TimelinePlottable::boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank,
                                  Lane lane) const {
-    const LaneBand band = laneBand(rank, lane);
+    const LaneBand band = laneBand(rank, lane, withGpu());
     const double x0 = mKeyAxis->coordToPixel(static_cast<double>(start_ns) / kNsPerMs);
     const double x1 = mKeyAxis->coordToPixel(static_cast<double>(end_ns) / kNsPerMs);
     const double y0 = mValueAxis->coordToPixel(band.top);
@@ -266,7 +279,7 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
     const double left = clip.left() - 1;
     const double right = clip.right() + 1;
     for (const trace::LaneLod& lane : lod.lanes) {
-        const LaneBand band = laneBand(lane.rank, lane.lane);
+        const LaneBand band = laneBand(lane.rank, lane.lane, withGpu());
         const double y0 = std::round(mValueAxis->coordToPixel(band.top));
         const double y1 = std::round(mValueAxis->coordToPixel(band.bottom));
         const double top = std::min(y0, y1);
@@ -315,8 +328,8 @@ std::optional<trace::OpRecord> TimelinePlottable::opAt(const QPointF& pos) const
         return std::nullopt;
     }
     std::optional<Lane> lane;
-    for (Lane l : {Lane::Compute, Lane::Comm}) {
-        const LaneBand b = laneBand(rank, l);
+    for (Lane l : {Lane::Compute, Lane::Comm, Lane::Gpu}) {
+        const LaneBand b = laneBand(rank, l, withGpu());
         if (value >= b.top && value <= b.bottom) {
             lane = l;
         }

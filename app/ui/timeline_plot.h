@@ -23,12 +23,13 @@ QString opKindDescription(trace::OpKind kind);
 QString opTooltip(const RunData& run, const trace::OpRecord& op);
 
 // Rows: rank r spans [r, r + 1) on the value axis (drawn reversed, rank 0 on top); its compute
-// lane fills the upper part, its communication lane the lower.
+// lane fills the upper part, its communication lane the lower. A run traced on a GPU also has a
+// gpu lane (the device span of each op), drawn between them.
 struct LaneBand {
     double top = 0;
     double bottom = 0;
 };
-LaneBand laneBand(int rank, trace::Lane lane);
+LaneBand laneBand(int rank, trace::Lane lane, bool with_gpu = false);
 
 class TimelinePlottable : public QCPAbstractPlottable {
   public:
@@ -76,6 +77,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
     void drawLegendIcon(QCPPainter* painter, const QRectF& rect) const override;
 
   private:
+    bool withGpu() const { return run_ && run_->stats().gpu_spans; }
     QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
     void drawEntries(QCPPainter* painter, const trace::OpLodResult& lod, const QRect& clip);
 

@@ -13,6 +13,7 @@ void BusySweep::beginRank(std::vector<WindowTotals>* totals) {
     cursor_ = 0;
     compute_end_ = std::numeric_limits<std::int64_t>::min();
     wait_end_ = std::numeric_limits<std::int64_t>::min();
+    gpu_end_ = std::numeric_limits<std::int64_t>::min();
     next_window_ = 0;
     active_.clear();
 }
@@ -29,6 +30,11 @@ void BusySweep::add(const trace::OpRecord& op) {
     } else {
         advanceTo(start);
     }
+    if (op.lane == trace::Lane::Gpu) {
+        // The device side of an op already counted on its host lane: GPU busy time only.
+        gpu_end_ = std::max(gpu_end_, end);
+        return;
+    }
     if (op.lane == trace::Lane::Compute) {
         compute_end_ = std::max(compute_end_, end);
     }
@@ -39,7 +45,7 @@ void BusySweep::add(const trace::OpRecord& op) {
 
 void BusySweep::endRank() {
     if (started_) {
-        advanceTo(std::max(compute_end_, wait_end_));
+        advanceTo(std::max({compute_end_, wait_end_, gpu_end_}));
     }
     totals_ = nullptr;
 }
@@ -50,17 +56,21 @@ void BusySweep::advanceTo(std::int64_t until) {
     }
     const std::int64_t busy_end = std::clamp(compute_end_, cursor_, until);
     if (busy_end > cursor_) {
-        attribute(cursor_, busy_end, true);
+        attribute(cursor_, busy_end, Share::Busy);
     }
     // Waiting counts only where the compute lane is idle, i.e. after busy_end.
     const std::int64_t wait_end = std::min(wait_end_, until);
     if (wait_end > busy_end) {
-        attribute(busy_end, wait_end, false);
+        attribute(busy_end, wait_end, Share::Wait);
+    }
+    const std::int64_t gpu_end = std::clamp(gpu_end_, cursor_, until);
+    if (gpu_end > cursor_) {
+        attribute(cursor_, gpu_end, Share::Gpu);
     }
     cursor_ = until;
 }
 
-void BusySweep::attribute(std::int64_t a, std::int64_t b, bool busy) {
+void BusySweep::attribute(std::int64_t a, std::int64_t b, Share share) {
     while (next_window_ < windows_.size() && windows_[next_window_].start_ns < b) {
         active_.push_back(next_window_++);
     }
@@ -70,7 +80,9 @@ void BusySweep::attribute(std::int64_t a, std::int64_t b, bool busy) {
             std::min(b, windows_[w].end_ns) - std::max(a, windows_[w].start_ns);
         if (overlap > 0) {
             WindowTotals& t = (*totals_)[w];
-            (busy ? t.busy_ns : t.comm_wait_ns) += overlap;
+            (share == Share::Busy   ? t.busy_ns
+             : share == Share::Wait ? t.comm_wait_ns
+                                    : t.gpu_busy_ns) += overlap;
         }
     }
 }

@@ -20,6 +20,7 @@ struct Window {
 struct WindowTotals {
     std::int64_t busy_ns = 0;
     std::int64_t comm_wait_ns = 0;
+    std::int64_t gpu_busy_ns = 0;  // covered by the rank's gpu lane (device spans of its ops)
 };
 
 class BusySweep {
@@ -37,7 +38,8 @@ class BusySweep {
     // Closes the stretch [cursor_, until): the part covered by compute ops is busy, the part
     // covered only by blocking communication is communication wait.
     void advanceTo(std::int64_t until);
-    void attribute(std::int64_t a, std::int64_t b, bool busy);
+    enum class Share { Busy, Wait, Gpu };
+    void attribute(std::int64_t a, std::int64_t b, Share share);
 
     const std::vector<Window>& windows_;
     std::vector<WindowTotals>* totals_ = nullptr;
@@ -47,6 +49,7 @@ class BusySweep {
     // intervals sorted by start covers [cursor_, end) exactly when end > cursor_.
     std::int64_t compute_end_ = 0;
     std::int64_t wait_end_ = 0;
+    std::int64_t gpu_end_ = 0;
     // Windows that may still overlap the coming stretches (they start before the current point
     // and end after it); stretches only move forward, so a window once passed is done.
     std::size_t next_window_ = 0;

@@ -106,15 +106,27 @@ std::string formatStatsTable(const RunStats& s) {
     out += "status: " + describeStatus(s.run) + "\n";
     out += "iterations: " + describeMeasured(s) + "\n\n";
 
-    detail::TextTable table(
-        {"rank", "stages", "busy ms", "bubble ms", "bubble %", "comm wait ms", "peak memory GiB"},
-        0);
+    std::vector<std::string> header = {"rank",      "stages",   "busy ms",
+                                       "bubble ms", "bubble %", "comm wait ms"};
+    if (s.gpu_spans) {
+        header.push_back("gpu busy ms");
+    }
+    header.push_back("peak memory GiB");
+    detail::TextTable table(header, 0);
     const bool have = s.iteration_time_ns.has_value();
     for (const RankStats& r : s.ranks) {
         auto ms = [&](double ns) { return have ? fixed(ns / kNsPerMs, 3) : "-"; };
-        table.addRow({std::to_string(r.rank), r.stages.empty() ? "-" : detail::printable(r.stages),
-                      ms(r.busy_ns), ms(r.bubble_ns), have ? percent(r.bubble_ratio) : "-",
-                      ms(r.comm_wait_ns), gib(r.peak_memory)});
+        std::vector<std::string> row = {std::to_string(r.rank),
+                                        r.stages.empty() ? "-" : detail::printable(r.stages),
+                                        ms(r.busy_ns),
+                                        ms(r.bubble_ns),
+                                        have ? percent(r.bubble_ratio) : "-",
+                                        ms(r.comm_wait_ns)};
+        if (s.gpu_spans) {
+            row.push_back(ms(r.gpu_busy_ns));
+        }
+        row.push_back(gib(r.peak_memory));
+        table.addRow(row);
     }
     out += table.render() + "\n";
 
@@ -185,6 +197,7 @@ std::string formatStatsJson(const RunStats& s) {
         o.set("bubble_ms", have ? Json(r.bubble_ns / kNsPerMs) : Json());
         o.set("bubble_ratio", have ? Json(r.bubble_ratio) : Json());
         o.set("comm_wait_ms", have ? Json(r.comm_wait_ns / kNsPerMs) : Json());
+        o.set("gpu_busy_ms", have && s.gpu_spans ? Json(r.gpu_busy_ns / kNsPerMs) : Json());
         const MemoryPeak& p = r.peak_memory;
         o.set("peak_memory_bytes", p.present ? Json(p.bytes) : Json());
         o.set("peak_memory_t_ns", p.present ? Json(p.t_ns) : Json());

@@ -48,12 +48,18 @@ class Progress {
     bool stopped_ = false;
 };
 
-// First pass: the window of every iteration (first op start to last op end over all ranks).
+// First pass: the window of every iteration (first op start to last op end over all ranks, on
+// the host or simulated lanes), and whether device spans exist.
 trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
-                                  std::vector<Window>* out) {
+                                  std::vector<Window>* out, bool* gpu_spans) {
     std::map<int, Window> by_iteration;
+    *gpu_spans = false;
     const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
         if (!trace::isKnownOp(op)) {
+            return progress->step();
+        }
+        if (op.lane == trace::Lane::Gpu) {
+            *gpu_spans = true;
             return progress->step();
         }
         const std::int64_t end = std::max(op.end_ns, op.start_ns);
@@ -234,6 +240,7 @@ void summarize(RunStats* s) {
                 rs.busy_ns += static_cast<double>(it->ranks[r].busy_ns) / n;
                 rs.bubble_ns += static_cast<double>(it->ranks[r].bubble_ns) / n;
                 rs.comm_wait_ns += static_cast<double>(it->ranks[r].comm_wait_ns) / n;
+                rs.gpu_busy_ns += static_cast<double>(it->ranks[r].gpu_busy_ns) / n;
                 rs.bubble_ratio += it->ranks[r].bubble_ratio / n;
             }
         }
@@ -289,7 +296,8 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
 
     Progress progress(reader, options.progress);
     std::vector<Window> windows;
-    if (trace::TraceStatus st = collectWindows(reader, &progress, &windows); !st.ok()) {
+    if (trace::TraceStatus st = collectWindows(reader, &progress, &windows, &s.gpu_spans);
+        !st.ok()) {
         return st;
     }
     std::optional<trace::TimeRange> memory_window;
@@ -309,7 +317,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     std::map<int, std::size_t> rank_index;
     for (const trace::RankInfo& r : reader.ranks()) {
         rank_index.emplace(r.rank, s.ranks.size());
-        s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, {}});
+        s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }
 
     std::vector<std::vector<WindowTotals>> totals;
@@ -327,6 +335,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
             RankIterationStats ri;
             ri.busy_ns = totals[r][w].busy_ns;
             ri.comm_wait_ns = totals[r][w].comm_wait_ns;
+            ri.gpu_busy_ns = totals[r][w].gpu_busy_ns;
             ri.bubble_ns = time - ri.busy_ns;
             ri.bubble_ratio =
                 time > 0 ? static_cast<double>(ri.bubble_ns) / static_cast<double>(time) : 0.0;

@@ -252,29 +252,56 @@ std::string shortKernelName(const std::string& demangled) {
 }
 
 std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& activity) {
-    std::map<std::uint64_t, GpuSpan> spans;
-    const auto add = [&](std::int64_t correlation, std::int64_t start, std::int64_t end) {
-        const auto it = activity.external.find(static_cast<std::uint32_t>(correlation));
-        if (it == activity.external.end() || end < start) {
-            return;
+    GpuSpanAccumulator spans;
+    spans.add(activity);
+    return spans.spans();
+}
+
+bool GpuSpanAccumulator::attribute(const DeviceWork& work) {
+    const auto it = external_.find(work.correlation);
+    if (it == external_.end()) {
+        return false;
+    }
+    // A launch, copy or memset has one device record: its correlation is not needed again.
+    const std::uint64_t id = it->second;
+    external_.erase(it);
+    if (work.end < work.start) {
+        return true;  // an incomplete record: nothing to add
+    }
+    auto [span, inserted] = spans_.try_emplace(id, GpuSpan{work.start, work.end, 0});
+    if (!inserted) {
+        span->second.start = std::min(span->second.start, work.start);
+        span->second.end = std::max(span->second.end, work.end);
+    }
+    ++span->second.kernels;
+    return true;
+}
+
+void GpuSpanAccumulator::add(const ParsedActivity& activity) {
+    external_.insert(activity.external.begin(), activity.external.end());
+    // Records that waited for their correlation first, in their order.
+    std::vector<DeviceWork> waiting;
+    waiting.swap(unresolved_);
+    for (const DeviceWork& w : waiting) {
+        if (!attribute(w)) {
+            unresolved_.push_back(w);
         }
-        auto [span, inserted] = spans.try_emplace(it->second, GpuSpan{start, end, 0});
-        if (!inserted) {
-            span->second.start = std::min(span->second.start, start);
-            span->second.end = std::max(span->second.end, end);
+    }
+    const auto take = [&](std::int64_t correlation, std::int64_t start, std::int64_t end) {
+        const DeviceWork w{static_cast<std::uint32_t>(correlation), start, end};
+        if (!attribute(w)) {
+            unresolved_.push_back(w);
         }
-        ++span->second.kernels;
     };
     for (const auto& k : activity.kernels) {
-        add(k.correlation_id, k.start, k.end);
+        take(k.correlation_id, k.start, k.end);
     }
     for (const auto& m : activity.memcpys) {
-        add(m.correlation_id, m.start, m.end);
+        take(m.correlation_id, m.start, m.end);
     }
     for (const auto& m : activity.memsets) {
-        add(m.correlation_id, m.start, m.end);
+        take(m.correlation_id, m.start, m.end);
     }
-    return spans;
 }
 
 }  // namespace pipescope::cupti

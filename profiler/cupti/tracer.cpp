@@ -8,7 +8,7 @@ namespace pipescope::cupti {
 namespace {
 
 // A few MB per buffer, 8-byte aligned (platform-notes.md).
-constexpr std::size_t kBufferBytes = 8u << 20;
+constexpr std::size_t kBufferBytes = 4u << 20;
 
 std::string resultText(CUptiResult rc) {
     const char* text = nullptr;
@@ -37,6 +37,9 @@ constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,
+    // Libraries such as cuBLAS may launch through the driver API: its records carry the
+    // external correlation of those launches (the parser counts them as skipped).
+    CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };

@@ -116,7 +116,7 @@ class ChromeWriter {
             }
             metadata("process_name", r.rank, 0, name);
             sortIndex("process_sort_index", r.rank, 0, r.rank);
-            for (int lane = 0; lane < trace::kLaneCount; ++lane) {
+            for (int lane = 0; lane < detail::kFixedChromeLanes; ++lane) {
                 metadata("thread_name", r.rank, lane,
                          trace::toString(static_cast<trace::Lane>(lane)));
                 sortIndex("thread_sort_index", r.rank, lane, lane);
@@ -177,11 +177,13 @@ class ChromeWriter {
 
     void writeExtraLanes(int rank, const detail::LanePacker& packer) {
         for (const auto& extra : packer.extraLanes()) {
-            const std::string name = std::string(trace::toString(extra.lane)) + " (overlap " +
-                                     std::to_string(extra.overlap_index) + ")";
+            std::string name(trace::toString(extra.lane));
+            if (extra.overlap_index > 0) {
+                name += " (overlap " + std::to_string(extra.overlap_index) + ")";
+                ++stats_.overlap_lanes;
+            }
             metadata("thread_name", rank, extra.tid, name);
             sortIndex("thread_sort_index", rank, extra.tid, extra.tid);
-            ++stats_.overlap_lanes;
         }
     }
 

@@ -9,7 +9,7 @@ void LanePacker::beginRank() {
         subs.clear();
     }
     extra_.clear();
-    next_tid_ = trace::kLaneCount;
+    next_tid_ = kFixedChromeLanes;
 }
 
 int LanePacker::place(trace::Lane lane, std::int64_t start_ns, std::int64_t end_ns) {
@@ -23,7 +23,7 @@ int LanePacker::place(trace::Lane lane, std::int64_t start_ns, std::int64_t end_
     }
     SubLane fresh;
     fresh.end_ns = end_ns;
-    if (subs.empty()) {
+    if (subs.empty() && static_cast<int>(lane) < kFixedChromeLanes) {
         fresh.tid = static_cast<int>(lane);
     } else {
         fresh.tid = next_tid_++;

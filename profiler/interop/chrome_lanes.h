@@ -15,14 +15,17 @@ namespace pipescope::interop::detail {
 // Chrome's viewer expects the "X" events of one thread to nest; ops of one lane that overlap
 // (several streams, asynchronous launches) would be drawn wrongly or dropped. Each op goes on
 // the lane's first sub-lane that is free at its start (greedy interval colouring in start order,
-// which uses the fewest sub-lanes); sub-lane 0 is the lane itself (tid 0 compute, 1 comm), the
-// others become extra threads numbered from 2 per rank.
+// which uses the fewest sub-lanes); sub-lane 0 of compute and comm is the lane itself (tid 0
+// compute, 1 comm), the others become extra threads numbered from 2 per rank in the order they
+// appear, and so does the gpu lane of a CUDA run (its sub-lane 0 included), so a trace without
+// device spans keeps the same threads.
+inline constexpr int kFixedChromeLanes = 2;  // compute and comm
 class LanePacker {
   public:
     struct ExtraLane {
         int tid = 0;
         trace::Lane lane = trace::Lane::Compute;
-        int overlap_index = 0;  // 1 for the lane's first extra thread
+        int overlap_index = 0;  // 1 for the lane's first extra thread (0: the gpu lane itself)
     };
 
     void beginRank();
@@ -38,7 +41,7 @@ class LanePacker {
     };
     std::array<std::vector<SubLane>, trace::kLaneCount> lanes_;
     std::vector<ExtraLane> extra_;
-    int next_tid_ = trace::kLaneCount;
+    int next_tid_ = kFixedChromeLanes;
 };
 
 // Pairs the k-th SEND_F from rank a to rank b with the k-th RECV_F on b from a in the same

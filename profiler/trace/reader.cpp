@@ -319,8 +319,7 @@ std::vector<OpRecord> TraceReader::Impl::rawOps(int rank, int lane, int min_leve
         }
         return out;
     }
-    const int lanes[2] = {0, 1};
-    for (int l : lanes) {
+    for (int l = 0; l < kLaneCount; ++l) {
         if (lane >= 0 && l != lane) {
             continue;
         }

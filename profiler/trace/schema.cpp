@@ -334,7 +334,7 @@ INSERT INTO ENUM_OP_KIND VALUES
     (12, 'BCAST', 'broadcast over the pipeline ranks'),
     (13, 'ALLREDUCE', 'all-reduce over the pipeline ranks'),
     (14, 'OPT', 'optimizer step');
-INSERT INTO ENUM_LANE VALUES (0, 'compute'), (1, 'comm');
+INSERT INTO ENUM_LANE VALUES (0, 'compute'), (1, 'comm'), (2, 'gpu');
 INSERT INTO ENUM_SOURCE VALUES (0, 'sim'), (1, 'host'), (2, 'gpu');
 INSERT INTO ENUM_MEMORY_CATEGORY VALUES
     (0, 'weights'), (1, 'grads'), (2, 'optimizer'), (3, 'activations'), (4, 'vocab'),

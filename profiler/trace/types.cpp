@@ -18,7 +18,15 @@ std::string_view toString(OpKind k) {
 }
 
 std::string_view toString(Lane l) {
-    return l == Lane::Compute ? "compute" : "comm";
+    switch (l) {
+        case Lane::Compute:
+            return "compute";
+        case Lane::Comm:
+            return "comm";
+        case Lane::Gpu:
+            return "gpu";
+    }
+    return "?";
 }
 
 std::string_view toString(Source s) {

@@ -23,6 +23,7 @@
 #if PIPESCOPE_HAVE_CUDA
 #include <pipescope/cuda/cuda_rank_backend.h>
 #include <pipescope/cuda/devices.h>
+#include <pipescope/cuda/gpu_trace.h>
 #endif
 
 namespace pipescope::cli {
@@ -267,11 +268,26 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     eo.origin = origin;
     eo.cancel = &g_cancel;
 #if PIPESCOPE_HAVE_CUDA
+    std::unique_ptr<cuda::GpuOpTrace> gpu_trace;
     if (cuda) {
         eo.backend = cuda::cudaBackendFactory(cuda_options);
+        if (o.cupti.value_or(true)) {
+            gpu_trace = std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin);
+            if (const std::string why = gpu_trace->start(); !why.empty()) {
+                std::cerr << "pipescope-run: no CUPTI trace: " << why
+                          << "; the run goes on with NVTX ranges and host spans\n";
+                gpu_trace.reset();
+            }
+        }
+        writer.addMetric({"cupti", gpu_trace ? 1.0 : 0.0, std::nullopt, std::nullopt});
     }
 #endif
     eo.on_iteration = [&](int it, double loss, double seconds) {
+#if PIPESCOPE_HAVE_CUDA
+        if (gpu_trace) {
+            gpu_trace->iterationDone();
+        }
+#endif
         progressEvent(o, {{"event", "progress"},
                           {"iteration", it + 1},
                           {"of", iterations},
@@ -286,6 +302,29 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     const exec::ExecResult result = executor.run();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
+#if PIPESCOPE_HAVE_CUDA
+    if (gpu_trace) {
+        const cuda::GpuTraceSummary g = gpu_trace->finish();
+        human << "gpu trace (CUPTI): " << g.kernels << " kernels, " << g.memcpys << " copies, "
+              << g.memsets << " memsets, " << g.runtime_calls << " runtime calls; " << g.op_rows
+              << " op spans on the gpu lane";
+        if (g.unattributed > 0) {
+            human << " (" << g.unattributed << " device records outside any op)";
+        }
+        human << "\n";
+        if (g.dropped > 0) {
+            std::cerr << "pipescope-run: CUPTI dropped " << g.dropped
+                      << " records for want of buffer space: the gpu lane misses some work\n";
+        }
+        if (!g.problem.empty()) {
+            std::cerr << "pipescope-run: " << g.problem << "\n";
+        }
+        writer.addMetric(
+            {"cupti_kernels", static_cast<double>(g.kernels), std::nullopt, std::nullopt});
+        writer.addMetric(
+            {"cupti_dropped_records", static_cast<double>(g.dropped), std::nullopt, std::nullopt});
+    }
+#endif
 
     writer.addMetric({"model_flops_per_iteration", schedule::modelFlopsPerIteration(config),
                       std::nullopt, std::nullopt});

@@ -30,6 +30,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --timeout SECONDS        cpu: how long a rank may wait for another before the run
                            fails (default 600; deadlocks are reported at once)
   --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
+  --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
+                           trace's Nsight tables and gpu lane (default on)
   --list-devices           list the backends and whether this build can run them
   --json                   with --list-devices: print the list as JSON
   --help, --version
@@ -165,6 +167,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
         } else if (a == "--gemm-report") {
             o.gemm_report = true;
+        } else if (a == "--cupti") {
+            if (!value(&v) || (v != "on" && v != "off")) {
+                return fail("--cupti needs on or off");
+            }
+            o.cupti = v == "on";
         } else if (a == "--list-devices") {
             o.list_devices = true;
         } else if (a == "--json") {
@@ -233,6 +240,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                         " needs --out RUN.db: a real run always "
                         "writes its trace");
         }
+    }
+    if (o.cupti && o.backend != "cuda") {
+        return fail("--cupti traces the GPU; use it with --backend cuda");
     }
     if (o.backend == "sim" && o.gemm_report) {
         return fail("--gemm-report measures a real run; use it with --backend cpu");

@@ -29,8 +29,9 @@ struct Options {
     std::string save_schedule;
     std::string load_schedule;
     bool print_schedule = false;
-    double timeout_s = 600;    // cpu: bound of every wait of a rank
-    bool gemm_report = false;  // cpu: GEMM throughput against a plain sgemm
+    double timeout_s = 600;     // cpu: bound of every wait of a rank
+    bool gemm_report = false;   // cpu: GEMM throughput against a plain sgemm
+    std::optional<bool> cupti;  // cuda: CUPTI activity tracing (default on)
     bool list_devices = false;
     bool json = false;
     bool help = false;

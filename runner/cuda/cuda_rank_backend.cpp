@@ -4,6 +4,9 @@
 #if PIPESCOPE_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 #endif
+#if PIPESCOPE_HAVE_CUPTI
+#include <pipescope/cupti/tracer.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -52,6 +55,8 @@ class CudaRankBackend;
 // for its stream.
 thread_local CudaRankBackend* t_backend = nullptr;
 thread_local int t_lane = -1;
+// The op id this thread pushed as CUPTI's external correlation id (popped at endOp).
+thread_local bool t_op_pushed = false;
 
 // A parameter on the device: value, gradient and AdamW moments, fp32.
 struct DParam {
@@ -67,7 +72,7 @@ class CudaRankBackend final : public exec::RankBackend {
                     std::int64_t arena_bytes);
     ~CudaRankBackend() override;
 
-    void beginOp(int lane, const std::string& label) override;
+    void beginOp(int lane, std::uint64_t op_id, const std::string& label) override;
     void endOp(int lane) override;
 
     Buffer allocate(std::int64_t floats, MemoryCategory category) override;
@@ -281,7 +286,17 @@ CudaRankBackend::~CudaRankBackend() {
     cudaFree(base_);
 }
 
-void CudaRankBackend::beginOp(int lane, const std::string& label) {
+void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& label) {
+#if PIPESCOPE_HAVE_CUPTI
+    // Every CUDA call of the op from here on carries its id (gpu_trace.h).
+    auto& tracer = cupti::ActivityTracer::instance();
+    t_op_pushed = tracer.active();
+    if (t_op_pushed) {
+        tracer.pushOp(op_id);
+    }
+#else
+    (void)op_id;
+#endif
     check(cudaSetDevice(device_), "cudaSetDevice");
     t_backend = this;
     t_lane = lane;
@@ -308,6 +323,12 @@ void CudaRankBackend::endOp(int lane) {
     }
     t_backend = nullptr;
     t_lane = -1;
+#if PIPESCOPE_HAVE_CUPTI
+    if (t_op_pushed) {
+        cupti::ActivityTracer::instance().popOp();
+        t_op_pushed = false;
+    }
+#endif
     check(e, "the op's kernels");
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <pipescope/exec/cpu_rank_backend.h>
+#include <pipescope/exec/op_record.h>
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/trace/writer.h>
 
@@ -115,19 +116,7 @@ struct PipelineExecutor::Impl {
         if (run.options.writer == nullptr) {
             return;
         }
-        trace::OpRecord rec;
-        rec.rank = rank;
-        rec.iteration = it;
-        rec.kind = static_cast<trace::OpKind>(op.kind);
-        rec.microbatch = op.microbatch;
-        rec.chunk = op.chunk;
-        rec.lane = schedule::isComm(op.kind) ? trace::Lane::Comm : trace::Lane::Compute;
-        rec.start_ns = start;
-        rec.end_ns = end;
-        rec.source = trace::Source::Host;
-        rec.op_index = index;
-        rec.peer = op.kind == schedule::OpKind::Bcast ? op.root : op.peer;
-        rec.collective = static_cast<int>(op.collective);
+        trace::OpRecord rec = opRecord(op, {rank, it, index}, start, end, trace::Source::Host);
         rec.bytes = bytes;
         rec.cpu_ns = cpu;
         run.options.writer->addOp(rec);
@@ -201,7 +190,7 @@ struct PipelineExecutor::Impl {
                     }
                     const std::int64_t start = nowNs();
                     const std::int64_t cpu0 = threadCpuNs();
-                    rs.backend->beginOp(lane, op.label());
+                    rs.backend->beginOp(lane, opKeyId({rank, it, index}), op.label());
                     if (first && lane == static_cast<int>(schedule::Stream::Compute)) {
                         // Gradients accumulate over one iteration's micro-batches.
                         rs.backend->zeroGrads();

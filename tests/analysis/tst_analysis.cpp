@@ -86,6 +86,7 @@ class TestAnalysis : public QObject {
     void missingIteration();
     void withoutMetrics();
     void windowsClipOps();
+    void gpuLane();
     void commWaitRules_data();
     void commWaitRules();
     void comparison_data();
@@ -299,6 +300,48 @@ void TestAnalysis::windowsClipOps() {
     QCOMPARE(s.iterations[0].ranks[1].busy_ns, 15 * kUs);  // [5,20)
     QCOMPARE(s.iterations[1].ranks[1].busy_ns, 28 * kUs);  // [12,20) + [20,40)
     QCOMPARE(s.iterations[1].ranks[1].bubble_ns, 0);
+}
+
+void TestAnalysis::gpuLane() {
+    // A CUDA run's device spans sit on the gpu lane beside the host spans: they leave busy time,
+    // waits and the iteration window alone (a gpu span past the host ops does not stretch the
+    // window) and give the GPU busy time, the union of the rank's gpu spans in the window.
+    using K = OpKind;
+    constexpr Lane C = Lane::Compute;
+    constexpr Lane M = Lane::Comm;
+    constexpr Lane G = Lane::Gpu;
+    const QString path = dir_.filePath("gpu-lane.db");
+    QCOMPARE(writeOpsTrace(path,
+                           {{0, 0, K::F, 0, C, 0, 10},
+                            {0, 0, K::F, 0, G, 2, 9},
+                            {0, 0, K::RecvB, 0, M, 10, 20, 1},
+                            {0, 0, K::RecvB, 0, G, 18, 19},
+                            {0, 0, K::B, 0, C, 20, 30},
+                            {0, 0, K::B, 0, G, 21, 27},
+                            {0, 0, K::Opt, -1, G, 26, 29},  // overlaps B's span: counted once
+                            {0, 0, K::W, 0, G, 31, 35}},    // past the host ops: clipped
+                           1, 0),
+             QString());
+    const RunStats s = analyze(path);
+    QVERIFY(s.gpu_spans);
+    QCOMPARE(s.iterations.size(), std::size_t{1});
+    QCOMPARE(s.iterations[0].timeNs(), 30 * kUs);
+    QCOMPARE(s.iterations[0].ranks[0].busy_ns, 20 * kUs);
+    QCOMPARE(s.iterations[0].ranks[0].comm_wait_ns, 10 * kUs);
+    QCOMPARE(s.iterations[0].ranks[0].gpu_busy_ns, (7 + 1 + 8) * kUs);
+    QCOMPARE(s.ranks[0].gpu_busy_ns, 16.0 * kUs);
+    const QString table = QString::fromStdString(analysis::formatStatsTable(s));
+    QVERIFY2(table.contains("gpu busy ms") &&
+                 table.contains(QRegularExpression("\n +0 +\\S+ +0\\.020 +0\\.010 +33\\.3% "
+                                                   "+0\\.010 +0\\.016 ")),
+             qPrintable(table));
+    const QJsonObject o =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatStatsJson(s))).object();
+    QCOMPARE(o.value("ranks").toArray()[0].toObject().value("gpu_busy_ms").toDouble(), 0.016);
+
+    // Without gpu rows the column is not there.
+    QVERIFY(!stats_a_.gpu_spans);
+    QVERIFY(!QString::fromStdString(analysis::formatStatsTable(stats_a_)).contains("gpu busy"));
 }
 
 void TestAnalysis::commWaitRules_data() {

@@ -7,6 +7,7 @@
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/trace/writer.h>
 
 #include "memory_plot.h"
 #include "run_view.h"
@@ -25,6 +26,7 @@ class TstTraceChart : public QObject {
     void exportDrawsItsOwnWindow();
     void newRunDropsTheOldDetail();
     void memoryCoversTheView();
+    void gpuLaneIsDrawnAndPicked();
 
   private:
     QTemporaryDir dir_;
@@ -169,6 +171,71 @@ void TstTraceChart::memoryCoversTheView() {
                                 .arg(data.upper)));
         QVERIFY(curves->lastBoxesDrawn() > 0);
     }
+}
+
+void TstTraceChart::gpuLaneIsDrawnAndPicked() {
+    // A CUDA run's trace: each op's host span and, beside it, its device span on the gpu lane.
+    const std::string db = dir_.filePath("gpu.db").toStdString();
+    {
+        trace::TraceWriter w;
+        trace::RunInfo info;
+        info.name = "gpu";
+        info.backend = "cuda";
+        info.ranks = 2;
+        info.iterations = 1;
+        QVERIFY(w.create(db, info).ok());
+        for (int r = 0; r < 2; ++r) {
+            w.addRank({r, std::to_string(r), "cuda:0", "", 0, 0});
+            for (int i = 0; i < 10; ++i) {
+                trace::OpRecord op;
+                op.rank = r;
+                op.kind = trace::OpKind::F;
+                op.microbatch = i;
+                op.op_index = i;
+                op.source = trace::Source::Host;
+                op.start_ns = i * 1'000'000;
+                op.end_ns = op.start_ns + 900'000;
+                w.addOp(op);
+                op.lane = trace::Lane::Gpu;
+                op.source = trace::Source::Gpu;
+                op.start_ns += 100'000;
+                op.end_ns -= 200'000;
+                w.addOp(op);
+            }
+        }
+        QVERIFY(w.finish(trace::RunStatus::Complete).ok());
+    }
+    std::string error;
+    auto run = app::TraceRunData::open(db, &error);
+    QVERIFY2(run, error.c_str());
+    QVERIFY(run->stats().gpu_spans);
+    app::TraceChart chart;
+    chart.resize(1000, 400);
+    chart.setRuns({run}, true);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.fitAll();
+    chart.replot();
+    auto* t = chart.timelines().front();
+    // The gpu lane gets its own band between compute and comm, and a click in it picks the
+    // device span.
+    const auto compute = app::laneBand(1, trace::Lane::Compute, true);
+    const auto gpu = app::laneBand(1, trace::Lane::Gpu, true);
+    const auto comm = app::laneBand(1, trace::Lane::Comm, true);
+    QVERIFY(compute.bottom < gpu.top && gpu.bottom < comm.top);
+    const double x = t->keyAxis()->coordToPixel(5.5);  // ms: inside op 5 on both lanes
+    const auto on_gpu =
+        t->opAt(QPointF(x, t->valueAxis()->coordToPixel((gpu.top + gpu.bottom) / 2)));
+    QVERIFY(on_gpu);
+    QVERIFY(on_gpu->lane == trace::Lane::Gpu);
+    QVERIFY(on_gpu->source == trace::Source::Gpu);
+    QCOMPARE(on_gpu->rank, 1);
+    QCOMPARE(on_gpu->microbatch, 5);
+    const auto on_host =
+        t->opAt(QPointF(x, t->valueAxis()->coordToPixel((compute.top + compute.bottom) / 2)));
+    QVERIFY(on_host);
+    QVERIFY(on_host->lane == trace::Lane::Compute);
+    QVERIFY(app::opTooltip(*run, *on_gpu).contains("gpu lane"));
 }
 
 QTEST_MAIN(TstTraceChart)

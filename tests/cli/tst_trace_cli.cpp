@@ -434,7 +434,7 @@ void TestTraceCli::helpAndVersion() {
     const ProcessResult version = runBinary(kCli, {"--version"});
     QCOMPARE(version.exit_code, 0);
     QVERIFY(version.out.startsWith("pipescope-trace "));
-    QVERIFY(version.out.contains("trace schema 1"));
+    QVERIFY(version.out.contains("trace schema " + QByteArray::number(trace::kSchemaVersion)));
 }
 
 // Data that cannot be written to stdout is a failed output: exit code 4.

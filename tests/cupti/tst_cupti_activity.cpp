@@ -81,6 +81,7 @@ class TstCuptiActivity : public QObject {
   private slots:
     void everyRecordKindBecomesItsRow();
     void externalCorrelationGivesEachOpItsGpuSpan();
+    void accumulatorJoinsPiecesInAnyOrder();
     void kernelNames();
     void badBuffersAreErrors();
     void rowsReachTheTrace();
@@ -221,6 +222,53 @@ void TstCuptiActivity::externalCorrelationGivesEachOpItsGpuSpan() {
     QCOMPARE(spans.at(12).start, std::int64_t(5'000));
     QCOMPARE(spans.at(12).end, std::int64_t(5'100));
     QCOMPARE(spans.at(12).kernels, 1);
+}
+
+void TstCuptiActivity::accumulatorJoinsPiecesInAnyOrder() {
+    // Three flushes: kernels before their correlation, a correlation before its kernel, and a
+    // kernel of no op (the parameter upload) that never gets one.
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::GpuSpanAccumulator acc;
+    const auto feed = [&](ActivityBuffer& buffer) {
+        cupti::ParsedActivity a;
+        QVERIFY(parser.parse(buffer.data(), buffer.size(), &a).empty());
+        acc.add(a);
+    };
+    ActivityBuffer one;
+    one.add(kernel(300, 10'000, 11'000, "a"));
+    one.add(kernel(301, 12'000, 12'500, "b"));
+    one.add(kernel(50, 100, 200, "upload"));
+    one.add(external(302, 21));
+    feed(one);
+    QVERIFY(acc.spans().empty());
+    QCOMPARE(acc.unattributed(), std::size_t(3));
+
+    ActivityBuffer two;
+    two.add(external(300, 20));
+    two.add(external(301, 20));
+    feed(two);
+    QCOMPARE(acc.spans().size(), std::size_t(1));
+    QCOMPARE(acc.spans().at(20).start, std::int64_t(10'000));
+    QCOMPARE(acc.spans().at(20).end, std::int64_t(12'500));
+    QCOMPARE(acc.spans().at(20).kernels, 2);
+    QCOMPARE(acc.unattributed(), std::size_t(1));
+
+    ActivityBuffer three;
+    three.add(kernel(302, 13'000, 14'000, "c"));
+    three.add(kernel(303, 15'000, 15'100, "d"));  // its correlation comes never: unattributed
+    feed(three);
+    QCOMPARE(acc.spans().size(), std::size_t(2));
+    QCOMPARE(acc.spans().at(21).kernels, 1);
+    QCOMPARE(acc.spans().at(21).end, std::int64_t(14'000));
+    QCOMPARE(acc.unattributed(), std::size_t(2));
+
+    // A correlation is used once: a second record with the same id is not attributed twice.
+    ActivityBuffer again;
+    again.add(kernel(300, 90'000, 91'000, "a"));
+    feed(again);
+    QCOMPARE(acc.spans().at(20).end, std::int64_t(12'500));
+    acc.clearSpans();
+    QVERIFY(acc.spans().empty());
 }
 
 void TstCuptiActivity::kernelNames() {

@@ -269,6 +269,12 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--summary-json with --compare")
         << QStringList{default_, "--compare", "--summary-json", path("c.json")}
         << QStringList{"--summary-json cannot be combined with --compare"};
+    QTest::newRow("--cupti without cuda")
+        << QStringList{default_, "--backend", "cpu", "--cupti", "off", "--out", path("c.db")}
+        << QStringList{"--cupti traces the GPU; use it with --backend cuda"};
+    QTest::newRow("--cupti bad value")
+        << QStringList{default_, "--backend", "cuda", "--cupti", "maybe", "--out", path("c.db")}
+        << QStringList{"--cupti needs on or off"};
 }
 
 void TestRunCli::badInput() {

@@ -29,6 +29,7 @@ struct RankIterationStats {
     std::int64_t bubble_ns = 0;     // iteration time - busy
     std::int64_t comm_wait_ns = 0;  // compute lane idle while a receive or collective runs
     double bubble_ratio = 0;        // bubble / iteration time (0 for an empty window)
+    std::int64_t gpu_busy_ns = 0;   // time the rank's device ran its ops (gpu lane; 0 without)
 };
 
 // One iteration: its window over all ranks and each rank's figures in it.
@@ -58,6 +59,7 @@ struct RankStats {
     double bubble_ns = 0;
     double comm_wait_ns = 0;
     double bubble_ratio = 0;  // mean of the per-iteration ratios
+    double gpu_busy_ns = 0;   // see RankIterationStats::gpu_busy_ns
     MemoryPeak peak_memory;
 };
 
@@ -79,6 +81,8 @@ struct RunStats {
     std::string path;
     trace::RunInfo run;
     int rank_count = 0;
+    // The trace has device spans of its ops (gpu lane): the GPU busy figures mean something.
+    bool gpu_spans = false;
     std::vector<IterationStats> iterations;  // every recorded iteration, ascending
     std::vector<int> measured;               // the iterations averaged below
     // True when no iteration was past the warm-up, so every iteration was averaged.

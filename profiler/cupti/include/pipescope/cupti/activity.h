@@ -69,4 +69,31 @@ struct GpuSpan {
 };
 std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& activity);
 
+// gpuSpansByExternalId over a run delivered in pieces: a device record and the external
+// correlation record of its runtime call may come in different buffers (they are per thread),
+// in any order. Memory: one entry per op, plus one per runtime call whose device record has not
+// come yet (or never comes: a synchronization has none).
+class GpuSpanAccumulator {
+  public:
+    void add(const ParsedActivity& activity);
+    // The spans so far, by external id; `clear` forgets them (the correlations stay).
+    const std::map<std::uint64_t, GpuSpan>& spans() const { return spans_; }
+    void clearSpans() { spans_.clear(); }
+    // Device records whose runtime call ran under no external id seen so far (work outside any
+    // op, such as the parameter upload before the first op).
+    std::size_t unattributed() const { return unresolved_.size(); }
+
+  private:
+    struct DeviceWork {
+        std::uint32_t correlation = 0;
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+    };
+    bool attribute(const DeviceWork& work);
+
+    std::unordered_map<std::uint32_t, std::uint64_t> external_;
+    std::vector<DeviceWork> unresolved_;
+    std::map<std::uint64_t, GpuSpan> spans_;
+};
+
 }  // namespace pipescope::cupti

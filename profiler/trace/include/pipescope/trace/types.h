@@ -10,8 +10,9 @@
 
 namespace pipescope::trace {
 
-// Schema version written to PRAGMA user_version; readers refuse newer files.
-inline constexpr int kSchemaVersion = 1;
+// Schema version written to PRAGMA user_version; readers refuse newer files. Version 2 added the
+// gpu lane (device spans of the CUDA backend's ops); version 1 files read unchanged.
+inline constexpr int kSchemaVersion = 2;
 
 // Op kinds of the schedule IR (architecture.md), stored as integers in op.kind; the
 // ENUM_OP_KIND table of every trace holds their names.
@@ -34,8 +35,10 @@ enum class OpKind : std::uint8_t {
 };
 inline constexpr int kOpKindCount = 15;
 
-enum class Lane : std::uint8_t { Compute = 0, Comm = 1 };
-inline constexpr int kLaneCount = 2;
+// Compute and comm: the host spans (or simulated spans) of the ops on each of the rank's
+// streams. Gpu: the device activity of the same ops (source gpu), beside them.
+enum class Lane : std::uint8_t { Compute = 0, Comm = 1, Gpu = 2 };
+inline constexpr int kLaneCount = 3;
 
 enum class Source : std::uint8_t { Sim = 0, Host = 1, Gpu = 2 };
 
@@ -53,7 +56,7 @@ inline constexpr int kMemoryCategoryCount = 7;
 enum class RunStatus { Running, Complete, Failed, Cancelled };
 
 std::string_view toString(OpKind k);          // "F", "SEND_F", "ALLREDUCE", ...
-std::string_view toString(Lane l);            // "compute", "comm"
+std::string_view toString(Lane l);            // "compute", "comm", "gpu"
 std::string_view toString(Source s);          // "sim", "host", "gpu"
 std::string_view toString(MemoryCategory c);  // "weights", "comm_buffers", ...
 std::string_view toString(RunStatus s);       // "running", "complete", ...

@@ -16,7 +16,7 @@ class CpuRankBackend final : public RankBackend {
 
     RankModel& model() { return *model_; }
 
-    void beginOp(int, const std::string&) override {}
+    void beginOp(int, std::uint64_t, const std::string&) override {}
     void endOp(int) override {}
 
     Buffer allocate(std::int64_t floats, trace::MemoryCategory category) override;

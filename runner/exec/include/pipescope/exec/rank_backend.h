@@ -6,14 +6,15 @@
 // host memory, the CUDA backend (runner/cuda) runs kernels/cuda on device memory.
 //
 // Pointers handed to and returned by a backend are in its memory space (device pointers for
-// CUDA). Work is issued on the calling lane: the interpreter calls beginOp(lane) before an op and
-// endOp(lane) after it, from that lane's thread; when endOp returns, the op's work is complete,
-// so a buffer the op used may be freed or read by any other lane.
+// CUDA). Work is issued on the calling lane: the interpreter calls beginOp(lane, ...) before an
+// op and endOp(lane) after it, from that lane's thread; when endOp returns, the op's work is
+// complete, so a buffer the op used may be freed or read by any other lane.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <pipescope/exec/comm.h>
@@ -24,6 +25,22 @@
 namespace pipescope::exec {
 
 struct TokenRows;
+
+// The id of one executed op (rank, iteration, index in the rank's op list), > 0: what a device
+// profiler attaches to the op's work (CUPTI's external correlation id) to find the op again.
+struct OpKey {
+    int rank = 0;
+    int iteration = 0;
+    int op_index = 0;
+    friend bool operator==(const OpKey&, const OpKey&) = default;
+};
+inline constexpr int kOpKeyMaxRanks = 1 << 16;
+inline constexpr int kOpKeyMaxOps = 1 << 24;
+inline constexpr int kOpKeyMaxIterations = 1 << 23;
+// Ranks, ops and iterations must be below the maxima above (std::invalid_argument otherwise).
+std::uint64_t opKeyId(const OpKey& key);
+// Inverse of opKeyId; nullopt for 0 and for ids no OpKey gives.
+std::optional<OpKey> opKeyFromId(std::uint64_t id);
 
 // A zero-filled buffer of floats in the backend's memory, tracked by category while it lives.
 struct Buffer {
@@ -37,10 +54,10 @@ class RankBackend {
   public:
     virtual ~RankBackend() = default;
 
-    // The calling thread's lane for the ops that follow (schedule::Stream) and the op's label
-    // (for profilers' ranges), and the end of its op: the backend's work for it is complete
-    // when endOp returns.
-    virtual void beginOp(int lane, const std::string& label) = 0;
+    // The calling thread's lane for the ops that follow (schedule::Stream), the op's id
+    // (opKeyId) and its label (for profilers' ranges), and the end of its op: the backend's work
+    // for it is complete when endOp returns. Both come from the same thread.
+    virtual void beginOp(int lane, std::uint64_t op_id, const std::string& label) = 0;
     virtual void endOp(int lane) = 0;
 
     // --- memory and element-wise steps ---------------------------------------------------------

@@ -1,0 +1,165 @@
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <pipescope/cuda/gpu_trace.h>
+#include <pipescope/exec/op_record.h>
+#include <pipescope/exec/rank_backend.h>
+#include <pipescope/trace/writer.h>
+
+#if PIPESCOPE_HAVE_CUPTI
+#include <pipescope/cupti/activity.h>
+#include <pipescope/cupti/tracer.h>
+#endif
+
+namespace pipescope::cuda {
+
+std::vector<trace::OpRecord> gpuOpRows(const schedule::Schedule& schedule,
+                                       const std::map<std::uint64_t, OpGpuSpan>& spans,
+                                       std::int64_t* unknown) {
+    std::vector<trace::OpRecord> rows;
+    std::int64_t bad = 0;
+    for (const auto& [id, span] : spans) {
+        const auto key = exec::opKeyFromId(id);
+        if (!key || key->rank >= schedule.ranks ||
+            static_cast<std::size_t>(key->rank) >= schedule.ops.size() ||
+            static_cast<std::size_t>(key->op_index) >=
+                schedule.ops[static_cast<std::size_t>(key->rank)].size() ||
+            span.end_ns < span.start_ns) {
+            ++bad;
+            continue;
+        }
+        const schedule::Op& op =
+            schedule
+                .ops[static_cast<std::size_t>(key->rank)][static_cast<std::size_t>(key->op_index)];
+        rows.push_back(exec::opRecord(op, *key, span.start_ns, span.end_ns, trace::Source::Gpu));
+    }
+    std::sort(rows.begin(), rows.end(), [](const trace::OpRecord& a, const trace::OpRecord& b) {
+        return a.rank != b.rank ? a.rank < b.rank : a.start_ns < b.start_ns;
+    });
+    if (unknown != nullptr) {
+        *unknown = bad;
+    }
+    return rows;
+}
+
+#if PIPESCOPE_HAVE_CUPTI
+
+struct GpuOpTrace::Impl {
+    cupti::GpuSpanAccumulator spans;
+    GpuTraceSummary summary;
+
+    void write(cupti::ParsedActivity&& activity, trace::TraceWriter* writer) {
+        summary.kernels += static_cast<std::int64_t>(activity.kernels.size());
+        summary.memcpys += static_cast<std::int64_t>(activity.memcpys.size());
+        summary.memsets += static_cast<std::int64_t>(activity.memsets.size());
+        summary.runtime_calls += static_cast<std::int64_t>(activity.runtime.size());
+        summary.syncs += static_cast<std::int64_t>(activity.syncs.size());
+        if (writer != nullptr) {
+            cupti::writeActivity(activity, *writer);
+        }
+        spans.add(activity);
+    }
+};
+
+GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
+                       std::chrono::steady_clock::time_point origin)
+    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
+
+GpuOpTrace::~GpuOpTrace() {
+    if (active_) {
+        cupti::ActivityTracer::instance().stop();
+    }
+}
+
+std::string GpuOpTrace::start() {
+    // CUPTI's clock at the run's origin: read both clocks back to back and keep the pair read
+    // closest together.
+    std::int64_t best_gap = -1;
+    std::int64_t origin_cupti = 0;
+    for (int i = 0; i < 5; ++i) {
+        const auto before = std::chrono::steady_clock::now();
+        const std::int64_t c = cupti::ActivityTracer::timestamp();
+        const auto after = std::chrono::steady_clock::now();
+        const std::int64_t gap =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count();
+        if (best_gap < 0 || gap < best_gap) {
+            best_gap = gap;
+            const auto mid = before + (after - before) / 2;
+            origin_cupti =
+                c - std::chrono::duration_cast<std::chrono::nanoseconds>(mid - origin_).count();
+        }
+    }
+    const std::int64_t global_pid = static_cast<std::int64_t>(getpid()) << 24;
+    std::string why = cupti::ActivityTracer::instance().start(global_pid, origin_cupti);
+    active_ = why.empty();
+    return why;
+}
+
+void GpuOpTrace::iterationDone() {
+    if (active_) {
+        impl_->write(cupti::ActivityTracer::instance().flush(false), writer_);
+    }
+}
+
+GpuTraceSummary GpuOpTrace::finish() {
+    if (!active_) {
+        return impl_->summary;
+    }
+    // CUPTI does not synchronize: a record of work still running would come incomplete.
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) == cudaSuccess) {
+        for (int d = 0; d < devices; ++d) {
+            if (cudaSetDevice(d) == cudaSuccess) {
+                (void)cudaDeviceSynchronize();
+            }
+        }
+    }
+    (void)cudaGetLastError();
+    auto& tracer = cupti::ActivityTracer::instance();
+    impl_->write(tracer.stop(), writer_);
+    active_ = false;
+    std::map<std::uint64_t, OpGpuSpan> spans;
+    for (const auto& [id, span] : impl_->spans.spans()) {
+        spans[id] = {span.start, span.end};
+    }
+    std::int64_t unknown = 0;
+    const auto rows = gpuOpRows(schedule_, spans, &unknown);
+    if (writer_ != nullptr) {
+        for (const auto& row : rows) {
+            writer_->addOp(row);
+        }
+    }
+    GpuTraceSummary& s = impl_->summary;
+    s.op_rows = static_cast<std::int64_t>(rows.size());
+    s.unattributed = static_cast<std::int64_t>(impl_->spans.unattributed()) + unknown;
+    s.dropped = tracer.droppedRecords();
+    s.problem = tracer.lastError();
+    return s;
+}
+
+#else
+
+struct GpuOpTrace::Impl {
+    GpuTraceSummary summary;
+};
+
+GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
+                       std::chrono::steady_clock::time_point origin)
+    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
+
+GpuOpTrace::~GpuOpTrace() = default;
+
+std::string GpuOpTrace::start() {
+    return "this build has no CUPTI (the CUDA toolkit's CUPTI was not found at configure time)";
+}
+
+void GpuOpTrace::iterationDone() {}
+
+GpuTraceSummary GpuOpTrace::finish() {
+    return impl_->summary;
+}
+
+#endif
+
+}  // namespace pipescope::cuda
