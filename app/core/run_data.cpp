@@ -4,6 +4,81 @@ namespace pipescope::app {
 
 RunData::~RunData() = default;
 
+ShiftedRunData::ShiftedRunData(RunDataPtr inner, std::int64_t shift_ns)
+    : inner_(std::move(inner)), shift_(shift_ns) {
+    stats_ = inner_->stats();
+    for (auto& it : stats_.iterations) {
+        it.start_ns -= shift_;
+        it.end_ns -= shift_;
+    }
+    for (auto& r : stats_.ranks) {
+        r.peak_memory.t_ns -= shift_;
+    }
+    config_ = inner_->config();
+}
+
+trace::TimeRange ShiftedRunData::timeRange() const {
+    trace::TimeRange r = inner_->timeRange();
+    r.start_ns -= shift_;
+    r.end_ns -= shift_;
+    return r;
+}
+
+trace::OpLodResult ShiftedRunData::opsLod(std::int64_t t0, std::int64_t t1, int pixels) const {
+    trace::OpLodResult r = inner_->opsLod(t0 + shift_, t1 + shift_, pixels);
+    for (auto& lane : r.lanes) {
+        for (auto& e : lane.entries) {
+            e.start_ns -= shift_;
+            e.end_ns -= shift_;
+        }
+    }
+    return r;
+}
+
+trace::MemoryLodResult ShiftedRunData::memoryLod(int rank, std::int64_t t0, std::int64_t t1,
+                                                 int pixels) const {
+    trace::MemoryLodResult r = inner_->memoryLod(rank, t0 + shift_, t1 + shift_, pixels);
+    for (auto& p : r.pixels) {
+        p.t_ns -= shift_;
+    }
+    return r;
+}
+
+std::vector<trace::OpRecord> ShiftedRunData::ops(int rank, std::int64_t t0, std::int64_t t1) const {
+    auto out = inner_->ops(rank, t0 + shift_, t1 + shift_);
+    for (auto& o : out) {
+        o.start_ns -= shift_;
+        o.end_ns -= shift_;
+    }
+    return out;
+}
+
+std::vector<trace::OpRecord> ShiftedRunData::dependencies(const trace::OpRecord& op) const {
+    trace::OpRecord original = op;
+    original.start_ns += shift_;
+    original.end_ns += shift_;
+    auto out = inner_->dependencies(original);
+    for (auto& o : out) {
+        o.start_ns -= shift_;
+        o.end_ns -= shift_;
+    }
+    return out;
+}
+
+std::int64_t firstMeasuredStartNs(const RunData& run) {
+    for (const auto& it : run.stats().iterations) {
+        if (it.measured) {
+            return it.start_ns;
+        }
+    }
+    return 0;
+}
+
+RunDataPtr alignedAtFirstMeasured(const RunDataPtr& run) {
+    const std::int64_t shift = firstMeasuredStartNs(*run);
+    return shift == 0 ? run : std::make_shared<ShiftedRunData>(run, shift);
+}
+
 std::string opLabel(const trace::OpRecord& op) {
     using trace::OpKind;
     std::string s(trace::toString(op.kind));

@@ -21,6 +21,7 @@
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <pipescope/app/prediction.h>
 #include <pipescope/app/recent_files.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
@@ -30,6 +31,7 @@
 #include "compare_view.h"
 #include "config_panel.h"
 #include "export_dialog.h"
+#include "run_page.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
@@ -61,6 +63,9 @@ bool isTracePath(const QString& path) {
     return s == QLatin1String("db") || s == QLatin1String("sqlite") ||
            s == QLatin1String("sqlite3");
 }
+
+// Explore, Compare methods, Sweep, Run: never closed.
+constexpr int kFixedTabs = 4;
 
 }  // namespace
 
@@ -100,11 +105,13 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     tabs_->addTab(methods_view_, tr("Compare methods"));
     sweep_view_ = new SweepView;
     tabs_->addTab(sweep_view_, tr("Sweep"));
-    for (int i = 0; i < 3; ++i) {
+    run_page_ = new RunPage(restore_);
+    tabs_->addTab(run_page_, tr("Run"));
+    for (int i = 0; i < kFixedTabs; ++i) {
         tabs_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // fixed tabs
     }
     connect(tabs_, &QTabWidget::tabCloseRequested, this, [this](int index) {
-        if (index >= 3) {
+        if (index >= kFixedTabs) {
             QWidget* w = tabs_->widget(index);
             tabs_->removeTab(index);
             w->deleteLater();
@@ -116,10 +123,16 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
 
     connect(config_, &ConfigPanel::configChanged, this, &MainWindow::onConfigChanged);
     connect(config_, &ConfigPanel::configInvalid, this, [this](const QString& message) {
+        run_page_->setConfig(std::nullopt);  // Run runs what the panel shows, or nothing
         statusBar()->showMessage(tr("Config invalid — the views keep the last valid config: %1")
                                      .arg(message.section(QLatin1Char('\n'), 0, 0)));
     });
     connect(sim_, &SimulationController::finished, this, &MainWindow::onSimulated);
+    connect(run_page_, &RunPage::openRequested, this, &MainWindow::openTrace);
+    connect(run_page_, &RunPage::compareRequested, this, &MainWindow::compareTraces);
+    connect(run_page_, &RunPage::predictRequested, this, &MainWindow::predictVsMeasured);
+    connect(run_page_, &RunPage::message, this,
+            [this](const QString& text) { statusBar()->showMessage(text, 10000); });
     connect(methods_sim_, &SimulationController::finished, this,
             [this](quint64 id, std::shared_ptr<const SimOutput> out) {
                 if (id != methods_request_) {
@@ -181,6 +194,21 @@ void MainWindow::buildMenus() {
                      &MainWindow::compareOpenRuns);
     tools->addAction(tr("&Sweep"), QKeySequence(Qt::CTRL | Qt::Key_3), this,
                      [this] { showView(QStringLiteral("sweep")); });
+    tools->addSeparator();
+    const auto run = [this](bool pair) {
+        showView(QStringLiteral("run"));
+        QString error;
+        const bool ok = pair ? run_page_->startNaiveAndVocab2(&error) : run_page_->startRun(&error);
+        if (!ok) {
+            statusBar()->showMessage(error);
+        }
+    };
+    tools->addAction(tr("&Run the config"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
+                     [run] { run(false); });
+    tools->addAction(tr("Run &naive and vocab-2"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
+                     this, [run] { run(true); });
+    tools->addAction(tr("&Cancel the run"), QKeySequence(Qt::CTRL | Qt::Key_Period), run_page_,
+                     &RunPage::cancel);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
@@ -208,11 +236,15 @@ void MainWindow::showShortcuts() {
            "<tr><td><b>click</b></td><td>select an op and outline what it waits for</td></tr>"
            "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
            "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"
+           "<tr><td><b>Ctrl+R</b></td><td>run the config on the runner</td></tr>"
+           "<tr><td><b>Ctrl+Shift+R</b></td><td>run naive and vocab-2, then compare</td></tr>"
+           "<tr><td><b>Ctrl+.</b></td><td>cancel the run</td></tr>"
            "</table>"));
 }
 
 void MainWindow::onConfigChanged(const schedule::Config& config) {
     sweep_view_->setConfig(config);
+    run_page_->setConfig(config);
     SimRequest req;
     req.config = config;
     single_request_ = sim_->request(std::move(req));
@@ -246,6 +278,8 @@ bool MainWindow::showView(const QString& view) {
     } else if (view == QLatin1String("sweep")) {
         tabs_->setCurrentWidget(sweep_view_);
         sweep_view_->run();
+    } else if (view == QLatin1String("run")) {
+        tabs_->setCurrentWidget(run_page_);
     } else {
         return false;
     }
@@ -391,7 +425,7 @@ void MainWindow::updateRecentMenu() {
 
 bool MainWindow::compareOpenRuns() {
     std::vector<RunDataPtr> runs;
-    for (int i = 3; i < tabs_->count(); ++i) {
+    for (int i = kFixedTabs; i < tabs_->count(); ++i) {
         if (auto* tab = dynamic_cast<RunTab*>(tabs_->widget(i))) {
             runs.push_back(tab->view->run());
         }
@@ -407,6 +441,105 @@ bool MainWindow::compareOpenRuns() {
     view->setRuns(runs, {}, false);
     tabs_->setCurrentIndex(tabs_->addTab(view, tr("Compare %1 runs").arg(runs.size())));
     return true;
+}
+
+void MainWindow::compareTraces(const QStringList& paths, const QString& title) {
+    using Opened = std::pair<std::vector<RunDataPtr>, QString>;
+    auto* watcher = new QFutureWatcher<Opened>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, title] {
+        auto [runs, error] = watcher->result();
+        watcher->deleteLater();
+        if (!error.isEmpty()) {
+            statusBar()->showMessage(error);
+            emit traceFailed(error);
+            return;
+        }
+        // Each run from its first measured iteration at t = 0, so the runs line up whatever
+        // their start-up took.
+        QStringList notes;
+        for (auto& run : runs) {
+            run = alignedAtFirstMeasured(run);
+        }
+        notes << tr(
+            "Each run is drawn from its first measured iteration (after its warm-up) at "
+            "0 ms.");
+        statusBar()->clearMessage();
+        auto* view = new CompareView;
+        view->setRuns(runs, notes, false);
+        tabs_->setCurrentIndex(tabs_->addTab(view, title));
+        emit comparisonOpened(view);
+    });
+    std::vector<std::string> files;
+    for (const QString& p : paths) {
+        files.push_back(p.toStdString());
+    }
+    statusBar()->showMessage(
+        tr("Opening %n run(s) to compare…", nullptr, static_cast<int>(paths.size())));
+    watcher->setFuture(QtConcurrent::run([files] {
+        std::vector<RunDataPtr> runs;
+        for (const auto& f : files) {
+            std::string error;
+            auto run = TraceRunData::open(f, &error);
+            if (!run) {
+                return Opened{{}, QString::fromStdString(error)};
+            }
+            runs.push_back(run);
+        }
+        return Opened{runs, QString()};
+    }));
+}
+
+void MainWindow::predictVsMeasured(const QString& path) {
+    using Result = std::pair<std::optional<Prediction>, QString>;
+    auto* watcher = new QFutureWatcher<Result>(this);
+    const QString name = QFileInfo(path).completeBaseName();
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, name] {
+        auto [prediction, error] = watcher->result();
+        watcher->deleteLater();
+        if (!prediction) {
+            statusBar()->showMessage(error);
+            emit traceFailed(error);
+            return;
+        }
+        // The error of each prediction, above the delta table (which gives the same per rank).
+        QStringList notes;
+        for (const auto& e : prediction->errors) {
+            QStringList ranks;
+            for (std::size_t r = 0; r < e.rank_busy.size(); ++r) {
+                ranks << tr("r%1 %2%").arg(r).arg(e.rank_busy[r] * 100, 0, 'f', 1);
+            }
+            notes << tr("%1 prediction: iteration time %2%, busy time per rank %3")
+                         .arg(QString::fromStdString(e.model))
+                         .arg(e.iteration * 100, 0, 'f', 1)
+                         .arg(ranks.join(QStringLiteral(", ")));
+        }
+        for (const auto& n : prediction->notes) {
+            notes << QString::fromStdString(n);
+        }
+        notes << tr(
+            "The measured run is drawn from its first measured iteration at 0 ms beside "
+            "one simulated iteration of each model; the calibrated iteration-time error "
+            "uses the mean over timings drawn from the run's op times. The analytic "
+            "model assumes the config's hardware section, not this machine.");
+        auto runs = prediction->runs();
+        runs.front() = alignedAtFirstMeasured(runs.front());
+        statusBar()->clearMessage();
+        auto* view = new CompareView;
+        view->setRuns(runs, notes, false);
+        const int index = tabs_->addTab(view, tr("Predicted vs measured: %1").arg(name));
+        tabs_->setTabToolTip(index, tr("%1 (measured) beside its simulation with costs calibrated "
+                                       "from it and with the analytic model")
+                                        .arg(name));
+        tabs_->setCurrentIndex(index);
+        emit comparisonOpened(view);
+    });
+    statusBar()->showMessage(tr("Simulating %1's config to compare with the run…").arg(name));
+    const std::string file = path.toStdString();
+    watcher->setFuture(QtConcurrent::run([file] {
+        std::string error;
+        auto p = predictRun(file, &error);
+        return Result{std::move(p), QString::fromStdString(error)};
+    }));
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, QString* error) {
@@ -521,6 +654,13 @@ void MainWindow::exportTraceDialog() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (run_page_->busy() && isVisible() &&
+        QMessageBox::question(this, tr("A run is in progress"),
+                              tr("Closing stops the run; its trace keeps what was recorded, "
+                                 "marked cancelled. Close anyway?")) != QMessageBox::Yes) {
+        event->ignore();
+        return;
+    }
     if (restore_) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());

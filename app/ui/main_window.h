@@ -1,6 +1,6 @@
 // The main window: the config panel on the left; tabs for the explorer (the current config,
-// re-simulated on every change), the vocabulary-method comparison, the sweep, and every trace
-// file opened.
+// re-simulated on every change), the vocabulary-method comparison, the sweep, the runs (real
+// training runs on the bundled runner), and every trace file or comparison opened.
 #pragma once
 
 #include <memory>
@@ -19,6 +19,7 @@ namespace pipescope::app {
 class CompareView;
 class ConfigPanel;
 class RecentFiles;
+class RunPage;
 class RunView;
 class SummaryView;
 class SweepView;
@@ -37,6 +38,7 @@ class MainWindow : public QMainWindow {
     SummaryView* explorerSummary() const { return explore_summary_; }
     CompareView* methodComparison() const { return methods_view_; }
     SweepView* sweep() const { return sweep_view_; }
+    RunPage* runPage() const { return run_page_; }
     QTabWidget* tabs() const { return tabs_; }
     RunDataPtr currentRun() const { return current_; }
     SimulationController* simulator() const { return sim_; }
@@ -50,8 +52,14 @@ class MainWindow : public QMainWindow {
     // The explorer's run and every open trace, stacked on one time axis with a delta table, in a
     // new tab. False (and a note in the status bar) with fewer than two runs.
     bool compareOpenRuns();
-    // Brings a view to the front: "explore", "compare" (the vocabulary methods, simulated now)
-    // or "sweep" (run now). False for any other name.
+    // Opens the traces (in the background) and compares them in a new tab, the first as the
+    // baseline; errors go to the status bar and traceFailed.
+    void compareTraces(const QStringList& paths, const QString& title);
+    // A real run beside its two predictions (calibrated from the run, and analytic) in a new
+    // tab, with the per-rank error of each prediction.
+    void predictVsMeasured(const QString& path);
+    // Brings a view to the front: "explore", "compare" (the vocabulary methods, simulated now),
+    // "sweep" (run now) or "run". False for any other name.
     bool showView(const QString& view);
     // Exports the chart of the current tab to `path` (PNG, SVG or PDF by suffix).
     // Width 1600 and the tab's natural height unless `options` say otherwise.
@@ -63,6 +71,8 @@ class MainWindow : public QMainWindow {
   signals:
     void traceOpened(const QString& path);
     void traceFailed(const QString& message);
+    // A comparison tab (compareTraces, predictVsMeasured) was added.
+    void comparisonOpened(pipescope::app::CompareView* view);
 
   protected:
     void closeEvent(QCloseEvent* event) override;
@@ -87,6 +97,7 @@ class MainWindow : public QMainWindow {
     SummaryView* explore_summary_;
     CompareView* methods_view_;
     SweepView* sweep_view_;
+    RunPage* run_page_;
     QWidget* explore_tab_;
     SimulationController* sim_;
     SimulationController* methods_sim_;

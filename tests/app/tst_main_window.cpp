@@ -23,6 +23,9 @@
 
 using namespace pipescope;
 
+// Explore, Compare methods, Sweep and Run: the tabs that are always there.
+constexpr int kFixedTabs = 4;
+
 class TstMainWindow : public QObject {
     Q_OBJECT
 
@@ -220,7 +223,7 @@ void TstMainWindow::opensTracesAndComparesThem() {
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     window_->openPaths({a, b});
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 2, 10000);
-    QCOMPARE(window_->tabs()->count(), 5);
+    QCOMPARE(window_->tabs()->count(), kFixedTabs + 2);
     QVERIFY(window_->compareOpenRuns());
     auto* view = qobject_cast<app::CompareView*>(window_->tabs()->currentWidget());
     QVERIFY(view);
@@ -230,8 +233,8 @@ void TstMainWindow::opensTracesAndComparesThem() {
     QVERIFY(view->table()->model()->rowCount() > 4);
     QString error;
     QVERIFY2(window_->exportCurrentChart(dir.filePath("cmp.svg"), &error), qPrintable(error));
-    while (window_->tabs()->count() > 3) {
-        delete window_->tabs()->widget(3);
+    while (window_->tabs()->count() > kFixedTabs) {
+        delete window_->tabs()->widget(kFixedTabs);
     }
 }
 
@@ -245,7 +248,7 @@ void TstMainWindow::refusesANonTrace() {
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
     QVERIFY2(failed.front().front().toString().contains("config.db"),
              qPrintable(failed.front().front().toString()));
-    QCOMPARE(window_->tabs()->count(), 3);
+    QCOMPARE(window_->tabs()->count(), kFixedTabs);
     window_->show();
 }
 
@@ -265,7 +268,7 @@ void TstMainWindow::refusesANewerTrace() {
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
     const QString message = failed.front().front().toString();
     QVERIFY2(message.contains("future.db") && message.contains("newer"), qPrintable(message));
-    QCOMPARE(window_->tabs()->count(), 3);
+    QCOMPARE(window_->tabs()->count(), kFixedTabs);
     window_->show();
 }
 

@@ -65,6 +65,39 @@ class RunData {
 
 using RunDataPtr = std::shared_ptr<const RunData>;
 
+// A run drawn `shift_ns` earlier: what `inner` has at time t shows at t − shift_ns (ops, memory,
+// iteration windows). Comparisons use it to line runs up at their first measured iteration,
+// whatever their start-up took.
+class ShiftedRunData final : public RunData {
+  public:
+    ShiftedRunData(RunDataPtr inner, std::int64_t shift_ns);
+
+    std::string name() const override { return inner_->name(); }
+    std::string origin() const override { return inner_->origin(); }
+    bool isSimulated() const override { return inner_->isSimulated(); }
+    int rankCount() const override { return inner_->rankCount(); }
+    std::string rankStages(int rank) const override { return inner_->rankStages(rank); }
+    trace::TimeRange timeRange() const override;
+    trace::OpLodResult opsLod(std::int64_t t0, std::int64_t t1, int pixels) const override;
+    trace::MemoryLodResult memoryLod(int rank, std::int64_t t0, std::int64_t t1,
+                                     int pixels) const override;
+    std::vector<trace::OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1) const override;
+    std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
+
+    std::int64_t shiftNs() const { return shift_; }
+    const RunDataPtr& inner() const { return inner_; }
+
+  private:
+    RunDataPtr inner_;
+    std::int64_t shift_;
+};
+
+// The start of the run's first measured iteration (past the warm-up), 0 when it has none:
+// the shift that lines it up at t = 0.
+std::int64_t firstMeasuredStartNs(const RunData& run);
+// `run` shifted by firstMeasuredStartNs (itself when that is 0).
+RunDataPtr alignedAtFirstMeasured(const RunDataPtr& run);
+
 // Human-readable op label for tooltips and lists: "F5", "SEND_F3→2", "ALLREDUCE(output,3)".
 std::string opLabel(const trace::OpRecord& op);
 

@@ -1,0 +1,331 @@
+#include <cmath>
+
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcessEnvironment>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QStandardPaths>
+
+#include <pipescope/app/runner_process.h>
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr const char* kRunnerName = "pipescope-run";
+
+QString siblingPath(const QString& trace_path, const char* suffix) {
+    const QFileInfo info(trace_path);
+    return info.dir().filePath(info.completeBaseName() + QLatin1String(suffix));
+}
+
+bool writeFile(const QString& path, const QByteArray& bytes, QString* error) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
+        *error = QObject::tr("%1: cannot write: %2").arg(path, f.errorString());
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+QString runnerPath() {
+    const QString env = qEnvironmentVariable("PIPESCOPE_RUNNER");
+    if (!env.isEmpty()) {
+        return QFileInfo(env).isExecutable() ? env : QString();
+    }
+    if (QCoreApplication::instance() != nullptr) {
+        const QString beside =
+            QDir(QCoreApplication::applicationDirPath()).filePath(QLatin1String(kRunnerName));
+        if (QFileInfo(beside).isExecutable()) {
+            return beside;
+        }
+    }
+    return QStandardPaths::findExecutable(QLatin1String(kRunnerName));
+}
+
+std::optional<QList<BackendInfo>> parseBackendList(const QByteArray& json, QString* error) {
+    QJsonParseError pe;
+    const QJsonDocument doc = QJsonDocument::fromJson(json, &pe);
+    if (pe.error != QJsonParseError::NoError || !doc.object().value("backends").isArray()) {
+        *error = QObject::tr("the runner's device list is not JSON with \"backends\" (%1)")
+                     .arg(pe.error != QJsonParseError::NoError ? pe.errorString()
+                                                               : QObject::tr("no list"));
+        return std::nullopt;
+    }
+    QList<BackendInfo> out;
+    for (const QJsonValue& v : doc.object().value("backends").toArray()) {
+        const QJsonObject o = v.toObject();
+        BackendInfo b;
+        b.backend = o.value("backend").toString();
+        b.available = o.value("available").toBool();
+        b.reason = o.value("reason").toString();
+        for (const QJsonValue& d : o.value("devices").toArray()) {
+            b.devices << d.toString();
+        }
+        if (!b.backend.isEmpty()) {
+            out << b;
+        }
+    }
+    return out;
+}
+
+BackendQuery::BackendQuery(QObject* parent) : QObject(parent), process_(new QProcess(this)) {
+    connect(process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
+        if (status != QProcess::NormalExit || code != 0) {
+            emit ready({}, tr("pipescope-run --list-devices failed (exit %1): %2")
+                               .arg(code)
+                               .arg(QString::fromUtf8(process_->readAllStandardError()).trimmed()));
+            return;
+        }
+        QString error;
+        const auto list = parseBackendList(process_->readAllStandardOutput(), &error);
+        emit ready(list.value_or(QList<BackendInfo>{}), error);
+    });
+    connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
+        if (e == QProcess::FailedToStart) {
+            emit ready({},
+                       tr("cannot start %1: %2").arg(process_->program(), process_->errorString()));
+        }
+    });
+}
+
+void BackendQuery::start() {
+    const QString runner = runnerPath();
+    if (runner.isEmpty()) {
+        QMetaObject::invokeMethod(
+            this,
+            [this] {
+                emit ready({}, tr("pipescope-run was not found beside the app or on PATH (set "
+                                  "PIPESCOPE_RUNNER to its path)"));
+            },
+            Qt::QueuedConnection);
+        return;
+    }
+    process_->start(runner, {QStringLiteral("--list-devices"), QStringLiteral("--json")});
+}
+
+RunnerProcess::RunnerProcess(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<RunOutcome>();
+    kill_timer_.setSingleShot(true);
+    connect(&kill_timer_, &QTimer::timeout, this, [this] {
+        if (running()) {
+            log_ << tr("(the runner did not stop in time: killed)");
+            emit logLine(log_.back());
+            process_->kill();
+        }
+    });
+}
+
+RunnerProcess::~RunnerProcess() {
+    if (running()) {
+        // The window is closing: stop the run cleanly if it can, never leave it behind.
+        process_->disconnect(this);
+        process_->terminate();
+        if (!process_->waitForFinished(5000)) {
+            process_->kill();
+            process_->waitForFinished(2000);
+        }
+    }
+}
+
+bool RunnerProcess::running() const {
+    return process_ != nullptr && process_->state() != QProcess::NotRunning;
+}
+
+QString RunnerProcess::commandLine() const {
+    QStringList parts{QFileInfo(program_).fileName()};
+    for (const QString& a : args_) {
+        parts << (a.contains(QLatin1Char(' ')) ? QLatin1Char('"') + a + QLatin1Char('"') : a);
+    }
+    return parts.join(QLatin1Char(' '));
+}
+
+bool RunnerProcess::start(const RunRequest& request, QString* error) {
+    if (running()) {
+        *error = tr("a run is in progress; cancel it or wait for it to finish");
+        return false;
+    }
+    program_ = runnerPath();
+    if (program_.isEmpty()) {
+        *error =
+            tr("pipescope-run was not found beside the app or on PATH (set PIPESCOPE_RUNNER "
+               "to its path)");
+        return false;
+    }
+    if (request.trace_path.isEmpty()) {
+        *error = tr("no trace file given for the run");
+        return false;
+    }
+    const QFileInfo trace(request.trace_path);
+    if (!QDir().mkpath(trace.absolutePath())) {
+        *error = tr("%1: cannot create the runs folder").arg(trace.absolutePath());
+        return false;
+    }
+    const QString config_path = siblingPath(request.trace_path, ".json");
+    if (!writeFile(config_path, request.config_json.toUtf8(), error)) {
+        return false;
+    }
+    request_ = request;
+    args_ = QStringList{config_path,
+                        QStringLiteral("--backend"),
+                        request.backend,
+                        QStringLiteral("--out"),
+                        request.trace_path,
+                        QStringLiteral("--progress"),
+                        QStringLiteral("jsonl")};
+    if (request.iterations > 0) {
+        args_ << QStringLiteral("--iterations") << QString::number(request.iterations);
+    }
+    args_ << request.extra_args;
+
+    delete process_;
+    process_ = new QProcess(this);
+    connect(process_, &QProcess::readyReadStandardOutput, this, &RunnerProcess::readStdout);
+    connect(process_, &QProcess::readyReadStandardError, this, &RunnerProcess::readStderr);
+    connect(process_, &QProcess::finished, this, &RunnerProcess::onFinished);
+    connect(process_, &QProcess::errorOccurred, this, &RunnerProcess::onError);
+    stdout_buffer_.clear();
+    stderr_buffer_.clear();
+    log_ = QStringList{QStringLiteral("$ ") + commandLine()};
+    runner_messages_.clear();
+    finished_status_.clear();
+    cancel_requested_ = false;
+    done_ = false;
+    emit logLine(log_.front());
+    process_->start(program_, args_);
+    return true;
+}
+
+void RunnerProcess::cancel(int grace_ms) {
+    if (!running() || cancel_requested_) {
+        return;
+    }
+    cancel_requested_ = true;
+    log_ << tr("(cancelling: asked the runner to stop)");
+    emit logLine(log_.back());
+    process_->terminate();
+    kill_timer_.start(grace_ms);
+}
+
+void RunnerProcess::readStdout() {
+    stdout_buffer_ += process_->readAllStandardOutput();
+    for (qsizetype nl = stdout_buffer_.indexOf('\n'); nl >= 0; nl = stdout_buffer_.indexOf('\n')) {
+        const QByteArray line = stdout_buffer_.left(nl).trimmed();
+        stdout_buffer_.remove(0, nl + 1);
+        if (!line.isEmpty()) {
+            handleEvent(line);
+        }
+    }
+}
+
+void RunnerProcess::readStderr() {
+    stderr_buffer_ += process_->readAllStandardError();
+    for (qsizetype nl = stderr_buffer_.indexOf('\n'); nl >= 0; nl = stderr_buffer_.indexOf('\n')) {
+        const QString line = QString::fromUtf8(stderr_buffer_.left(nl)).trimmed();
+        stderr_buffer_.remove(0, nl + 1);
+        if (line.isEmpty()) {
+            continue;
+        }
+        if (line.startsWith(QLatin1String("pipescope-run: "))) {
+            runner_messages_ << line.mid(15);
+        }
+        log_ << line;
+        emit logLine(line);
+    }
+}
+
+void RunnerProcess::handleEvent(const QByteArray& line) {
+    const QJsonObject e = QJsonDocument::fromJson(line).object();
+    const QString event = e.value("event").toString();
+    if (event == QLatin1String("started")) {
+        emit started(e.value("ranks").toInt(), e.value("iterations").toInt());
+    } else if (event == QLatin1String("progress")) {
+        const QJsonValue loss = e.value("loss");
+        emit progress(e.value("iteration").toInt(), e.value("of").toInt(),
+                      loss.isDouble() ? loss.toDouble() : std::nan(""),
+                      e.value("seconds").toDouble());
+    } else if (event == QLatin1String("finished")) {
+        finished_status_ = e.value("status").toString();
+    } else {
+        // Not an event: keep it in the log rather than lose it.
+        log_ << QString::fromUtf8(line);
+        emit logLine(log_.back());
+    }
+}
+
+void RunnerProcess::onFinished(int exit_code, QProcess::ExitStatus status) {
+    readStdout();
+    readStderr();
+    kill_timer_.stop();
+    RunOutcome out;
+    out.exit_code = exit_code;
+    const bool wrote = QFileInfo::exists(request_.trace_path);
+    out.trace_path = wrote ? request_.trace_path : QString();
+    if (status == QProcess::CrashExit) {
+        out.status = cancel_requested_ ? RunOutcome::Status::Cancelled : RunOutcome::Status::Failed;
+        out.message = cancel_requested_
+                          ? tr("the run was cancelled (the runner had to be killed)")
+                          : tr("pipescope-run crashed (%1)").arg(process_->errorString());
+    } else if (exit_code == 0) {
+        out.status = RunOutcome::Status::Complete;
+    } else if (exit_code == 130 || finished_status_ == QLatin1String("cancelled")) {
+        out.status = RunOutcome::Status::Cancelled;
+        out.message = tr("the run was cancelled");
+    } else {
+        out.status = RunOutcome::Status::Failed;
+        out.message = runner_messages_.isEmpty()
+                          ? tr("pipescope-run exited with code %1").arg(exit_code)
+                          : runner_messages_.join(QLatin1Char('\n'));
+    }
+    finish(std::move(out));
+}
+
+void RunnerProcess::onError(QProcess::ProcessError error) {
+    if (error != QProcess::FailedToStart) {
+        return;  // crashes and the rest end in finished()
+    }
+    RunOutcome out;
+    out.status = RunOutcome::Status::Failed;
+    out.message = tr("cannot start %1: %2").arg(program_, process_->errorString());
+    finish(std::move(out));
+}
+
+void RunnerProcess::finish(RunOutcome outcome) {
+    if (done_) {
+        return;
+    }
+    done_ = true;
+    const QString log_path = siblingPath(request_.trace_path, ".log");
+    QString error;
+    if (writeFile(log_path, (log_.join(QLatin1Char('\n')) + QLatin1Char('\n')).toUtf8(), &error)) {
+        outcome.log_path = log_path;
+    }
+    emit finished(outcome);
+}
+
+QString newRunPath(const QString& folder, const QString& config_name, const QString& backend) {
+    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start.
+    QString base = (config_name.isEmpty() ? QStringLiteral("run") : config_name.left(40)) +
+                   QLatin1Char('-') + backend + QLatin1Char('-') +
+                   QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    static const QRegularExpression unsafe(QStringLiteral("[^A-Za-z0-9._-]+"));
+    base.replace(unsafe, QStringLiteral("-"));
+    static const QRegularExpression repeated(QStringLiteral("-{2,}"));
+    base.replace(repeated, QStringLiteral("-"));
+    const QDir dir(folder);
+    QString path = dir.filePath(base + QStringLiteral(".db"));
+    for (int n = 2; QFileInfo::exists(path) || QFileInfo::exists(siblingPath(path, ".json")); ++n) {
+        path = dir.filePath(base + QLatin1Char('-') + QString::number(n) + QStringLiteral(".db"));
+    }
+    return path;
+}
+
+}  // namespace pipescope::app

@@ -1,0 +1,268 @@
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QLocale>
+#include <QRegularExpression>
+#include <QStandardPaths>
+
+#include <pipescope/app/runs_library.h>
+#include <pipescope/trace/reader.h>
+
+namespace pipescope::app {
+
+namespace {
+
+// The files of a run beside NAME.db.
+const char* const kSidecars[] = {".db-wal", ".db-shm", ".json", ".log"};
+
+QString withSuffix(const QString& trace_path, const QString& base, const char* suffix) {
+    return QFileInfo(trace_path).dir().filePath(base + QLatin1String(suffix));
+}
+
+}  // namespace
+
+RunEntry readRunEntry(const QString& path) {
+    RunEntry e;
+    const QFileInfo info(path);
+    e.path = path;
+    e.name = info.completeBaseName();
+    e.bytes = info.size();
+    e.started = info.lastModified();
+    trace::TraceReader reader;
+    if (const auto st = reader.open(path.toStdString()); !st.ok()) {
+        e.status = QObject::tr("unreadable: %1").arg(QString::fromStdString(st.message));
+        return e;
+    }
+    e.readable = true;
+    const trace::RunInfo& run = reader.run();
+    e.config = QString::fromStdString(run.name);
+    e.backend = QString::fromStdString(run.backend);
+    e.status = QString::fromStdString(std::string(trace::toString(run.status)));
+    e.message = QString::fromStdString(run.message);
+    if (run.start_ns > 0) {
+        e.started = QDateTime::fromMSecsSinceEpoch(run.start_ns / 1'000'000);
+    }
+    double sum = 0;
+    int n = 0, all_n = 0;
+    double all_sum = 0;
+    for (const auto& m : reader.metrics()) {
+        if (m.key != "iteration_time_ns" || m.rank || !m.iteration) {
+            continue;
+        }
+        all_sum += m.value;
+        ++all_n;
+        if (*m.iteration >= run.warmup) {
+            sum += m.value;
+            ++n;
+        }
+    }
+    if (n > 0) {
+        e.iteration_ms = sum / n / 1e6;
+    } else if (all_n > 0) {
+        e.iteration_ms = all_sum / all_n / 1e6;  // only warm-up iterations were recorded
+    }
+    return e;
+}
+
+QString defaultRunsFolder() {
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
+        .filePath(QStringLiteral("runs"));
+}
+
+RunsLibrary::RunsLibrary(QObject* parent) : QAbstractTableModel(parent) {
+    refresh_timer_.setSingleShot(true);
+    refresh_timer_.setInterval(300);
+    connect(&refresh_timer_, &QTimer::timeout, this, &RunsLibrary::refresh);
+    connect(&watcher_, &QFileSystemWatcher::directoryChanged, this,
+            [this] { refresh_timer_.start(); });
+}
+
+void RunsLibrary::setFolder(const QString& folder) {
+    if (!folder_.isEmpty()) {
+        watcher_.removePath(folder_);
+    }
+    folder_ = folder;
+    refresh();
+}
+
+void RunsLibrary::refresh() {
+    // The folder is made by the first run, not by looking at it; follow it once it exists.
+    if (QDir(folder_).exists() && !watcher_.directories().contains(folder_)) {
+        watcher_.addPath(folder_);
+    }
+    std::vector<RunEntry> fresh;
+    const QDir dir(folder_);
+    const QFileInfoList files =
+        dir.entryInfoList({QStringLiteral("*.db")}, QDir::Files, QDir::Time);  // newest first
+    for (const QFileInfo& f : files) {
+        fresh.push_back(readRunEntry(f.absoluteFilePath()));
+    }
+    beginResetModel();
+    entries_ = std::move(fresh);
+    endResetModel();
+}
+
+int RunsLibrary::rowOf(const QString& path) const {
+    const QString want = QFileInfo(path).absoluteFilePath();
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+        if (QFileInfo(entries_[i].path).absoluteFilePath() == want) {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+QStringList RunsLibrary::runFiles(const QString& trace_path) {
+    QStringList out;
+    const QString base = QFileInfo(trace_path).completeBaseName();
+    if (QFileInfo::exists(trace_path)) {
+        out << trace_path;
+    }
+    for (const char* s : kSidecars) {
+        const QString p = withSuffix(trace_path, base, s);
+        if (QFileInfo::exists(p)) {
+            out << p;
+        }
+    }
+    return out;
+}
+
+bool RunsLibrary::rename(int row, const QString& new_name, QString* error) {
+    if (row < 0 || row >= rowCount()) {
+        *error = tr("no such run");
+        return false;
+    }
+    static const QRegularExpression plain(QStringLiteral("^[^/\\\\:*?\"<>|]+$"));
+    const QString name = new_name.trimmed();
+    if (name.isEmpty() || !plain.match(name).hasMatch() || name.startsWith(QLatin1Char('.'))) {
+        *error = tr("\"%1\" is not a plain file name (no slashes, no leading dot)").arg(new_name);
+        return false;
+    }
+    const RunEntry& e = entries_[static_cast<std::size_t>(row)];
+    if (name == e.name) {
+        return true;
+    }
+    // Every target must be free before anything moves.
+    const QStringList from = runFiles(e.path);
+    QStringList to;
+    for (const QString& f : from) {
+        const QString suffix = QFileInfo(f).fileName().mid(e.name.size());
+        to << QFileInfo(f).dir().filePath(name + suffix);
+        if (QFileInfo::exists(to.back())) {
+            *error = tr("%1 exists already").arg(to.back());
+            return false;
+        }
+    }
+    for (int i = 0; i < from.size(); ++i) {
+        if (!QFile::rename(from[i], to[i])) {
+            // Put back what moved, so the run is never split between two names.
+            for (int j = i - 1; j >= 0; --j) {
+                QFile::rename(to[j], from[j]);
+            }
+            *error = tr("cannot rename %1 to %2").arg(from[i], to[i]);
+            return false;
+        }
+    }
+    refresh();
+    return true;
+}
+
+bool RunsLibrary::remove(int row, QString* error) {
+    if (row < 0 || row >= rowCount()) {
+        *error = tr("no such run");
+        return false;
+    }
+    QStringList failed;
+    for (const QString& f : runFiles(entries_[static_cast<std::size_t>(row)].path)) {
+        if (!QFile::remove(f)) {
+            failed << f;
+        }
+    }
+    refresh();
+    if (!failed.isEmpty()) {
+        *error = tr("cannot delete %1").arg(failed.join(QStringLiteral(", ")));
+        return false;
+    }
+    return true;
+}
+
+int RunsLibrary::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(entries_.size());
+}
+
+int RunsLibrary::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant RunsLibrary::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || index.row() >= rowCount()) {
+        return {};
+    }
+    const RunEntry& e = entries_[static_cast<std::size_t>(index.row())];
+    if (role == Qt::ToolTipRole) {
+        QString tip = e.path;
+        if (!e.message.isEmpty()) {
+            tip += QLatin1Char('\n') + e.message;
+        }
+        return tip;
+    }
+    if (role == Qt::TextAlignmentRole &&
+        (index.column() == IterationTime || index.column() == Size)) {
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    if (role != Qt::DisplayRole && role != Qt::EditRole) {
+        return {};
+    }
+    switch (index.column()) {
+        case Name:
+            return e.name;
+        case Config:
+            return e.config;
+        case Backend:
+            return e.backend;
+        case Status:
+            return e.status;
+        case Started:
+            return role == Qt::EditRole
+                       ? QVariant(e.started)
+                       : QVariant(QLocale().toString(e.started, QLocale::ShortFormat));
+        case IterationTime:
+            if (!e.iteration_ms) {
+                return QStringLiteral("–");
+            }
+            return role == Qt::EditRole
+                       ? QVariant(*e.iteration_ms)
+                       : QVariant(QStringLiteral("%1 ms").arg(*e.iteration_ms, 0, 'f', 2));
+        case Size:
+            return role == Qt::EditRole ? QVariant(e.bytes)
+                                        : QVariant(QLocale().formattedDataSize(e.bytes));
+        default:
+            return {};
+    }
+}
+
+QVariant RunsLibrary::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
+        return {};
+    }
+    switch (section) {
+        case Name:
+            return tr("Run");
+        case Config:
+            return tr("Config");
+        case Backend:
+            return tr("Backend");
+        case Status:
+            return tr("Status");
+        case Started:
+            return tr("Started");
+        case IterationTime:
+            return tr("Iteration");
+        case Size:
+            return tr("Size");
+        default:
+            return {};
+    }
+}
+
+}  // namespace pipescope::app

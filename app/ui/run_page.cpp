@@ -1,0 +1,568 @@
+#include "run_page.h"
+
+#include <cmath>
+
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <pipescope/app/runs_library.h>
+#include <pipescope/schedule/config_parse.h>
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr const char* kFolderKey = "runs/folder";
+
+QString outcomeWord(RunOutcome::Status s) {
+    switch (s) {
+        case RunOutcome::Status::Complete:
+            return QObject::tr("complete");
+        case RunOutcome::Status::Cancelled:
+            return QObject::tr("cancelled");
+        case RunOutcome::Status::Failed:
+            break;
+    }
+    return QObject::tr("failed");
+}
+
+}  // namespace
+
+RunPage::RunPage(bool restore, QWidget* parent)
+    : QWidget(parent),
+      runner_(new RunnerProcess(this)),
+      backends_query_(new BackendQuery(this)),
+      library_(new RunsLibrary(this)),
+      restore_(restore) {
+    // --- the new run --------------------------------------------------------------------------
+    backend_ = new QComboBox;
+    backend_->addItem(tr("CPU"), QStringLiteral("cpu"));
+    backend_->setToolTip(
+        tr("Where the runner trains: the CPU backend runs everywhere; CUDA "
+           "appears when the runner finds a usable GPU"));
+    iterations_ = new QSpinBox;
+    iterations_->setRange(1, 100000);
+    iterations_->setValue(5);
+    iterations_->setToolTip(
+        tr("Training iterations to run (the config's run.iterations by "
+           "default); the first run.warmup are left out of the figures"));
+    folder_ = new QLineEdit;
+    folder_->setToolTip(
+        tr("Where runs are written: NAME.db (the trace), NAME.json (the config) "
+           "and NAME.log (the runner's output)"));
+    auto* browse = new QPushButton(tr("…"));
+    browse->setToolTip(tr("Choose the runs folder"));
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Runs folder"), runsFolder());
+        if (!dir.isEmpty()) {
+            setRunsFolder(dir);
+        }
+    });
+    connect(folder_, &QLineEdit::editingFinished, this, [this] {
+        if (folder_->text() != library_->folder()) {
+            setRunsFolder(folder_->text());
+        }
+    });
+    auto* folder_row = new QHBoxLayout;
+    folder_row->addWidget(folder_, 1);
+    folder_row->addWidget(browse);
+
+    run_button_ = new QPushButton(tr("&Run"));
+    run_button_->setToolTip(tr("Run the current config on the chosen backend (Ctrl+R)"));
+    pair_button_ = new QPushButton(tr("Run &naive and vocab-2"));
+    pair_button_->setToolTip(
+        tr("Run the config with naive and with vocab-2 vocabulary "
+           "handling, one after the other, and compare them "
+           "(Ctrl+Shift+R)"));
+    cancel_button_ = new QPushButton(tr("&Cancel"));
+    cancel_button_->setToolTip(
+        tr("Stop the run: the runner finishes its trace, marked "
+           "cancelled"));
+    cancel_button_->setEnabled(false);
+    const auto report = [this](bool ok, const QString& error) {
+        if (!ok) {
+            error_->setText(error);
+            error_->show();
+            emit message(error);
+        }
+    };
+    connect(run_button_, &QPushButton::clicked, this, [this, report] {
+        QString error;
+        report(startRun(&error), error);
+    });
+    connect(pair_button_, &QPushButton::clicked, this, [this, report] {
+        QString error;
+        report(startNaiveAndVocab2(&error), error);
+    });
+    connect(cancel_button_, &QPushButton::clicked, this, &RunPage::cancel);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Backend"), backend_);
+    form->addRow(tr("Iterations"), iterations_);
+    form->addRow(tr("Runs folder"), folder_row);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(run_button_);
+    buttons->addWidget(pair_button_);
+    buttons->addWidget(cancel_button_);
+    buttons->addStretch(1);
+    form->addRow(buttons);
+
+    progress_ = new QProgressBar;
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    progress_->setFormat(tr("%v / %m iterations"));
+    status_ = new QLabel(tr("Ready"));
+    error_ = new QLabel;
+    error_->setWordWrap(true);
+    error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    error_->setStyleSheet(QStringLiteral("color: #b00020;"));
+    error_->hide();
+
+    loss_ = new QCustomPlot;
+    loss_->setMinimumSize(280, 140);
+    loss_->addGraph();
+    loss_->graph(0)->setLineStyle(QCPGraph::lsLine);
+    loss_->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
+    loss_->xAxis->setLabel(tr("iteration"));
+    loss_->yAxis->setLabel(tr("loss"));
+    loss_->setToolTip(
+        tr("Mean loss over the iteration's micro-batches, as the runner reports "
+           "it"));
+
+    log_ = new QPlainTextEdit;
+    log_->setReadOnly(true);
+    log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    log_->setMaximumBlockCount(5000);
+    log_->setToolTip(tr("What the runner says (also kept in NAME.log beside the trace)"));
+
+    auto* run_box = new QGroupBox(tr("New run"));
+    auto* run_layout = new QVBoxLayout(run_box);
+    run_layout->addLayout(form);
+    run_layout->addWidget(progress_);
+    run_layout->addWidget(status_);
+    run_layout->addWidget(error_);
+    auto* watch = new QSplitter(Qt::Horizontal);
+    watch->addWidget(loss_);
+    watch->addWidget(log_);
+    watch->setStretchFactor(0, 2);
+    watch->setStretchFactor(1, 3);
+    run_layout->addWidget(watch, 1);
+
+    // --- the runs library ---------------------------------------------------------------------
+    table_ = new QTableView;
+    table_->setModel(library_);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setStretchLastSection(false);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->verticalHeader()->hide();
+    table_->setToolTip(tr("The runs in the runs folder; double-click to open one"));
+    connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        emit openRequested(library_->entries()[static_cast<std::size_t>(index.row())].path);
+    });
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            &RunPage::updateActions);
+    connect(library_, &QAbstractItemModel::modelReset, this, &RunPage::updateActions);
+
+    open_button_ = new QPushButton(tr("&Open"));
+    open_button_->setToolTip(tr("Open the selected runs, each in a tab"));
+    compare_button_ = new QPushButton(tr("Co&mpare"));
+    compare_button_->setToolTip(
+        tr("Compare the selected runs on one time axis (the first is "
+           "the baseline)"));
+    predict_button_ = new QPushButton(tr("&Predicted vs measured"));
+    predict_button_->setToolTip(
+        tr("Simulate the run's config with costs calibrated from the "
+           "run and with the analytic model, and show both beside the "
+           "measured run with the per-rank error of each prediction"));
+    rename_button_ = new QPushButton(tr("Re&name…"));
+    delete_button_ = new QPushButton(tr("&Delete…"));
+    delete_button_->setToolTip(tr("Delete the selected runs' files (trace, config, log)"));
+    auto* reveal = new QPushButton(tr("Show &folder"));
+    reveal->setToolTip(tr("Open the runs folder in the file manager"));
+    auto* refresh = new QPushButton(tr("Re&fresh"));
+    connect(open_button_, &QPushButton::clicked, this, [this] {
+        for (const QString& p : selectedPaths()) {
+            emit openRequested(p);
+        }
+    });
+    connect(compare_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        emit compareRequested(paths, tr("Compare %1 runs").arg(paths.size()));
+    });
+    connect(predict_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        if (paths.size() == 1) {
+            emit predictRequested(paths.front());
+        }
+    });
+    connect(rename_button_, &QPushButton::clicked, this, &RunPage::renameSelected);
+    connect(delete_button_, &QPushButton::clicked, this, &RunPage::deleteSelected);
+    connect(reveal, &QPushButton::clicked, this, &RunPage::revealFolder);
+    connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
+    auto* lib_buttons = new QHBoxLayout;
+    for (QPushButton* b : {open_button_, compare_button_, predict_button_, rename_button_,
+                           delete_button_, reveal, refresh}) {
+        lib_buttons->addWidget(b);
+    }
+    lib_buttons->addStretch(1);
+    auto* lib_box = new QGroupBox(tr("Runs"));
+    auto* lib_layout = new QVBoxLayout(lib_box);
+    lib_layout->addWidget(table_, 1);
+    lib_layout->addLayout(lib_buttons);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(run_box);
+    split->addWidget(lib_box);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(4, 4, 4, 4);
+    outer->addWidget(split);
+
+    connect(runner_, &RunnerProcess::logLine, log_, &QPlainTextEdit::appendPlainText);
+    connect(runner_, &RunnerProcess::started, this, [this](int ranks, int iterations) {
+        progress_->setRange(0, std::max(1, iterations));
+        status_->setText(tr("running: %1 ranks, %2 iterations").arg(ranks).arg(iterations));
+    });
+    connect(runner_, &RunnerProcess::progress, this, &RunPage::onProgress);
+    connect(runner_, &RunnerProcess::finished, this, &RunPage::onFinished);
+    connect(backends_query_, &BackendQuery::ready, this, &RunPage::onBackends);
+
+    QString folder = defaultRunsFolder();
+    if (restore_) {
+        folder = QSettings().value(QLatin1String(kFolderKey), folder).toString();
+    }
+    setRunsFolder(folder);
+    backends_query_->start();
+    updateActions();
+}
+
+RunPage::~RunPage() = default;
+
+void RunPage::onBackends(const QList<BackendInfo>& backends, const QString& error) {
+    if (!error.isEmpty()) {
+        log_->appendPlainText(tr("(cannot ask the runner for its backends: %1)").arg(error));
+        return;
+    }
+    for (const BackendInfo& b : backends) {
+        if (b.backend != QLatin1String("cuda")) {
+            continue;
+        }
+        backend_->addItem(tr("CUDA"), QStringLiteral("cuda"));
+        const int index = backend_->count() - 1;
+        auto* model = qobject_cast<QStandardItemModel*>(backend_->model());
+        if (b.available) {
+            backend_->setItemData(index, b.devices.join(QLatin1Char('\n')), Qt::ToolTipRole);
+        } else if (model != nullptr) {
+            // Shown, greyed out, with the reason: a user with a GPU sees why it is not used.
+            model->item(index)->setEnabled(false);
+            backend_->setItemData(index, tr("not available: %1").arg(b.reason), Qt::ToolTipRole);
+            backend_->setItemText(index, tr("CUDA (not available)"));
+        }
+    }
+}
+
+void RunPage::setConfig(const std::optional<schedule::Config>& config) {
+    const bool first = !config_.has_value();
+    config_ = config;
+    if (config_ && first) {
+        iterations_->setValue(std::max(1, config_->run.iterations));
+    }
+    updateActions();
+}
+
+void RunPage::setRunsFolder(const QString& folder) {
+    folder_->setText(folder);
+    library_->setFolder(folder);
+    if (restore_) {
+        QSettings().setValue(QLatin1String(kFolderKey), folder);
+    }
+}
+
+QString RunPage::runsFolder() const {
+    return library_->folder();
+}
+
+bool RunPage::busy() const {
+    return runner_->running() || !queue_.empty();
+}
+
+QString RunPage::lastError() const {
+    return last_error_;
+}
+
+bool RunPage::canStart(QString* error) const {
+    if (busy()) {
+        *error = tr("A run is in progress: cancel it or wait for it to finish");
+        return false;
+    }
+    if (!config_) {
+        *error = tr("No valid config to run: fix the config first");
+        return false;
+    }
+    return true;
+}
+
+bool RunPage::startRun(QString* error) {
+    if (!canStart(error)) {
+        return false;
+    }
+    const QString backend = backend_->currentData().toString();
+    RunRequest r;
+    r.config_json = QString::fromStdString(schedule::toJson(*config_));
+    r.backend = backend;
+    r.iterations = iterations_->value();
+    r.trace_path = newRunPath(runsFolder(), QString::fromStdString(config_->name), backend);
+    r.extra_args = extra_args_;
+    queue_ = {Queued{r, QString()}};
+    pair_ = false;
+    return startNext(error);
+}
+
+bool RunPage::startNaiveAndVocab2(QString* error) {
+    if (!canStart(error)) {
+        return false;
+    }
+    const QString backend = backend_->currentData().toString();
+    queue_.clear();
+    for (const auto method : {schedule::VocabMethod::Naive, schedule::VocabMethod::Vocab2}) {
+        schedule::Config c = *config_;
+        c.parallel.vocab = method;
+        const std::string json = schedule::toJson(c);
+        // The config panel's checks, for the changed key (vocab-2 needs a schedule that has it).
+        if (const auto parsed = schedule::parseConfig(json, "config"); !parsed.ok()) {
+            *error = tr("Cannot run %1 with this config:\n%2")
+                         .arg(QString::fromStdString(std::string(schedule::toString(method))),
+                              QString::fromStdString(parsed.errorText()));
+            queue_.clear();
+            return false;
+        }
+        const QString label = QString::fromStdString(std::string(schedule::toString(method)));
+        RunRequest r;
+        r.config_json = QString::fromStdString(json);
+        r.backend = backend;
+        r.iterations = iterations_->value();
+        // Both names are taken before either run starts, so they never collide.
+        r.trace_path = newRunPath(
+            runsFolder(), QString::fromStdString(c.name) + QLatin1Char('-') + label, backend);
+        if (!queue_.empty() && r.trace_path == queue_.back().request.trace_path) {
+            r.trace_path.insert(r.trace_path.size() - 3, QStringLiteral("-b"));
+        }
+        r.extra_args = extra_args_;
+        queue_.push_back({r, label});
+    }
+    pair_ = true;
+    pair_paths_.clear();
+    return startNext(error);
+}
+
+bool RunPage::startNext(QString* error) {
+    if (queue_.empty()) {
+        return false;
+    }
+    const Queued next = queue_.front();
+    error_->hide();
+    last_error_.clear();
+    loss_->graph(0)->data()->clear();
+    loss_->replot();
+    progress_->setRange(0, std::max(1, next.request.iterations));
+    progress_->setValue(0);
+    if (!runner_->start(next.request, error)) {
+        queue_.clear();
+        last_error_ = *error;
+        return false;
+    }
+    status_->setText(
+        next.label.isEmpty()
+            ? tr("starting %1…").arg(QFileInfo(next.request.trace_path).fileName())
+            : tr("starting %1 (%2 of 2)…").arg(next.label).arg(pair_paths_.size() + 1));
+    setBusy(true);
+    return true;
+}
+
+void RunPage::onProgress(int iteration, int of, double loss, double seconds) {
+    progress_->setRange(0, std::max(1, of));
+    progress_->setValue(iteration);
+    QString text =
+        tr("iteration %1 of %2, %3 ms").arg(iteration).arg(of).arg(seconds * 1e3, 0, 'f', 1);
+    if (std::isfinite(loss)) {
+        text += tr(", loss %1").arg(loss, 0, 'f', 4);
+        loss_->graph(0)->addData(iteration, loss);
+        loss_->rescaleAxes();
+        // The iterations so far (the axis grows with the run; a long run is not a thin line at
+        // its left edge).
+        loss_->xAxis->setRange(0.5, std::max(iteration, 2) + 0.5);
+        loss_->yAxis->scaleRange(1.1);
+        loss_->replot(QCustomPlot::rpQueuedReplot);
+    }
+    if (!queue_.empty() && !queue_.front().label.isEmpty()) {
+        text = queue_.front().label + QStringLiteral(": ") + text;
+    }
+    status_->setText(text);
+}
+
+void RunPage::onFinished(const RunOutcome& outcome) {
+    const Queued done = queue_.empty() ? Queued{} : queue_.front();
+    if (!queue_.empty()) {
+        queue_.erase(queue_.begin());
+    }
+    library_->refresh();
+    const QString name = QFileInfo(done.request.trace_path).fileName();
+    status_->setText(tr("%1: %2").arg(name, outcomeWord(outcome.status)));
+    emit runFinished(outcome);
+    if (outcome.status != RunOutcome::Status::Complete) {
+        queue_.clear();  // the pair stops at its first failure
+        setBusy(false);
+        if (outcome.status == RunOutcome::Status::Failed) {
+            last_error_ = outcome.message;
+            error_->setText(
+                tr("The run failed: %1%2")
+                    .arg(outcome.message,
+                         outcome.trace_path.isEmpty()
+                             ? QString()
+                             : tr("\n(what was recorded is in %1)").arg(outcome.trace_path)));
+            error_->show();
+            emit message(
+                tr("Run failed: %1").arg(outcome.message.section(QLatin1Char('\n'), 0, 0)));
+        } else {
+            emit message(tr("Run cancelled: %1 keeps what was recorded").arg(name));
+        }
+        return;
+    }
+    emit message(tr("Run complete: %1").arg(name));
+    if (!pair_) {
+        setBusy(false);
+        emit openRequested(outcome.trace_path);
+        return;
+    }
+    pair_paths_ << outcome.trace_path;
+    if (!queue_.empty()) {
+        QString error;
+        if (!startNext(&error)) {
+            setBusy(false);
+            error_->setText(error);
+            error_->show();
+        }
+        return;
+    }
+    setBusy(false);
+    emit compareRequested(pair_paths_, tr("naive vs vocab-2 (measured)"));
+}
+
+void RunPage::cancel() {
+    if (!busy()) {
+        return;
+    }
+    if (queue_.size() > 1) {
+        queue_.resize(1);  // the running one finishes as cancelled; nothing follows it
+    }
+    status_->setText(tr("cancelling…"));
+    runner_->cancel();
+}
+
+void RunPage::setBusy(bool busy) {
+    run_button_->setEnabled(!busy);
+    pair_button_->setEnabled(!busy);
+    backend_->setEnabled(!busy);
+    iterations_->setEnabled(!busy);
+    folder_->setEnabled(!busy);
+    cancel_button_->setEnabled(busy);
+}
+
+QStringList RunPage::selectedPaths() const {
+    QStringList out;
+    for (const QModelIndex& i : table_->selectionModel()->selectedRows()) {
+        out << library_->entries()[static_cast<std::size_t>(i.row())].path;
+    }
+    return out;
+}
+
+void RunPage::updateActions() {
+    const int n = static_cast<int>(table_->selectionModel()->selectedRows().size());
+    open_button_->setEnabled(n > 0);
+    compare_button_->setEnabled(n >= 2);
+    predict_button_->setEnabled(n == 1);
+    rename_button_->setEnabled(n == 1);
+    delete_button_->setEnabled(n > 0);
+    run_button_->setToolTip(config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
+                                    : tr("No valid config: fix the config first"));
+}
+
+void RunPage::renameSelected() {
+    const QStringList paths = selectedPaths();
+    if (paths.size() != 1) {
+        return;
+    }
+    const int row = library_->rowOf(paths.front());
+    bool ok = false;
+    const QString name =
+        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
+                              QFileInfo(paths.front()).completeBaseName(), &ok);
+    if (!ok) {
+        return;
+    }
+    QString error;
+    if (!library_->rename(row, name, &error)) {
+        QMessageBox::warning(this, tr("Rename run"), error);
+    }
+}
+
+void RunPage::deleteSelected() {
+    const QStringList paths = selectedPaths();
+    if (paths.isEmpty()) {
+        return;
+    }
+    QStringList names;
+    for (const QString& p : paths) {
+        names << QFileInfo(p).completeBaseName();
+    }
+    if (QMessageBox::question(this, tr("Delete runs"),
+                              tr("Delete %n run(s) and their files (trace, config, log)?\n\n%1",
+                                 nullptr, static_cast<int>(paths.size()))
+                                  .arg(names.join(QLatin1Char('\n')))) != QMessageBox::Yes) {
+        return;
+    }
+    QStringList errors;
+    for (const QString& p : paths) {
+        QString error;
+        if (!library_->remove(library_->rowOf(p), &error)) {
+            errors << error;
+        }
+    }
+    if (!errors.isEmpty()) {
+        QMessageBox::warning(this, tr("Delete runs"), errors.join(QLatin1Char('\n')));
+    }
+}
+
+void RunPage::revealFolder() {
+    if (!QDesktopServices::openUrl(QUrl::fromLocalFile(runsFolder()))) {
+        emit message(tr("Cannot open a file manager here; the runs are in %1").arg(runsFolder()));
+    }
+}
+
+}  // namespace pipescope::app

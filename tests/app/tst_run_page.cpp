@@ -1,0 +1,278 @@
+// The Run tab against the real runner: a tiny CPU config run through a pipescope-run process
+// opens as a tab and lands in the runs library; Cancel mid-run leaves a readable trace marked
+// cancelled; a runner that refuses shows its own message; "naive and vocab-2" runs both and
+// opens their comparison; predicted versus measured puts the run beside its two simulations;
+// the library renames and deletes a run's files together.
+#include <QComboBox>
+#include <QFile>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include <pipescope/app/compare_model.h>
+#include <pipescope/app/prediction.h>
+#include <pipescope/app/runner_process.h>
+#include <pipescope/app/runs_library.h>
+#include <pipescope/trace/reader.h>
+
+#include "compare_view.h"
+#include "config_panel.h"
+#include "main_window.h"
+#include "run_page.h"
+
+using namespace pipescope;
+
+namespace {
+
+const QString kTiny = QStringLiteral(R"({
+  "name": "tiny",
+  "model": {"layers": 4, "hidden": 32, "heads": 2, "seq_len": 16, "vocab": 64,
+            "micro_batch": 2, "dtype": "fp32"},
+  "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "1f1b", "vocab": "naive"},
+  "run": {"iterations": 3, "warmup": 1, "seed": 5}
+})");
+
+}  // namespace
+
+class TstRunPage : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void cleanupTestCase();
+    void backendsComeFromTheRunner();
+    void runsATinyConfigAndOpensIt();
+    void cancelMidRunLeavesACancelledTrace();
+    void runnerErrorIsShown();
+    void naiveAndVocab2OpensTheComparison();
+    void predictedVersusMeasured();
+    void libraryRenamesAndDeletesTogether();
+    void newRunNamesAreReadableAndUnique();
+
+  private:
+    app::RunPage* page() const { return window_->runPage(); }
+    app::RunOutcome runToEnd(bool pair = false);
+
+    QTemporaryDir dir_;
+    std::unique_ptr<app::MainWindow> window_;
+    QString first_run_;
+};
+
+void TstRunPage::initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("PIPESCOPE_RUNNER", PIPESCOPE_BIN_DIR "/pipescope-run");
+    QVERIFY(!app::runnerPath().isEmpty());
+    window_ = std::make_unique<app::MainWindow>(false);
+    window_->resize(1200, 800);
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+    page()->setRunsFolder(dir_.filePath(QStringLiteral("runs")));
+    QVERIFY(window_->configPanel()->loadJson(kTiny, QStringLiteral("tiny")));
+    QVERIFY(window_->showView(QStringLiteral("run")));
+}
+
+void TstRunPage::cleanupTestCase() {
+    window_.reset();
+}
+
+app::RunOutcome TstRunPage::runToEnd(bool pair) {
+    QSignalSpy finished(page(), &app::RunPage::runFinished);
+    QString error;
+    const bool ok = pair ? page()->startNaiveAndVocab2(&error) : page()->startRun(&error);
+    if (!ok) {
+        qWarning("the run did not start: %s", qPrintable(error));
+        return {};
+    }
+    const int want = pair ? 2 : 1;
+    for (int i = 0; i < 240 && finished.count() < want; ++i) {
+        finished.wait(500);
+    }
+    if (finished.count() < want) {
+        qWarning("the run did not finish in time");
+        return {};
+    }
+    return finished.back().front().value<app::RunOutcome>();
+}
+
+void TstRunPage::backendsComeFromTheRunner() {
+    // The CPU backend is always offered; CUDA appears (greyed out with the reason where there
+    // is no usable GPU) once the runner has answered --list-devices.
+    QTRY_VERIFY_WITH_TIMEOUT(page()->backendBox()->count() == 2, 20000);
+    QCOMPARE(page()->backendBox()->itemData(0).toString(), QStringLiteral("cpu"));
+    QCOMPARE(page()->backendBox()->itemData(1).toString(), QStringLiteral("cuda"));
+    QVERIFY(!page()->backendBox()->itemData(1, Qt::ToolTipRole).toString().isEmpty());
+    page()->backendBox()->setCurrentIndex(0);
+}
+
+void TstRunPage::runsATinyConfigAndOpensIt() {
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    const int tabs = window_->tabs()->count();
+    page()->iterationsBox()->setValue(3);
+    const app::RunOutcome out = runToEnd();
+    QVERIFY2(out.status == app::RunOutcome::Status::Complete, qPrintable(out.message));
+    QCOMPARE(out.exit_code, 0);
+    first_run_ = out.trace_path;
+    QVERIFY(QFileInfo(first_run_).fileName().startsWith(QStringLiteral("tiny-cpu-")));
+    // Progress and loss followed the run.
+    QCOMPARE(page()->progressBar()->value(), 3);
+    QCOMPARE(page()->lossPlot()->graph(0)->dataCount(), 3);
+    QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("--backend cpu")));
+    // The run opened in a tab.
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 20000);
+    QCOMPARE(opened.front().front().toString(), first_run_);
+    QCOMPARE(window_->tabs()->count(), tabs + 1);
+    QCOMPARE(window_->tabs()->tabToolTip(window_->tabs()->currentIndex()), first_run_);
+    // The library lists it with what the trace says; its config and log are beside it.
+    const int row = page()->library()->rowOf(first_run_);
+    QVERIFY(row >= 0);
+    const auto& e = page()->library()->entries()[static_cast<std::size_t>(row)];
+    QCOMPARE(e.status, QStringLiteral("complete"));
+    QCOMPARE(e.backend, QStringLiteral("cpu"));
+    QCOMPARE(e.config, QStringLiteral("tiny"));
+    QVERIFY(e.iteration_ms && *e.iteration_ms > 0);
+    QCOMPARE(app::RunsLibrary::runFiles(first_run_).filter(QStringLiteral(".json")).size(), 1);
+    QVERIFY(QFile::exists(out.log_path));
+}
+
+void TstRunPage::cancelMidRunLeavesACancelledTrace() {
+    QSignalSpy progress(page()->runner(), &app::RunnerProcess::progress);
+    QSignalSpy finished(page(), &app::RunPage::runFinished);
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    page()->iterationsBox()->setValue(20000);
+    QString error;
+    QVERIFY2(page()->startRun(&error), qPrintable(error));
+    QVERIFY(page()->busy());
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 30000);
+    page()->cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    const auto out = finished.front().front().value<app::RunOutcome>();
+    QVERIFY2(out.status == app::RunOutcome::Status::Cancelled, qPrintable(out.message));
+    QVERIFY(!page()->busy());
+    QVERIFY(!out.trace_path.isEmpty());
+    trace::TraceReader reader;
+    const auto st = reader.open(out.trace_path.toStdString());
+    QVERIFY2(st.ok(), st.message.c_str());
+    QVERIFY(reader.run().status == trace::RunStatus::Cancelled);
+    QVERIFY(reader.opCount() > 0);  // what was recorded is kept
+    const int row = page()->library()->rowOf(out.trace_path);
+    QVERIFY(row >= 0);
+    QCOMPARE(page()->library()->entries()[static_cast<std::size_t>(row)].status,
+             QStringLiteral("cancelled"));
+    QTest::qWait(200);
+    QCOMPARE(opened.count(), 0);  // a cancelled run is not opened by itself
+    page()->iterationsBox()->setValue(3);
+}
+
+void TstRunPage::runnerErrorIsShown() {
+    // A key the runner refuses (32 is not a multiple of 3): its own message reaches the page.
+    page()->setExtraArgs({QStringLiteral("--set"), QStringLiteral("model.heads=3")});
+    const app::RunOutcome out = runToEnd();
+    page()->setExtraArgs({});
+    QVERIFY(out.status == app::RunOutcome::Status::Failed);
+    QCOMPARE(out.exit_code, 2);
+    QVERIFY2(out.message.contains(QStringLiteral("model.hidden: 32 is not divisible by "
+                                                 "model.heads (3)")),
+             qPrintable(out.message));
+    QVERIFY2(page()->lastError().contains(QStringLiteral("not divisible")),
+             qPrintable(page()->lastError()));
+    QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("not divisible")));
+    QVERIFY(!page()->busy());
+}
+
+void TstRunPage::naiveAndVocab2OpensTheComparison() {
+    QSignalSpy compared(window_.get(), &app::MainWindow::comparisonOpened);
+    const int before = page()->library()->rowCount();
+    const app::RunOutcome out = runToEnd(true);
+    QVERIFY2(out.status == app::RunOutcome::Status::Complete, qPrintable(out.message));
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 30000);
+    auto* view = compared.front().front().value<app::CompareView*>();
+    QVERIFY(view != nullptr);
+    QCOMPARE(view->runs().size(), std::size_t(2));
+    QVERIFY(view->runs()[0]->config()->parallel.vocab == schedule::VocabMethod::Naive);
+    QVERIFY(view->runs()[1]->config()->parallel.vocab == schedule::VocabMethod::Vocab2);
+    // Both from their first measured iteration at t = 0, whatever their start-up took.
+    QCOMPARE(app::firstMeasuredStartNs(*view->runs()[0]), std::int64_t(0));
+    QCOMPARE(app::firstMeasuredStartNs(*view->runs()[1]), std::int64_t(0));
+    QVERIFY(view->runs()[0]->timeRange().start_ns < 0);  // the warm-up comes before
+    QCOMPARE(page()->library()->rowCount(), before + 2);
+    QCOMPARE(window_->tabs()->currentWidget(), view);
+}
+
+void TstRunPage::predictedVersusMeasured() {
+    QVERIFY(!first_run_.isEmpty());
+    QSignalSpy compared(window_.get(), &app::MainWindow::comparisonOpened);
+    window_->predictVsMeasured(first_run_);
+    QTRY_COMPARE_WITH_TIMEOUT(compared.count(), 1, 30000);
+    auto* view = compared.front().front().value<app::CompareView*>();
+    QVERIFY(view != nullptr);
+    // Measured, calibrated from the run, analytic: one time axis, one delta table.
+    QCOMPARE(view->runs().size(), std::size_t(3));
+    QVERIFY(!view->runs()[0]->isSimulated());
+    QVERIFY(view->runs()[1]->isSimulated() && view->runs()[2]->isSimulated());
+    QCOMPARE(QString::fromStdString(view->runs()[1]->name()), QStringLiteral("calibrated"));
+    QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
+    QVERIFY(view->model()->rowCount() > 0);
+
+    std::string error;
+    const auto p = app::predictRun(first_run_.toStdString(), &error);
+    QVERIFY2(p, error.c_str());
+    QCOMPARE(p->errors.size(), std::size_t(2));
+    QCOMPARE(p->errors[0].rank_busy.size(), std::size_t(2));
+    // The calibrated prediction uses the run's own times: it is the closer one here.
+    QVERIFY2(std::abs(p->errors[0].iteration) < 0.5,
+             qPrintable(QString::number(p->errors[0].iteration)));
+}
+
+void TstRunPage::libraryRenamesAndDeletesTogether() {
+    app::RunsLibrary& lib = *page()->library();
+    lib.refresh();
+    const int row = lib.rowOf(first_run_);
+    QVERIFY(row >= 0);
+    const QStringList before = app::RunsLibrary::runFiles(first_run_);
+    QVERIFY(before.size() >= 3);  // .db, .json, .log
+    QString error;
+    QVERIFY(!lib.rename(row, QStringLiteral("a/b"), &error));
+    QVERIFY(error.contains(QStringLiteral("not a plain file name")));
+    const QString other = lib.entries()[row == 0 ? 1 : 0].name;
+    QVERIFY(!lib.rename(row, other, &error));
+    QVERIFY2(error.contains(QStringLiteral("exists already")), qPrintable(error));
+    QVERIFY(QFile::exists(first_run_));  // a refused rename moves nothing
+
+    QVERIFY2(lib.rename(row, QStringLiteral("first tiny run"), &error), qPrintable(error));
+    const QString renamed =
+        QFileInfo(first_run_).dir().filePath(QStringLiteral("first tiny run.db"));
+    QVERIFY(!QFile::exists(first_run_));
+    QCOMPARE(app::RunsLibrary::runFiles(renamed).size(), before.size());
+    const int new_row = lib.rowOf(renamed);
+    QVERIFY(new_row >= 0);
+    QCOMPARE(lib.entries()[static_cast<std::size_t>(new_row)].status, QStringLiteral("complete"));
+
+    const int count = lib.rowCount();
+    QVERIFY2(lib.remove(new_row, &error), qPrintable(error));
+    QCOMPARE(lib.rowCount(), count - 1);
+    QVERIFY(app::RunsLibrary::runFiles(renamed).isEmpty());
+}
+
+void TstRunPage::newRunNamesAreReadableAndUnique() {
+    const QString folder = dir_.filePath(QStringLiteral("names"));
+    QDir().mkpath(folder);
+    const QString a = app::newRunPath(folder, QStringLiteral("Default: 4 stages (vocab-2)"),
+                                      QStringLiteral("cpu"));
+    QVERIFY2(QFileInfo(a).fileName().startsWith(QStringLiteral("Default-4-stages-vocab-2-cpu-")),
+             qPrintable(a));
+    QFile f(a);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.close();
+    const QString b = app::newRunPath(folder, QStringLiteral("Default: 4 stages (vocab-2)"),
+                                      QStringLiteral("cpu"));
+    QVERIFY(a != b);
+}
+
+QTEST_MAIN(TstRunPage)
+#include "tst_run_page.moc"
