@@ -133,7 +133,7 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
 
 QString headlessUsage() {
     return QStringLiteral(
-        "usage: pipescope [--show explore|compare|sweep] [RUN.db | CONFIG.json ...]\n"
+        "usage: pipescope [--show explore|compare|sweep|run] [RUN.db | CONFIG.json ...]\n"
         "       pipescope --export VIEW --out FILE.{png,svg,pdf} (--config CONFIG.json | RUN.db "
         "...)\n"
         "                 [--width PX] [--height PX] [--dpi N] [--sweep KEY=V1,V2,...]\n"

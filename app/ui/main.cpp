@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     pipescope::app::MainWindow window;
     if (!view.isEmpty() && !window.showView(view)) {
         std::fprintf(stderr,
-                     "pipescope: --show: unknown view \"%s\"; use explore, compare or sweep\n",
+                     "pipescope: --show: unknown view \"%s\"; use explore, compare, sweep or run\n",
                      qPrintable(view));
         return 2;
     }
