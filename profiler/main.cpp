@@ -16,6 +16,7 @@
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/interop/chrome_export.h>
 #include <pipescope/interop/csv_export.h>
+#include <pipescope/interop/merge.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -47,6 +48,7 @@ int runCompare(const std::vector<std::string>& args);
 int runExportChrome(const std::vector<std::string>& args);
 int runExportCsv(const std::vector<std::string>& args);
 int runRepair(const std::vector<std::string>& args);
+int runMerge(const std::vector<std::string>& args);
 
 const Command kCommands[] = {
     {"stats", "stats RUN.db [--json] [--iteration N]",
@@ -75,6 +77,14 @@ const Command kCommands[] = {
      "levels that the writer did not get to build and marks the run failed. Refuses complete\n"
      "runs. Never run it on a trace that a runner is still writing.\n",
      runRepair},
+    {"merge", "merge RUN-rank0.db RUN-rank1.db ... -o RUN.db [--force]",
+     "Joins the traces a multi-process run wrote, one per process, into one trace on rank 0's\n"
+     "clock (each process measured its offset to rank 0 at start), then checks causality: no\n"
+     "receive may end before its send started. Violations are listed (exit 0: the merged trace\n"
+     "is written and says how many in its causality_violations metric).\n"
+     "  -o OUT.db       the merged trace\n"
+     "  --force         replace OUT.db if it exists\n",
+     runMerge},
 };
 
 void printErr(const std::string& text) {
@@ -388,6 +398,58 @@ int runRepair(const std::vector<std::string>& args) {
     printErr("repaired " + path + ": indexes and summary levels built" +
              (status == trace::RunStatus::Running ? "; status set to failed" : ""));
     return kExitOk;
+}
+
+int runMerge(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("merge");
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    const auto out = p.options.find("-o");
+    if (out == p.options.end() || out->second.empty()) {
+        return badArguments(cmd, "missing -o OUT.db");
+    }
+    if (p.positional.empty()) {
+        return badArguments(cmd, "missing the per-rank traces");
+    }
+    for (const auto& in : p.positional) {
+        if (in == out->second) {
+            return badArguments(cmd, "-o " + in + " is also an input");
+        }
+    }
+    interop::MergeOptions options;
+    options.overwrite = p.options.count("--force") > 0;
+    interop::MergeReport report;
+    const TraceStatus st = interop::mergeTraces(p.positional, out->second, options, &report);
+    if (!st.ok()) {
+        printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
+        return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+    }
+    std::string text;
+    for (const auto& n : report.notes) {
+        text += "  " + n + "\n";
+    }
+    text += "merged " + std::to_string(report.files) + " traces (" + std::to_string(report.ranks) +
+            " ranks, " + std::to_string(report.ops) + " ops) into " + out->second + "\n";
+    text += "causality: " + std::to_string(report.pairs_checked) + " send/receive pairs checked, " +
+            std::to_string(report.violation_count) + " violations\n";
+    for (const auto& v : report.violations) {
+        char by[32];
+        std::snprintf(by, sizeof by, "%.1f us", static_cast<double>(v.by_ns) / 1e3);
+        text += "  iteration " + std::to_string(v.iteration) + ", rank " +
+                std::to_string(v.send_rank) + " -> " + std::to_string(v.recv_rank) + " " + v.what +
+                ": the receive ended " + by + " before the send started\n";
+    }
+    if (report.violation_count > 0) {
+        text +=
+            "  (the clocks are off by more than the measured offsets say: treat cross-rank "
+            "gaps of this size with care)\n";
+    }
+    return printOut(text);
 }
 
 int runHelp(const std::vector<std::string>& args) {

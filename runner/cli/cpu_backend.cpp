@@ -1,12 +1,15 @@
 #include "cpu_backend.h"
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "launch.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include <pipescope/exec/pipeline_executor.h>
+#include <pipescope/exec/socket_transport.h>
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/kernels/cpu/gemm_profile.h>
 #include <pipescope/schedule/config_parse.h>
@@ -161,6 +165,29 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         progressEvent(o, {{"event", "finished"}, {"status", "failed"}, {"db", nullptr}});
         return rc;
     };
+    // One process per rank when a launcher (or --rank/--world-size) says so.
+    std::string launch_error;
+    const auto launch = launchContext(
+        o, [](const char* name) -> const char* { return std::getenv(name); }, &launch_error);
+    if (!launch) {
+        std::cerr << "pipescope-run: " << launch_error << "\n";
+        return refused(kExitBadInput);
+    }
+    const bool multi = launch->world > 1;
+    if (multi && launch->world != schedule.ranks) {
+        std::cerr << "pipescope-run: " << launch->world << " processes were started (from "
+                  << launch->source << ") but the schedule has " << schedule.ranks
+                  << " ranks: start one process per rank (parallel.pipeline)\n";
+        return refused(kExitBadInput);
+    }
+    const std::string out_path = multi ? rankTracePath(o.out, launch->rank) : o.out;
+    // The ranks this process runs.
+    std::vector<int> local;
+    for (int r = 0; r < schedule.ranks; ++r) {
+        if (!multi || r == launch->rank) {
+            local.push_back(r);
+        }
+    }
     // Refuse before allocating anything when the ranks cannot fit in memory together.
     std::string estimate_error;
     const auto estimate = estimateMemory(config, schedule, &estimate_error);
@@ -169,20 +196,23 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
     std::int64_t total = 0;
-    for (std::int64_t b : *estimate) {
-        total += b;
+    for (int r : local) {
+        total += (*estimate)[static_cast<std::size_t>(r)];
     }
     const bool cuda = o.backend == "cuda";
 #if PIPESCOPE_HAVE_CUDA
     cuda::CudaBackendOptions cuda_options;
     cuda_options.seed = config.run.seed;
     if (cuda) {
+        if (multi) {
+            cuda_options.devices = {launch->local_rank};  // the launcher's GPU for this process
+        }
         // Each device's ranks share 90% of its free memory equally (cuda_rank_backend.h).
         std::map<int, int> ranks_on;
-        for (int r = 0; r < schedule.ranks; ++r) {
+        for (int r : local) {
             ++ranks_on[cuda::deviceOfRank(cuda_options, r)];
         }
-        for (int r = 0; r < schedule.ranks; ++r) {
+        for (int r : local) {
             const int d = cuda::deviceOfRank(cuda_options, r);
             std::string why;
             const std::int64_t free_bytes = cuda::freeDeviceMemory(d, &why);
@@ -219,6 +249,31 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
 
+    // The other processes, before any file is made: a world that cannot form writes nothing.
+    std::unique_ptr<exec::SocketTransport> transport;
+    exec::ClockOffset start_offset;
+    if (multi) {
+        std::string error;
+        const auto rendezvous = exec::parseRendezvous(launch->rendezvous, &error);
+        if (!rendezvous) {
+            std::cerr << "pipescope-run: --rendezvous: " << error << "\n";
+            return refused(kExitBadInput);
+        }
+        const auto timeout =
+            std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
+        human << "rank " << launch->rank << " of " << launch->world << " (from " << launch->source
+              << "), meeting at " << launch->rendezvous << "\n"
+              << std::flush;
+        transport = exec::SocketTransport::connect(
+            launch->rank, launch->world, *rendezvous, timeout,
+            std::min(timeout, std::chrono::milliseconds(300000)), &error);
+        if (!transport) {
+            std::cerr << "pipescope-run: " << error << "\n";
+            return refused(kExitFailed);
+        }
+        start_offset = transport->measureClockOffset(32);
+    }
+
     trace::TraceWriter writer;
     trace::WriterOptions wo;
     wo.overwrite = o.force;
@@ -234,25 +289,28 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     info.ranks = schedule.ranks;
     info.iterations = iterations;
     info.warmup = std::min(config.run.warmup, std::max(0, iterations - 1));
-    if (auto st = writer.create(o.out, info, wo); !st.ok()) {
+    if (auto st = writer.create(out_path, info, wo); !st.ok()) {
+        if (transport) {
+            transport->abort("it cannot write its trace " + out_path + ": " + st.message);
+        }
         std::cerr << "pipescope-run: " << st.message
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
         return refused(st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed);
     }
-    for (int r = 0; r < schedule.ranks; ++r) {
+    for (int r : local) {
         std::string device = "cpu";
-        int device_index = 0;
 #if PIPESCOPE_HAVE_CUDA
         if (cuda) {
-            device_index = cuda::deviceOfRank(cuda_options, r);
-            device = "cuda:" + std::to_string(device_index);
+            device = "cuda:" + std::to_string(cuda::deviceOfRank(cuda_options, r));
         }
 #endif
-        writer.addRank({r, sim::rankStages(schedule, r), device, info.host, device_index,
+        writer.addRank({r, sim::rankStages(schedule, r), device, info.host, start_offset.offset_ns,
                         static_cast<std::int64_t>(getpid())});
     }
+    // On disk at once: a process killed before its first batch still says which rank it was.
+    (void)writer.flush();
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
@@ -267,6 +325,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     eo.writer = &writer;
     eo.origin = origin;
     eo.cancel = &g_cancel;
+    if (multi) {
+        eo.local_ranks = local;
+        eo.transport = transport.get();
+    }
 #if PIPESCOPE_HAVE_CUDA
     std::unique_ptr<cuda::GpuOpTrace> gpu_trace;
     if (cuda) {
@@ -293,15 +355,36 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                           {"of", iterations},
                           {"loss", loss},
                           {"seconds", seconds}});
-        human << "iteration " << std::setw(3) << it + 1 << "/" << iterations << "  loss "
-              << std::fixed << std::setprecision(4) << loss << "  " << std::setprecision(1)
-              << seconds * 1e3 << " ms\n"
+        human << "iteration " << std::setw(3) << it + 1 << "/" << iterations << "  loss ";
+        if (std::isnan(loss)) {
+            human << "-     ";  // another process's rank computes it
+        } else {
+            human << std::fixed << std::setprecision(4) << loss;
+        }
+        human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms\n"
               << std::flush;
     };
     exec::PipelineExecutor executor(config, schedule, eo);
     const exec::ExecResult result = executor.run();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
+    if (transport) {
+        // The clocks again at the end (drift over the run), then wait for every rank, so no
+        // message still on its way is lost.
+        const exec::ClockOffset end_offset = transport->measureClockOffset(32);
+        const int r = launch->rank;
+        writer.addMetric({"clock_offset_start_ns", static_cast<double>(start_offset.offset_ns), r,
+                          std::nullopt});
+        writer.addMetric({"clock_offset_start_rtt_ns", static_cast<double>(start_offset.rtt_ns), r,
+                          std::nullopt});
+        if (end_offset.samples > 0) {
+            writer.addMetric({"clock_offset_end_ns", static_cast<double>(end_offset.offset_ns), r,
+                              std::nullopt});
+            writer.addMetric({"clock_offset_end_rtt_ns", static_cast<double>(end_offset.rtt_ns), r,
+                              std::nullopt});
+        }
+        transport->finish();
+    }
 #if PIPESCOPE_HAVE_CUDA
     if (gpu_trace) {
         const cuda::GpuTraceSummary g = gpu_trace->finish();
@@ -330,7 +413,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                       std::nullopt, std::nullopt});
     writer.addMetric(
         {"tokens_per_iteration", schedule::tokensPerIteration(config), std::nullopt, std::nullopt});
-    for (int r = 0; r < schedule.ranks; ++r) {
+    for (int r : local) {
         const auto i = static_cast<std::size_t>(r);
         if (i < result.peak_bytes.size()) {
             writer.addMetric(
@@ -354,11 +437,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         std::cerr << "pipescope-run: " << result.message << "\n";
     }
     human << "\npeak memory per rank (measured / estimated):";
-    for (std::size_t r = 0; r < result.peak_bytes.size(); ++r) {
-        human << "  " << r << ": " << gib(static_cast<double>(result.peak_bytes[r])) << " / "
-              << gib(static_cast<double>((*estimate)[r]));
+    for (int r : local) {
+        const auto i = static_cast<std::size_t>(r);
+        human << "  " << r << ": " << gib(static_cast<double>(result.peak_bytes[i])) << " / "
+              << gib(static_cast<double>((*estimate)[i]));
     }
-    human << "\ntrace: " << o.out << "\n";
+    human << "\ntrace: " << out_path << "\n";
     if (o.gemm_report && !cuda) {
         writeGemmReport(human);
     }
@@ -371,7 +455,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         j["iteration_s"] = result.iteration_s;
         j["peak_memory_bytes"] = result.peak_bytes;
         j["memory_estimate_bytes"] = *estimate;
-        j["trace"] = o.out;
+        j["trace"] = out_path;
         const std::string text = j.dump(2) + "\n";
         if (o.summary_json == "-") {
             std::cout << text << std::flush;
@@ -386,7 +470,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     const char* word = status == trace::RunStatus::Complete    ? "complete"
                        : status == trace::RunStatus::Cancelled ? "cancelled"
                                                                : "failed";
-    progressEvent(o, {{"event", "finished"}, {"status", word}, {"db", o.out}});
+    progressEvent(o, {{"event", "finished"}, {"status", word}, {"db", out_path}});
     if (!fin.ok()) {
         return kExitFailed;
     }

@@ -8,6 +8,25 @@
 
 namespace pipescope::cli {
 
+namespace {
+
+// A whole number written out in full ("3", not "3x" or "").
+bool parseInt(const std::string& text, int* out) {
+    try {
+        std::size_t used = 0;
+        const int n = std::stoi(text, &used);
+        if (used != text.size()) {
+            return false;
+        }
+        *out = n;
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+}  // namespace
+
 const char* usage() {
     return R"(usage: pipescope-run CONFIG.json [options]
        pipescope-run --list-devices [--json]
@@ -32,6 +51,11 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
                            trace's Nsight tables and gpu lane (default on)
+  --rank R --world-size N  cpu/cuda: this process runs rank R of N (one rank per process; by
+                           default taken from torchrun, mpirun, srun or PMI); each process
+                           writes OUT-rankR.db (merge them with pipescope-trace merge)
+  --rendezvous HOST:PORT   where rank 0 listens for the others (default: MASTER_ADDR and
+                           MASTER_PORT + 1, $PIPESCOPE_RENDEZVOUS, or 127.0.0.1:29517)
   --list-devices           list the backends and whether this build can run them
   --json                   with --list-devices: print the list as JSON
   --help, --version
@@ -80,17 +104,12 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             if (!value(&v)) {
                 return fail("--iterations needs a number");
             }
-            try {
-                std::size_t used = 0;
-                const int n = std::stoi(v, &used);
-                if (used != v.size() || n < 1) {
-                    throw std::invalid_argument(v);
-                }
-                o.iterations = n;
-            } catch (...) {
+            int n = 0;
+            if (!parseInt(v, &n) || n < 1) {
                 return fail("--iterations: must be a whole number of at least 1, got \"" + v +
                             "\"");
             }
+            o.iterations = n;
         } else if (a == "--summary-json") {
             if (!value(&o.summary_json)) {
                 return fail("--summary-json needs a file name or -");
@@ -167,6 +186,17 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
         } else if (a == "--gemm-report") {
             o.gemm_report = true;
+        } else if (a == "--rank" || a == "--world-size") {
+            int n = 0;
+            if (!value(&v) || !parseInt(v, &n) || n < (a == "--rank" ? 0 : 1)) {
+                return fail(a + " needs a whole number" +
+                            (a == "--rank" ? std::string() : std::string(" of at least 1")));
+            }
+            (a == "--rank" ? o.rank : o.world_size) = n;
+        } else if (a == "--rendezvous") {
+            if (!value(&o.rendezvous) || o.rendezvous.empty()) {
+                return fail("--rendezvous needs HOST:PORT");
+            }
         } else if (a == "--cupti") {
             if (!value(&v) || (v != "on" && v != "off")) {
                 return fail("--cupti needs on or off");
@@ -240,6 +270,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                         " needs --out RUN.db: a real run always "
                         "writes its trace");
         }
+    }
+    if ((o.rank || o.world_size || !o.rendezvous.empty()) && o.backend == "sim") {
+        return fail(
+            "--rank, --world-size and --rendezvous start one rank of a multi-process run; "
+            "use them with --backend cpu or cuda");
     }
     if (o.cupti && o.backend != "cuda") {
         return fail("--cupti traces the GPU; use it with --backend cuda");

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <thread>
@@ -70,6 +72,7 @@ struct PipelineExecutor::Impl {
     bool cancelled = false;  // the user asked to stop
     // Per iteration: ranks done, first op start and last op end (ns since origin).
     std::vector<int> ranks_done;
+    std::vector<int> local;  // the ranks this process runs
     std::vector<std::int64_t> first_start, last_end;
     int next_report = 0;
 
@@ -88,6 +91,9 @@ struct PipelineExecutor::Impl {
             if (!cancelled && !failed) {
                 cancelled = true;
                 run.fabric->abort("the run was cancelled");
+                if (run.options.transport != nullptr) {
+                    run.options.transport->abort("the run was cancelled");
+                }
             }
         }
         std::lock_guard<std::mutex> lock(state_m);
@@ -100,6 +106,9 @@ struct PipelineExecutor::Impl {
         if (!failed && !cancelled && !consequence) {
             failed = true;
             result.message = message;
+            if (run.options.transport != nullptr) {
+                run.options.transport->abort(message);
+            }
         }
         run.fabric->abort(message);
     }
@@ -128,12 +137,13 @@ struct PipelineExecutor::Impl {
         ++ranks_done[static_cast<std::size_t>(it)];
         while (next_report < run.options.iterations &&
                ranks_done[static_cast<std::size_t>(next_report)] ==
-                   static_cast<int>(run.ranks.size())) {
+                   static_cast<int>(local.size())) {
             const auto i = static_cast<std::size_t>(next_report);
             double loss = 0;
             {
                 std::lock_guard<std::mutex> book(run.book_m);
-                loss = run.loss_count[i] > 0 ? run.loss_sum[i] / run.loss_count[i] : 0.0;
+                loss = run.loss_count[i] > 0 ? run.loss_sum[i] / run.loss_count[i]
+                                             : std::numeric_limits<double>::quiet_NaN();
             }
             const double seconds = static_cast<double>(last_end[i] - first_start[i]) * 1e-9;
             result.losses.push_back(loss);
@@ -142,7 +152,9 @@ struct PipelineExecutor::Impl {
                 run.options.writer->addMetric({"iteration_time_ns",
                                                static_cast<double>(last_end[i] - first_start[i]),
                                                std::nullopt, next_report});
-                run.options.writer->addMetric({"loss", loss, std::nullopt, next_report});
+                if (!std::isnan(loss)) {  // NaN: another process's rank computes it
+                    run.options.writer->addMetric({"loss", loss, std::nullopt, next_report});
+                }
             }
             if (run.options.on_iteration) {
                 run.options.on_iteration(next_report, loss, seconds);
@@ -212,7 +224,10 @@ struct PipelineExecutor::Impl {
                                  e.status.code == CommStatus::Code::Timeout
                              ? e.what()
                              : where() + ": " + e.what(),
-                         e.status.code == CommStatus::Code::Aborted);
+                         // Another process's failure reaches this one as an abort: it is
+                         // this run's failure too, with that process's reason.
+                         e.status.code == CommStatus::Code::Aborted &&
+                             run.options.transport == nullptr);
                     run.fabric->laneFinished(rank, lane);
                     return;
                 } catch (const OpError& e) {
@@ -274,16 +289,46 @@ ExecResult PipelineExecutor::run() {
         run.group.push_back(r);
     }
     run.fabric = std::make_unique<InProcessFabric>(p, run.options.timeout, schedule::kStreamCount);
+    im.local = run.options.local_ranks;
+    if (im.local.empty()) {
+        im.local = run.group;
+    }
+    for (int r : im.local) {
+        if (r < 0 || r >= p) {
+            im.result.status = ExecResult::Status::Failed;
+            im.result.message = "rank " + std::to_string(r) + " is not a rank of this schedule (" +
+                                std::to_string(p) + " ranks)";
+            return im.result;
+        }
+    }
+    if (run.options.transport != nullptr) {
+        // A process runs its ranks alone: an op may wait only on ops of its own rank.
+        for (int r : im.local) {
+            for (int n = run.graph.node(r, 0); n < run.graph.node(r + 1, 0); ++n) {
+                for (int k = run.graph.start_dep_begin[static_cast<std::size_t>(n)];
+                     k < run.graph.start_dep_begin[static_cast<std::size_t>(n) + 1]; ++k) {
+                    const int dep = run.graph.start_deps[static_cast<std::size_t>(k)];
+                    if (run.graph.node_ref[static_cast<std::size_t>(dep)].rank != r) {
+                        im.result.status = ExecResult::Status::Failed;
+                        im.result.message = "rank " + std::to_string(r) +
+                                            " has an op that waits on another rank's op "
+                                            "directly; it cannot run in a process of its own";
+                        return im.result;
+                    }
+                }
+            }
+        }
+    }
 
     if (!run.options.backend) {
         // One BLAS thread per rank thread unless the cores outnumber the ranks.
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        kernels::cpu::setBlasThreads(std::max(1, cores / p));
+        kernels::cpu::setBlasThreads(std::max(1, cores / static_cast<int>(im.local.size())));
     }
 
     run.ranks.resize(static_cast<std::size_t>(p));
     try {
-        for (int r = 0; r < p; ++r) {
+        for (int r : im.local) {
             RankState& rs = run.ranks[static_cast<std::size_t>(r)];
             trace::TraceWriter* writer = run.options.writer;
             rs.tracker = std::make_unique<MemoryTracker>(
@@ -301,7 +346,14 @@ ExecResult PipelineExecutor::run() {
             }
             rs.buffers = std::make_unique<detail::BufferStore>(rs.backend.get());
             for (int l = 0; l < schedule::kStreamCount; ++l) {
-                rs.comm[static_cast<std::size_t>(l)] = rs.backend->comm(run.fabric->comm(r, l), l);
+                std::unique_ptr<Comm> host = run.options.transport != nullptr
+                                                 ? run.options.transport->comm(r, l)
+                                                 : run.fabric->comm(r, l);
+                if (!host) {
+                    throw std::runtime_error("the transport has no endpoint for rank " +
+                                             std::to_string(r));
+                }
+                rs.comm[static_cast<std::size_t>(l)] = rs.backend->comm(std::move(host), l);
             }
             const auto& ops = run.schedule.ops[static_cast<std::size_t>(r)];
             for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
@@ -320,7 +372,7 @@ ExecResult PipelineExecutor::run() {
     }
 
     std::vector<std::thread> threads;
-    for (int r = 0; r < p; ++r) {
+    for (int r : im.local) {
         for (int l = 0; l < schedule::kStreamCount; ++l) {
             threads.emplace_back([&im, r, l] { im.lane(r, l); });
         }
@@ -329,7 +381,8 @@ ExecResult PipelineExecutor::run() {
         t.join();
     }
     for (int r = 0; r < p; ++r) {
-        im.result.peak_bytes.push_back(run.ranks[static_cast<std::size_t>(r)].tracker->peak());
+        const auto& tracker = run.ranks[static_cast<std::size_t>(r)].tracker;
+        im.result.peak_bytes.push_back(tracker ? tracker->peak() : -1);
     }
     im.result.status = im.failed      ? ExecResult::Status::Failed
                        : im.cancelled ? ExecResult::Status::Cancelled

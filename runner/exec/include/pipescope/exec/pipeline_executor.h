@@ -19,6 +19,7 @@
 
 #include <pipescope/exec/rank_backend.h>
 #include <pipescope/exec/rank_model.h>
+#include <pipescope/exec/transport.h>
 #include <pipescope/kernels/cpu/adamw.h>
 #include <pipescope/schedule/config.h>
 #include <pipescope/schedule/ir.h>
@@ -47,9 +48,15 @@ struct ExecOptions {
     std::function<std::unique_ptr<RankBackend>(const schedule::Config&, const schedule::Schedule&,
                                                int rank, MemoryTracker* tracker)>
         backend;
-    // Called once per iteration, in order, when every rank has finished it: the mean loss over
-    // its micro-batches and its time (first op start to last op end over all ranks).
+    // Called once per iteration, in order, when every rank this process runs has finished it:
+    // the mean loss over its micro-batches (NaN when none of them computes the loss) and its time
+    // (first op start to last op end over those ranks).
     std::function<void(int iteration, double loss, double seconds)> on_iteration;
+    // Multi-process runs: the ranks this process runs (empty: every rank) and the transport to
+    // the processes that run the others (null: all ranks are here). A failure or a cancel here
+    // is sent to the others through it.
+    std::vector<int> local_ranks;
+    Transport* transport = nullptr;
 };
 
 struct ExecResult {
@@ -58,7 +65,7 @@ struct ExecResult {
     std::string message;                   // for Failed: what failed, with iteration, rank and op
     std::vector<double> losses;            // per finished iteration
     std::vector<double> iteration_s;       // per finished iteration
-    std::vector<std::int64_t> peak_bytes;  // per rank, from its MemoryTracker
+    std::vector<std::int64_t> peak_bytes;  // per rank, from its MemoryTracker (-1: not run here)
 };
 
 class PipelineExecutor {

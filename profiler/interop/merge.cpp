@@ -1,0 +1,274 @@
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include <pipescope/interop/merge.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+namespace pipescope::interop {
+
+namespace {
+
+using trace::OpKind;
+using trace::TraceStatus;
+using Code = TraceStatus::Code;
+
+struct Input {
+    std::string path;
+    trace::TraceReader reader;
+    std::int64_t shift = 0;  // added to this file's times
+    std::vector<trace::RankInfo> own;
+};
+
+// One side of a point-to-point transfer, in the order its rank ran it.
+struct P2pSide {
+    std::int64_t start = 0;
+    std::int64_t end = 0;
+    int microbatch = -1;
+};
+
+std::string micros(std::int64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+    return text;
+}
+
+}  // namespace
+
+TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::string& output,
+                        const MergeOptions& options, MergeReport* report) {
+    *report = {};
+    if (inputs.empty()) {
+        return TraceStatus::error(Code::BadInput, "no traces to merge");
+    }
+    std::vector<std::unique_ptr<Input>> in;
+    std::map<int, std::size_t> file_of_rank;
+    for (const std::string& path : inputs) {
+        auto i = std::make_unique<Input>();
+        i->path = path;
+        if (TraceStatus st = i->reader.open(path); !st.ok()) {
+            return st;
+        }
+        // The ranks this file holds: those in its rank table (a reader also lists the world's
+        // other ranks, with no device, so that every rank has a row).
+        for (const auto& r : i->reader.ranks()) {
+            if (r.device.empty()) {
+                continue;
+            }
+            i->own.push_back(r);
+            if (const auto [it, fresh] = file_of_rank.try_emplace(r.rank, in.size()); !fresh) {
+                return TraceStatus::error(Code::BadInput, path + " and " + inputs[it->second] +
+                                                              " both hold rank " +
+                                                              std::to_string(r.rank));
+            }
+        }
+        in.push_back(std::move(i));
+    }
+    const trace::RunInfo& first = in.front()->reader.run();
+    for (const auto& i : in) {
+        const trace::RunInfo& r = i->reader.run();
+        if (r.config_json != first.config_json || r.ranks != first.ranks) {
+            return TraceStatus::error(
+                Code::BadInput,
+                i->path + " is not of the same run as " + in.front()->path + " (" +
+                    (r.ranks != first.ranks ? "a different world size" : "a different config") +
+                    ")");
+        }
+    }
+    const auto zero = file_of_rank.find(0);
+    if (zero == file_of_rank.end()) {
+        return TraceStatus::error(Code::BadInput,
+                                  "none of the traces holds rank 0, whose clock the merged trace "
+                                  "uses");
+    }
+    const Input& base = *in[zero->second];
+    const std::int64_t s0 = base.reader.run().start_ns;
+
+    // The time shift of each file, from its rank's measured offset to rank 0's clock.
+    for (auto& i : in) {
+        std::int64_t offset = 0;
+        if (!i->own.empty()) {
+            offset = i->own.front().clock_offset_ns;
+        }
+        i->shift = i->reader.run().start_ns + offset - s0;
+    }
+
+    // The merged run's status: complete only when every process completed.
+    trace::RunInfo info = base.reader.run();
+    info.ranks = first.ranks;
+    std::string failures;
+    bool failed = false, cancelled = false;
+    std::int64_t end = 0;
+    for (const auto& i : in) {
+        const trace::RunInfo& r = i->reader.run();
+        std::string ranks;
+        for (const auto& rk : i->own) {
+            ranks += (ranks.empty() ? "" : ",") + std::to_string(rk.rank);
+        }
+        const std::string who =
+            ranks.empty() ? std::string("a process that recorded no rank") : "rank " + ranks;
+        if (r.status == trace::RunStatus::Running) {
+            failed = true;
+            failures += (failures.empty() ? "" : "; ") + who +
+                        " stopped without finishing its trace (killed or crashed)";
+        } else if (r.status == trace::RunStatus::Failed) {
+            failed = true;
+            failures += (failures.empty() ? "" : "; ") + who + ": " + r.message;
+        } else if (r.status == trace::RunStatus::Cancelled) {
+            cancelled = true;
+        }
+        report->notes.push_back(
+            who + " (" + i->path + "): " + std::string(trace::toString(r.status)) +
+            ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's");
+        if (r.end_ns) {
+            end = std::max(end, *r.end_ns - r.start_ns + i->shift);
+        }
+    }
+    for (int r = 0; r < first.ranks; ++r) {
+        if (!file_of_rank.count(r)) {
+            failed = true;
+            failures += (failures.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
+                        "'s trace is missing";
+        }
+    }
+
+    trace::TraceWriter writer;
+    trace::WriterOptions wo;
+    wo.overwrite = options.overwrite;
+    info.status = trace::RunStatus::Running;
+    info.end_ns.reset();
+    if (TraceStatus st = writer.create(output, info, wo); !st.ok()) {
+        return st;
+    }
+    // Times are on rank 0's clock now: the offsets are applied (kept as metrics).
+    for (const auto& i : in) {
+        for (trace::RankInfo rk : i->own) {
+            writer.addMetric({"clock_offset_applied_ns", static_cast<double>(rk.clock_offset_ns),
+                              rk.rank, std::nullopt});
+            rk.clock_offset_ns = 0;
+            writer.addRank(rk);
+        }
+    }
+
+    // Ops, with the iteration windows over every rank and the sides of each transfer.
+    std::map<int, std::pair<std::int64_t, std::int64_t>> windows;
+    // (iteration, direction, src, dst) -> sends in src's order / receives in dst's order.
+    std::map<std::tuple<int, int, int, int>, std::vector<P2pSide>> sends, recvs;
+    for (const auto& i : in) {
+        const std::int64_t shift = i->shift;
+        TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
+            trace::OpRecord o = op;
+            o.start_ns += shift;
+            o.end_ns += shift;
+            writer.addOp(o);
+            ++report->ops;
+            end = std::max(end, o.end_ns);
+            if (o.lane != trace::Lane::Gpu) {
+                auto [w, fresh] = windows.try_emplace(o.iteration, o.start_ns, o.end_ns);
+                if (!fresh) {
+                    w->second.first = std::min(w->second.first, o.start_ns);
+                    w->second.second = std::max(w->second.second, o.end_ns);
+                }
+            }
+            if (o.lane != trace::Lane::Gpu && o.peer >= 0) {
+                const bool fwd = o.kind == OpKind::SendF || o.kind == OpKind::RecvF;
+                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
+                    sends[{o.iteration, fwd ? 0 : 1, o.rank, o.peer}].push_back(
+                        {o.start_ns, o.end_ns, o.microbatch});
+                } else if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
+                    recvs[{o.iteration, fwd ? 0 : 1, o.peer, o.rank}].push_back(
+                        {o.start_ns, o.end_ns, o.microbatch});
+                }
+            }
+            return true;
+        });
+        if (!st.ok()) {
+            return st;
+        }
+        st = i->reader.forEachMemory([&](const trace::MemorySample& m) {
+            trace::MemorySample s = m;
+            s.t_ns += shift;
+            writer.addMemory(s);
+            return true;
+        });
+        if (!st.ok()) {
+            return st;
+        }
+        st = i->reader.forEachKernel([&](const trace::KernelRecord& k) {
+            trace::KernelRecord r = k;
+            r.start += shift;
+            r.end += shift;
+            writer.addKernel(r);
+            return true;
+        });
+        if (!st.ok()) {
+            return st;
+        }
+        if (i->reader.kernelCount() > 0) {
+            report->notes.push_back(i->path +
+                                    ": its GPU kernels are merged; its copies, memsets, runtime "
+                                    "calls and synchronizations are not yet (read them there)");
+        }
+        // Per-rank metrics from every file; run-level ones from rank 0's, and the loss from
+        // the file whose rank computed it. Iteration times are made anew below.
+        for (const auto& m : i->reader.metrics()) {
+            if (m.key == "iteration_time_ns" && !m.rank) {
+                continue;
+            }
+            if (m.rank || m.key == "loss" || i.get() == &base) {
+                writer.addMetric(m);
+            }
+        }
+    }
+    for (const auto& [iteration, w] : windows) {
+        writer.addMetric({"iteration_time_ns", static_cast<double>(w.second - w.first),
+                          std::nullopt, iteration});
+    }
+
+    // Causality: the k-th send pairs with the k-th receive.
+    for (const auto& [key, s] : sends) {
+        const auto r = recvs.find(key);
+        if (r == recvs.end()) {
+            continue;
+        }
+        const auto [iteration, direction, src, dst] = key;
+        for (std::size_t k = 0; k < std::min(s.size(), r->second.size()); ++k) {
+            ++report->pairs_checked;
+            const P2pSide& send = s[k];
+            const P2pSide& recv = r->second[k];
+            if (recv.end < send.start) {
+                ++report->violation_count;
+                const std::string mb =
+                    send.microbatch >= 0 ? std::to_string(send.microbatch) : std::string();
+                report->violations.push_back({src, dst, iteration,
+                                              std::string(direction == 0 ? "SEND_F" : "SEND_B") +
+                                                  mb + " \u2192 " +
+                                                  (direction == 0 ? "RECV_F" : "RECV_B") + mb,
+                                              send.start - recv.end});
+            }
+        }
+    }
+    std::sort(
+        report->violations.begin(), report->violations.end(),
+        [](const CausalityViolation& a, const CausalityViolation& b) { return a.by_ns > b.by_ns; });
+    if (report->violations.size() > 20) {
+        report->violations.resize(20);
+    }
+    writer.addMetric({"causality_violations", static_cast<double>(report->violation_count),
+                      std::nullopt, std::nullopt});
+    report->files = static_cast<int>(in.size());
+    report->ranks = static_cast<int>(file_of_rank.size());
+
+    const trace::RunStatus status = failed      ? trace::RunStatus::Failed
+                                    : cancelled ? trace::RunStatus::Cancelled
+                                                : trace::RunStatus::Complete;
+    std::string message = failed ? failures : (cancelled ? "a process was cancelled" : "");
+    return writer.finish(status, message, s0 + end);
+}
+
+}  // namespace pipescope::interop

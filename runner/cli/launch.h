@@ -1,0 +1,34 @@
+// Which rank this process is, from the command line or from the launcher that started it
+// (torchrun, Open MPI's mpirun, Slurm's srun, other PMI launchers), and where the ranks meet.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "options.h"
+
+namespace pipescope::cli {
+
+struct LaunchContext {
+    int rank = 0;
+    int world = 1;
+    int local_rank = 0;      // the rank among this machine's processes: its GPU
+    std::string rendezvous;  // HOST:PORT where rank 0 listens (world > 1)
+    std::string source;      // "flags", "torchrun", "Open MPI", "Slurm", "PMI" or "" (one process)
+};
+
+// The default rendezvous of a multi-process run on one machine.
+inline constexpr const char* kDefaultRendezvous = "127.0.0.1:29517";
+
+// Flags win over the environment; among launchers, torchrun's variables, then Open MPI's, then
+// Slurm's, then PMI's. `getenv` is std::getenv in the runner (a map in the tests). nullopt and
+// `error` (naming the flag or variable) when the values do not make a world.
+std::optional<LaunchContext> launchContext(const Options& options,
+                                           const std::function<const char*(const char*)>& getenv,
+                                           std::string* error);
+
+// RUN.db -> RUN-rank3.db: each process of a multi-process run writes its own trace.
+std::string rankTracePath(const std::string& path, int rank);
+
+}  // namespace pipescope::cli

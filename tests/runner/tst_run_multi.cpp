@@ -1,0 +1,278 @@
+// Multi-process runs of the CPU backend, one rank per process, through the real binary: started
+// by hand (--rank/--world-size/--rendezvous), by a launcher's environment (torchrun's variables)
+// and by mpirun when it is installed. The losses equal the single-process run's, each process
+// writes its own trace, pipescope-trace merge joins them with no causality violation (and
+// reports the ones a wrong clock offset makes), a killed rank stops the others at once with a
+// message that names it, and bad launch values are clear errors.
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/trace/reader.h>
+
+#include "run_cli_support.h"
+
+using namespace pipescope;
+using namespace pipescope::test;
+
+namespace {
+
+const QByteArray kTiny = R"({
+  "name": "tiny",
+  "model": {"layers": 4, "hidden": 32, "heads": 2, "seq_len": 16, "vocab": 64,
+            "micro_batch": 2, "dtype": "fp32"},
+  "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "1f1b", "vocab": "vocab-2"},
+  "run": {"iterations": 3, "warmup": 1, "seed": 5}
+})";
+
+// A port per test and process, so that parallel test runs do not meet each other.
+int freshPort() {
+    static int next = 0;
+    return 20000 + (static_cast<int>(getpid()) * 7 + next++) % 30000;
+}
+
+QStringList lossesOf(const QByteArray& out) {
+    QStringList losses;
+    static const QRegularExpression re(QStringLiteral("loss ([0-9]+\\.[0-9]+)"));
+    for (auto it = re.globalMatch(QString::fromUtf8(out)); it.hasNext();) {
+        losses << it.next().captured(1);
+    }
+    return losses;
+}
+
+struct Rank {
+    std::unique_ptr<QProcess> process;
+    QByteArray out, err;
+};
+
+}  // namespace
+
+class TestRunMulti : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void initTestCase();
+    void twoProcessesMatchOneAndMerge();
+    void launcherEnvironment();
+    void mpirunWhenInstalled();
+    void killedRankStopsTheOthers();
+    void wrongOffsetsAreReported();
+    void badLaunchValues();
+
+  private:
+    std::vector<Rank> launch(const QString& out, int world, int port, const QStringList& extra = {},
+                             bool torchrun_env = false);
+    static void finish(std::vector<Rank>& ranks, int timeout_ms = 60000);
+
+    QTemporaryDir dir_;
+    QString config_;
+    QStringList single_losses_;
+};
+
+void TestRunMulti::initTestCase() {
+    config_ = dir_.filePath(QStringLiteral("tiny.json"));
+    QVERIFY(writeFile(config_, kTiny));
+    const auto r = runBinary(
+        kRun, {config_, "--backend", "cpu", "--out", dir_.filePath(QStringLiteral("single.db"))});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    single_losses_ = lossesOf(r.out);
+    QCOMPARE(single_losses_.size(), 3);
+}
+
+std::vector<Rank> TestRunMulti::launch(const QString& out, int world, int port,
+                                       const QStringList& extra, bool torchrun_env) {
+    std::vector<Rank> ranks(static_cast<std::size_t>(world));
+    for (int r = 0; r < world; ++r) {
+        auto& k = ranks[static_cast<std::size_t>(r)];
+        k.process = std::make_unique<QProcess>();
+        QStringList args{config_, "--backend", "cpu", "--out", out, "--force"};
+        if (torchrun_env) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("RANK"), QString::number(r));
+            env.insert(QStringLiteral("WORLD_SIZE"), QString::number(world));
+            env.insert(QStringLiteral("LOCAL_RANK"), QString::number(r));
+            env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
+            env.insert(QStringLiteral("MASTER_PORT"), QString::number(port - 1));
+            k.process->setProcessEnvironment(env);
+        } else {
+            args << "--rank" << QString::number(r) << "--world-size" << QString::number(world)
+                 << "--rendezvous" << QStringLiteral("127.0.0.1:%1").arg(port);
+        }
+        k.process->start(binaryPath(kRun), args + extra);
+    }
+    return ranks;
+}
+
+void TestRunMulti::finish(std::vector<Rank>& ranks, int timeout_ms) {
+    for (auto& k : ranks) {
+        k.process->waitForFinished(timeout_ms);
+        k.out = k.process->readAllStandardOutput();
+        k.err = k.process->readAllStandardError();
+    }
+}
+
+void TestRunMulti::twoProcessesMatchOneAndMerge() {
+    const QString out = dir_.filePath(QStringLiteral("two.db"));
+    auto ranks = launch(out, 2, freshPort());
+    finish(ranks);
+    for (auto& k : ranks) {
+        QVERIFY2(k.process->exitCode() == 0, k.err.constData());
+    }
+    // The loss is computed on one rank (vocab-2: the last stage's loss op), the same as alone.
+    const QStringList losses = lossesOf(ranks[0].out) + lossesOf(ranks[1].out);
+    QCOMPARE(losses, single_losses_);
+    const QString r0 = dir_.filePath(QStringLiteral("two-rank0.db"));
+    const QString r1 = dir_.filePath(QStringLiteral("two-rank1.db"));
+    trace::TraceReader reader;
+    QVERIFY(reader.open(r1.toStdString()).ok());
+    QVERIFY(reader.run().status == trace::RunStatus::Complete);
+    QVERIFY(reader.opCount() > 0);
+    const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
+    QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
+    QVERIFY2(m.out.contains("0 violations"), m.out.constData());
+    trace::TraceReader merged;
+    QVERIFY(merged.open(out.toStdString()).ok());
+    QVERIFY(merged.run().status == trace::RunStatus::Complete);
+    QCOMPARE(merged.rankCount(), 2);
+    QCOMPARE(merged.iterationCount(), 3);
+    const auto stats = runBinary(kTraceCli, {"stats", out, "--json"});
+    QVERIFY2(stats.exit_code == 0, qPrintable(describe(stats)));
+    QString error;
+    const QJsonObject o = parseObject(stats.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(o.value("iteration_time_ms").toDouble() > 0);
+    QCOMPARE(o.value("ranks").toArray().size(), 2);
+}
+
+void TestRunMulti::launcherEnvironment() {
+    // torchrun's RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT, no flags.
+    const QString out = dir_.filePath(QStringLiteral("env.db"));
+    auto ranks = launch(out, 2, freshPort(), {}, true);
+    finish(ranks);
+    for (auto& k : ranks) {
+        QVERIFY2(k.process->exitCode() == 0, k.err.constData());
+        QVERIFY2(k.out.contains("(from torchrun)"), k.out.constData());
+    }
+    QCOMPARE(lossesOf(ranks[0].out) + lossesOf(ranks[1].out), single_losses_);
+}
+
+void TestRunMulti::mpirunWhenInstalled() {
+    const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+    if (mpirun.isEmpty()) {
+        QSKIP("mpirun is not installed (Debian: openmpi-bin)");
+    }
+    const QString out = dir_.filePath(QStringLiteral("mpi.db"));
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PIPESCOPE_RENDEZVOUS"),
+               QStringLiteral("127.0.0.1:%1").arg(freshPort()));
+    p.setProcessEnvironment(env);
+    p.start(mpirun, {"--allow-run-as-root", "--oversubscribe", "-np", "2", binaryPath(kRun),
+                     config_, "--backend", "cpu", "--out", out, "--force"});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray text = p.readAllStandardOutput() + p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 0, text.constData());
+    QVERIFY2(text.contains("(from Open MPI)"), text.constData());
+    QStringList losses = lossesOf(text);
+    QCOMPARE(losses, single_losses_);
+    const auto m = runBinary(kTraceCli, {"merge", dir_.filePath("mpi-rank0.db"),
+                                         dir_.filePath("mpi-rank1.db"), "-o", out, "--force"});
+    QVERIFY2(m.exit_code == 0 && m.out.contains("0 violations"), qPrintable(describe(m)));
+}
+
+void TestRunMulti::killedRankStopsTheOthers() {
+    const QString out = dir_.filePath(QStringLiteral("killed.db"));
+    auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
+    // Kill rank 1 once the run is under way.
+    QByteArray seen;
+    for (int i = 0; i < 300 && !seen.contains("iteration"); ++i) {
+        ranks[1].process->waitForReadyRead(100);
+        seen += ranks[1].process->readAllStandardOutput();
+    }
+    QVERIFY2(seen.contains("iteration"),
+             (seen + ranks[1].process->readAllStandardError()).constData());
+    QElapsedTimer clock;
+    clock.start();
+    ranks[1].process->kill();
+    QVERIFY(ranks[0].process->waitForFinished(30000));
+    const qint64 stopped_after = clock.elapsed();
+    finish(ranks);
+    QCOMPARE(ranks[0].process->exitCode(), 4);
+    QVERIFY2(ranks[0].err.contains("rank 1 is gone"), ranks[0].err.constData());
+    QVERIFY2(stopped_after < 10000, qPrintable(QString::number(stopped_after)));
+    // Both files stay readable; the merged run is failed and says why.
+    const QString r0 = dir_.filePath(QStringLiteral("killed-rank0.db"));
+    const QString r1 = dir_.filePath(QStringLiteral("killed-rank1.db"));
+    trace::TraceReader reader;
+    QVERIFY(reader.open(r0.toStdString()).ok());
+    QVERIFY(reader.run().status == trace::RunStatus::Failed);
+    trace::TraceReader killed;
+    QVERIFY(killed.open(r1.toStdString()).ok());
+    QVERIFY(killed.run().status == trace::RunStatus::Running);
+    const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
+    QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
+    trace::TraceReader merged;
+    QVERIFY(merged.open(out.toStdString()).ok());
+    QVERIFY(merged.run().status == trace::RunStatus::Failed);
+    QVERIFY2(merged.run().message.find("rank 1 stopped without finishing") != std::string::npos,
+             merged.run().message.c_str());
+}
+
+void TestRunMulti::wrongOffsetsAreReported() {
+    // Rank 1's clock "offset" set 50 ms wrong: its receives now end before their sends start.
+    const QString out = dir_.filePath(QStringLiteral("two.db"));
+    const QString r1 = dir_.filePath(QStringLiteral("skewed-rank1.db"));
+    QVERIFY(QFile::copy(dir_.filePath(QStringLiteral("two-rank1.db")), r1));
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(r1.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "UPDATE rank SET clock_offset_ns = clock_offset_ns - 50000000",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const auto m = runBinary(kTraceCli, {"merge", dir_.filePath("two-rank0.db"), r1, "-o",
+                                         dir_.filePath("skewed.db"), "--force"});
+    QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
+    QVERIFY2(!m.out.contains(" 0 violations") && m.out.contains("before the send started"),
+             m.out.constData());
+}
+
+void TestRunMulti::badLaunchValues() {
+    const auto half = runBinary(
+        kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--rank", "1"});
+    QCOMPARE(half.exit_code, 2);
+    QVERIFY2(half.err.contains("--rank and --world-size go together"), half.err.constData());
+    const auto beyond =
+        runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--rank", "2",
+                         "--world-size", "2"});
+    QCOMPARE(beyond.exit_code, 2);
+    QVERIFY2(beyond.err.contains("rank 2 is not below the world size 2"), beyond.err.constData());
+    const auto wrong = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                        "--rank", "0", "--world-size", "3"});
+    QCOMPARE(wrong.exit_code, 2);
+    QVERIFY2(wrong.err.contains("3 processes were started") &&
+                 wrong.err.contains("the schedule has 2 ranks"),
+             wrong.err.constData());
+    const auto port =
+        runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--rank", "0",
+                         "--world-size", "2", "--rendezvous", "localhost:http"});
+    QCOMPARE(port.exit_code, 2);
+    QVERIFY2(port.err.contains("the port must be a number"), port.err.constData());
+    // Nobody comes: rank 1 gives up at the connect timeout, named, without writing a trace.
+    const auto alone =
+        runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("alone.db"), "--rank",
+                         "1", "--world-size", "2", "--rendezvous",
+                         QStringLiteral("127.0.0.1:%1").arg(freshPort()), "--timeout", "2"});
+    QCOMPARE(alone.exit_code, 4);
+    QVERIFY2(alone.err.contains("cannot reach rank 0"), alone.err.constData());
+    QVERIFY(!QFile::exists(dir_.filePath("alone-rank1.db")));
+    const auto sim = runBinary(kRun, {config_, "--rank", "0", "--world-size", "2"});
+    QCOMPARE(sim.exit_code, 2);
+}
+
+QTEST_GUILESS_MAIN(TestRunMulti)
+#include "tst_run_multi.moc"
