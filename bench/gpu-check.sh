@@ -7,7 +7,8 @@
 # 4. runs the CUPTI tracing test (a traced run read back: kernel rows, one gpu-lane row per op);
 # 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), traced with
 #    CUPTI, and prints the iteration time, per-rank busy and GPU busy time and peak memory of
-#    each from their traces; then the same runs with --cupti off, for the tracing overhead.
+#    each from their traces; then the same runs with --cupti off, for the tracing overhead;
+# 6. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,5 +67,18 @@ for method in naive vocab-2; do
     off=$("$build/bin/pipescope-trace" stats "$db" --json | grep -m1 '"iteration_time_ms"')
     echo "-- $method: CUPTI on $on; off $off"
 done
+echo "== one process per rank: vocab-2, 4 processes sharing the GPU (socket transport), merged"
+for r in 0 1 2 3; do
+    "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json --backend cuda \
+        --out "$out/mp.db" --force --iterations 10 --rank $r --world-size 4 \
+        --rendezvous 127.0.0.1:29517 > "$out/mp-rank$r.log" 2>&1 &
+done
+wait
+if "$build/bin/pipescope-trace" merge "$out"/mp-rank[0-3].db -o "$out/mp.db" --force; then
+    "$build/bin/pipescope-trace" stats "$out/mp.db" | tee "$out/stats-mp.txt"
+else
+    tail -3 "$out"/mp-rank*.log
+    status=1
+fi
 echo "== done (status $status); logs and traces in $out"
 exit $status

@@ -205,7 +205,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     cuda_options.seed = config.run.seed;
     if (cuda) {
         if (multi) {
-            cuda_options.devices = {launch->local_rank};  // the launcher's GPU for this process
+            // The GPU of this process's local rank; with fewer GPUs than processes on the
+            // machine, they take turns (a one-GPU workstation runs every rank on its GPU).
+            const int count = static_cast<int>(cuda::listDevices().devices.size());
+            cuda_options.devices = {count > 0 ? launch->local_rank % count : 0};
         }
         // Each device's ranks share 90% of its free memory equally (cuda_rank_backend.h).
         std::map<int, int> ranks_on;

@@ -61,6 +61,7 @@ class TestRunMulti : public QObject {
     void launcherEnvironment();
     void mpirunWhenInstalled();
     void killedRankStopsTheOthers();
+    void cancelReachesTheOthers();
     void wrongOffsetsAreReported();
     void badLaunchValues();
 
@@ -221,6 +222,28 @@ void TestRunMulti::killedRankStopsTheOthers() {
     QVERIFY(merged.run().status == trace::RunStatus::Failed);
     QVERIFY2(merged.run().message.find("rank 1 stopped without finishing") != std::string::npos,
              merged.run().message.c_str());
+}
+
+void TestRunMulti::cancelReachesTheOthers() {
+    // SIGTERM to rank 1 (what the app's Cancel sends): it stops cleanly, and rank 0 stops with
+    // rank 1's reason instead of waiting for it.
+    const QString out = dir_.filePath(QStringLiteral("cancel.db"));
+    auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
+    QByteArray seen;
+    for (int i = 0; i < 300 && !seen.contains("iteration"); ++i) {
+        ranks[1].process->waitForReadyRead(100);
+        seen += ranks[1].process->readAllStandardOutput();
+    }
+    QVERIFY(seen.contains("iteration"));
+    ranks[1].process->terminate();
+    finish(ranks, 30000);
+    QCOMPARE(ranks[1].process->exitCode(), 130);
+    QCOMPARE(ranks[0].process->exitCode(), 4);
+    QVERIFY2(ranks[0].err.contains("rank 1 stopped: the run was cancelled"),
+             ranks[0].err.constData());
+    trace::TraceReader r1;
+    QVERIFY(r1.open(dir_.filePath(QStringLiteral("cancel-rank1.db")).toStdString()).ok());
+    QVERIFY(r1.run().status == trace::RunStatus::Cancelled);
 }
 
 void TestRunMulti::wrongOffsetsAreReported() {
