@@ -267,8 +267,11 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         human << "rank " << launch->rank << " of " << launch->world << " (from " << launch->source
               << "), meeting at " << launch->rendezvous << "\n"
               << std::flush;
+        // The run's identity: its config and length, so a process of another run is turned away.
+        const std::uint64_t run_key =
+            std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations));
         transport = exec::SocketTransport::connect(
-            launch->rank, launch->world, *rendezvous, timeout,
+            launch->rank, launch->world, *rendezvous, run_key, timeout,
             std::min(timeout, std::chrono::milliseconds(300000)), &error);
         if (!transport) {
             std::cerr << "pipescope-run: " << error << "\n";

@@ -27,9 +27,11 @@ using Clock = std::chrono::steady_clock;
 using Code = CommStatus::Code;
 
 constexpr std::uint32_t kMagic = 0x50535446;  // "PSTF"
+constexpr std::int32_t kRejected = -2;
 
 enum class Type : std::uint32_t {
-    Hello = 1,   // tag: the sender's world size
+    Hello = 1,   // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
+                 // or dst = kRejected (another run)
     P2p = 2,     // payload: floats
     Bcast = 3,   // payload: floats, src the root
     Up = 4,      // all-reduce contribution to the group's leader
@@ -593,6 +595,7 @@ void SocketTransport::finish() {
 
 std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
                                                           const Rendezvous& rendezvous,
+                                                          std::uint64_t run_key,
                                                           std::chrono::milliseconds timeout,
                                                           std::chrono::milliseconds connect_timeout,
                                                           std::string* error) {
@@ -678,6 +681,16 @@ std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
                 ::close(fd);  // not one of ours
                 continue;
             }
+            if (h.bytes != run_key) {
+                // A process of another run (another config, or the same port twice): turned
+                // away, and this run goes on waiting for its own.
+                Header no;
+                no.type = static_cast<std::uint32_t>(Type::Hello);
+                no.dst = kRejected;
+                (void)writeAll(fd, &no, sizeof no);
+                ::close(fd);
+                continue;
+            }
             if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world ||
                 s->fds[static_cast<std::size_t>(h.src)] >= 0) {
                 *error = "rank 0: a process joined as rank " + std::to_string(h.src) + " of " +
@@ -694,6 +707,15 @@ std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
             ++joined;
         }
         ::close(listener);
+        // Everyone is here: welcome them.
+        for (int k = 1; k < world; ++k) {
+            Header yes;
+            yes.type = static_cast<std::uint32_t>(Type::Hello);
+            yes.dst = k;
+            yes.tag = static_cast<std::uint64_t>(world);
+            yes.bytes = run_key;
+            (void)writeAll(s->fds[static_cast<std::size_t>(k)], &yes, sizeof yes);
+        }
     } else {
         s->fds.assign(1, -1);
         std::string why;
@@ -736,9 +758,29 @@ std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
         h.src = rank;
         h.dst = 0;
         h.tag = static_cast<std::uint64_t>(world);
+        h.bytes = run_key;
         if (!writeAll(s->fds[0], &h, sizeof h)) {
             *error = "rank " + std::to_string(rank) + ": the connection to rank 0 at " + where +
                      " closed at once: " + errnoText();
+            return nullptr;
+        }
+        // Rank 0 answers once every rank has joined.
+        Header answer;
+        pollfd q{s->fds[0], POLLIN, 0};
+        const bool answered = ::poll(&q, 1, std::max(1000, msLeft())) > 0 &&
+                              readAll(s->fds[0], &answer, sizeof answer) &&
+                              answer.magic == kMagic &&
+                              answer.type == static_cast<std::uint32_t>(Type::Hello);
+        if (!answered || answer.dst != rank) {
+            *error = "rank " + std::to_string(rank) + ": " +
+                     (answered && answer.dst == kRejected
+                          ? "rank 0 at " + where +
+                                " belongs to another run (another config or world size); give "
+                                "each run its own --rendezvous port"
+                          : "connected to " + where +
+                                " but no rank 0 of this run welcomed it "
+                                "within the connect timeout (another "
+                                "program on that port, or a rank missing?)");
             return nullptr;
         }
     }

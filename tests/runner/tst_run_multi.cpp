@@ -30,10 +30,11 @@ const QByteArray kTiny = R"({
   "run": {"iterations": 3, "warmup": 1, "seed": 5}
 })";
 
-// A port per test and process, so that parallel test runs do not meet each other.
+// A port per test and process, so that parallel test runs do not meet each other; below
+// Linux's ephemeral range (32768 up), where the system's own connections take ports.
 int freshPort() {
     static int next = 0;
-    return 20000 + (static_cast<int>(getpid()) * 7 + next++) % 30000;
+    return 20000 + (static_cast<int>(getpid()) * 13 + next++) % 12000;
 }
 
 QStringList lossesOf(const QByteArray& out) {
@@ -63,6 +64,7 @@ class TestRunMulti : public QObject {
     void killedRankStopsTheOthers();
     void cancelReachesTheOthers();
     void wrongOffsetsAreReported();
+    void anotherRunIsTurnedAway();
     void badLaunchValues();
 
   private:
@@ -191,7 +193,9 @@ void TestRunMulti::killedRankStopsTheOthers() {
     auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
     // Kill rank 1 once the run is under way.
     QByteArray seen;
-    for (int i = 0; i < 300 && !seen.contains("iteration"); ++i) {
+    for (int i = 0; i < 300 && !seen.contains("iteration") &&
+                    ranks[0].process->state() != QProcess::NotRunning;
+         ++i) {
         ranks[1].process->waitForReadyRead(100);
         seen += ranks[1].process->readAllStandardOutput();
     }
@@ -230,7 +234,9 @@ void TestRunMulti::cancelReachesTheOthers() {
     const QString out = dir_.filePath(QStringLiteral("cancel.db"));
     auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
     QByteArray seen;
-    for (int i = 0; i < 300 && !seen.contains("iteration"); ++i) {
+    for (int i = 0; i < 300 && !seen.contains("iteration") &&
+                    ranks[0].process->state() != QProcess::NotRunning;
+         ++i) {
         ranks[1].process->waitForReadyRead(100);
         seen += ranks[1].process->readAllStandardOutput();
     }
@@ -262,6 +268,29 @@ void TestRunMulti::wrongOffsetsAreReported() {
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
     QVERIFY2(!m.out.contains(" 0 violations") && m.out.contains("before the send started"),
              m.out.constData());
+}
+
+void TestRunMulti::anotherRunIsTurnedAway() {
+    // Rank 0 waits; a process of another run (another seed) comes to the same rendezvous and is
+    // turned away, named as such; then this run's rank 1 joins and the run completes.
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(freshPort());
+    const auto start = [&](QProcess& p, const QString& out, const QStringList& extra) {
+        p.start(binaryPath(kRun), QStringList{config_, "--backend", "cpu", "--out", out, "--force",
+                                              "--world-size", "2", "--rendezvous", address} +
+                                      extra);
+    };
+    QProcess rank0, stranger, rank1;
+    start(rank0, dir_.filePath("own.db"), {"--rank", "0"});
+    start(stranger, dir_.filePath("stranger.db"), {"--rank", "1", "--set", "run.seed=6"});
+    QVERIFY(stranger.waitForFinished(30000));
+    QCOMPARE(stranger.exitCode(), 4);
+    const QByteArray err = stranger.readAllStandardError();
+    QVERIFY2(err.contains("belongs to another run"), err.constData());
+    QVERIFY(!QFile::exists(dir_.filePath("stranger-rank1.db")));
+    start(rank1, dir_.filePath("own.db"), {"--rank", "1"});
+    QVERIFY(rank0.waitForFinished(60000) && rank1.waitForFinished(60000));
+    QVERIFY2(rank0.exitCode() == 0, rank0.readAllStandardError().constData());
+    QVERIFY2(rank1.exitCode() == 0, rank1.readAllStandardError().constData());
 }
 
 void TestRunMulti::badLaunchValues() {

@@ -41,10 +41,13 @@ class SocketTransport final : public Transport {
     ~SocketTransport() override;
 
     // Connects rank `rank` of `world` ranks: rank 0 listens at `rendezvous` and waits for the
-    // others, who retry until `connect_timeout`. `timeout` bounds every later wait. Null and
-    // `error` (naming the address and what failed) when the world cannot be formed.
+    // others, who retry until `connect_timeout`. `run_key` tells this run's processes from
+    // another run's at the same address (a hash of the config): rank 0 turns those away.
+    // `timeout` bounds every later wait. Null and `error` (naming the address and what failed)
+    // when the world cannot be formed.
     static std::unique_ptr<SocketTransport> connect(int rank, int world,
                                                     const Rendezvous& rendezvous,
+                                                    std::uint64_t run_key,
                                                     std::chrono::milliseconds timeout,
                                                     std::chrono::milliseconds connect_timeout,
                                                     std::string* error);
