@@ -26,7 +26,7 @@ echo "== build ($build)"
 start=$(date +%s)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace \
+cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
 
@@ -37,6 +37,9 @@ echo "== kernels against the CPU kernels"
 echo "== CUDA backend against the CPU backend"
 "$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^FAIL|cases" || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== NCCL between GPUs (runs with two GPUs or more; skips with one)"
+"$build/bin/tst_nccl_comm" | tee "$out/tst_nccl_comm.log"
+rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
 echo "== CUPTI tracing"
 "$build/bin/tst_gpu_trace" | tee "$out/tst_gpu_trace.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -203,6 +203,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
 #if PIPESCOPE_HAVE_CUDA
     cuda::CudaBackendOptions cuda_options;
     cuda_options.seed = config.run.seed;
+    cuda_options.nccl = o.nccl.value_or(false);
+    cuda_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
     if (cuda) {
         if (multi) {
             // The GPU of this process's local rank; with fewer GPUs than processes on the
@@ -339,6 +341,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     std::unique_ptr<cuda::GpuOpTrace> gpu_trace;
     if (cuda) {
         eo.backend = cuda::cudaBackendFactory(cuda_options);
+        human << "communication: "
+              << (multi ? "between processes over the rendezvous, staged through host memory"
+                        : cuda::describeCommunication(cuda_options, schedule))
+              << "\n";
         if (o.cupti.value_or(true)) {
             gpu_trace = std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin);
             if (const std::string why = gpu_trace->start(); !why.empty()) {

@@ -51,6 +51,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
                            trace's Nsight tables and gpu lane (default on)
+  --nccl on|off            cuda: NCCL between ranks on distinct GPUs of this process (default
+                           off: staged through host memory; the NCCL path has not run yet)
   --rank R --world-size N  cpu/cuda: this process runs rank R of N (one rank per process; by
                            default taken from torchrun, mpirun, srun or PMI); each process
                            writes OUT-rankR.db (merge them with pipescope-trace merge)
@@ -197,6 +199,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             if (!value(&o.rendezvous) || o.rendezvous.empty()) {
                 return fail("--rendezvous needs HOST:PORT");
             }
+        } else if (a == "--nccl") {
+            if (!value(&v) || (v != "on" && v != "off")) {
+                return fail("--nccl needs on or off");
+            }
+            o.nccl = v == "on";
         } else if (a == "--cupti") {
             if (!value(&v) || (v != "on" && v != "off")) {
                 return fail("--cupti needs on or off");
@@ -275,6 +282,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
         return fail(
             "--rank, --world-size and --rendezvous start one rank of a multi-process run; "
             "use them with --backend cpu or cuda");
+    }
+    if (o.nccl && o.backend != "cuda") {
+        return fail("--nccl connects GPUs; use it with --backend cuda");
     }
     if (o.cupti && o.backend != "cuda") {
         return fail("--cupti traces the GPU; use it with --backend cuda");

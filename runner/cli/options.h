@@ -32,6 +32,7 @@ struct Options {
     double timeout_s = 600;     // cpu: bound of every wait of a rank
     bool gemm_report = false;   // cpu: GEMM throughput against a plain sgemm
     std::optional<bool> cupti;  // cuda: CUPTI activity tracing (default on)
+    std::optional<bool> nccl;   // cuda: NCCL between ranks on distinct GPUs (default off)
     // Multi-process runs (one rank per process); otherwise from the launcher's environment.
     std::optional<int> rank;
     std::optional<int> world_size;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <pipescope/cuda/arena.h>
+#include <pipescope/cuda/nccl_comm.h>
 #include <pipescope/exec/rank_model.h>
 #include <pipescope/exec/vocab_layers.h>
 #include <pipescope/kernels/cuda/ops.h>
@@ -69,7 +70,7 @@ class CudaRankBackend final : public exec::RankBackend {
   public:
     CudaRankBackend(const schedule::Config& config, const schedule::Schedule& schedule, int rank,
                     exec::MemoryTracker* tracker, const CudaBackendOptions& options, int device,
-                    std::int64_t arena_bytes);
+                    std::int64_t arena_bytes, std::shared_ptr<NcclWorld> nccl);
     ~CudaRankBackend() override;
 
     void beginOp(int lane, std::uint64_t op_id, const std::string& label) override;
@@ -176,6 +177,7 @@ class CudaRankBackend final : public exec::RankBackend {
     int device_;
     exec::MemoryTracker* tracker_;
     exec::ModelShape shape_;
+    std::shared_ptr<NcclWorld> nccl_;  // null: communication staged through host memory
     kg::VocabShard input_shard_{}, output_shard_{};
     bool has_input_ = false, has_output_ = false, owns_position_ = false;
 
@@ -201,8 +203,12 @@ class CudaRankBackend final : public exec::RankBackend {
 CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule::Schedule& schedule,
                                  int rank, exec::MemoryTracker* tracker,
                                  const CudaBackendOptions& options, int device,
-                                 std::int64_t arena_bytes)
-    : rank_(rank), device_(device), tracker_(tracker), shape_(exec::modelShapeFromConfig(config)) {
+                                 std::int64_t arena_bytes, std::shared_ptr<NcclWorld> nccl)
+    : rank_(rank),
+      device_(device),
+      tracker_(tracker),
+      shape_(exec::modelShapeFromConfig(config)),
+      nccl_(std::move(nccl)) {
     check(cudaSetDevice(device_), "cudaSetDevice");
     if (cudaMalloc(&base_, static_cast<std::size_t>(arena_bytes)) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -777,7 +783,10 @@ class StagedComm final : public exec::Comm {
     CudaRankBackend& backend_;
 };
 
-std::unique_ptr<exec::Comm> CudaRankBackend::comm(std::unique_ptr<exec::Comm> host, int) {
+std::unique_ptr<exec::Comm> CudaRankBackend::comm(std::unique_ptr<exec::Comm> host, int lane) {
+    if (nccl_) {
+        return nccl_->comm(rank_, lane, lanes_[idx(lane)].stream);
+    }
     return std::make_unique<StagedComm>(std::move(host), *this);
 }
 
@@ -801,9 +810,24 @@ cudaBackendFactory(const CudaBackendOptions& options) {
     // Arena sizes are fixed on the first call, from each device's free memory then, shared
     // equally by the ranks placed on it.
     auto capacities = std::make_shared<std::map<int, std::int64_t>>();
-    return [options, capacities](const schedule::Config& config, const schedule::Schedule& s,
-                                 int rank, exec::MemoryTracker* tracker) {
+    // NCCL between the ranks, made once (on the first call) when the ranks sit on distinct GPUs.
+    auto nccl = std::make_shared<std::shared_ptr<NcclWorld>>();
+    return [options, capacities, nccl](const schedule::Config& config, const schedule::Schedule& s,
+                                       int rank, exec::MemoryTracker* tracker) {
         const int device = deviceOfRank(options, rank);
+        if (capacities->empty() && options.nccl) {
+            std::vector<int> devices;
+            for (int r = 0; r < s.ranks; ++r) {
+                devices.push_back(deviceOfRank(options, r));
+            }
+            if (NcclWorld::problem(s, devices).empty()) {
+                std::string why;
+                *nccl = NcclWorld::create(s, devices, options.timeout, &why);
+                if (!*nccl) {
+                    throw std::runtime_error("NCCL: " + why);
+                }
+            }
+        }
         if (capacities->empty()) {
             std::map<int, int> ranks_on;
             for (int r = 0; r < s.ranks; ++r) {
@@ -819,8 +843,19 @@ cudaBackendFactory(const CudaBackendOptions& options) {
             }
         }
         return std::make_unique<CudaRankBackend>(config, s, rank, tracker, options, device,
-                                                 capacities->at(device));
+                                                 capacities->at(device), *nccl);
     };
+}
+
+std::string describeCommunication(const CudaBackendOptions& options,
+                                  const schedule::Schedule& schedule) {
+    std::vector<int> devices;
+    for (int r = 0; r < schedule.ranks; ++r) {
+        devices.push_back(deviceOfRank(options, r));
+    }
+    const std::string why =
+        options.nccl ? NcclWorld::problem(schedule, devices) : std::string("NCCL turned off");
+    return why.empty() ? "NCCL between the GPUs" : "staged through host memory (" + why + ")";
 }
 
 }  // namespace pipescope::cuda

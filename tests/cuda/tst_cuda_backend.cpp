@@ -15,6 +15,8 @@
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/generate.h>
 
+#include "cuda_test_support.h"
+
 namespace ps = pipescope;
 
 namespace {
@@ -42,24 +44,6 @@ std::optional<ps::schedule::Config> config(int p, const std::string& sched,
     return *parsed.config;
 }
 
-ps::exec::ExecResult run(const ps::schedule::Config& c, const ps::schedule::Schedule& s,
-                         bool cuda) {
-    ps::exec::ExecOptions eo;
-    eo.iterations = 3;
-    eo.seed = c.run.seed;
-    eo.timeout = std::chrono::milliseconds(60000);
-    if (cuda) {
-        ps::cuda::CudaBackendOptions co;
-        co.seed = eo.seed;
-        co.init_stddev = eo.init_stddev;
-        co.memory_fraction = 0.2;
-        co.devices = {0};  // every rank on one GPU: the LocalComm path
-        eo.backend = ps::cuda::cudaBackendFactory(co);
-    }
-    ps::exec::PipelineExecutor ex(c, s, eo);
-    return ex.run();
-}
-
 }  // namespace
 
 int main() {
@@ -84,8 +68,10 @@ int main() {
                     continue;
                 }
                 ++cases;
-                const auto cpu = run(*c, *gen.schedule, false);
-                const auto gpu = run(*c, *gen.schedule, true);
+                const auto cpu = ps::test::runThreeIterations(*c, *gen.schedule, std::nullopt);
+                // Every rank on one GPU: communication staged through host memory.
+                const auto gpu =
+                    ps::test::runThreeIterations(*c, *gen.schedule, std::vector<int>{0});
                 std::string problem;
                 if (gpu.status != ps::exec::ExecResult::Status::Complete) {
                     problem = "the CUDA run failed: " + gpu.message;

@@ -21,16 +21,13 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "cuda_test_support.h"
+
 namespace ps = pipescope;
+using ps::test::expect;
+using ps::test::g_failures;
 
 namespace {
-
-int g_failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
-    g_failures += ok ? 0 : 1;
-}
 
 ps::schedule::Config tinyConfig() {
     const std::string json = R"({

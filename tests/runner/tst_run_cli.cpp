@@ -272,6 +272,9 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--cupti without cuda")
         << QStringList{default_, "--backend", "cpu", "--cupti", "off", "--out", path("c.db")}
         << QStringList{"--cupti traces the GPU; use it with --backend cuda"};
+    QTest::newRow("--nccl without cuda")
+        << QStringList{default_, "--backend", "cpu", "--nccl", "on", "--out", path("c.db")}
+        << QStringList{"--nccl connects GPUs; use it with --backend cuda"};
     QTest::newRow("--cupti bad value")
         << QStringList{default_, "--backend", "cuda", "--cupti", "maybe", "--out", path("c.db")}
         << QStringList{"--cupti needs on or off"};

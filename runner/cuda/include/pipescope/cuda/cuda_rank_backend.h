@@ -11,14 +11,17 @@
 //   need nothing more).
 // - Parameters start from exactly the CPU model's values (the same seed and counter-based
 //   draws), made on the host and copied to the device once.
-// - Communication: the in-process fabric with device buffers staged through host memory
-//   (LocalComm). It works for any number of ranks on one GPU, which NCCL before 2.30 refuses;
-//   ranks on distinct GPUs use it too until the NCCL path exists.
+// - Communication: NCCL when every rank has its own GPU (nccl_comm.h; not yet run anywhere),
+//   otherwise the in-process fabric (or the socket transport of a multi-process run) with device
+//   buffers staged through host memory, which works for any number of ranks on one GPU.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <pipescope/exec/rank_backend.h>
 #include <pipescope/schedule/config.h>
@@ -35,10 +38,21 @@ struct CudaBackendOptions {
     bool tf32 = false;
     // Devices used, rank r on devices[r % size]; empty: every visible device.
     std::vector<int> devices;
+    // NCCL between ranks on distinct GPUs (nccl_comm.h) when the build and the placement allow;
+    // otherwise, or when off, communication is staged through host memory. Off by default until
+    // the NCCL path has run on a multi-GPU host (`--nccl on`).
+    bool nccl = false;
+    // Bound of every NCCL wait.
+    std::chrono::milliseconds timeout{600000};
 };
 
 // The device rank `rank` runs on under `options` (visible devices counted once).
 int deviceOfRank(const CudaBackendOptions& options, int rank);
+
+// How the ranks of `schedule` will communicate under `options`: "NCCL between the GPUs", or
+// "staged through host memory" and why.
+std::string describeCommunication(const CudaBackendOptions& options,
+                                  const schedule::Schedule& schedule);
 
 // A factory for exec::ExecOptions::backend. Throws (from the returned function, at run()) a
 // std::runtime_error naming the rank and what failed: no device, an arena that does not fit.

@@ -1,0 +1,340 @@
+#include <cuda_runtime.h>
+#include <map>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include <pipescope/cuda/nccl_comm.h>
+#include <pipescope/schedule/exec_graph.h>
+
+#if PIPESCOPE_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+namespace pipescope::cuda {
+
+namespace {
+
+using exec::CommStatus;
+using Code = CommStatus::Code;
+using Clock = std::chrono::steady_clock;
+
+// The interpreter's tags (pipeline_ops.cpp): ((iteration · 64 + what) · 2^20 + mb) · 2^12 +
+// where; what 0 is an activation, 1 a gradient.
+bool isGradient(std::uint64_t tag) {
+    return (tag >> 32) % 64 == 1;
+}
+
+}  // namespace
+
+std::string NcclWorld::problem(const schedule::Schedule& schedule,
+                               const std::vector<int>& device_of_rank) {
+#if !PIPESCOPE_HAVE_NCCL
+    (void)schedule;
+    (void)device_of_rank;
+    return "this build has no NCCL";
+#else
+    if (schedule.ranks < 2) {
+        return "one rank: nothing to communicate";
+    }
+    std::set<int> devices(device_of_rank.begin(), device_of_rank.end());
+    if (static_cast<int>(devices.size()) < schedule.ranks) {
+        return "ranks share a GPU (NCCL takes one rank per GPU)";
+    }
+    const auto built = schedule::buildGraph(schedule);
+    if (built.error) {
+        return built.error->message;
+    }
+    const auto order = schedule::messageOrder(schedule, built.graph);
+    if (!order.collectives_in_order || !order.p2p_in_order_per_kind) {
+        return "the schedule's messages are not in an order NCCL can match: " +
+               order.first_difference;
+    }
+    return {};
+#endif
+}
+
+#if PIPESCOPE_HAVE_NCCL
+
+struct NcclWorld::Impl {
+    struct Channel {
+        ncclComm_t comm[2] = {nullptr, nullptr};  // sender, receiver
+        cudaStream_t stream[2] = {nullptr, nullptr};
+    };
+    std::vector<int> device;
+    std::chrono::milliseconds timeout{0};
+    // (sender, receiver, gradient) -> its channel.
+    std::map<std::tuple<int, int, bool>, Channel> channels;
+    // Per stream that runs collectives (0 compute, 1 collective), per rank.
+    std::vector<ncclComm_t> coll_comm[2];
+    std::vector<cudaStream_t> coll_stream[2];
+
+    ~Impl() {
+        for (auto& [key, ch] : channels) {
+            for (int i = 0; i < 2; ++i) {
+                if (ch.comm[i] != nullptr) {
+                    ncclCommDestroy(ch.comm[i]);
+                }
+                if (ch.stream[i] != nullptr) {
+                    cudaStreamDestroy(ch.stream[i]);
+                }
+            }
+        }
+        for (int k = 0; k < 2; ++k) {
+            for (ncclComm_t c : coll_comm[k]) {
+                if (c != nullptr) {
+                    ncclCommDestroy(c);
+                }
+            }
+            for (cudaStream_t s : coll_stream[k]) {
+                if (s != nullptr) {
+                    cudaStreamDestroy(s);
+                }
+            }
+        }
+    }
+
+    // Waits for `stream` (an NCCL operation on `comm`) within the timeout; on timeout or an
+    // asynchronous NCCL error the communicator is aborted.
+    CommStatus wait(cudaStream_t stream, ncclComm_t comm, const std::string& what) const {
+        const auto deadline = Clock::now() + timeout;
+        for (;;) {
+            const cudaError_t q = cudaStreamQuery(stream);
+            if (q == cudaSuccess) {
+                return CommStatus::success();
+            }
+            if (q != cudaErrorNotReady) {
+                return CommStatus::error(Code::Aborted, what + ": " + cudaGetErrorString(q));
+            }
+            ncclResult_t async = ncclSuccess;
+            ncclCommGetAsyncError(comm, &async);
+            if (async != ncclSuccess && async != ncclInProgress) {
+                ncclCommAbort(comm);
+                return CommStatus::error(Code::Aborted,
+                                         what + ": NCCL: " + ncclGetErrorString(async));
+            }
+            if (Clock::now() > deadline) {
+                ncclCommAbort(comm);
+                return CommStatus::error(Code::Timeout, what + " did not finish within " +
+                                                            std::to_string(timeout.count() / 1000) +
+                                                            " s (NCCL communicator aborted)");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+};
+
+namespace {
+
+class NcclComm final : public exec::Comm {
+  public:
+    NcclComm(NcclWorld::Impl& w, int rank, int lane, cudaStream_t lane_stream)
+        : w_(w), rank_(rank), lane_(lane), lane_stream_(lane_stream) {
+        cudaSetDevice(w_.device[static_cast<std::size_t>(rank)]);
+        cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming);
+        cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
+    }
+    ~NcclComm() override {
+        cudaEventDestroy(ready_);
+        cudaEventDestroy(done_);
+    }
+
+    int rank() const override { return rank_; }
+    int size() const override { return static_cast<int>(w_.device.size()); }
+    void setActivity(std::string what) override { activity_ = std::move(what); }
+
+    CommStatus send(int peer, std::uint64_t tag, const float* data, std::size_t count) override {
+        const auto it = w_.channels.find({rank_, peer, isGradient(tag)});
+        if (it == w_.channels.end()) {
+            return CommStatus::error(Code::BadCall, "no NCCL channel from rank " +
+                                                        std::to_string(rank_) + " to rank " +
+                                                        std::to_string(peer));
+        }
+        cudaStream_t s = it->second.stream[0];
+        const std::size_t bytes = count * sizeof(float);
+        void* stage = nullptr;
+        // The data comes from the lane's stream; the lane waits for the copy, not the send.
+        if (!ok(cudaSetDevice(device())) || !ok(cudaEventRecord(ready_, lane_stream_)) ||
+            !ok(cudaStreamWaitEvent(s, ready_, 0)) || !ok(cudaMallocAsync(&stage, bytes, s)) ||
+            !ok(cudaMemcpyAsync(stage, data, bytes, cudaMemcpyDeviceToDevice, s)) ||
+            !ok(cudaEventRecord(done_, s)) || !ok(cudaStreamWaitEvent(lane_stream_, done_, 0))) {
+            return failed("staging " + what());
+        }
+        const ncclResult_t r = ncclSend(stage, count, ncclFloat, 1, it->second.comm[0], s);
+        cudaFreeAsync(stage, s);  // after the send, in stream order
+        return r == ncclSuccess ? CommStatus::success() : ncclFailed(r, "ncclSend of " + what());
+    }
+
+    CommStatus recv(int peer, std::uint64_t tag, float* data, std::size_t count) override {
+        const auto it = w_.channels.find({peer, rank_, isGradient(tag)});
+        if (it == w_.channels.end()) {
+            return CommStatus::error(Code::BadCall, "no NCCL channel from rank " +
+                                                        std::to_string(peer) + " to rank " +
+                                                        std::to_string(rank_));
+        }
+        return run(it->second.stream[1], it->second.comm[1], "ncclRecv of " + what(),
+                   [&](cudaStream_t s, ncclComm_t c) {
+                       return ncclRecv(data, count, ncclFloat, 0, c, s);
+                   });
+    }
+
+    CommStatus broadcast(const std::vector<int>& group, int root, std::uint64_t, float* data,
+                         std::size_t count) override {
+        if (auto st = wholeWorld(group); !st.ok()) {
+            return st;
+        }
+        const int k = collectiveIndex();
+        return run(w_.coll_stream[k][static_cast<std::size_t>(rank_)],
+                   w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclBroadcast of " + what(),
+                   [&](cudaStream_t s, ncclComm_t c) {
+                       return ncclBroadcast(data, data, count, ncclFloat, root, c, s);
+                   });
+    }
+
+    CommStatus allReduce(const std::vector<int>& group, std::uint64_t, float* data,
+                         std::size_t count, exec::ReduceOp op) override {
+        if (auto st = wholeWorld(group); !st.ok()) {
+            return st;
+        }
+        const int k = collectiveIndex();
+        return run(w_.coll_stream[k][static_cast<std::size_t>(rank_)],
+                   w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclAllReduce of " + what(),
+                   [&](cudaStream_t s, ncclComm_t c) {
+                       return ncclAllReduce(data, data, count, ncclFloat,
+                                            op == exec::ReduceOp::Sum ? ncclSum : ncclMax, c, s);
+                   });
+    }
+
+  private:
+    int device() const { return w_.device[static_cast<std::size_t>(rank_)]; }
+    std::string what() const {
+        return (activity_.empty() ? std::string("a message") : activity_) + " (rank " +
+               std::to_string(rank_) + ")";
+    }
+    static bool ok(cudaError_t e) { return e == cudaSuccess; }
+    CommStatus failed(const std::string& doing) const {
+        const cudaError_t e = cudaGetLastError();
+        return CommStatus::error(Code::Aborted, doing + ": " + cudaGetErrorString(e));
+    }
+    static CommStatus ncclFailed(ncclResult_t r, const std::string& doing) {
+        return CommStatus::error(Code::Aborted, doing + ": NCCL: " + ncclGetErrorString(r));
+    }
+    int collectiveIndex() const {
+        return lane_ == static_cast<int>(schedule::Stream::Collective) ? 1 : 0;
+    }
+    CommStatus wholeWorld(const std::vector<int>& group) const {
+        if (static_cast<int>(group.size()) != size()) {
+            return CommStatus::error(
+                Code::BadCall, "NCCL collectives here span every rank; " + what() + " asks for " +
+                                   std::to_string(group.size()) + " of " + std::to_string(size()));
+        }
+        return CommStatus::success();
+    }
+    // Runs one NCCL operation on `s` after the lane's work so far, and waits for it (bounded).
+    template <typename Op>
+    CommStatus run(cudaStream_t s, ncclComm_t c, const std::string& doing, Op op) {
+        if (!ok(cudaSetDevice(device())) || !ok(cudaEventRecord(ready_, lane_stream_)) ||
+            !ok(cudaStreamWaitEvent(s, ready_, 0))) {
+            return failed(doing);
+        }
+        if (const ncclResult_t r = op(s, c); r != ncclSuccess) {
+            return ncclFailed(r, doing);
+        }
+        return w_.wait(s, c, doing);
+    }
+
+    NcclWorld::Impl& w_;
+    int rank_;
+    int lane_;
+    cudaStream_t lane_stream_;
+    cudaEvent_t ready_ = nullptr;
+    cudaEvent_t done_ = nullptr;
+    std::string activity_;
+};
+
+}  // namespace
+
+std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
+                                             const std::vector<int>& device_of_rank,
+                                             std::chrono::milliseconds timeout, std::string* why) {
+    if (std::string p = problem(schedule, device_of_rank); !p.empty()) {
+        *why = p;
+        return nullptr;
+    }
+    std::shared_ptr<NcclWorld> world(new NcclWorld);
+    world->impl_ = std::make_unique<Impl>();
+    Impl& w = *world->impl_;
+    w.device = device_of_rank;
+    w.timeout = timeout;
+    const auto fail = [&](const std::string& doing, ncclResult_t r) {
+        *why = doing + ": NCCL: " + ncclGetErrorString(r);
+        return nullptr;
+    };
+    // The point-to-point channels the schedule uses.
+    std::set<std::tuple<int, int, bool>> used;
+    for (int r = 0; r < schedule.ranks; ++r) {
+        for (const auto& op : schedule.ops[static_cast<std::size_t>(r)]) {
+            if (op.kind == schedule::OpKind::SendF || op.kind == schedule::OpKind::SendB) {
+                used.insert({r, op.peer, op.kind == schedule::OpKind::SendB});
+            }
+        }
+    }
+    for (const auto& key : used) {
+        const auto [a, b, gradient] = key;
+        Impl::Channel ch;
+        int devs[2] = {w.device[static_cast<std::size_t>(a)],
+                       w.device[static_cast<std::size_t>(b)]};
+        if (const ncclResult_t r = ncclCommInitAll(ch.comm, 2, devs); r != ncclSuccess) {
+            return fail("creating the channel from rank " + std::to_string(a) + " to rank " +
+                            std::to_string(b),
+                        r);
+        }
+        for (int i = 0; i < 2; ++i) {
+            cudaSetDevice(devs[i]);
+            cudaStreamCreateWithFlags(&ch.stream[i], cudaStreamNonBlocking);
+        }
+        w.channels[key] = ch;
+    }
+    for (int k = 0; k < 2; ++k) {
+        w.coll_comm[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
+        w.coll_stream[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
+        if (const ncclResult_t r =
+                ncclCommInitAll(w.coll_comm[k].data(), schedule.ranks, w.device.data());
+            r != ncclSuccess) {
+            return fail("creating the collective communicator", r);
+        }
+        for (int r = 0; r < schedule.ranks; ++r) {
+            cudaSetDevice(w.device[static_cast<std::size_t>(r)]);
+            cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(r)],
+                                      cudaStreamNonBlocking);
+        }
+    }
+    return world;
+}
+
+NcclWorld::~NcclWorld() = default;
+
+std::unique_ptr<exec::Comm> NcclWorld::comm(int rank, int lane, cudaStream_t lane_stream) {
+    return std::make_unique<NcclComm>(*impl_, rank, lane, lane_stream);
+}
+
+#else
+
+struct NcclWorld::Impl {};
+
+std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
+                                             const std::vector<int>& device_of_rank,
+                                             std::chrono::milliseconds, std::string* why) {
+    *why = problem(schedule, device_of_rank);
+    return nullptr;
+}
+
+NcclWorld::~NcclWorld() = default;
+
+std::unique_ptr<exec::Comm> NcclWorld::comm(int, int, cudaStream_t) {
+    return nullptr;
+}
+
+#endif
+
+}  // namespace pipescope::cuda
