@@ -1,3 +1,5 @@
+#include <map>
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -124,6 +126,31 @@ QStringList RunsLibrary::runFiles(const QString& trace_path) {
             out << p;
         }
     }
+    return out;
+}
+
+QStringList RunsLibrary::rankTraces(const QString& trace_path, QString* merged) {
+    static const QRegularExpression per_rank(QStringLiteral("^(.+)-rank([0-9]+)$"));
+    const QFileInfo info(trace_path);
+    const auto m = per_rank.match(info.completeBaseName());
+    if (!m.hasMatch()) {
+        return {};
+    }
+    const QString base = m.captured(1);
+    std::map<int, QString> by_rank;
+    const QDir dir = info.dir();
+    for (const QFileInfo& f :
+         dir.entryInfoList({base + QStringLiteral("-rank*.db")}, QDir::Files)) {
+        const auto k = per_rank.match(f.completeBaseName());
+        if (k.hasMatch() && k.captured(1) == base) {
+            by_rank[k.captured(2).toInt()] = f.absoluteFilePath();
+        }
+    }
+    QStringList out;
+    for (const auto& [rank, path] : by_rank) {
+        out << path;
+    }
+    *merged = dir.absoluteFilePath(base + QStringLiteral(".db"));
     return out;
 }
 

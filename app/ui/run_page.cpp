@@ -8,6 +8,7 @@
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QFormLayout>
+#include <QFutureWatcher>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -25,9 +26,11 @@
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
 
 #include <pipescope/app/runs_library.h>
+#include <pipescope/interop/merge.h>
 #include <pipescope/schedule/config_parse.h>
 
 namespace pipescope::app {
@@ -202,6 +205,18 @@ RunPage::RunPage(bool restore, QWidget* parent)
     rename_button_ = new QPushButton(tr("Re&name…"));
     delete_button_ = new QPushButton(tr("&Delete…"));
     delete_button_->setToolTip(tr("Delete the selected runs' files (trace, config, log)"));
+    merge_button_ = new QPushButton(tr("Mer&ge ranks"));
+    merge_button_->setToolTip(
+        tr("Join the per-rank traces of a multi-process run (NAME-rank0.db, "
+           "NAME-rank1.db, ...) into NAME.db on rank 0's clock, check "
+           "causality, and open it"));
+    connect(merge_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        QString error;
+        if (paths.isEmpty() || !mergeRanks(paths.front(), &error)) {
+            emit message(error);
+        }
+    });
     auto* reveal = new QPushButton(tr("Show &folder"));
     reveal->setToolTip(tr("Open the runs folder in the file manager"));
     auto* refresh = new QPushButton(tr("Re&fresh"));
@@ -225,8 +240,8 @@ RunPage::RunPage(bool restore, QWidget* parent)
     connect(reveal, &QPushButton::clicked, this, &RunPage::revealFolder);
     connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
     auto* lib_buttons = new QHBoxLayout;
-    for (QPushButton* b : {open_button_, compare_button_, predict_button_, rename_button_,
-                           delete_button_, reveal, refresh}) {
+    for (QPushButton* b : {open_button_, compare_button_, predict_button_, merge_button_,
+                           rename_button_, delete_button_, reveal, refresh}) {
         lib_buttons->addWidget(b);
     }
     lib_buttons->addStretch(1);
@@ -508,6 +523,10 @@ void RunPage::updateActions() {
     compare_button_->setEnabled(n >= 2);
     predict_button_->setEnabled(n == 1);
     rename_button_->setEnabled(n == 1);
+    QString merged;
+    const QStringList selected = selectedPaths();
+    merge_button_->setEnabled(!selected.isEmpty() &&
+                              RunsLibrary::rankTraces(selected.front(), &merged).size() >= 2);
     delete_button_->setEnabled(n > 0);
     run_button_->setToolTip(config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
                                     : tr("No valid config: fix the config first"));
@@ -557,6 +576,57 @@ void RunPage::deleteSelected() {
     if (!errors.isEmpty()) {
         QMessageBox::warning(this, tr("Delete runs"), errors.join(QLatin1Char('\n')));
     }
+}
+
+bool RunPage::mergeRanks(const QString& trace_path, QString* error) {
+    QString merged;
+    const QStringList inputs = RunsLibrary::rankTraces(trace_path, &merged);
+    if (inputs.size() < 2) {
+        *error = tr("%1 is not one of several per-rank traces (NAME-rankN.db)")
+                     .arg(QFileInfo(trace_path).fileName());
+        return false;
+    }
+    std::vector<std::string> files;
+    for (const QString& f : inputs) {
+        files.push_back(f.toStdString());
+    }
+    using Result = std::pair<QString, QString>;  // (summary, error)
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged] {
+        const auto [summary, failure] = watcher->result();
+        watcher->deleteLater();
+        library_->refresh();
+        if (!failure.isEmpty()) {
+            emit message(failure);
+            emit mergeFinished(QString(), failure);
+            return;
+        }
+        log_->appendPlainText(summary);
+        emit message(summary.section(QLatin1Char('\n'), -1));
+        emit mergeFinished(merged, QString());
+        emit openRequested(merged);
+    });
+    status_->setText(tr("merging %n trace(s)…", nullptr, static_cast<int>(inputs.size())));
+    const std::string out = merged.toStdString();
+    watcher->setFuture(QtConcurrent::run([files, out] {
+        interop::MergeOptions options;
+        options.overwrite = true;
+        interop::MergeReport report;
+        const auto st = interop::mergeTraces(files, out, options, &report);
+        if (!st.ok()) {
+            return Result{QString(), QString::fromStdString(st.message)};
+        }
+        QString text = QObject::tr(
+                           "merged %1 traces (%2 ranks) into %3; causality: %4 pairs "
+                           "checked, %5 violations")
+                           .arg(report.files)
+                           .arg(report.ranks)
+                           .arg(QString::fromStdString(out))
+                           .arg(report.pairs_checked)
+                           .arg(report.violation_count);
+        return Result{text, QString()};
+    }));
+    return true;
 }
 
 void RunPage::revealFolder() {

@@ -50,6 +50,10 @@ class RunPage : public QWidget {
     bool busy() const;
     // The error of the last run that failed, as shown above the log (empty when it succeeded).
     QString lastError() const;
+    // Merges the per-rank traces of the multi-process run `trace_path` belongs to into BASE.db
+    // (in the background; replaces an older merge), then asks to open it. False and `error`
+    // when `trace_path` is not a per-rank trace.
+    bool mergeRanks(const QString& trace_path, QString* error);
 
     RunnerProcess* runner() const { return runner_; }
     RunsLibrary* library() const { return library_; }
@@ -67,6 +71,8 @@ class RunPage : public QWidget {
     void compareRequested(const QStringList& trace_paths, const QString& title);
     void predictRequested(const QString& trace_path);
     void runFinished(const pipescope::app::RunOutcome& outcome);
+    // A merge ended: the merged trace, or an error.
+    void mergeFinished(const QString& merged_path, const QString& error);
     void message(const QString& text);  // for the status bar
 
   private:
@@ -111,6 +117,7 @@ class RunPage : public QWidget {
     QPushButton* predict_button_;
     QPushButton* rename_button_;
     QPushButton* delete_button_;
+    QPushButton* merge_button_;
 
     std::vector<Queued> queue_;
     QStringList pair_paths_;  // traces of the current "naive and vocab-2" pair

@@ -53,6 +53,7 @@ class TstRunPage : public QObject {
     void naiveAndVocab2OpensTheComparison();
     void predictedVersusMeasured();
     void libraryRenamesAndDeletesTogether();
+    void mergesAMultiProcessRun();
     void newRunNamesAreReadableAndUnique();
 
   private:
@@ -257,6 +258,51 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QVERIFY2(lib.remove(new_row, &error), qPrintable(error));
     QCOMPARE(lib.rowCount(), count - 1);
     QVERIFY(app::RunsLibrary::runFiles(renamed).isEmpty());
+}
+
+void TstRunPage::mergesAMultiProcessRun() {
+    // Two processes, one rank each, write multi-rank0.db and multi-rank1.db into the runs
+    // folder; Merge ranks joins them into multi.db and opens it.
+    const QString config = dir_.filePath(QStringLiteral("tiny.json"));
+    QFile f(config);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(kTiny.toUtf8());
+    f.close();
+    const QString out = QDir(page()->runsFolder()).filePath(QStringLiteral("multi.db"));
+    const QString address =
+        QStringLiteral("127.0.0.1:%1")
+            .arg(20000 + static_cast<int>(QCoreApplication::applicationPid() % 12000));
+    QProcess ranks[2];
+    for (int r = 0; r < 2; ++r) {
+        ranks[r].start(app::runnerPath(),
+                       {config, "--backend", "cpu", "--out", out, "--rank", QString::number(r),
+                        "--world-size", "2", "--rendezvous", address});
+    }
+    for (auto& p : ranks) {
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    }
+    page()->library()->refresh();
+    QString merged;
+    const QString rank0 = QDir(page()->runsFolder()).filePath(QStringLiteral("multi-rank0.db"));
+    QCOMPARE(app::RunsLibrary::rankTraces(rank0, &merged).size(), 2);
+    QCOMPARE(merged, QFileInfo(out).absoluteFilePath());
+    QSignalSpy done(page(), &app::RunPage::mergeFinished);
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    QString error;
+    QVERIFY2(page()->mergeRanks(rank0, &error), qPrintable(error));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30000);
+    QVERIFY2(done.front().at(1).toString().isEmpty(), qPrintable(done.front().at(1).toString()));
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 30000);
+    QCOMPARE(opened.front().front().toString(), merged);
+    const int row = page()->library()->rowOf(merged);
+    QVERIFY(row >= 0);
+    QCOMPARE(page()->library()->entries()[static_cast<std::size_t>(row)].status,
+             QStringLiteral("complete"));
+    QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("0 violations")));
+    // A trace that is not per-rank is refused with a reason.
+    QVERIFY(!page()->mergeRanks(merged, &error));
+    QVERIFY(error.contains(QStringLiteral("not one of several per-rank traces")));
 }
 
 void TstRunPage::newRunNamesAreReadableAndUnique() {

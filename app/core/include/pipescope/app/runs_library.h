@@ -59,6 +59,10 @@ class RunsLibrary : public QAbstractTableModel {
     bool remove(int row, QString* error);
     // The files that make up a run (those that exist).
     static QStringList runFiles(const QString& trace_path);
+    // A multi-process run's traces beside `trace_path` (BASE-rank0.db, BASE-rank1.db, ... in
+    // rank order) when it is one of them, and the merged trace's path (BASE.db) in `merged`.
+    // Empty when `trace_path` is not a per-rank trace.
+    static QStringList rankTraces(const QString& trace_path, QString* merged);
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
