@@ -14,6 +14,7 @@
 #include <malloc.h>
 #endif
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include <pipescope/exec/pipeline_executor.h>
@@ -336,6 +337,9 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     if (multi) {
         eo.local_ranks = local;
         eo.transport = transport.get();
+        // This machine's cores are shared by its processes, not just this one's threads.
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        eo.blas_threads = std::max(1, cores / launch->local_world);
     }
 #if PIPESCOPE_HAVE_CUDA
     std::unique_ptr<cuda::GpuOpTrace> gpu_trace;

@@ -1,5 +1,6 @@
 #include "launch.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace pipescope::cli {
@@ -24,13 +25,15 @@ struct Scheme {
     const char* rank;
     const char* world;
     const char* local;
+    const char* local_world;
 };
 
 constexpr Scheme kSchemes[] = {
-    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"},
+    {"PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
 };
 
 }  // namespace
@@ -47,6 +50,7 @@ std::optional<LaunchContext> launchContext(const Options& o,
         c.rank = *o.rank;
         c.world = *o.world_size;
         c.local_rank = c.rank;
+        c.local_world = c.world;  // started by hand: on this machine, as far as we know
         c.source = "flags";
     } else {
         for (const Scheme& s : kSchemes) {
@@ -65,6 +69,8 @@ std::optional<LaunchContext> launchContext(const Options& o,
             c.rank = *r;
             c.world = *w;
             c.local_rank = count(getenv(s.local)).value_or(c.rank);
+            // Unknown (or Slurm's "4(x2)" form): assume every process is on this machine.
+            c.local_world = std::max(1, count(getenv(s.local_world)).value_or(c.world));
             c.source = s.name;
             break;
         }

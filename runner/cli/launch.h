@@ -14,6 +14,7 @@ struct LaunchContext {
     int rank = 0;
     int world = 1;
     int local_rank = 0;      // the rank among this machine's processes: its GPU
+    int local_world = 1;     // the processes on this machine (they share its cores)
     std::string rendezvous;  // HOST:PORT where rank 0 listens (world > 1)
     std::string source;      // "flags", "torchrun", "Open MPI", "Slurm", "PMI" or "" (one process)
 };

@@ -323,7 +323,9 @@ ExecResult PipelineExecutor::run() {
     if (!run.options.backend) {
         // One BLAS thread per rank thread unless the cores outnumber the ranks.
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        kernels::cpu::setBlasThreads(std::max(1, cores / static_cast<int>(im.local.size())));
+        kernels::cpu::setBlasThreads(run.options.blas_threads > 0
+                                         ? run.options.blas_threads
+                                         : std::max(1, cores / static_cast<int>(im.local.size())));
     }
 
     run.ranks.resize(static_cast<std::size_t>(p));

@@ -57,6 +57,9 @@ struct ExecOptions {
     // is sent to the others through it.
     std::vector<int> local_ranks;
     Transport* transport = nullptr;
+    // CPU backend: the BLAS threads per rank thread (0: the cores over this process's ranks;
+    // a multi-process run on one machine divides by the processes there too).
+    int blas_threads = 0;
 };
 
 struct ExecResult {
