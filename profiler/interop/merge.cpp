@@ -122,9 +122,27 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         } else if (r.status == trace::RunStatus::Cancelled) {
             cancelled = true;
         }
+        std::string drift;
+        std::optional<double> start_offset, end_offset, end_rtt;
+        for (const auto& m : i->reader.metrics()) {
+            if (m.key == "clock_offset_start_ns") {
+                start_offset = m.value;
+            } else if (m.key == "clock_offset_end_ns") {
+                end_offset = m.value;
+            } else if (m.key == "clock_offset_end_rtt_ns") {
+                end_rtt = m.value;
+            }
+        }
+        if (start_offset && end_offset) {
+            // How far the clocks moved apart over the run (the merge uses the start offset).
+            drift = "; drift over the run " +
+                    micros(static_cast<std::int64_t>(*end_offset - *start_offset)) +
+                    (end_rtt ? " (+/- " + micros(static_cast<std::int64_t>(*end_rtt / 2)) + ")"
+                             : std::string());
+        }
         report->notes.push_back(
             who + " (" + i->path + "): " + std::string(trace::toString(r.status)) +
-            ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's");
+            ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's" + drift);
         if (r.end_ns) {
             end = std::max(end, *r.end_ns - r.start_ns + i->shift);
         }
