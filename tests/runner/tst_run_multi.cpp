@@ -138,8 +138,7 @@ void TestRunMulti::twoProcessesMatchOneAndMerge() {
     const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
     QVERIFY2(m.out.contains("0 violations"), m.out.constData());
-    QVERIFY2(m.out.contains("rank 1 (") && m.out.contains("drift over the run"),
-             m.out.constData());
+    QVERIFY2(m.out.contains("rank 1 (") && m.out.contains("drift over the run"), m.out.constData());
     trace::TraceReader merged;
     QVERIFY(merged.open(out.toStdString()).ok());
     QVERIFY(merged.run().status == trace::RunStatus::Complete);
