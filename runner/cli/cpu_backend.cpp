@@ -344,10 +344,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
 #if PIPESCOPE_HAVE_CUDA
     std::unique_ptr<cuda::GpuOpTrace> gpu_trace;
     if (cuda) {
+        cuda_options.transport = transport.get();
         eo.backend = cuda::cudaBackendFactory(cuda_options);
         human << "communication: "
-              << (multi ? "between processes over the rendezvous, staged through host memory"
-                        : cuda::describeCommunication(cuda_options, schedule))
+              << (!multi ? cuda::describeCommunication(cuda_options, schedule)
+                  : cuda_options.nccl
+                      ? "NCCL between the processes' GPUs (ids shared over the rendezvous)"
+                      : "between processes over the rendezvous, staged through host memory")
               << "\n";
         if (o.cupti.value_or(true)) {
             gpu_trace = std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin);

@@ -51,8 +51,9 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
                            trace's Nsight tables and gpu lane (default on)
-  --nccl on|off            cuda: NCCL between ranks on distinct GPUs of this process (default
-                           off: staged through host memory; the NCCL path has not run yet)
+  --nccl on|off            cuda: NCCL between the ranks' GPUs, in this process or one rank per
+                           process (default off: staged through host memory; the NCCL path
+                           has not run yet)
   --rank R --world-size N  cpu/cuda: this process runs rank R of N (one rank per process; by
                            default taken from torchrun, mpirun, srun or PMI); each process
                            writes OUT-rankR.db (merge them with pipescope-trace merge)

@@ -815,7 +815,14 @@ cudaBackendFactory(const CudaBackendOptions& options) {
     return [options, capacities, nccl](const schedule::Config& config, const schedule::Schedule& s,
                                        int rank, exec::MemoryTracker* tracker) {
         const int device = deviceOfRank(options, rank);
-        if (capacities->empty() && options.nccl) {
+        if (capacities->empty() && options.nccl && options.transport != nullptr) {
+            std::string why;
+            *nccl = NcclWorld::createAcrossProcesses(s, rank, device, *options.transport,
+                                                     options.timeout, &why);
+            if (!*nccl) {
+                throw std::runtime_error("NCCL: " + why);
+            }
+        } else if (capacities->empty() && options.nccl) {
             std::vector<int> devices;
             for (int r = 0; r < s.ranks; ++r) {
                 devices.push_back(deviceOfRank(options, r));

@@ -1,3 +1,4 @@
+#include <cstring>
 #include <cuda_runtime.h>
 #include <map>
 #include <set>
@@ -41,6 +42,15 @@ std::string NcclWorld::problem(const schedule::Schedule& schedule,
     if (static_cast<int>(devices.size()) < schedule.ranks) {
         return "ranks share a GPU (NCCL takes one rank per GPU)";
     }
+    return orderProblem(schedule);
+#endif
+}
+
+std::string NcclWorld::orderProblem(const schedule::Schedule& schedule) {
+#if !PIPESCOPE_HAVE_NCCL
+    (void)schedule;
+    return "this build has no NCCL";
+#else
     const auto built = schedule::buildGraph(schedule);
     if (built.error) {
         return built.error->message;
@@ -125,6 +135,19 @@ struct NcclWorld::Impl {
 };
 
 namespace {
+
+// The point-to-point channels a schedule uses, in one order on every rank.
+std::set<std::tuple<int, int, bool>> channelsOf(const schedule::Schedule& schedule) {
+    std::set<std::tuple<int, int, bool>> used;
+    for (int r = 0; r < schedule.ranks; ++r) {
+        for (const auto& op : schedule.ops[static_cast<std::size_t>(r)]) {
+            if (op.kind == schedule::OpKind::SendF || op.kind == schedule::OpKind::SendB) {
+                used.insert({r, op.peer, op.kind == schedule::OpKind::SendB});
+            }
+        }
+    }
+    return used;
+}
 
 class NcclComm final : public exec::Comm {
   public:
@@ -270,16 +293,7 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
         *why = doing + ": NCCL: " + ncclGetErrorString(r);
         return nullptr;
     };
-    // The point-to-point channels the schedule uses.
-    std::set<std::tuple<int, int, bool>> used;
-    for (int r = 0; r < schedule.ranks; ++r) {
-        for (const auto& op : schedule.ops[static_cast<std::size_t>(r)]) {
-            if (op.kind == schedule::OpKind::SendF || op.kind == schedule::OpKind::SendB) {
-                used.insert({r, op.peer, op.kind == schedule::OpKind::SendB});
-            }
-        }
-    }
-    for (const auto& key : used) {
+    for (const auto& key : channelsOf(schedule)) {
         const auto [a, b, gradient] = key;
         Impl::Channel ch;
         int devs[2] = {w.device[static_cast<std::size_t>(a)],
@@ -312,6 +326,82 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
     return world;
 }
 
+std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Schedule& schedule,
+                                                            int rank, int device,
+                                                            exec::SocketTransport& transport,
+                                                            std::chrono::milliseconds timeout,
+                                                            std::string* why) {
+    if (std::string p = orderProblem(schedule); !p.empty()) {
+        *why = p;
+        return nullptr;
+    }
+    const auto channels = channelsOf(schedule);
+    // The ids: one per channel, then one per collective communicator.
+    const std::size_t ids = channels.size() + 2;
+    std::vector<char> bytes(ids * sizeof(ncclUniqueId));
+    if (rank == 0) {
+        for (std::size_t i = 0; i < ids; ++i) {
+            ncclUniqueId id;
+            if (const ncclResult_t r = ncclGetUniqueId(&id); r != ncclSuccess) {
+                *why = std::string("ncclGetUniqueId: ") + ncclGetErrorString(r);
+                transport.abort(*why);
+                return nullptr;
+            }
+            std::memcpy(bytes.data() + i * sizeof(ncclUniqueId), &id, sizeof id);
+        }
+    }
+    if (auto st = transport.shareFromRank0(&bytes); !st.ok()) {
+        *why = "sharing NCCL's ids over the rendezvous: " + st.message;
+        return nullptr;
+    }
+    if (bytes.size() != ids * sizeof(ncclUniqueId)) {
+        *why = "rank 0 sent " + std::to_string(bytes.size()) + " bytes of NCCL ids, expected " +
+               std::to_string(ids * sizeof(ncclUniqueId)) + " (another schedule?)";
+        return nullptr;
+    }
+    const auto idAt = [&](std::size_t i) {
+        ncclUniqueId id;
+        std::memcpy(&id, bytes.data() + i * sizeof(ncclUniqueId), sizeof id);
+        return id;
+    };
+    std::shared_ptr<NcclWorld> world(new NcclWorld);
+    world->impl_ = std::make_unique<Impl>();
+    Impl& w = *world->impl_;
+    w.device.assign(static_cast<std::size_t>(schedule.ranks), -1);
+    w.device[static_cast<std::size_t>(rank)] = device;
+    w.timeout = timeout;
+    if (cudaSetDevice(device) != cudaSuccess) {
+        *why = "cudaSetDevice(" + std::to_string(device) + ") failed";
+        return nullptr;
+    }
+    // Every communicator of this rank in one group: no order to agree on between processes.
+    ncclGroupStart();
+    std::size_t i = 0;
+    for (const auto& key : channels) {
+        const auto [a, b, gradient] = key;
+        if (a == rank || b == rank) {
+            const int side = a == rank ? 0 : 1;
+            Impl::Channel& ch = w.channels[key];
+            ncclCommInitRank(&ch.comm[side], 2, idAt(i), side);
+            cudaStreamCreateWithFlags(&ch.stream[side], cudaStreamNonBlocking);
+        }
+        ++i;
+    }
+    for (int k = 0; k < 2; ++k) {
+        w.coll_comm[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
+        w.coll_stream[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
+        ncclCommInitRank(&w.coll_comm[k][static_cast<std::size_t>(rank)], schedule.ranks,
+                         idAt(channels.size() + static_cast<std::size_t>(k)), rank);
+        cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(rank)],
+                                  cudaStreamNonBlocking);
+    }
+    if (const ncclResult_t r = ncclGroupEnd(); r != ncclSuccess) {
+        *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(r);
+        return nullptr;
+    }
+    return world;
+}
+
 NcclWorld::~NcclWorld() = default;
 
 std::unique_ptr<exec::Comm> NcclWorld::comm(int rank, int lane, cudaStream_t lane_stream) {
@@ -326,6 +416,14 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
                                              const std::vector<int>& device_of_rank,
                                              std::chrono::milliseconds, std::string* why) {
     *why = problem(schedule, device_of_rank);
+    return nullptr;
+}
+
+std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Schedule& schedule, int,
+                                                            int, exec::SocketTransport&,
+                                                            std::chrono::milliseconds,
+                                                            std::string* why) {
+    *why = orderProblem(schedule);
     return nullptr;
 }
 

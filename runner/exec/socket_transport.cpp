@@ -537,6 +537,35 @@ std::string SocketTransport::problem() const {
     return s_->problem;
 }
 
+CommStatus SocketTransport::shareFromRank0(std::vector<char>* bytes) {
+    // Tags above any the interpreter makes (its iteration field stays far below 2^26).
+    const std::uint64_t tag = (std::uint64_t{0xFFFF} << 48) + shared_++;
+    if (s_->rank == 0) {
+        std::vector<float> words((bytes->size() + sizeof(float) - 1) / sizeof(float) + 1);
+        words[0] = static_cast<float>(bytes->size());
+        std::memcpy(words.data() + 1, bytes->data(), bytes->size());
+        for (int k = 1; k < s_->world; ++k) {
+            if (!s_->sendTo(k, Type::Bcast, tag, words.data(), words.size() * sizeof(float))) {
+                return CommStatus::error(Code::PeerGone, "rank 0 cannot reach rank " +
+                                                             std::to_string(k) +
+                                                             " to share its bootstrap data");
+            }
+        }
+        return CommStatus::success();
+    }
+    std::vector<float> words;
+    if (auto st = s_->await(Type::Bcast, 0, tag, &words, "rank 0's bootstrap data"); !st.ok()) {
+        return st;
+    }
+    const auto size = words.empty() ? std::size_t{0} : static_cast<std::size_t>(words[0]);
+    if (words.empty() || size > (words.size() - 1) * sizeof(float)) {
+        return CommStatus::error(Code::BadCall, "rank 0's bootstrap data is damaged");
+    }
+    bytes->resize(size);
+    std::memcpy(bytes->data(), words.data() + 1, size);
+    return CommStatus::success();
+}
+
 ClockOffset SocketTransport::measureClockOffset(int samples) {
     ClockOffset best;
     if (s_->rank == 0) {

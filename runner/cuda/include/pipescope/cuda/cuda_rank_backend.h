@@ -27,6 +27,10 @@
 #include <pipescope/schedule/config.h>
 #include <pipescope/schedule/ir.h>
 
+namespace pipescope::exec {
+class SocketTransport;
+}
+
 namespace pipescope::cuda {
 
 struct CudaBackendOptions {
@@ -44,6 +48,8 @@ struct CudaBackendOptions {
     bool nccl = false;
     // Bound of every NCCL wait.
     std::chrono::milliseconds timeout{600000};
+    // A multi-process run (one rank and GPU per process): NCCL's ids travel over it.
+    exec::SocketTransport* transport = nullptr;
 };
 
 // The device rank `rank` runs on under `options` (visible devices counted once).

@@ -12,6 +12,9 @@
 // - every wait is bounded: a receive or collective that does not finish within the timeout
 //   aborts the communicator and fails naming the op.
 //
+// Across processes (one rank and GPU each), the communicators' ids travel over the rendezvous
+// connection of the socket transport.
+//
 // Written and compiled without a GPU, and NCCL refuses two ranks on one GPU: it has not run.
 #pragma once
 
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include <pipescope/exec/comm.h>
+#include <pipescope/exec/socket_transport.h>
 #include <pipescope/schedule/ir.h>
 
 typedef struct CUstream_st* cudaStream_t;
@@ -33,12 +37,22 @@ class NcclWorld {
     // on one GPU, a schedule whose collectives are out of order.
     static std::string problem(const schedule::Schedule& schedule,
                                const std::vector<int>& device_of_rank);
+    // The part of problem() that is the schedule's: messages in an order NCCL can match.
+    static std::string orderProblem(const schedule::Schedule& schedule);
 
     // Creates every communicator (call from one thread, before the ranks start). Null and `why`
     // when NCCL fails to initialise.
     static std::shared_ptr<NcclWorld> create(const schedule::Schedule& schedule,
                                              const std::vector<int>& device_of_rank,
                                              std::chrono::milliseconds timeout, std::string* why);
+    // One rank of a multi-process run, one GPU per process: rank 0 makes the unique id of every
+    // communicator and sends them over the rendezvous connection; each process then joins the
+    // communicators its rank belongs to. Every process calls it, before its ranks start.
+    static std::shared_ptr<NcclWorld> createAcrossProcesses(const schedule::Schedule& schedule,
+                                                            int rank, int device,
+                                                            exec::SocketTransport& transport,
+                                                            std::chrono::milliseconds timeout,
+                                                            std::string* why);
     ~NcclWorld();
     NcclWorld(const NcclWorld&) = delete;
     NcclWorld& operator=(const NcclWorld&) = delete;

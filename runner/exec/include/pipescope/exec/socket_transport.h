@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <pipescope/exec/transport.h>
 
@@ -63,6 +64,10 @@ class SocketTransport final : public Transport {
     // while the others are up; rank 0 answers from its connection threads.
     ClockOffset measureClockOffset(int samples);
 
+    // Rank 0's `bytes` on every rank (a bootstrap, such as NCCL's unique ids): rank 0 sends, the
+    // others wait (bounded by the timeout). Every rank calls it, the same number of times.
+    CommStatus shareFromRank0(std::vector<char>* bytes);
+
     // Waits until every rank has called finish() (or gone), so no message still in flight is
     // lost, then closes. Bounded by the timeout.
     void finish();
@@ -71,6 +76,7 @@ class SocketTransport final : public Transport {
     struct State;
     explicit SocketTransport(std::unique_ptr<State> state);
     std::unique_ptr<State> s_;
+    std::uint64_t shared_ = 0;  // shareFromRank0 calls so far
     friend class SocketComm;
 };
 
