@@ -1,0 +1,202 @@
+// The socket transport of multi-process runs, with its ranks as threads of this test over
+// loopback TCP: the world forms, messages between two ranks keep their order and tags, rank 0
+// relays between the others, broadcasts and all-reduces give every member the result, rank 0's
+// bootstrap bytes reach everyone, clocks compare, an abort reaches every rank with its reason,
+// and a rank that goes away fails the others' waits at once, naming it.
+#include <future>
+#include <thread>
+#include <unistd.h>
+
+#include <QtTest>
+
+#include <pipescope/exec/socket_transport.h>
+
+using namespace pipescope::exec;
+
+namespace {
+
+using std::chrono::milliseconds;
+
+int freshPort() {
+    static int next = 0;
+    return 20000 + (static_cast<int>(getpid()) * 17 + 5000 + next++) % 12000;
+}
+
+// A world of `n` ranks, connected concurrently (rank 0 waits for the others).
+std::vector<std::unique_ptr<SocketTransport>> world(int n,
+                                                    milliseconds timeout = milliseconds(5000)) {
+    const Rendezvous at{"127.0.0.1", freshPort()};
+    std::vector<std::future<std::unique_ptr<SocketTransport>>> f;
+    for (int r = 0; r < n; ++r) {
+        f.push_back(std::async(std::launch::async, [=] {
+            std::string error;
+            auto t = SocketTransport::connect(r, n, at, 42, timeout, milliseconds(10000), &error);
+            if (!t) {
+                qWarning("rank %d: %s", r, error.c_str());
+            }
+            return t;
+        }));
+    }
+    std::vector<std::unique_ptr<SocketTransport>> out;
+    for (auto& x : f) {
+        out.push_back(x.get());
+    }
+    return out;
+}
+
+// Every rank finishes at once, as separate processes do (finish waits for all the others).
+void finishAll(std::vector<std::unique_ptr<SocketTransport>>& w) {
+    std::vector<std::thread> threads;
+    for (auto& t : w) {
+        if (t) {
+            threads.emplace_back([&t] { t->finish(); });
+        }
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+}
+
+}  // namespace
+
+class TstSocketTransport : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void parsesAddresses();
+    void messagesKeepOrderAndTags();
+    void collectivesAndBootstrap();
+    void clocksCompare();
+    void abortReachesEveryRank();
+    void goneRankIsNamed();
+};
+
+void TstSocketTransport::parsesAddresses() {
+    std::string error;
+    auto a = parseRendezvous("node7:29517", &error);
+    QVERIFY(a && a->host == "node7" && a->port == 29517);
+    a = parseRendezvous("[::1]:80", &error);
+    QVERIFY(a && a->host == "::1" && a->port == 80);
+    QVERIFY(!parseRendezvous("node7", &error));
+    QVERIFY(error.find("HOST:PORT") != std::string::npos);
+    QVERIFY(!parseRendezvous("node7:0", &error));
+    QVERIFY(!parseRendezvous("node7:http", &error));
+}
+
+void TstSocketTransport::messagesKeepOrderAndTags() {
+    auto w = world(3);
+    QVERIFY(w[0] && w[1] && w[2]);
+    auto c1 = w[1]->comm(1, 0);
+    auto c2 = w[2]->comm(2, 0);
+    QVERIFY(!w[1]->comm(0, 0));  // one rank per process
+    // Rank 1 to rank 2 goes through rank 0. Two tags, sent in one order, taken in the other.
+    const std::vector<float> a(1000, 1.5f), b(3, -2.0f);
+    QVERIFY(c1->send(2, 7, a.data(), a.size()).ok());
+    QVERIFY(c1->send(2, 9, b.data(), b.size()).ok());
+    QVERIFY(c1->send(2, 7, b.data(), b.size()).ok());
+    std::vector<float> got(3);
+    QVERIFY(c2->recv(1, 9, got.data(), 3).ok());
+    QCOMPARE(got[2], -2.0f);
+    std::vector<float> big(1000);
+    QVERIFY(c2->recv(1, 7, big.data(), 1000).ok());  // the first tag-7 message first
+    QCOMPARE(big[999], 1.5f);
+    const auto wrong = c2->recv(1, 7, big.data(), 1000);  // the second has 3 floats
+    QCOMPARE(wrong.code, CommStatus::Code::BadCall);
+    finishAll(w);
+}
+
+void TstSocketTransport::collectivesAndBootstrap() {
+    auto w = world(3);
+    QVERIFY(w[0] && w[1] && w[2]);
+    const std::vector<int> all{0, 1, 2};
+    std::vector<std::thread> threads;
+    std::vector<std::vector<float>> sums(3), maxes(3), bcast(3);
+    std::vector<std::vector<char>> boot(3);
+    std::vector<int> failures(3, 0);
+    for (int r = 0; r < 3; ++r) {
+        threads.emplace_back([&, r] {
+            auto c = w[static_cast<std::size_t>(r)]->comm(r, 2);
+            auto& s = sums[static_cast<std::size_t>(r)];
+            s = {static_cast<float>(r), 1.0f};
+            failures[static_cast<std::size_t>(r)] +=
+                !c->allReduce(all, 5, s.data(), 2, ReduceOp::Sum).ok();
+            auto& m = maxes[static_cast<std::size_t>(r)];
+            m = {static_cast<float>(10 - r)};
+            failures[static_cast<std::size_t>(r)] +=
+                !c->allReduce(all, 6, m.data(), 1, ReduceOp::Max).ok();
+            auto& b = bcast[static_cast<std::size_t>(r)];
+            b = {r == 1 ? 3.25f : 0.0f};
+            failures[static_cast<std::size_t>(r)] += !c->broadcast(all, 1, 8, b.data(), 1).ok();
+            auto& bytes = boot[static_cast<std::size_t>(r)];
+            if (r == 0) {
+                bytes = {'n', 'c', 'c', 'l', '\0', 'x'};
+            }
+            failures[static_cast<std::size_t>(r)] +=
+                !w[static_cast<std::size_t>(r)]->shareFromRank0(&bytes).ok();
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (int r = 0; r < 3; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        QCOMPARE(failures[i], 0);
+        QCOMPARE(sums[i], (std::vector<float>{3.0f, 3.0f}));
+        QCOMPARE(maxes[i], (std::vector<float>{10.0f}));
+        QCOMPARE(bcast[i], (std::vector<float>{3.25f}));
+        QCOMPARE(boot[i], (std::vector<char>{'n', 'c', 'c', 'l', '\0', 'x'}));
+    }
+    finishAll(w);
+}
+
+void TstSocketTransport::clocksCompare() {
+    auto w = world(2);
+    QVERIFY(w[0] && w[1]);
+    const ClockOffset zero = w[0]->measureClockOffset(8);
+    QCOMPARE(zero.samples, 0);  // rank 0 is the reference
+    const ClockOffset o = w[1]->measureClockOffset(8);
+    QCOMPARE(o.samples, 8);
+    QVERIFY(o.rtt_ns > 0);
+    // One machine, one clock: the offset is within the round trip.
+    QVERIFY2(std::abs(o.offset_ns) <= o.rtt_ns, qPrintable(QString::number(o.offset_ns)));
+    finishAll(w);
+}
+
+void TstSocketTransport::abortReachesEveryRank() {
+    auto w = world(3);
+    QVERIFY(w[0] && w[1] && w[2]);
+    auto c2 = w[2]->comm(2, 0);
+    auto waiting = std::async(std::launch::async, [&] {
+        std::vector<float> x(1);
+        return c2->recv(0, 1, x.data(), 1);  // never sent
+    });
+    std::this_thread::sleep_for(milliseconds(100));
+    w[1]->abort("out of memory in F3");
+    const CommStatus st = waiting.get();
+    QCOMPARE(st.code, CommStatus::Code::Aborted);
+    QVERIFY2(st.message.find("rank 1 stopped: out of memory in F3") != std::string::npos,
+             st.message.c_str());
+    QTRY_VERIFY(w[0]->problem().find("rank 1 stopped") != std::string::npos);
+    finishAll(w);
+}
+
+void TstSocketTransport::goneRankIsNamed() {
+    auto w = world(3, milliseconds(20000));
+    QVERIFY(w[0] && w[1] && w[2]);
+    auto c2 = w[2]->comm(2, 0);
+    auto waiting = std::async(std::launch::async, [&] {
+        std::vector<float> x(1);
+        return c2->recv(1, 1, x.data(), 1);
+    });
+    std::this_thread::sleep_for(milliseconds(100));
+    QElapsedTimer clock;
+    clock.start();
+    w[1].reset();  // rank 1's process ends without finishing
+    const CommStatus st = waiting.get();
+    QVERIFY(clock.elapsed() < 5000);  // at once, not at the 20 s timeout
+    QCOMPARE(st.code, CommStatus::Code::Aborted);
+    QVERIFY2(st.message.find("rank 1 is gone") != std::string::npos, st.message.c_str());
+}
+
+QTEST_GUILESS_MAIN(TstSocketTransport)
+#include "tst_socket_transport.moc"
