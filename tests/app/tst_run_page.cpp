@@ -25,6 +25,7 @@
 #include "config_panel.h"
 #include "main_window.h"
 #include "run_page.h"
+#include "testsupport.h"
 
 using namespace pipescope;
 
@@ -269,9 +270,7 @@ void TstRunPage::mergesAMultiProcessRun() {
     f.write(kTiny.toUtf8());
     f.close();
     const QString out = QDir(page()->runsFolder()).filePath(QStringLiteral("multi.db"));
-    const QString address =
-        QStringLiteral("127.0.0.1:%1")
-            .arg(20000 + static_cast<int>(QCoreApplication::applicationPid() % 12000));
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(pipescope::test::freeLoopbackPort());
     QProcess ranks[2];
     for (int r = 0; r < 2; ++r) {
         ranks[r].start(app::runnerPath(),

@@ -2,6 +2,10 @@
 // PipeScope binaries, golden-file comparison with a readable diff.
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QByteArray>
 #include <QDir>
 #include <QFile>
@@ -12,6 +16,26 @@
 #include <QtTest>
 
 namespace pipescope::test {
+
+// A loopback TCP port nothing listens on now (the system picks it), for the rendezvous of a
+// multi-process test: tests running in parallel never share one.
+inline int freeLoopbackPort() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+        port = ntohs(a.sin_port);
+    }
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    return port;
+}
 
 inline QString sourcePath(const QString& relative) {
     return QDir(QStringLiteral(PIPESCOPE_SOURCE_DIR)).filePath(relative);

@@ -11,21 +11,18 @@
 
 #include <pipescope/exec/socket_transport.h>
 
+#include "testsupport.h"
+
 using namespace pipescope::exec;
 
 namespace {
 
 using std::chrono::milliseconds;
 
-int freshPort() {
-    static int next = 0;
-    return 20000 + (static_cast<int>(getpid()) * 17 + 5000 + next++) % 12000;
-}
-
 // A world of `n` ranks, connected concurrently (rank 0 waits for the others).
 std::vector<std::unique_ptr<SocketTransport>> world(int n,
                                                     milliseconds timeout = milliseconds(5000)) {
-    const Rendezvous at{"127.0.0.1", freshPort()};
+    const Rendezvous at{"127.0.0.1", pipescope::test::freeLoopbackPort()};
     std::vector<std::future<std::unique_ptr<SocketTransport>>> f;
     for (int r = 0; r < n; ++r) {
         f.push_back(std::async(std::launch::async, [=] {

@@ -30,11 +30,8 @@ const QByteArray kTiny = R"({
   "run": {"iterations": 3, "warmup": 1, "seed": 5}
 })";
 
-// A port per test and process, so that parallel test runs do not meet each other; below
-// Linux's ephemeral range (32768 up), where the system's own connections take ports.
 int freshPort() {
-    static int next = 0;
-    return 20000 + (static_cast<int>(getpid()) * 13 + next++) % 12000;
+    return freeLoopbackPort();
 }
 
 QStringList lossesOf(const QByteArray& out) {
