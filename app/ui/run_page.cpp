@@ -137,6 +137,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     progress_->setRange(0, 1);
     progress_->setValue(0);
     progress_->setFormat(tr("%v / %m iterations"));
+    progress_->setTextVisible(false);  // until a run starts
     status_ = new QLabel(tr("Ready"));
     error_ = new QLabel;
     error_->setWordWrap(true);
@@ -407,6 +408,7 @@ bool RunPage::startNext(QString* error) {
     loss_->replot();
     progress_->setRange(0, std::max(1, next.request.iterations));
     progress_->setValue(0);
+    progress_->setTextVisible(true);
     if (!runner_->start(next.request, error)) {
         queue_.clear();
         last_error_ = *error;
