@@ -125,11 +125,7 @@ class ChromeWriter {
     }
 
     void writeOp(const trace::OpRecord& op, int tid) {
-        std::string name(trace::toString(op.kind));
-        if (op.microbatch >= 0) {
-            name += std::to_string(op.microbatch);
-        }
-        begin(name, "X", op.rank);
+        begin(detail::opName(op), "X", op.rank);
         field("tid", tid);
         field("cat", trace::toString(op.lane));
         micros("ts", op.start_ns);

@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <pipescope/trace/types.h>
@@ -43,6 +44,12 @@ class LanePacker {
     std::vector<ExtraLane> extra_;
     int next_tid_ = kFixedChromeLanes;
 };
+
+// The op's short name in exports: its kind and micro-batch, "F3", "SEND_B0", "OPT".
+inline std::string opName(const trace::OpRecord& op) {
+    std::string name(trace::toString(op.kind));
+    return op.microbatch >= 0 ? name + std::to_string(op.microbatch) : name;
+}
 
 // Pairs the k-th SEND_F from rank a to rank b with the k-th RECV_F on b from a in the same
 // iteration (likewise SEND_B / RECV_B), counting in the order ops are streamed (by start on

@@ -10,6 +10,8 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "chrome_lanes.h"
+
 namespace pipescope::interop {
 
 namespace {
@@ -23,13 +25,6 @@ struct Input {
     trace::TraceReader reader;
     std::int64_t shift = 0;  // added to this file's times
     std::vector<trace::RankInfo> own;
-};
-
-// One side of a point-to-point transfer, in the order its rank ran it.
-struct P2pSide {
-    std::int64_t start = 0;
-    std::int64_t end = 0;
-    int microbatch = -1;
 };
 
 std::string micros(std::int64_t ns) {
@@ -175,8 +170,10 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
 
     // Ops, with the iteration windows over every rank and the sides of each transfer.
     std::map<int, std::pair<std::int64_t, std::int64_t>> windows;
-    // (iteration, direction, src, dst) -> sends in src's order / receives in dst's order.
-    std::map<std::tuple<int, int, int, int>, std::vector<P2pSide>> sends, recvs;
+    // Point-to-point ops in stream order, paired by the Chrome export's rule (FlowMatcher: the
+    // k-th send from a to b in an iteration with the k-th receive on b from a).
+    std::vector<trace::OpRecord> p2p;
+    detail::FlowMatcher flows;
     for (const auto& i : in) {
         const std::int64_t shift = i->shift;
         TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
@@ -193,15 +190,11 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                     w->second.second = std::max(w->second.second, o.end_ns);
                 }
             }
-            if (o.lane != trace::Lane::Gpu && o.peer >= 0) {
-                const bool fwd = o.kind == OpKind::SendF || o.kind == OpKind::RecvF;
-                if (o.kind == OpKind::SendF || o.kind == OpKind::SendB) {
-                    sends[{o.iteration, fwd ? 0 : 1, o.rank, o.peer}].push_back(
-                        {o.start_ns, o.end_ns, o.microbatch});
-                } else if (o.kind == OpKind::RecvF || o.kind == OpKind::RecvB) {
-                    recvs[{o.iteration, fwd ? 0 : 1, o.peer, o.rank}].push_back(
-                        {o.start_ns, o.end_ns, o.microbatch});
-                }
+            if (o.lane != trace::Lane::Gpu && o.peer >= 0 &&
+                (o.kind == OpKind::SendF || o.kind == OpKind::SendB || o.kind == OpKind::RecvF ||
+                 o.kind == OpKind::RecvB)) {
+                flows.count(o);
+                p2p.push_back(o);
             }
             return true;
         });
@@ -248,27 +241,27 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                           std::nullopt, iteration});
     }
 
-    // Causality: the k-th send pairs with the k-th receive.
-    for (const auto& [key, s] : sends) {
-        const auto r = recvs.find(key);
-        if (r == recvs.end()) {
-            continue;
-        }
-        const auto [iteration, direction, src, dst] = key;
-        for (std::size_t k = 0; k < std::min(s.size(), r->second.size()); ++k) {
-            ++report->pairs_checked;
-            const P2pSide& send = s[k];
-            const P2pSide& recv = r->second[k];
-            if (recv.end < send.start) {
-                ++report->violation_count;
-                const std::string mb =
-                    send.microbatch >= 0 ? std::to_string(send.microbatch) : std::string();
-                report->violations.push_back({src, dst, iteration,
-                                              std::string(direction == 0 ? "SEND_F" : "SEND_B") +
-                                                  mb + " \u2192 " +
-                                                  (direction == 0 ? "RECV_F" : "RECV_B") + mb,
-                                              send.start - recv.end});
+    // Causality: no receive may end before its send started.
+    flows.seal();
+    std::map<std::int64_t, const trace::OpRecord*> send_of;  // flow id -> its send
+    std::vector<std::pair<std::int64_t, const trace::OpRecord*>> receives;
+    for (const auto& op : p2p) {
+        if (const std::int64_t id = flows.idFor(op); id > 0) {
+            if (op.kind == OpKind::SendF || op.kind == OpKind::SendB) {
+                send_of[id] = &op;
+            } else {
+                receives.emplace_back(id, &op);
             }
+        }
+    }
+    for (const auto& [id, recv] : receives) {
+        const trace::OpRecord& send = *send_of.at(id);
+        ++report->pairs_checked;
+        if (recv->end_ns < send.start_ns) {
+            ++report->violation_count;
+            report->violations.push_back({send.rank, recv->rank, send.iteration,
+                                          detail::opName(send) + " \u2192 " + detail::opName(*recv),
+                                          send.start_ns - recv->end_ns});
         }
     }
     std::sort(
