@@ -68,6 +68,8 @@ class TestRunMulti : public QObject {
     std::vector<Rank> launch(const QString& out, int world, int port, const QStringList& extra = {},
                              bool torchrun_env = false);
     static void finish(std::vector<Rank>& ranks, int timeout_ms = 60000);
+    // Rank 1's output until its first iteration line (at most 30 s, or until rank 0 ends).
+    static QByteArray untilUnderWay(std::vector<Rank>& ranks);
 
     QTemporaryDir dir_;
     QString config_;
@@ -114,6 +116,17 @@ void TestRunMulti::finish(std::vector<Rank>& ranks, int timeout_ms) {
         k.out = k.process->readAllStandardOutput();
         k.err = k.process->readAllStandardError();
     }
+}
+
+QByteArray TestRunMulti::untilUnderWay(std::vector<Rank>& ranks) {
+    QByteArray seen;
+    for (int i = 0; i < 300 && !seen.contains("iteration") &&
+                    ranks[0].process->state() != QProcess::NotRunning;
+         ++i) {
+        ranks[1].process->waitForReadyRead(100);
+        seen += ranks[1].process->readAllStandardOutput();
+    }
+    return seen;
 }
 
 void TestRunMulti::twoProcessesMatchOneAndMerge() {
@@ -190,13 +203,7 @@ void TestRunMulti::killedRankStopsTheOthers() {
     const QString out = dir_.filePath(QStringLiteral("killed.db"));
     auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
     // Kill rank 1 once the run is under way.
-    QByteArray seen;
-    for (int i = 0; i < 300 && !seen.contains("iteration") &&
-                    ranks[0].process->state() != QProcess::NotRunning;
-         ++i) {
-        ranks[1].process->waitForReadyRead(100);
-        seen += ranks[1].process->readAllStandardOutput();
-    }
+    const QByteArray seen = untilUnderWay(ranks);
     QVERIFY2(seen.contains("iteration"),
              (seen + ranks[1].process->readAllStandardError()).constData());
     QElapsedTimer clock;
@@ -231,14 +238,7 @@ void TestRunMulti::cancelReachesTheOthers() {
     // rank 1's reason instead of waiting for it.
     const QString out = dir_.filePath(QStringLiteral("cancel.db"));
     auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
-    QByteArray seen;
-    for (int i = 0; i < 300 && !seen.contains("iteration") &&
-                    ranks[0].process->state() != QProcess::NotRunning;
-         ++i) {
-        ranks[1].process->waitForReadyRead(100);
-        seen += ranks[1].process->readAllStandardOutput();
-    }
-    QVERIFY(seen.contains("iteration"));
+    QVERIFY(untilUnderWay(ranks).contains("iteration"));
     ranks[1].process->terminate();
     finish(ranks, 30000);
     QCOMPARE(ranks[1].process->exitCode(), 130);
