@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include <pipescope/cuda/nccl_comm.h>
-#include <pipescope/schedule/exec_graph.h>
+#include <pipescope/schedule/message_order.h>
 
 #if PIPESCOPE_HAVE_NCCL
 #include <nccl.h>

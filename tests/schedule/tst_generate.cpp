@@ -6,7 +6,7 @@
 #include <QtTest>
 
 #include <pipescope/schedule/cost_model.h>
-#include <pipescope/schedule/exec_graph.h>
+#include <pipescope/schedule/message_order.h>
 #include <pipescope/schedule/generate.h>
 #include <pipescope/schedule/schedule_json.h>
 #include <pipescope/schedule/validate.h>
