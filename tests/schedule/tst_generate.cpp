@@ -6,8 +6,8 @@
 #include <QtTest>
 
 #include <pipescope/schedule/cost_model.h>
-#include <pipescope/schedule/message_order.h>
 #include <pipescope/schedule/generate.h>
+#include <pipescope/schedule/message_order.h>
 #include <pipescope/schedule/schedule_json.h>
 #include <pipescope/schedule/validate.h>
 
