@@ -3,19 +3,14 @@
 #include <cmath>
 
 #include <QComboBox>
-#include <QDesktopServices>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QFormLayout>
-#include <QFutureWatcher>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QHeaderView>
-#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -23,15 +18,13 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardItemModel>
-#include <QTableView>
-#include <QUrl>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <qcustomplot.h>
 
 #include <pipescope/app/runs_library.h>
-#include <pipescope/interop/merge.h>
 #include <pipescope/schedule/config_parse.h>
+
+#include "runs_panel.h"
 
 namespace pipescope::app {
 
@@ -175,85 +168,15 @@ RunPage::RunPage(bool restore, QWidget* parent)
     watch->setStretchFactor(1, 3);
     run_layout->addWidget(watch, 1);
 
-    // --- the runs library ---------------------------------------------------------------------
-    table_ = new QTableView;
-    table_->setModel(library_);
-    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table_->horizontalHeader()->setStretchLastSection(false);
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    table_->verticalHeader()->hide();
-    table_->setToolTip(tr("The runs in the runs folder; double-click to open one"));
-    connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
-        emit openRequested(library_->entries()[static_cast<std::size_t>(index.row())].path);
-    });
-    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-            &RunPage::updateActions);
-    connect(library_, &QAbstractItemModel::modelReset, this, &RunPage::updateActions);
-
-    open_button_ = new QPushButton(tr("&Open"));
-    open_button_->setToolTip(tr("Open the selected runs, each in a tab"));
-    compare_button_ = new QPushButton(tr("Co&mpare"));
-    compare_button_->setToolTip(
-        tr("Compare the selected runs on one time axis (the first is "
-           "the baseline)"));
-    predict_button_ = new QPushButton(tr("&Predicted vs measured"));
-    predict_button_->setToolTip(
-        tr("Simulate the run's config with costs calibrated from the "
-           "run and with the analytic model, and show both beside the "
-           "measured run with the per-rank error of each prediction"));
-    rename_button_ = new QPushButton(tr("Re&name…"));
-    delete_button_ = new QPushButton(tr("&Delete…"));
-    delete_button_->setToolTip(tr("Delete the selected runs' files (trace, config, log)"));
-    merge_button_ = new QPushButton(tr("Mer&ge ranks"));
-    merge_button_->setToolTip(
-        tr("Join the per-rank traces of a multi-process run (NAME-rank0.db, "
-           "NAME-rank1.db, ...) into NAME.db on rank 0's clock, check "
-           "causality, and open it"));
-    connect(merge_button_, &QPushButton::clicked, this, [this] {
-        const QStringList paths = selectedPaths();
-        QString error;
-        if (paths.isEmpty() || !mergeRanks(paths.front(), &error)) {
-            emit message(error);
-        }
-    });
-    auto* reveal = new QPushButton(tr("Show &folder"));
-    reveal->setToolTip(tr("Open the runs folder in the file manager"));
-    auto* refresh = new QPushButton(tr("Re&fresh"));
-    connect(open_button_, &QPushButton::clicked, this, [this] {
-        for (const QString& p : selectedPaths()) {
-            emit openRequested(p);
-        }
-    });
-    connect(compare_button_, &QPushButton::clicked, this, [this] {
-        const QStringList paths = selectedPaths();
-        emit compareRequested(paths, tr("Compare %1 runs").arg(paths.size()));
-    });
-    connect(predict_button_, &QPushButton::clicked, this, [this] {
-        const QStringList paths = selectedPaths();
-        if (paths.size() == 1) {
-            emit predictRequested(paths.front());
-        }
-    });
-    connect(rename_button_, &QPushButton::clicked, this, &RunPage::renameSelected);
-    connect(delete_button_, &QPushButton::clicked, this, &RunPage::deleteSelected);
-    connect(reveal, &QPushButton::clicked, this, &RunPage::revealFolder);
-    connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
-    auto* lib_buttons = new QHBoxLayout;
-    for (QPushButton* b : {open_button_, compare_button_, predict_button_, merge_button_,
-                           rename_button_, delete_button_, reveal, refresh}) {
-        lib_buttons->addWidget(b);
-    }
-    lib_buttons->addStretch(1);
-    auto* lib_box = new QGroupBox(tr("Runs"));
-    auto* lib_layout = new QVBoxLayout(lib_box);
-    lib_layout->addWidget(table_, 1);
-    lib_layout->addLayout(lib_buttons);
-
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(run_box);
-    split->addWidget(lib_box);
+    panel_ = new RunsPanel(library_);
+    split->addWidget(panel_);
+    connect(panel_, &RunsPanel::openRequested, this, &RunPage::openRequested);
+    connect(panel_, &RunsPanel::compareRequested, this, &RunPage::compareRequested);
+    connect(panel_, &RunsPanel::predictRequested, this, &RunPage::predictRequested);
+    connect(panel_, &RunsPanel::message, this, &RunPage::message);
+    connect(panel_, &RunsPanel::logged, log_, &QPlainTextEdit::appendPlainText);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     auto* outer = new QVBoxLayout(this);
@@ -275,7 +198,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     }
     setRunsFolder(folder);
     backends_query_->start();
-    updateActions();
+    updateRunTooltip();
 }
 
 RunPage::~RunPage() = default;
@@ -309,7 +232,12 @@ void RunPage::setConfig(const std::optional<schedule::Config>& config) {
     if (config_ && first) {
         iterations_->setValue(std::max(1, config_->run.iterations));
     }
-    updateActions();
+    updateRunTooltip();
+}
+
+void RunPage::updateRunTooltip() {
+    run_button_->setToolTip(config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
+                                    : tr("No valid config: fix the config first"));
 }
 
 void RunPage::setRunsFolder(const QString& folder) {
@@ -509,132 +437,6 @@ void RunPage::setBusy(bool busy) {
     iterations_->setEnabled(!busy);
     folder_->setEnabled(!busy);
     cancel_button_->setEnabled(busy);
-}
-
-QStringList RunPage::selectedPaths() const {
-    QStringList out;
-    for (const QModelIndex& i : table_->selectionModel()->selectedRows()) {
-        out << library_->entries()[static_cast<std::size_t>(i.row())].path;
-    }
-    return out;
-}
-
-void RunPage::updateActions() {
-    const int n = static_cast<int>(table_->selectionModel()->selectedRows().size());
-    open_button_->setEnabled(n > 0);
-    compare_button_->setEnabled(n >= 2);
-    predict_button_->setEnabled(n == 1);
-    rename_button_->setEnabled(n == 1);
-    QString merged;
-    const QStringList selected = selectedPaths();
-    merge_button_->setEnabled(!selected.isEmpty() &&
-                              RunsLibrary::rankTraces(selected.front(), &merged).size() >= 2);
-    delete_button_->setEnabled(n > 0);
-    run_button_->setToolTip(config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
-                                    : tr("No valid config: fix the config first"));
-}
-
-void RunPage::renameSelected() {
-    const QStringList paths = selectedPaths();
-    if (paths.size() != 1) {
-        return;
-    }
-    const int row = library_->rowOf(paths.front());
-    bool ok = false;
-    const QString name =
-        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
-                              QFileInfo(paths.front()).completeBaseName(), &ok);
-    if (!ok) {
-        return;
-    }
-    QString error;
-    if (!library_->rename(row, name, &error)) {
-        QMessageBox::warning(this, tr("Rename run"), error);
-    }
-}
-
-void RunPage::deleteSelected() {
-    const QStringList paths = selectedPaths();
-    if (paths.isEmpty()) {
-        return;
-    }
-    QStringList names;
-    for (const QString& p : paths) {
-        names << QFileInfo(p).completeBaseName();
-    }
-    if (QMessageBox::question(this, tr("Delete runs"),
-                              tr("Delete %n run(s) and their files (trace, config, log)?\n\n%1",
-                                 nullptr, static_cast<int>(paths.size()))
-                                  .arg(names.join(QLatin1Char('\n')))) != QMessageBox::Yes) {
-        return;
-    }
-    QStringList errors;
-    for (const QString& p : paths) {
-        QString error;
-        if (!library_->remove(library_->rowOf(p), &error)) {
-            errors << error;
-        }
-    }
-    if (!errors.isEmpty()) {
-        QMessageBox::warning(this, tr("Delete runs"), errors.join(QLatin1Char('\n')));
-    }
-}
-
-bool RunPage::mergeRanks(const QString& trace_path, QString* error) {
-    QString merged;
-    const QStringList inputs = RunsLibrary::rankTraces(trace_path, &merged);
-    if (inputs.size() < 2) {
-        *error = tr("%1 is not one of several per-rank traces (NAME-rankN.db)")
-                     .arg(QFileInfo(trace_path).fileName());
-        return false;
-    }
-    std::vector<std::string> files;
-    for (const QString& f : inputs) {
-        files.push_back(f.toStdString());
-    }
-    using Result = std::pair<QString, QString>;  // (summary, error)
-    auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged] {
-        const auto [summary, failure] = watcher->result();
-        watcher->deleteLater();
-        library_->refresh();
-        if (!failure.isEmpty()) {
-            emit message(failure);
-            emit mergeFinished(QString(), failure);
-            return;
-        }
-        log_->appendPlainText(summary);
-        emit message(summary.section(QLatin1Char('\n'), -1));
-        emit mergeFinished(merged, QString());
-        emit openRequested(merged);
-    });
-    status_->setText(tr("merging %n trace(s)…", nullptr, static_cast<int>(inputs.size())));
-    const std::string out = merged.toStdString();
-    watcher->setFuture(QtConcurrent::run([files, out] {
-        interop::MergeOptions options;
-        options.overwrite = true;
-        interop::MergeReport report;
-        const auto st = interop::mergeTraces(files, out, options, &report);
-        if (!st.ok()) {
-            return Result{QString(), QString::fromStdString(st.message)};
-        }
-        QString text = QObject::tr(
-                           "merged %1 traces (%2 ranks) into %3; causality: %4 pairs "
-                           "checked, %5 violations")
-                           .arg(report.files)
-                           .arg(report.ranks)
-                           .arg(QString::fromStdString(out))
-                           .arg(report.pairs_checked)
-                           .arg(report.violation_count);
-        return Result{text, QString()};
-    }));
-    return true;
-}
-
-void RunPage::revealFolder() {
-    if (!QDesktopServices::openUrl(QUrl::fromLocalFile(runsFolder()))) {
-        emit message(tr("Cannot open a file manager here; the runs are in %1").arg(runsFolder()));
-    }
 }
 
 }  // namespace pipescope::app

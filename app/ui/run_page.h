@@ -1,6 +1,6 @@
 // The Run tab: runs the current config on the bundled runner (a separate pipescope-run process)
 // with the chosen backend and iterations, shows its progress, its loss as it falls and its log,
-// and lists the runs folder (open, compare, predicted versus measured, rename, delete, reveal).
+// and lists the runs folder (runs_panel.h).
 // "Run naive and vocab-2" runs the config with both vocabulary handlings, one after the other,
 // and asks for their comparison.
 #pragma once
@@ -21,11 +21,11 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
-class QTableView;
 
 namespace pipescope::app {
 
 class RunsLibrary;
+class RunsPanel;
 
 class RunPage : public QWidget {
     Q_OBJECT
@@ -50,10 +50,8 @@ class RunPage : public QWidget {
     bool busy() const;
     // The error of the last run that failed, as shown above the log (empty when it succeeded).
     QString lastError() const;
-    // Merges the per-rank traces of the multi-process run `trace_path` belongs to into BASE.db
-    // (in the background; replaces an older merge), then asks to open it. False and `error`
-    // when `trace_path` is not a per-rank trace.
-    bool mergeRanks(const QString& trace_path, QString* error);
+    // The runs library's panel (open, compare, predicted versus measured, merge ranks, ...).
+    RunsPanel* runsPanel() const { return panel_; }
 
     RunnerProcess* runner() const { return runner_; }
     RunsLibrary* library() const { return library_; }
@@ -61,7 +59,7 @@ class RunPage : public QWidget {
     QSpinBox* iterationsBox() const { return iterations_; }
     QProgressBar* progressBar() const { return progress_; }
     QPlainTextEdit* log() const { return log_; }
-    QTableView* runsTable() const { return table_; }
+
     QCustomPlot* lossPlot() const { return loss_; }
     // Extra runner arguments of the next runs (tests; expert use).
     void setExtraArgs(const QStringList& args) { extra_args_ = args; }
@@ -71,8 +69,6 @@ class RunPage : public QWidget {
     void compareRequested(const QStringList& trace_paths, const QString& title);
     void predictRequested(const QString& trace_path);
     void runFinished(const pipescope::app::RunOutcome& outcome);
-    // A merge ended: the merged trace, or an error.
-    void mergeFinished(const QString& merged_path, const QString& error);
     void message(const QString& text);  // for the status bar
 
   private:
@@ -82,11 +78,7 @@ class RunPage : public QWidget {
     void onProgress(int iteration, int of, double loss, double seconds);
     void onFinished(const RunOutcome& outcome);
     void setBusy(bool busy);
-    QStringList selectedPaths() const;
-    void updateActions();
-    void renameSelected();
-    void deleteSelected();
-    void revealFolder();
+    void updateRunTooltip();
 
     struct Queued {
         RunRequest request;
@@ -111,13 +103,7 @@ class RunPage : public QWidget {
     QLabel* error_;
     QCustomPlot* loss_;
     QPlainTextEdit* log_;
-    QTableView* table_;
-    QPushButton* open_button_;
-    QPushButton* compare_button_;
-    QPushButton* predict_button_;
-    QPushButton* rename_button_;
-    QPushButton* delete_button_;
-    QPushButton* merge_button_;
+    RunsPanel* panel_;
 
     std::vector<Queued> queue_;
     QStringList pair_paths_;  // traces of the current "naive and vocab-2" pair

@@ -25,6 +25,7 @@
 #include "config_panel.h"
 #include "main_window.h"
 #include "run_page.h"
+#include "runs_panel.h"
 #include "testsupport.h"
 
 using namespace pipescope;
@@ -286,10 +287,10 @@ void TstRunPage::mergesAMultiProcessRun() {
     const QString rank0 = QDir(page()->runsFolder()).filePath(QStringLiteral("multi-rank0.db"));
     QCOMPARE(app::RunsLibrary::rankTraces(rank0, &merged).size(), 2);
     QCOMPARE(merged, QFileInfo(out).absoluteFilePath());
-    QSignalSpy done(page(), &app::RunPage::mergeFinished);
+    QSignalSpy done(page()->runsPanel(), &app::RunsPanel::mergeFinished);
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     QString error;
-    QVERIFY2(page()->mergeRanks(rank0, &error), qPrintable(error));
+    QVERIFY2(page()->runsPanel()->mergeRanks(rank0, &error), qPrintable(error));
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30000);
     QVERIFY2(done.front().at(1).toString().isEmpty(), qPrintable(done.front().at(1).toString()));
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 30000);
@@ -300,7 +301,7 @@ void TstRunPage::mergesAMultiProcessRun() {
              QStringLiteral("complete"));
     QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("0 violations")));
     // A trace that is not per-rank is refused with a reason.
-    QVERIFY(!page()->mergeRanks(merged, &error));
+    QVERIFY(!page()->runsPanel()->mergeRanks(merged, &error));
     QVERIFY(error.contains(QStringLiteral("not one of several per-rank traces")));
 }
 

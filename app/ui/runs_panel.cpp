@@ -1,0 +1,232 @@
+#include "runs_panel.h"
+
+#include <QDesktopServices>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QInputDialog>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTableView>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <pipescope/app/runs_library.h>
+#include <pipescope/interop/merge.h>
+
+namespace pipescope::app {
+
+namespace {
+
+QPushButton* button(const QString& text, const QString& tooltip = {}) {
+    auto* b = new QPushButton(text);
+    b->setToolTip(tooltip);
+    return b;
+}
+
+}  // namespace
+
+RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
+    : QGroupBox(tr("Runs"), parent), library_(library) {
+    table_ = new QTableView;
+    table_->setModel(library_);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setStretchLastSection(false);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->verticalHeader()->hide();
+    table_->setToolTip(tr("The runs in the runs folder; double-click to open one"));
+    connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        emit openRequested(library_->entries()[static_cast<std::size_t>(index.row())].path);
+    });
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            &RunsPanel::updateActions);
+    connect(library_, &QAbstractItemModel::modelReset, this, &RunsPanel::updateActions);
+
+    open_button_ = button(tr("&Open"), tr("Open the selected runs, each in a tab"));
+    compare_button_ =
+        button(tr("Co&mpare"),
+               tr("Compare the selected runs on one time axis (the first is the baseline)"));
+    predict_button_ = button(
+        tr("&Predicted vs measured"),
+        tr("Simulate the run's config with costs calibrated from the run and with the analytic "
+           "model, and show both beside the measured run with the per-rank error of each "
+           "prediction"));
+    rename_button_ = button(tr("Re&name…"));
+    delete_button_ =
+        button(tr("&Delete…"), tr("Delete the selected runs' files (trace, config, log)"));
+    merge_button_ = button(tr("Mer&ge ranks"),
+                           tr("Join the per-rank traces of a multi-process run (NAME-rank0.db, "
+                              "NAME-rank1.db, ...) into NAME.db on rank 0's clock, check "
+                              "causality, and open it"));
+    connect(merge_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        QString error;
+        if (paths.isEmpty() || !mergeRanks(paths.front(), &error)) {
+            emit message(error);
+        }
+    });
+    auto* reveal = button(tr("Show &folder"), tr("Open the runs folder in the file manager"));
+    auto* refresh = button(tr("Re&fresh"), tr("Read the runs folder again"));
+    connect(open_button_, &QPushButton::clicked, this, [this] {
+        for (const QString& p : selectedPaths()) {
+            emit openRequested(p);
+        }
+    });
+    connect(compare_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        emit compareRequested(paths, tr("Compare %1 runs").arg(paths.size()));
+    });
+    connect(predict_button_, &QPushButton::clicked, this, [this] {
+        const QStringList paths = selectedPaths();
+        if (paths.size() == 1) {
+            emit predictRequested(paths.front());
+        }
+    });
+    connect(rename_button_, &QPushButton::clicked, this, &RunsPanel::renameSelected);
+    connect(delete_button_, &QPushButton::clicked, this, &RunsPanel::deleteSelected);
+    connect(reveal, &QPushButton::clicked, this, &RunsPanel::revealFolder);
+    connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
+    auto* lib_buttons = new QHBoxLayout;
+    for (QPushButton* b : {open_button_, compare_button_, predict_button_, merge_button_,
+                           rename_button_, delete_button_, reveal, refresh}) {
+        lib_buttons->addWidget(b);
+    }
+    lib_buttons->addStretch(1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(table_, 1);
+    layout->addLayout(lib_buttons);
+
+    updateActions();
+}
+
+QStringList RunsPanel::selectedPaths() const {
+    QStringList out;
+    for (const QModelIndex& i : table_->selectionModel()->selectedRows()) {
+        out << library_->entries()[static_cast<std::size_t>(i.row())].path;
+    }
+    return out;
+}
+
+void RunsPanel::updateActions() {
+    const int n = static_cast<int>(table_->selectionModel()->selectedRows().size());
+    open_button_->setEnabled(n > 0);
+    compare_button_->setEnabled(n >= 2);
+    predict_button_->setEnabled(n == 1);
+    rename_button_->setEnabled(n == 1);
+    QString merged;
+    const QStringList selected = selectedPaths();
+    merge_button_->setEnabled(!selected.isEmpty() &&
+                              RunsLibrary::rankTraces(selected.front(), &merged).size() >= 2);
+    delete_button_->setEnabled(n > 0);
+}
+
+void RunsPanel::renameSelected() {
+    const QStringList paths = selectedPaths();
+    if (paths.size() != 1) {
+        return;
+    }
+    const int row = library_->rowOf(paths.front());
+    bool ok = false;
+    const QString name =
+        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
+                              QFileInfo(paths.front()).completeBaseName(), &ok);
+    if (!ok) {
+        return;
+    }
+    QString error;
+    if (!library_->rename(row, name, &error)) {
+        QMessageBox::warning(this, tr("Rename run"), error);
+    }
+}
+
+void RunsPanel::deleteSelected() {
+    const QStringList paths = selectedPaths();
+    if (paths.isEmpty()) {
+        return;
+    }
+    QStringList names;
+    for (const QString& p : paths) {
+        names << QFileInfo(p).completeBaseName();
+    }
+    if (QMessageBox::question(this, tr("Delete runs"),
+                              tr("Delete %n run(s) and their files (trace, config, log)?\n\n%1",
+                                 nullptr, static_cast<int>(paths.size()))
+                                  .arg(names.join(QLatin1Char('\n')))) != QMessageBox::Yes) {
+        return;
+    }
+    QStringList errors;
+    for (const QString& p : paths) {
+        QString error;
+        if (!library_->remove(library_->rowOf(p), &error)) {
+            errors << error;
+        }
+    }
+    if (!errors.isEmpty()) {
+        QMessageBox::warning(this, tr("Delete runs"), errors.join(QLatin1Char('\n')));
+    }
+}
+
+bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
+    QString merged;
+    const QStringList inputs = RunsLibrary::rankTraces(trace_path, &merged);
+    if (inputs.size() < 2) {
+        *error = tr("%1 is not one of several per-rank traces (NAME-rankN.db)")
+                     .arg(QFileInfo(trace_path).fileName());
+        return false;
+    }
+    std::vector<std::string> files;
+    for (const QString& f : inputs) {
+        files.push_back(f.toStdString());
+    }
+    using Result = std::pair<QString, QString>;  // (summary, error)
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged] {
+        const auto [summary, failure] = watcher->result();
+        watcher->deleteLater();
+        library_->refresh();
+        if (!failure.isEmpty()) {
+            emit message(failure);
+            emit mergeFinished(QString(), failure);
+            return;
+        }
+        emit logged(summary);
+        emit message(summary.section(QLatin1Char('\n'), -1));
+        emit mergeFinished(merged, QString());
+        emit openRequested(merged);
+    });
+    emit message(tr("Merging %n trace(s)…", nullptr, static_cast<int>(inputs.size())));
+    const std::string out = merged.toStdString();
+    watcher->setFuture(QtConcurrent::run([files, out] {
+        interop::MergeOptions options;
+        options.overwrite = true;
+        interop::MergeReport report;
+        const auto st = interop::mergeTraces(files, out, options, &report);
+        if (!st.ok()) {
+            return Result{QString(), QString::fromStdString(st.message)};
+        }
+        QString text = QObject::tr(
+                           "merged %1 traces (%2 ranks) into %3; causality: %4 pairs "
+                           "checked, %5 violations")
+                           .arg(report.files)
+                           .arg(report.ranks)
+                           .arg(QString::fromStdString(out))
+                           .arg(report.pairs_checked)
+                           .arg(report.violation_count);
+        return Result{text, QString()};
+    }));
+    return true;
+}
+
+void RunsPanel::revealFolder() {
+    if (!QDesktopServices::openUrl(QUrl::fromLocalFile(library_->folder()))) {
+        emit message(
+            tr("Cannot open a file manager here; the runs are in %1").arg(library_->folder()));
+    }
+}
+
+}  // namespace pipescope::app
