@@ -1,16 +1,9 @@
 #include <algorithm>
-#include <arpa/inet.h>
-#include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <thread>
 #include <tuple>
@@ -19,6 +12,8 @@
 
 #include <pipescope/exec/socket_transport.h>
 
+#include "socket_wire.h"
+
 namespace pipescope::exec {
 
 namespace {
@@ -26,80 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Code = CommStatus::Code;
 
-constexpr std::uint32_t kMagic = 0x50535446;  // "PSTF"
-constexpr std::int32_t kRejected = -2;
-
-enum class Type : std::uint32_t {
-    Hello = 1,   // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
-                 // or dst = kRejected (another run)
-    P2p = 2,     // payload: floats
-    Bcast = 3,   // payload: floats, src the root
-    Up = 4,      // all-reduce contribution to the group's leader
-    Down = 5,    // all-reduce result from the leader
-    Abort = 6,   // payload: the reason (text); dst -1
-    Gone = 7,    // src: the rank whose connection closed; dst -1
-    Finish = 8,  // src is done sending; dst -1
-    Ping = 9,    // tag: the sender's wall clock
-    Pong = 10,   // tag: the ping's clock, count: rank 0's wall clock
-};
-
-struct Header {
-    std::uint32_t magic = kMagic;
-    std::uint32_t type = 0;
-    std::int32_t src = 0;
-    std::int32_t dst = 0;  // -1: every rank
-    std::uint64_t tag = 0;
-    std::uint64_t bytes = 0;  // payload bytes (Pong: rank 0's clock)
-};
-static_assert(sizeof(Header) == 32);
-
-std::int64_t wallNs() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-// Moves all `n` bytes with `io` (send or recv), resuming after signals; false when the
-// connection closed or failed first.
-template <typename Io>
-bool transferAll(Io io, char* p, std::size_t n) {
-    while (n > 0) {
-        const ssize_t k = io(p, n);
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k <= 0) {
-            return false;
-        }
-        p += k;
-        n -= static_cast<std::size_t>(k);
-    }
-    return true;
-}
-
-bool writeAll(int fd, const void* data, std::size_t n) {
-    return transferAll([fd](char* p, std::size_t k) { return ::send(fd, p, k, MSG_NOSIGNAL); },
-                       const_cast<char*>(static_cast<const char*>(data)), n);
-}
-
-bool readAll(int fd, void* data, std::size_t n) {
-    return transferAll([fd](char* p, std::size_t k) { return ::recv(fd, p, k, 0); },
-                       static_cast<char*>(data), n);
-}
-
-std::string errnoText() {
-    return std::strerror(errno);
-}
-
-std::string address(const Rendezvous& r) {
-    return (r.host.find(':') != std::string::npos ? "[" + r.host + "]" : r.host) + ":" +
-           std::to_string(r.port);
-}
-
-void setNoDelay(int fd) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
+using namespace wire;
 
 }  // namespace
 
@@ -635,183 +557,16 @@ std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
     s->rendezvous = rendezvous;
     s->finished.assign(static_cast<std::size_t>(world), 0);
     s->gone.assign(static_cast<std::size_t>(world), 0);
-    const std::string where = address(rendezvous);
-    const auto deadline = Clock::now() + connect_timeout;
-    const auto msLeft = [&] {
-        return static_cast<int>(std::max<std::int64_t>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
-                   .count()));
-    };
-
     if (rank == 0) {
-        s->fds.assign(static_cast<std::size_t>(world), -1);
-        addrinfo hints{};
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        hints.ai_flags = AI_PASSIVE;
-        addrinfo* list = nullptr;
-        // Listen on every interface: the others may reach this host by any of its names.
-        if (const int rc =
-                getaddrinfo(nullptr, std::to_string(rendezvous.port).c_str(), &hints, &list);
-            rc != 0) {
-            *error = "rendezvous " + where + ": " + gai_strerror(rc);
+        if (!gatherRanks(world, rendezvous, run_key, connect_timeout, &s->fds, error)) {
             return nullptr;
-        }
-        int listener = -1;
-        std::string why = "no address to listen on";
-        for (addrinfo* a = list; a != nullptr && listener < 0; a = a->ai_next) {
-            const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-            if (fd < 0) {
-                why = errnoText();
-                continue;
-            }
-            int one = 1;
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-            if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, world) == 0) {
-                listener = fd;
-            } else {
-                why = errnoText();
-                ::close(fd);
-            }
-        }
-        freeaddrinfo(list);
-        if (listener < 0) {
-            *error = "rank 0 cannot listen on port " + std::to_string(rendezvous.port) + ": " +
-                     why + " (is another run using it? choose another with --rendezvous)";
-            return nullptr;
-        }
-        int joined = 0;
-        while (joined < world - 1) {
-            pollfd p{listener, POLLIN, 0};
-            const int ready = ::poll(&p, 1, msLeft());
-            if (ready <= 0) {
-                std::string missing;
-                for (int k = 1; k < world; ++k) {
-                    if (s->fds[static_cast<std::size_t>(k)] < 0) {
-                        missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-                    }
-                }
-                *error = "rank 0 waited " + std::to_string(connect_timeout.count() / 1000) +
-                         " s at " + where + " for ranks " + missing +
-                         " to connect (were they started with the same --rendezvous and "
-                         "--world-size?)";
-                ::close(listener);
-                return nullptr;
-            }
-            const int fd = ::accept(listener, nullptr, nullptr);
-            if (fd < 0) {
-                continue;
-            }
-            setNoDelay(fd);
-            Header h;
-            pollfd q{fd, POLLIN, 0};
-            if (::poll(&q, 1, 5000) <= 0 || !readAll(fd, &h, sizeof h) || h.magic != kMagic ||
-                h.type != static_cast<std::uint32_t>(Type::Hello)) {
-                ::close(fd);  // not one of ours
-                continue;
-            }
-            if (h.bytes != run_key) {
-                // A process of another run (another config, or the same port twice): turned
-                // away, and this run goes on waiting for its own.
-                Header no;
-                no.type = static_cast<std::uint32_t>(Type::Hello);
-                no.dst = kRejected;
-                (void)writeAll(fd, &no, sizeof no);
-                ::close(fd);
-                continue;
-            }
-            if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world ||
-                s->fds[static_cast<std::size_t>(h.src)] >= 0) {
-                *error = "rank 0: a process joined as rank " + std::to_string(h.src) + " of " +
-                         std::to_string(h.tag) + " but this world has " + std::to_string(world) +
-                         " ranks" +
-                         (h.src > 0 && h.src < world
-                              ? " and rank " + std::to_string(h.src) + " has joined already"
-                              : std::string());
-                ::close(fd);
-                ::close(listener);
-                return nullptr;
-            }
-            s->fds[static_cast<std::size_t>(h.src)] = fd;
-            ++joined;
-        }
-        ::close(listener);
-        // Everyone is here: welcome them.
-        for (int k = 1; k < world; ++k) {
-            Header yes;
-            yes.type = static_cast<std::uint32_t>(Type::Hello);
-            yes.dst = k;
-            yes.tag = static_cast<std::uint64_t>(world);
-            yes.bytes = run_key;
-            (void)writeAll(s->fds[static_cast<std::size_t>(k)], &yes, sizeof yes);
         }
     } else {
-        s->fds.assign(1, -1);
-        std::string why;
-        while (s->fds[0] < 0) {
-            addrinfo hints{};
-            hints.ai_family = AF_UNSPEC;
-            hints.ai_socktype = SOCK_STREAM;
-            addrinfo* list = nullptr;
-            if (const int rc = getaddrinfo(rendezvous.host.c_str(),
-                                           std::to_string(rendezvous.port).c_str(), &hints, &list);
-                rc != 0) {
-                why = gai_strerror(rc);
-            } else {
-                for (addrinfo* a = list; a != nullptr && s->fds[0] < 0; a = a->ai_next) {
-                    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-                    if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-                        s->fds[0] = fd;
-                    } else {
-                        why = errnoText();
-                        if (fd >= 0) {
-                            ::close(fd);
-                        }
-                    }
-                }
-                freeaddrinfo(list);
-            }
-            if (s->fds[0] >= 0) {
-                break;
-            }
-            if (msLeft() == 0) {
-                *error = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + where +
-                         " within " + std::to_string(connect_timeout.count() / 1000) + " s: " + why;
-                return nullptr;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        setNoDelay(s->fds[0]);
-        Header h;
-        h.type = static_cast<std::uint32_t>(Type::Hello);
-        h.src = rank;
-        h.dst = 0;
-        h.tag = static_cast<std::uint64_t>(world);
-        h.bytes = run_key;
-        if (!writeAll(s->fds[0], &h, sizeof h)) {
-            *error = "rank " + std::to_string(rank) + ": the connection to rank 0 at " + where +
-                     " closed at once: " + errnoText();
+        const int link = joinRank0(rank, world, rendezvous, run_key, connect_timeout, error);
+        if (link < 0) {
             return nullptr;
         }
-        // Rank 0 answers once every rank has joined.
-        Header answer;
-        pollfd q{s->fds[0], POLLIN, 0};
-        const bool answered = ::poll(&q, 1, std::max(1000, msLeft())) > 0 &&
-                              readAll(s->fds[0], &answer, sizeof answer) &&
-                              answer.magic == kMagic &&
-                              answer.type == static_cast<std::uint32_t>(Type::Hello);
-        if (!answered || answer.dst != rank) {
-            *error = "rank " + std::to_string(rank) + ": " +
-                     (answered && answer.dst == kRejected
-                          ? "rank 0 at " + where +
-                                " belongs to another run (another config or world size); give "
-                                "each run its own --rendezvous port"
-                          : "connected to " + where +
-                                " but no rank 0 of this run welcomed it "
-                                "within the connect timeout (another "
-                                "program on that port, or a rank missing?)");
-            return nullptr;
-        }
+        s->fds.assign(1, link);
     }
     for (std::size_t i = 0; i < s->fds.size(); ++i) {
         s->write_m.push_back(std::make_unique<std::mutex>());

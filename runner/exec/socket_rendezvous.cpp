@@ -1,0 +1,230 @@
+#include <algorithm>
+#include <netdb.h>
+#include <poll.h>
+#include <thread>
+#include <unistd.h>
+
+#include "socket_wire.h"
+
+namespace pipescope::exec::wire {
+
+namespace {
+
+void closeIfOpen(int fd) {
+    if (fd >= 0) {
+        ::close(fd);
+    }
+}
+
+// Closes the connections gathered so far (a failed gathering keeps none).
+bool giveUp(std::vector<int>* fds) {
+    for (int& fd : *fds) {
+        closeIfOpen(fd);
+        fd = -1;
+    }
+    return false;
+}
+
+// The end of the connect timeout, as poll() wants it: milliseconds left, never negative.
+class Deadline {
+  public:
+    explicit Deadline(std::chrono::milliseconds within)
+        : end_(std::chrono::steady_clock::now() + within) {}
+    int msLeft() const {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end_ - std::chrono::steady_clock::now());
+        return static_cast<int>(std::max<std::int64_t>(0, left.count()));
+    }
+
+  private:
+    std::chrono::steady_clock::time_point end_;
+};
+
+}  // namespace
+
+bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+                 std::chrono::milliseconds connect_timeout, std::vector<int>* fds,
+                 std::string* error) {
+    const std::string where = address(rendezvous);
+    const Deadline deadline(connect_timeout);
+    const auto msLeft = [&] { return deadline.msLeft(); };
+    fds->assign(static_cast<std::size_t>(world), -1);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* list = nullptr;
+    // Listen on every interface: the others may reach this host by any of its names.
+    if (const int rc = getaddrinfo(nullptr, std::to_string(rendezvous.port).c_str(), &hints, &list);
+        rc != 0) {
+        *error = "rendezvous " + where + ": " + gai_strerror(rc);
+        return false;
+    }
+    int listener = -1;
+    std::string why = "no address to listen on";
+    for (addrinfo* a = list; a != nullptr && listener < 0; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0) {
+            why = errnoText();
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, world) == 0) {
+            listener = fd;
+        } else {
+            why = errnoText();
+            ::close(fd);
+        }
+    }
+    freeaddrinfo(list);
+    if (listener < 0) {
+        *error = "rank 0 cannot listen on port " + std::to_string(rendezvous.port) + ": " + why +
+                 " (is another run using it? choose another with --rendezvous)";
+        return false;
+    }
+    int joined = 0;
+    while (joined < world - 1) {
+        pollfd p{listener, POLLIN, 0};
+        const int ready = ::poll(&p, 1, msLeft());
+        if (ready <= 0) {
+            std::string missing;
+            for (int k = 1; k < world; ++k) {
+                if ((*fds)[static_cast<std::size_t>(k)] < 0) {
+                    missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+                }
+            }
+            *error = "rank 0 waited " + std::to_string(connect_timeout.count() / 1000) + " s at " +
+                     where + " for ranks " + missing +
+                     " to connect (were they started with the same --rendezvous and "
+                     "--world-size?)";
+            ::close(listener);
+            return giveUp(fds);
+        }
+        const int fd = ::accept(listener, nullptr, nullptr);
+        if (fd < 0) {
+            continue;
+        }
+        setNoDelay(fd);
+        Header h;
+        pollfd q{fd, POLLIN, 0};
+        if (::poll(&q, 1, 5000) <= 0 || !readAll(fd, &h, sizeof h) || h.magic != kMagic ||
+            h.type != static_cast<std::uint32_t>(Type::Hello)) {
+            ::close(fd);  // not one of ours
+            continue;
+        }
+        if (h.bytes != run_key) {
+            // A process of another run (another config, or the same port twice): turned
+            // away, and this run goes on waiting for its own.
+            Header no;
+            no.type = static_cast<std::uint32_t>(Type::Hello);
+            no.dst = kRejected;
+            (void)writeAll(fd, &no, sizeof no);
+            ::close(fd);
+            continue;
+        }
+        if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world ||
+            (*fds)[static_cast<std::size_t>(h.src)] >= 0) {
+            *error = "rank 0: a process joined as rank " + std::to_string(h.src) + " of " +
+                     std::to_string(h.tag) + " but this world has " + std::to_string(world) +
+                     " ranks" +
+                     (h.src > 0 && h.src < world
+                          ? " and rank " + std::to_string(h.src) + " has joined already"
+                          : std::string());
+            ::close(fd);
+            ::close(listener);
+            return giveUp(fds);
+        }
+        (*fds)[static_cast<std::size_t>(h.src)] = fd;
+        ++joined;
+    }
+    ::close(listener);
+    // Everyone is here: welcome them.
+    for (int k = 1; k < world; ++k) {
+        Header yes;
+        yes.type = static_cast<std::uint32_t>(Type::Hello);
+        yes.dst = k;
+        yes.tag = static_cast<std::uint64_t>(world);
+        yes.bytes = run_key;
+        (void)writeAll((*fds)[static_cast<std::size_t>(k)], &yes, sizeof yes);
+    }
+    return true;
+}
+
+int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+              std::chrono::milliseconds connect_timeout, std::string* error) {
+    const std::string where = address(rendezvous);
+    const Deadline deadline(connect_timeout);
+    const auto msLeft = [&] { return deadline.msLeft(); };
+    int link = -1;
+    std::string why;
+    while (link < 0) {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* list = nullptr;
+        if (const int rc = getaddrinfo(rendezvous.host.c_str(),
+                                       std::to_string(rendezvous.port).c_str(), &hints, &list);
+            rc != 0) {
+            why = gai_strerror(rc);
+        } else {
+            for (addrinfo* a = list; a != nullptr && link < 0; a = a->ai_next) {
+                const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+                if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+                    link = fd;
+                } else {
+                    why = errnoText();
+                    if (fd >= 0) {
+                        ::close(fd);
+                    }
+                }
+            }
+            freeaddrinfo(list);
+        }
+        if (link >= 0) {
+            break;
+        }
+        if (msLeft() == 0) {
+            *error = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + where +
+                     " within " + std::to_string(connect_timeout.count() / 1000) + " s: " + why;
+            closeIfOpen(link);
+            return -1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    setNoDelay(link);
+    Header h;
+    h.type = static_cast<std::uint32_t>(Type::Hello);
+    h.src = rank;
+    h.dst = 0;
+    h.tag = static_cast<std::uint64_t>(world);
+    h.bytes = run_key;
+    if (!writeAll(link, &h, sizeof h)) {
+        *error = "rank " + std::to_string(rank) + ": the connection to rank 0 at " + where +
+                 " closed at once: " + errnoText();
+        closeIfOpen(link);
+        return -1;
+    }
+    // Rank 0 answers once every rank has joined.
+    Header answer;
+    pollfd q{link, POLLIN, 0};
+    const bool answered = ::poll(&q, 1, std::max(1000, msLeft())) > 0 &&
+                          readAll(link, &answer, sizeof answer) && answer.magic == kMagic &&
+                          answer.type == static_cast<std::uint32_t>(Type::Hello);
+    if (!answered || answer.dst != rank) {
+        *error = "rank " + std::to_string(rank) + ": " +
+                 (answered && answer.dst == kRejected
+                      ? "rank 0 at " + where +
+                            " belongs to another run (another config or world size); give "
+                            "each run its own --rendezvous port"
+                      : "connected to " + where +
+                            " but no rank 0 of this run welcomed it "
+                            "within the connect timeout (another "
+                            "program on that port, or a rank missing?)");
+        closeIfOpen(link);
+        return -1;
+    }
+    return link;
+}
+
+}  // namespace pipescope::exec::wire

@@ -1,0 +1,109 @@
+// The socket transport's wire format and its rendezvous (socket_transport.h): frames of a
+// 32-byte header and a payload, and the handshake by which rank 0 gathers the others. Internal
+// to pipescope_exec.
+#pragma once
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string>
+#include <sys/socket.h>
+#include <vector>
+
+#include <pipescope/exec/socket_transport.h>
+
+namespace pipescope::exec::wire {
+
+constexpr std::uint32_t kMagic = 0x50535446;  // "PSTF"
+constexpr std::int32_t kRejected = -2;
+
+enum class Type : std::uint32_t {
+    Hello = 1,   // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
+                 // or dst = kRejected (another run)
+    P2p = 2,     // payload: floats
+    Bcast = 3,   // payload: floats, src the root
+    Up = 4,      // all-reduce contribution to the group's leader
+    Down = 5,    // all-reduce result from the leader
+    Abort = 6,   // payload: the reason (text); dst -1
+    Gone = 7,    // src: the rank whose connection closed; dst -1
+    Finish = 8,  // src is done sending; dst -1
+    Ping = 9,    // tag: the sender's wall clock
+    Pong = 10,   // tag: the ping's clock, count: rank 0's wall clock
+};
+
+struct Header {
+    std::uint32_t magic = kMagic;
+    std::uint32_t type = 0;
+    std::int32_t src = 0;
+    std::int32_t dst = 0;  // -1: every rank
+    std::uint64_t tag = 0;
+    std::uint64_t bytes = 0;  // payload bytes (Pong: rank 0's clock)
+};
+static_assert(sizeof(Header) == 32);
+
+inline std::int64_t wallNs() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Moves all `n` bytes with `io` (send or recv), resuming after signals; false when the
+// connection closed or failed first.
+template <typename Io>
+inline bool transferAll(Io io, char* p, std::size_t n) {
+    while (n > 0) {
+        const ssize_t k = io(p, n);
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k <= 0) {
+            return false;
+        }
+        p += k;
+        n -= static_cast<std::size_t>(k);
+    }
+    return true;
+}
+
+inline bool writeAll(int fd, const void* data, std::size_t n) {
+    return transferAll([fd](char* p, std::size_t k) { return ::send(fd, p, k, MSG_NOSIGNAL); },
+                       const_cast<char*>(static_cast<const char*>(data)), n);
+}
+
+inline bool readAll(int fd, void* data, std::size_t n) {
+    return transferAll([fd](char* p, std::size_t k) { return ::recv(fd, p, k, 0); },
+                       static_cast<char*>(data), n);
+}
+
+inline std::string errnoText() {
+    return std::strerror(errno);
+}
+
+inline std::string address(const Rendezvous& r) {
+    return (r.host.find(':') != std::string::npos ? "[" + r.host + "]" : r.host) + ":" +
+           std::to_string(r.port);
+}
+
+inline void setNoDelay(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Rank 0: listens at `rendezvous` until the `world` − 1 others of this run (`run_key`) have
+// joined, turning away processes of other runs, then welcomes them. (*fds)[k] is rank k's
+// connection (fds[0] unused). False and `error` when they do not all come in time.
+bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+                 std::chrono::milliseconds connect_timeout, std::vector<int>* fds,
+                 std::string* error);
+
+// Rank `rank` > 0: connects to rank 0 (retrying while it comes up), introduces itself and waits
+// for the welcome. The connection, or −1 and `error`.
+int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+              std::chrono::milliseconds connect_timeout, std::string* error);
+
+}  // namespace pipescope::exec::wire
