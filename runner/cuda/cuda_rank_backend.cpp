@@ -24,6 +24,8 @@
 #include <pipescope/exec/vocab_layers.h>
 #include <pipescope/kernels/cuda/ops.h>
 
+#include "staged_comm.h"
+
 namespace pipescope::cuda {
 
 namespace kg = kernels::cuda;
@@ -731,63 +733,13 @@ void CudaRankBackend::optimizerStep(const kernels::cpu::AdamWConfig& config, std
     }
 }
 
-// LocalComm: device buffers staged through the in-process fabric's host endpoint.
-class StagedComm final : public exec::Comm {
-  public:
-    StagedComm(std::unique_ptr<exec::Comm> host, CudaRankBackend& backend)
-        : host_(std::move(host)), backend_(backend) {}
-
-    int rank() const override { return host_->rank(); }
-    int size() const override { return host_->size(); }
-    void setActivity(std::string what) override { host_->setActivity(std::move(what)); }
-
-    exec::CommStatus send(int peer, std::uint64_t tag, const float* data,
-                          std::size_t count) override {
-        std::vector<float> h(count);
-        backend_.toHost(h.data(), data, count);
-        return host_->send(peer, tag, h.data(), count);
-    }
-    exec::CommStatus recv(int peer, std::uint64_t tag, float* data, std::size_t count) override {
-        std::vector<float> h(count);
-        auto st = host_->recv(peer, tag, h.data(), count);
-        if (st.ok()) {
-            backend_.toDevice(data, h.data(), count);
-        }
-        return st;
-    }
-    exec::CommStatus broadcast(const std::vector<int>& group, int root, std::uint64_t tag,
-                               float* data, std::size_t count) override {
-        std::vector<float> h(count);
-        if (rank() == root) {
-            backend_.toHost(h.data(), data, count);
-        }
-        auto st = host_->broadcast(group, root, tag, h.data(), count);
-        if (st.ok() && rank() != root) {
-            backend_.toDevice(data, h.data(), count);
-        }
-        return st;
-    }
-    exec::CommStatus allReduce(const std::vector<int>& group, std::uint64_t tag, float* data,
-                               std::size_t count, exec::ReduceOp op) override {
-        std::vector<float> h(count);
-        backend_.toHost(h.data(), data, count);
-        auto st = host_->allReduce(group, tag, h.data(), count, op);
-        if (st.ok()) {
-            backend_.toDevice(data, h.data(), count);
-        }
-        return st;
-    }
-
-  private:
-    std::unique_ptr<exec::Comm> host_;
-    CudaRankBackend& backend_;
-};
-
 std::unique_ptr<exec::Comm> CudaRankBackend::comm(std::unique_ptr<exec::Comm> host, int lane) {
     if (nccl_) {
         return nccl_->comm(rank_, lane, lanes_[idx(lane)].stream);
     }
-    return std::make_unique<StagedComm>(std::move(host), *this);
+    return std::make_unique<StagedComm>(
+        std::move(host), [this](float* h, const float* d, std::size_t n) { toHost(h, d, n); },
+        [this](float* d, const float* h, std::size_t n) { toDevice(d, h, n); });
 }
 
 }  // namespace
