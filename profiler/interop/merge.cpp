@@ -49,10 +49,10 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         if (TraceStatus st = i->reader.open(path); !st.ok()) {
             return st;
         }
-        // The ranks this file holds: those in its rank table (a reader also lists the world's
-        // other ranks, with no device, so that every rank has a row).
+        // The ranks this file holds: those of its rank table.
+        const auto& listed = i->reader.listedRanks();
         for (const auto& r : i->reader.ranks()) {
-            if (r.device.empty()) {
+            if (std::find(listed.begin(), listed.end(), r.rank) == listed.end()) {
                 continue;
             }
             i->own.push_back(r);

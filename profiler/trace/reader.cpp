@@ -163,6 +163,7 @@ TraceStatus TraceReader::open(const std::string& path) {
     std::set<int> known;
     for (const auto& k : d.ranks) {
         known.insert(k.rank);
+        d.listed_ranks.push_back(k.rank);
     }
     for (int r = 0; r < std::min(d.run.ranks, kMaxRanks); ++r) {
         known.insert(r);
@@ -249,6 +250,10 @@ const RunInfo& TraceReader::run() const {
 }
 const std::vector<RankInfo>& TraceReader::ranks() const {
     return impl_->ranks;
+}
+
+const std::vector<int>& TraceReader::listedRanks() const {
+    return impl_->listed_ranks;
 }
 int TraceReader::rankCount() const {
     return static_cast<int>(impl_->ranks.size());

@@ -15,6 +15,7 @@ struct TraceReader::Impl {
     std::string path;
     RunInfo run;
     std::vector<RankInfo> ranks;
+    std::vector<int> listed_ranks;  // from the rank table
     bool finalized = false;
     int op_lod_min = kLodLevels;
     int op_lod_max = -1;

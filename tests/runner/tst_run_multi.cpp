@@ -145,6 +145,9 @@ void TestRunMulti::twoProcessesMatchOneAndMerge() {
     QVERIFY(reader.open(r1.toStdString()).ok());
     QVERIFY(reader.run().status == trace::RunStatus::Complete);
     QVERIFY(reader.opCount() > 0);
+    // The file holds rank 1 alone; the reader still gives the world's every rank a row.
+    QCOMPARE(reader.listedRanks(), std::vector<int>{1});
+    QCOMPARE(reader.ranks().size(), std::size_t(2));
     const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
     QVERIFY2(m.out.contains("0 violations"), m.out.constData());

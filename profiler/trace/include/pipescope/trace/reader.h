@@ -94,7 +94,11 @@ class TraceReader {
     const std::string& path() const;
 
     const RunInfo& run() const;
+    // Every rank of the run: those of the `rank` table, and a bare row for each other rank up to
+    // run.ranks (a rank that recorded nothing, or one another process holds).
     const std::vector<RankInfo>& ranks() const;
+    // The ranks this file's `rank` table lists (a multi-process run's file: its own rank).
+    const std::vector<int>& listedRanks() const;
     int rankCount() const;
     // True when finish() ran: indexes and summary levels exist. Otherwise queries still work
     // but read raw rows.
