@@ -62,10 +62,6 @@ struct GpuOpTrace::Impl {
     }
 };
 
-GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
-                       std::chrono::steady_clock::time_point origin)
-    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
-
 GpuOpTrace::~GpuOpTrace() {
     if (active_) {
         cupti::ActivityTracer::instance().stop();
@@ -144,10 +140,6 @@ struct GpuOpTrace::Impl {
     GpuTraceSummary summary;
 };
 
-GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
-                       std::chrono::steady_clock::time_point origin)
-    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
-
 GpuOpTrace::~GpuOpTrace() = default;
 
 std::string GpuOpTrace::start() {
@@ -161,5 +153,10 @@ GpuTraceSummary GpuOpTrace::finish() {
 }
 
 #endif
+
+// Both Impls are complete here.
+GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
+                       std::chrono::steady_clock::time_point origin)
+    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
 
 }  // namespace pipescope::cuda
