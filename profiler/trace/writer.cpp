@@ -1,9 +1,12 @@
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <initializer_list>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -25,40 +28,60 @@ std::int64_t wallClockNs() {
         .count();
 }
 
-struct TraceWriter::Impl {
-    Db db;
-    std::string path;
-    WriterOptions options;
-    RunInfo run;
-    mutable std::mutex mutex;
-    TraceStatus error;
-    bool open = false;
-    WriterStats stats;
-    int batch_delay_ms = 0;
-
+// The rows of one transaction. String ids are resolved when a row is added, so the committer
+// never reads the intern table that adders write.
+struct Batch {
     std::vector<RankInfo> ranks;
     std::vector<OpRecord> ops;
     std::vector<MemorySample> memory;
     std::vector<MetricRecord> metrics;
     std::vector<KernelRecord> kernels;
+    std::vector<std::pair<std::int64_t, std::int64_t>> kernel_names;  // demangled, short
     std::vector<MemcpyRecord> memcpys;
     std::vector<MemsetRecord> memsets;
     std::vector<RuntimeRecord> runtimes;
+    std::vector<std::int64_t> runtime_names;
     std::vector<SyncRecord> syncs;
     std::vector<NvtxRecord> nvtx;
     std::vector<GpuMemoryEvent> gpu_memory;
     std::vector<GpuInfo> gpus;
-    std::unordered_map<std::string, std::int64_t> string_ids;
     std::vector<std::pair<std::int64_t, std::string>> new_strings;
 
-    Stmt ins_rank, ins_op, ins_memory, ins_metric, ins_string, ins_kernel, ins_memcpy, ins_memset,
-        ins_runtime, ins_sync, ins_nvtx, ins_gpu_memory, ins_gpu;
-
-    std::size_t buffered() const {
+    std::size_t size() const {
         return ranks.size() + ops.size() + memory.size() + metrics.size() + kernels.size() +
                memcpys.size() + memsets.size() + runtimes.size() + syncs.size() + nvtx.size() +
                gpu_memory.size() + gpus.size() + new_strings.size();
     }
+};
+
+// Adders fill `cur` under `mutex`; a full batch goes to the queue and the committer thread
+// writes it, so a thread that adds a row (a rank, CUPTI's drain) never waits for SQLite unless
+// the committer falls kMaxQueued batches behind. Only the committer touches the database while
+// it runs; create() and finish() use it while the committer is not running.
+struct TraceWriter::Impl {
+    static constexpr std::size_t kMaxQueued = 4;
+
+    Db db;
+    std::string path;
+    WriterOptions options;
+    RunInfo run;
+    mutable std::mutex mutex;
+    std::condition_variable work;  // the committer: a batch is queued, or stop
+    std::condition_variable idle;  // waiters: a batch was written
+    TraceStatus error;
+    bool open = false;
+    WriterStats stats;
+    int batch_delay_ms = 0;
+
+    Batch cur;
+    std::deque<Batch> queue;
+    bool writing = false;
+    bool stopping = false;
+    std::thread committer;
+    std::unordered_map<std::string, std::int64_t> string_ids;
+
+    Stmt ins_rank, ins_op, ins_memory, ins_metric, ins_string, ins_kernel, ins_memcpy, ins_memset,
+        ins_runtime, ins_sync, ins_nvtx, ins_gpu_memory, ins_gpu;
 
     void fail(TraceStatus::Code code, const std::string& what) {
         if (error.ok()) {
@@ -67,28 +90,40 @@ struct TraceWriter::Impl {
     }
 
     bool prepareStatements();
-    TraceStatus flushLocked();
-    bool writeBatch();
-    void maybeFlushLocked() {
-        if (buffered() >= options.batch_rows) {
-            flushLocked();
+    bool writeBatch(const Batch& b);
+    // One transaction for `b`, on the committer thread (mutex not held). "" or why it failed.
+    std::string commit(const Batch& b, int delay_ms);
+    void commitLoop();
+    void startCommitter();
+    // Waits for the queue to be written, then ends the committer; `lock` holds mutex.
+    void stopCommitter(std::unique_lock<std::mutex>& lock);
+    // Queues the current batch and waits until everything queued is written.
+    TraceStatus flushLocked(std::unique_lock<std::mutex>& lock);
+    void queueCurrentLocked(std::unique_lock<std::mutex>& lock) {
+        if (cur.size() == 0) {
+            return;
         }
+        idle.wait(lock, [this] { return queue.size() < kMaxQueued || !committer.joinable(); });
+        queue.push_back(std::move(cur));
+        cur = Batch{};
+        work.notify_one();
     }
     std::int64_t internLocked(std::string_view text);
 
-    // Buffers a record (interning the strings it refers to) and commits when a batch is full.
-    template <class T>
-    void add(std::vector<T>& buffer, const T& value,
-             std::initializer_list<std::string_view> strings = {}) {
-        std::lock_guard lock(mutex);
+    // Buffers a record and queues the batch when it is full.
+    template <class T, class Extra = std::nullptr_t>
+    void add(std::vector<T> Batch::*buffer, const T& value, Extra extra = nullptr) {
+        std::unique_lock lock(mutex);
         if (!open || !error.ok()) {
             return;
         }
-        for (auto text : strings) {
-            internLocked(text);
+        if constexpr (!std::is_same_v<Extra, std::nullptr_t>) {
+            extra(*this);
         }
-        buffer.push_back(value);
-        maybeFlushLocked();
+        (cur.*buffer).push_back(value);
+        if (cur.size() >= options.batch_rows) {
+            queueCurrentLocked(lock);
+        }
     }
 };
 
@@ -153,29 +188,29 @@ std::int64_t TraceWriter::Impl::internLocked(std::string_view text) {
     auto [it, inserted] = string_ids.try_emplace(std::string(text), 0);
     if (inserted) {
         it->second = static_cast<std::int64_t>(string_ids.size());
-        new_strings.emplace_back(it->second, it->first);
+        cur.new_strings.emplace_back(it->second, it->first);
     }
     return it->second;
 }
 
-bool TraceWriter::Impl::writeBatch() {
+bool TraceWriter::Impl::writeBatch(const Batch& b) {
     auto done = [](Stmt& s) {
         const bool ok = s.step() == SQLITE_DONE;
         s.reset();
         return ok;
     };
-    for (const auto& [id, value] : new_strings) {
+    for (const auto& [id, value] : b.new_strings) {
         if (!done(ins_string.bind(1, id).bind(2, value))) {
             return false;
         }
     }
-    for (const auto& r : ranks) {
+    for (const auto& r : b.ranks) {
         ins_rank.bind(1, r.rank).bind(2, r.stages).bind(3, r.device).bind(4, r.host);
         if (!done(ins_rank.bind(5, r.clock_offset_ns).bind(6, r.pid))) {
             return false;
         }
     }
-    for (const auto& o : ops) {
+    for (const auto& o : b.ops) {
         Stmt& s = ins_op;
         s.bind(1, o.rank).bind(2, o.iteration).bind(3, static_cast<int>(o.kind));
         s.bindOrNull(4, o.microbatch).bind(5, o.chunk).bind(6, static_cast<int>(o.lane));
@@ -187,23 +222,24 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& m : memory) {
+    for (const auto& m : b.memory) {
         ins_memory.bind(1, m.rank).bind(2, m.t_ns).bind(3, m.bytes);
         if (!done(ins_memory.bind(4, static_cast<int>(m.category)))) {
             return false;
         }
     }
-    for (const auto& m : metrics) {
+    for (const auto& m : b.metrics) {
         ins_metric.bind(1, m.key).bind(2, m.value).bind(3, m.rank);
         if (!done(ins_metric.bind(4, m.iteration))) {
             return false;
         }
     }
-    for (const auto& k : kernels) {
+    for (std::size_t i = 0; i < b.kernels.size(); ++i) {
+        const KernelRecord& k = b.kernels[i];
         Stmt& s = ins_kernel;
         s.bind(1, k.start).bind(2, k.end).bind(3, k.device_id).bind(4, k.context_id);
         s.bind(5, k.stream_id).bind(6, k.correlation_id).bind(7, k.global_pid);
-        s.bind(8, string_ids.at(k.demangled_name)).bind(9, string_ids.at(k.short_name));
+        s.bind(8, b.kernel_names[i].first).bind(9, b.kernel_names[i].second);
         s.bind(10, k.registers_per_thread).bind(11, k.grid_x).bind(12, k.grid_y);
         s.bind(13, k.grid_z).bind(14, k.block_x).bind(15, k.block_y).bind(16, k.block_z);
         s.bind(17, k.static_shared_memory).bind(18, k.dynamic_shared_memory);
@@ -211,7 +247,7 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& m : memcpys) {
+    for (const auto& m : b.memcpys) {
         Stmt& s = ins_memcpy;
         s.bind(1, m.start).bind(2, m.end).bind(3, m.device_id).bind(4, m.context_id);
         s.bind(5, m.stream_id).bind(6, m.correlation_id).bind(7, m.global_pid);
@@ -220,7 +256,7 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& m : memsets) {
+    for (const auto& m : b.memsets) {
         Stmt& s = ins_memset;
         s.bind(1, m.start).bind(2, m.end).bind(3, m.device_id).bind(4, m.context_id);
         s.bind(5, m.stream_id).bind(6, m.correlation_id).bind(7, m.global_pid);
@@ -228,14 +264,15 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& r : runtimes) {
+    for (std::size_t i = 0; i < b.runtimes.size(); ++i) {
+        const RuntimeRecord& r = b.runtimes[i];
         Stmt& s = ins_runtime;
         s.bind(1, r.start).bind(2, r.end).bind(3, r.global_tid).bind(4, r.correlation_id);
-        if (!done(s.bind(5, string_ids.at(r.name)).bind(6, r.return_value))) {
+        if (!done(s.bind(5, b.runtime_names[i]).bind(6, r.return_value))) {
             return false;
         }
     }
-    for (const auto& y : syncs) {
+    for (const auto& y : b.syncs) {
         Stmt& s = ins_sync;
         s.bind(1, y.start).bind(2, y.end).bind(3, y.device_id).bind(4, y.context_id);
         s.bind(5, y.stream_id).bind(6, y.correlation_id).bind(7, y.global_pid);
@@ -243,14 +280,14 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& n : nvtx) {
+    for (const auto& n : b.nvtx) {
         Stmt& s = ins_nvtx;
         s.bind(1, n.start).bind(2, n.end).bind(3, n.event_type).bind(4, n.text);
         if (!done(s.bind(5, n.global_tid).bind(6, n.domain_id))) {
             return false;
         }
     }
-    for (const auto& e : gpu_memory) {
+    for (const auto& e : b.gpu_memory) {
         Stmt& s = ins_gpu_memory;
         s.bind(1, e.start).bind(2, e.global_pid).bind(3, e.device_id).bind(4, e.context_id);
         s.bind(5, e.address).bind(6, e.bytes).bind(7, e.mem_kind).bind(8, e.operation);
@@ -258,7 +295,7 @@ bool TraceWriter::Impl::writeBatch() {
             return false;
         }
     }
-    for (const auto& g : gpus) {
+    for (const auto& g : b.gpus) {
         Stmt& s = ins_gpu;
         s.bind(1, g.id).bind(2, g.name).bind(3, g.bus_location).bind(4, g.total_memory);
         s.bind(5, g.memory_bandwidth).bind(6, g.clock_rate).bind(7, g.sm_count).bind(8, g.uuid);
@@ -269,59 +306,89 @@ bool TraceWriter::Impl::writeBatch() {
     return true;
 }
 
-TraceStatus TraceWriter::Impl::flushLocked() {
+std::string TraceWriter::Impl::commit(const Batch& b, int delay_ms) {
+    if (db.exec("BEGIN") != SQLITE_OK) {
+        return "cannot begin a batch: " + db.errorMessage();
+    }
+    const bool ok = writeBatch(b);
+    if (ok && delay_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    }
+    if (!ok || db.exec("COMMIT") != SQLITE_OK) {
+        const std::string why = db.errorMessage();
+        db.exec("ROLLBACK");
+        return "writing a batch failed: " + why;
+    }
+    return {};
+}
+
+void TraceWriter::Impl::commitLoop() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+        work.wait(lock, [this] { return !queue.empty() || stopping; });
+        if (queue.empty()) {
+            return;  // stopping, and everything is written
+        }
+        Batch b = std::move(queue.front());
+        queue.pop_front();
+        const bool skip = !error.ok();  // after a failure, later batches are dropped
+        const int delay = batch_delay_ms;
+        writing = true;
+        lock.unlock();
+        const std::string why = skip ? std::string() : commit(b, delay);
+        lock.lock();
+        writing = false;
+        if (!why.empty()) {
+            fail(TraceStatus::Code::IoError, why);
+        } else if (!skip) {
+            stats.ops += static_cast<std::int64_t>(b.ops.size());
+            stats.memory_samples += static_cast<std::int64_t>(b.memory.size());
+            stats.gpu_records += static_cast<std::int64_t>(
+                b.kernels.size() + b.memcpys.size() + b.memsets.size() + b.runtimes.size() +
+                b.syncs.size() + b.nvtx.size() + b.gpu_memory.size());
+            stats.batches += 1;
+        }
+        idle.notify_all();
+    }
+}
+
+void TraceWriter::Impl::startCommitter() {
+    stopping = false;
+    committer = std::thread([this] { commitLoop(); });
+}
+
+void TraceWriter::Impl::stopCommitter(std::unique_lock<std::mutex>& lock) {
+    if (!committer.joinable()) {
+        return;
+    }
+    stopping = true;
+    work.notify_one();
+    lock.unlock();
+    committer.join();
+    lock.lock();
+    idle.notify_all();  // adders waiting for room see that nobody will make it
+}
+
+TraceStatus TraceWriter::Impl::flushLocked(std::unique_lock<std::mutex>& lock) {
     if (!error.ok()) {
         return error;
     }
     if (!open) {
         return TraceStatus::error(TraceStatus::Code::IoError, "trace writer is not open");
     }
-    if (buffered() == 0) {
-        return error;
-    }
-    if (db.exec("BEGIN") != SQLITE_OK) {
-        fail(TraceStatus::Code::IoError, "cannot begin a batch: " + db.errorMessage());
-        return error;
-    }
-    const bool ok = writeBatch();
-    if (ok && batch_delay_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(batch_delay_ms));
-    }
-    if (!ok || db.exec("COMMIT") != SQLITE_OK) {
-        const std::string why = db.errorMessage();
-        db.exec("ROLLBACK");
-        fail(TraceStatus::Code::IoError, "writing a batch failed: " + why);
-        return error;
-    }
-    stats.ops += static_cast<std::int64_t>(ops.size());
-    stats.memory_samples += static_cast<std::int64_t>(memory.size());
-    stats.gpu_records +=
-        static_cast<std::int64_t>(kernels.size() + memcpys.size() + memsets.size() +
-                                  runtimes.size() + syncs.size() + nvtx.size() + gpu_memory.size());
-    stats.batches += 1;
-    ranks.clear();
-    ops.clear();
-    memory.clear();
-    metrics.clear();
-    kernels.clear();
-    memcpys.clear();
-    memsets.clear();
-    runtimes.clear();
-    syncs.clear();
-    nvtx.clear();
-    gpu_memory.clear();
-    gpus.clear();
-    new_strings.clear();
+    queueCurrentLocked(lock);
+    idle.wait(lock, [this] { return (queue.empty() && !writing) || !committer.joinable(); });
     return error;
 }
 
 TraceWriter::TraceWriter() : impl_(std::make_unique<Impl>()) {}
 
 TraceWriter::~TraceWriter() {
-    std::lock_guard lock(impl_->mutex);
+    std::unique_lock lock(impl_->mutex);
     if (impl_->open) {
-        impl_->flushLocked();
+        impl_->flushLocked(lock);
     }
+    impl_->stopCommitter(lock);
 }
 
 TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
@@ -380,44 +447,49 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
         return d.error;
     }
     d.open = true;
+    d.startCommitter();
     return d.error;
 }
 
 void TraceWriter::addRank(const RankInfo& v) {
-    impl_->add(impl_->ranks, v);
+    impl_->add(&Batch::ranks, v);
 }
 void TraceWriter::addOp(const OpRecord& v) {
-    impl_->add(impl_->ops, v);
+    impl_->add(&Batch::ops, v);
 }
 void TraceWriter::addMemory(const MemorySample& v) {
-    impl_->add(impl_->memory, v);
+    impl_->add(&Batch::memory, v);
 }
 void TraceWriter::addMetric(const MetricRecord& v) {
-    impl_->add(impl_->metrics, v);
+    impl_->add(&Batch::metrics, v);
 }
 void TraceWriter::addMemcpy(const MemcpyRecord& v) {
-    impl_->add(impl_->memcpys, v);
+    impl_->add(&Batch::memcpys, v);
 }
 void TraceWriter::addMemset(const MemsetRecord& v) {
-    impl_->add(impl_->memsets, v);
+    impl_->add(&Batch::memsets, v);
 }
 void TraceWriter::addSync(const SyncRecord& v) {
-    impl_->add(impl_->syncs, v);
+    impl_->add(&Batch::syncs, v);
 }
 void TraceWriter::addNvtx(const NvtxRecord& v) {
-    impl_->add(impl_->nvtx, v);
+    impl_->add(&Batch::nvtx, v);
 }
 void TraceWriter::addGpuMemoryEvent(const GpuMemoryEvent& v) {
-    impl_->add(impl_->gpu_memory, v);
+    impl_->add(&Batch::gpu_memory, v);
 }
 void TraceWriter::addGpuInfo(const GpuInfo& v) {
-    impl_->add(impl_->gpus, v);
+    impl_->add(&Batch::gpus, v);
 }
 void TraceWriter::addKernel(const KernelRecord& v) {
-    impl_->add(impl_->kernels, v, {v.demangled_name, v.short_name});
+    impl_->add(&Batch::kernels, v, [&v](Impl& d) {
+        d.cur.kernel_names.emplace_back(d.internLocked(v.demangled_name),
+                                        d.internLocked(v.short_name));
+    });
 }
 void TraceWriter::addRuntime(const RuntimeRecord& v) {
-    impl_->add(impl_->runtimes, v, {v.name});
+    impl_->add(&Batch::runtimes, v,
+               [&v](Impl& d) { d.cur.runtime_names.push_back(d.internLocked(v.name)); });
 }
 
 std::int64_t TraceWriter::stringId(std::string_view text) {
@@ -426,20 +498,21 @@ std::int64_t TraceWriter::stringId(std::string_view text) {
 }
 
 TraceStatus TraceWriter::flush() {
-    std::lock_guard lock(impl_->mutex);
-    return impl_->flushLocked();
+    std::unique_lock lock(impl_->mutex);
+    return impl_->flushLocked(lock);
 }
 
 TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
                                 std::optional<std::int64_t> end_ns) {
-    std::lock_guard lock(impl_->mutex);
+    std::unique_lock lock(impl_->mutex);
     Impl& d = *impl_;
     if (!d.open) {
         return d.error.ok()
                    ? TraceStatus::error(TraceStatus::Code::IoError, "trace writer is not open")
                    : d.error;
     }
-    d.flushLocked();
+    d.flushLocked(lock);
+    d.stopCommitter(lock);  // the database is this thread's from here on
     if (!d.error.ok()) {
         // Still record why the run ended, so the file says it is incomplete.
         Stmt upd(d.db, "UPDATE run SET status = 'failed', message = ? WHERE id = 1");

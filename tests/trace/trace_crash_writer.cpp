@@ -1,9 +1,11 @@
 // Test helper for tst_trace_crash: writes batches of ops into a trace until it is killed,
 // printing "committed N" after each batch. Each batch transaction stays open for a while (the
 // writer's test hook), so a kill almost always lands inside an open batch.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <pipescope/trace/writer.h>
 
@@ -36,9 +38,15 @@ int main(int argc, char** argv) {
         o.op_index = static_cast<int>(i % rows);
         o.start_ns = i * 1000;
         o.end_ns = o.start_ns + 900;
-        w.addOp(o);  // the batch commits inside the add that fills it
+        w.addOp(o);  // the add that fills a batch hands it to the writer's committer
         if ((i + 1) % rows == 0) {
-            std::printf("committed %lld\n", static_cast<long long>((i + 1) / rows));
+            // Report a batch once it is committed, so that the next one is the batch in its
+            // transaction when the test kills this process.
+            const std::int64_t batch = (i + 1) / rows;
+            while (w.stats().batches < batch + 1) {  // + 1: the rank row's batch
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            std::printf("committed %lld\n", static_cast<long long>(batch));
             std::fflush(stdout);
         }
     }
