@@ -3,6 +3,7 @@
 #include <cupti.h>
 #include <cxxabi.h>
 #include <memory>
+#include <unordered_map>
 
 #include <pipescope/cupti/activity.h>
 
@@ -15,13 +16,39 @@ std::int64_t traceTime(std::uint64_t t, std::int64_t origin) {
     return static_cast<std::int64_t>(t) - origin;
 }
 
-std::string runtimeName(CUpti_CallbackId cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-        name != nullptr) {
-        return name;
+const std::string& runtimeName(CUpti_CallbackId cbid) {
+    thread_local std::unordered_map<CUpti_CallbackId, std::string> cache;
+    auto it = cache.find(cbid);
+    if (it == cache.end()) {
+        const char* name = nullptr;
+        std::string text =
+            cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
+                    name != nullptr
+                ? std::string(name)
+                : "cudaRuntimeApi_" + std::to_string(cbid);
+        it = cache.emplace(cbid, std::move(text)).first;
     }
-    return "cudaRuntimeApi_" + std::to_string(cbid);
+    return it->second;
+}
+
+struct KernelNames {
+    std::string demangled;
+    std::string short_name;
+};
+
+// A run launches the same few hundred kernels thousands of times: demangle each name once per
+// parsing thread, not once per record.
+const KernelNames& kernelNames(const char* mangled) {
+    thread_local std::unordered_map<std::string, KernelNames> cache;
+    const std::string key = mangled != nullptr ? mangled : std::string();
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+        KernelNames names;
+        names.demangled = demangledKernelName(mangled);
+        names.short_name = shortKernelName(names.demangled);
+        it = cache.emplace(key, std::move(names)).first;
+    }
+    return it->second;
 }
 
 }  // namespace
@@ -84,8 +111,9 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.correlation_id = k->correlationId;
                 r.global_pid = global_pid_;
                 r.grid_id = k->gridId;
-                r.demangled_name = demangledKernelName(k->name);
-                r.short_name = shortKernelName(r.demangled_name);
+                const KernelNames& names = kernelNames(k->name);
+                r.demangled_name = names.demangled;
+                r.short_name = names.short_name;
                 r.grid_x = k->gridX;
                 r.grid_y = k->gridY;
                 r.grid_z = k->gridZ;

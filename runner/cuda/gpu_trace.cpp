@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <condition_variable>
 #include <cuda_runtime.h>
+#include <mutex>
+#include <thread>
 #include <unistd.h>
 
 #include <pipescope/cuda/gpu_trace.h>
@@ -48,6 +51,48 @@ std::vector<trace::OpRecord> gpuOpRows(const schedule::Schedule& schedule,
 struct GpuOpTrace::Impl {
     cupti::GpuSpanAccumulator spans;
     GpuTraceSummary summary;
+    // Flushing parses CUPTI's buffers and hands the rows to the writer: the drain thread does
+    // it, so the rank thread that ends an iteration does not wait for it.
+    std::thread drain;
+    std::mutex m;
+    std::condition_variable wake;
+    bool requested = false;
+    bool stopping = false;
+
+    void startDrain(trace::TraceWriter* writer) {
+        drain = std::thread([this, writer] {
+            for (;;) {
+                {
+                    std::unique_lock<std::mutex> lock(m);
+                    wake.wait(lock, [this] { return requested || stopping; });
+                    if (!requested) {
+                        return;
+                    }
+                    requested = false;
+                }
+                write(cupti::ActivityTracer::instance().flush(false), writer);
+            }
+        });
+    }
+    void requestDrain() {
+        {
+            std::lock_guard<std::mutex> lock(m);
+            requested = true;
+        }
+        wake.notify_one();
+    }
+    // Lets the drain thread finish what was asked of it, then ends it.
+    void stopDrain() {
+        if (!drain.joinable()) {
+            return;
+        }
+        {
+            std::lock_guard<std::mutex> lock(m);
+            stopping = true;
+        }
+        wake.notify_one();
+        drain.join();
+    }
 
     void write(cupti::ParsedActivity&& activity, trace::TraceWriter* writer) {
         summary.kernels += static_cast<std::int64_t>(activity.kernels.size());
@@ -63,6 +108,7 @@ struct GpuOpTrace::Impl {
 };
 
 GpuOpTrace::~GpuOpTrace() {
+    impl_->stopDrain();
     if (active_) {
         cupti::ActivityTracer::instance().stop();
     }
@@ -89,12 +135,15 @@ std::string GpuOpTrace::start() {
     const std::int64_t global_pid = static_cast<std::int64_t>(getpid()) << 24;
     std::string why = cupti::ActivityTracer::instance().start(global_pid, origin_cupti);
     active_ = why.empty();
+    if (active_) {
+        impl_->startDrain(writer_);
+    }
     return why;
 }
 
 void GpuOpTrace::iterationDone() {
     if (active_) {
-        impl_->write(cupti::ActivityTracer::instance().flush(false), writer_);
+        impl_->requestDrain();
     }
 }
 
@@ -102,6 +151,7 @@ GpuTraceSummary GpuOpTrace::finish() {
     if (!active_) {
         return impl_->summary;
     }
+    impl_->stopDrain();
     // CUPTI does not synchronize: a record of work still running would come incomplete.
     int devices = 0;
     if (cudaGetDeviceCount(&devices) == cudaSuccess) {

@@ -67,8 +67,8 @@ class GpuOpTrace {
     std::string start();
     bool active() const { return active_; }
 
-    // Writes what CUPTI completed so far. Call after each iteration, from any one thread at a
-    // time.
+    // Asks for what CUPTI completed so far to be written, on a thread of its own (the caller
+    // does not wait). Call after each iteration.
     void iterationDone();
     // Call after every device finished the run's work (the backends' endOp guarantees it):
     // writes the rest and the op rows, and stops CUPTI.
