@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "common.cuh"
+#include "gemm_probe.h"
 
 namespace pipescope::kernels::cuda {
 
@@ -27,6 +28,17 @@ int asInt(std::int64_t value, const char* name) {
                                     " is outside [0, 2^31)");
     }
     return static_cast<int>(value);
+}
+
+template <typename TIn, typename TOut>
+constexpr GemmType gemmType() {
+    if constexpr (std::is_same_v<TIn, float>) {
+        return GemmType::F32;
+    } else if constexpr (std::is_same_v<TOut, float>) {
+        return GemmType::Bf16ToF32;
+    } else {
+        return GemmType::Bf16;
+    }
 }
 
 cublasOperation_t op(Trans t) {
@@ -107,17 +119,20 @@ void gemmStridedBatched(const Exec& exec, Trans ta, Trans tb, std::int64_t m, st
                                     ", ldc " + std::to_string(ldc) + ")");
     }
     PIPESCOPE_CUBLAS_CHECK(cublasSetStream(exec.blas, detail::stream(exec)));
+    const bool tf32 = std::is_same_v<TIn, float> && exec.tf32;
+    detail::GemmProbe probe(exec, {0, gemmType<TIn, TOut>(), tf32, ta, tb, m, n, k, batch});
     if (batch == 1) {
         PIPESCOPE_CUBLAS_CHECK(cublasGemmEx(
             exec.blas, op(tb), op(ta), in, im, ik, &alpha, b, dataType<TIn>(), asInt(ldb, "ldb"), a,
             dataType<TIn>(), asInt(lda, "lda"), &beta, c, dataType<TOut>(), asInt(ldc, "ldc"),
             computeType<TIn>(exec), CUBLAS_GEMM_DEFAULT));
-        return;
+    } else {
+        PIPESCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            exec.blas, op(tb), op(ta), in, im, ik, &alpha, b, dataType<TIn>(), asInt(ldb, "ldb"),
+            stride_b, a, dataType<TIn>(), asInt(lda, "lda"), stride_a, &beta, c, dataType<TOut>(),
+            asInt(ldc, "ldc"), stride_c, ibatch, computeType<TIn>(exec), CUBLAS_GEMM_DEFAULT));
     }
-    PIPESCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        exec.blas, op(tb), op(ta), in, im, ik, &alpha, b, dataType<TIn>(), asInt(ldb, "ldb"),
-        stride_b, a, dataType<TIn>(), asInt(lda, "lda"), stride_a, &beta, c, dataType<TOut>(),
-        asInt(ldc, "ldc"), stride_c, ibatch, computeType<TIn>(exec), CUBLAS_GEMM_DEFAULT));
+    probe.done();
 }
 
 #define PIPESCOPE_INSTANTIATE_GEMM(TIn, TOut)                                                   \

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gemm_report.h"
 #include "launch.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -128,32 +129,6 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
     return peaks;
 }
 
-void writeGemmReport(std::ostream& os) {
-    namespace k = kernels::cpu;
-    const auto shapes = k::gemmProfile();
-    if (shapes.empty()) {
-        os << "GEMM report: no GEMMs were recorded\n";
-        return;
-    }
-    os << "\nGEMMs inside the runner against a plain OpenBLAS sgemm of the same shape (BLAS "
-          "threads "
-       << k::blasThreads() << "):\n"
-       << "  op  m      n      k      calls   runner GFLOP/s  plain GFLOP/s  ratio\n";
-    int shown = 0;
-    for (const auto& s : shapes) {
-        if (shown++ == 8) {
-            break;
-        }
-        const double runner = s.total_ns > 0 ? s.flops() / static_cast<double>(s.total_ns) : 0.0;
-        const double plain = k::plainSgemmGflops(s.ta, s.tb, s.m, s.n, s.k, 5, 0.2);
-        os << "  " << (s.ta == k::Trans::Yes ? 'T' : 'N') << (s.tb == k::Trans::Yes ? 'T' : 'N')
-           << "  " << std::left << std::setw(6) << s.m << " " << std::setw(6) << s.n << " "
-           << std::setw(6) << s.k << " " << std::setw(7) << s.calls << std::right << " "
-           << std::fixed << std::setprecision(2) << std::setw(14) << runner << " " << std::setw(14)
-           << plain << " " << std::setw(6) << (plain > 0 ? runner / plain : 0.0) << "\n";
-    }
-}
-
 }  // namespace
 
 int runExecBackend(const Options& o, const schedule::Config& config,
@@ -201,6 +176,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         total += (*estimate)[static_cast<std::size_t>(r)];
     }
     const bool cuda = o.backend == "cuda";
+    bool shared_device = false;  // several ranks (of any process here) on one GPU
 #if PIPESCOPE_HAVE_CUDA
     cuda::CudaBackendOptions cuda_options;
     cuda_options.seed = config.run.seed;
@@ -212,11 +188,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             // machine, they take turns (a one-GPU workstation runs every rank on its GPU).
             const int count = static_cast<int>(cuda::listDevices().devices.size());
             cuda_options.devices = {count > 0 ? launch->local_rank % count : 0};
+            shared_device = launch->local_world > count;
         }
         // Each device's ranks share 90% of its free memory equally (cuda_rank_backend.h).
         std::map<int, int> ranks_on;
         for (int r : local) {
-            ++ranks_on[cuda::deviceOfRank(cuda_options, r)];
+            shared_device |= ++ranks_on[cuda::deviceOfRank(cuda_options, r)] > 1;
         }
         for (int r : local) {
             const int d = cuda::deviceOfRank(cuda_options, r);
@@ -323,7 +300,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
-    kernels::cpu::setGemmProfiling(o.gemm_report && !cuda);
+    setGemmRecording(o.gemm_report, cuda);
     keepFreedMemory();
 
     exec::ExecOptions eo;
@@ -462,8 +439,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
               << gib(static_cast<double>((*estimate)[i]));
     }
     human << "\ntrace: " << out_path << "\n";
-    if (o.gemm_report && !cuda) {
-        writeGemmReport(human);
+    if (o.gemm_report) {
+        writeGemmReport(human, cuda, shared_device);
     }
     if (!o.summary_json.empty()) {
         nlohmann::ordered_json j;

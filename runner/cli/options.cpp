@@ -48,7 +48,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --print-schedule         print each rank's op list
   --timeout SECONDS        cpu: how long a rank may wait for another before the run
                            fails (default 600; deadlocks are reported at once)
-  --gemm-report            cpu: GEMM throughput in the run next to a plain OpenBLAS sgemm
+  --gemm-report            GEMM throughput in the run next to a plain library GEMM of the
+                           same shape (cpu: OpenBLAS sgemm; cuda: cuBLAS, timed with events)
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
                            trace's Nsight tables and gpu lane (default on)
   --nccl on|off            cuda: NCCL between the ranks' GPUs, in this process or one rank per
@@ -291,7 +292,7 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
         return fail("--cupti traces the GPU; use it with --backend cuda");
     }
     if (o.backend == "sim" && o.gemm_report) {
-        return fail("--gemm-report measures a real run; use it with --backend cpu");
+        return fail("--gemm-report measures a real run; use it with --backend cpu or cuda");
     }
     // stdout carries one machine-readable stream at most.
     const int to_stdout = (o.summary_json == "-" ? 1 : 0) + (o.save_schedule == "-" ? 1 : 0) +

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <pipescope/kernels/cpu/ops.h>
+#include <pipescope/kernels/cuda/gemm_profile.h>
 #include <pipescope/kernels/cuda/ops.h>
 
 namespace kc = pipescope::kernels::cpu;
@@ -246,6 +247,57 @@ void testGemm(Context& ctx) {
     }
     expectClose(std::string("gemm k = 0 scales C (") + typeName<TOut>() + ")", dc.download(), ref,
                 outputTol<TOut>());
+}
+
+// The GEMM profiler: calls are counted per shape while it is on, not at all while it is off, and
+// a plain GEMM of a recorded shape runs without counting as the runner's.
+void testGemmProfile(Context& ctx) {
+    const std::int64_t m = 64, n = 48, k = 32;
+    Dev<float> a(randomVector(static_cast<std::size_t>(m * k)));
+    Dev<float> b(randomVector(static_cast<std::size_t>(k * n)));
+    Dev<float> c(static_cast<std::size_t>(m * n));
+    const auto run = [&](std::int64_t rows, int calls) {
+        for (int i = 0; i < calls; ++i) {
+            kg::gemm<float, float>(ctx.exec, kg::Trans::No, kg::Trans::No, rows, n, k, 1.0f,
+                                   a.get(), k, b.get(), n, 0.0f, c.get(), n);
+        }
+    };
+    kg::resetGemmProfile();
+    run(m, 2);  // profiling off: not recorded
+    kg::setGemmProfiling(true);
+    run(m, 3);
+    run(m / 2, 1);
+    kg::setGemmProfiling(false);
+    auto shapes = kg::gemmProfile();
+    const auto find = [&](std::int64_t rows) -> const kg::GemmShapeStats* {
+        for (const auto& s : shapes) {
+            if (s.m == rows && s.n == n && s.k == k) {
+                return &s;
+            }
+        }
+        return nullptr;
+    };
+    expect(shapes.size() == 2, "two shapes recorded (" + std::to_string(shapes.size()) + ")");
+    const auto* full = find(m);
+    const auto* half = find(m / 2);
+    expect(full != nullptr && full->calls == 3 && full->total_ns > 0 && half != nullptr &&
+               half->calls == 1 && half->total_ns > 0 && full->type == kg::GemmType::F32,
+           "calls while profiling are counted per shape, with device time");
+    const double plain = full != nullptr ? kg::plainGemmGflops(*full, 3, 0.01) : 0.0;
+    expect(plain > 0.0,
+           "a plain cuBLAS GEMM of the shape runs (" + std::to_string(plain) + " GFLOP/s)");
+    kg::setGemmProfiling(true);
+    if (full != nullptr) {
+        const kg::GemmShapeStats shape = *full;
+        (void)kg::plainGemmGflops(shape, 3, 0.01);
+    }
+    kg::setGemmProfiling(false);
+    shapes = kg::gemmProfile();
+    const auto* again = find(m);
+    expect(again != nullptr && again->calls == 3,
+           "the plain GEMM does not count as the runner's, even while profiling");
+    kg::resetGemmProfile();
+    expect(kg::gemmProfile().empty(), "reset forgets what was recorded");
 }
 
 // --- Dense layers ------------------------------------------------------------------------------
@@ -686,6 +738,7 @@ int main() {
         {"gemm fp32", testGemm<float, float>},
         {"gemm bf16", testGemm<Bf16, Bf16>},
         {"gemm bf16→fp32", testGemm<Bf16, float>},
+        {"gemm profile", testGemmProfile},
         {"linear fp32", testLinear<float>},
         {"linear bf16", testLinear<Bf16>},
         {"layernorm fp32", testLayerNorm<float>},
