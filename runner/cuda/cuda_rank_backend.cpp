@@ -177,6 +177,9 @@ class CudaRankBackend final : public exec::RankBackend {
 
     int rank_;
     int device_;
+    // Ranks of this process on this GPU, reached by device copies (staged_comm.h); empty in a
+    // multi-process run.
+    std::vector<bool> same_gpu_;
     exec::MemoryTracker* tracker_;
     exec::ModelShape shape_;
     std::shared_ptr<NcclWorld> nccl_;  // null: communication staged through host memory
@@ -212,6 +215,11 @@ CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule:
       shape_(exec::modelShapeFromConfig(config)),
       nccl_(std::move(nccl)) {
     check(cudaSetDevice(device_), "cudaSetDevice");
+    if (options.transport == nullptr) {
+        for (int r = 0; r < schedule.ranks; ++r) {
+            same_gpu_.push_back(r != rank && deviceOfRank(options, r) == device_);
+        }
+    }
     if (cudaMalloc(&base_, static_cast<std::size_t>(arena_bytes)) != cudaSuccess) {
         (void)cudaGetLastError();
         std::size_t free_bytes = 0, total = 0;
@@ -737,9 +745,31 @@ std::unique_ptr<exec::Comm> CudaRankBackend::comm(std::unique_ptr<exec::Comm> ho
     if (nccl_) {
         return nccl_->comm(rank_, lane, lanes_[idx(lane)].stream);
     }
+    const cudaStream_t s = lanes_[idx(lane)].stream;
+    DirectCopy direct;
+    direct.reaches = [this](int peer) {
+        return peer >= 0 && idx(peer) < same_gpu_.size() && same_gpu_[idx(peer)];
+    };
+    // The staged buffer comes from the device's stream-ordered pool (cudaMallocAsync), not the
+    // arena: it is in flight between two ranks, and the receiver frees it on its own stream.
+    direct.stage = [s](const float* data, std::size_t n) {
+        void* p = nullptr;
+        check(cudaMallocAsync(&p, n * sizeof(float), s), "cudaMallocAsync (message to a rank)");
+        check(cudaMemcpyAsync(p, data, n * sizeof(float), cudaMemcpyDeviceToDevice, s),
+              "cudaMemcpyAsync (message to a rank)");
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        return static_cast<float*>(p);
+    };
+    direct.take = [s](float* dst, float* staged, std::size_t n) {
+        check(cudaMemcpyAsync(dst, staged, n * sizeof(float), cudaMemcpyDeviceToDevice, s),
+              "cudaMemcpyAsync (message from a rank)");
+        check(cudaFreeAsync(staged, s), "cudaFreeAsync");
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    };
+    direct.discard = [s](float* staged) { (void)cudaFreeAsync(staged, s); };
     return std::make_unique<StagedComm>(
         std::move(host), [this](float* h, const float* d, std::size_t n) { toHost(h, d, n); },
-        [this](float* d, const float* h, std::size_t n) { toDevice(d, h, n); });
+        [this](float* d, const float* h, std::size_t n) { toDevice(d, h, n); }, std::move(direct));
 }
 
 }  // namespace
@@ -814,7 +844,21 @@ std::string describeCommunication(const CudaBackendOptions& options,
     }
     const std::string why =
         options.nccl ? NcclWorld::problem(schedule, devices) : std::string("NCCL turned off");
-    return why.empty() ? "NCCL between the GPUs" : "staged through host memory (" + why + ")";
+    if (why.empty()) {
+        return "NCCL between the GPUs";
+    }
+    bool shared = false;
+    for (int r = 0; r < schedule.ranks && !shared; ++r) {
+        for (int q = 0; q < r && !shared; ++q) {
+            shared = devices[static_cast<std::size_t>(q)] == devices[static_cast<std::size_t>(r)];
+        }
+    }
+    if (shared && options.transport == nullptr) {
+        return "device-to-device copies between ranks on one GPU, the rest staged through host "
+               "memory (" +
+               why + ")";
+    }
+    return "staged through host memory (" + why + ")";
 }
 
 }  // namespace pipescope::cuda

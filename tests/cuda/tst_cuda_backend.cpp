@@ -69,7 +69,8 @@ int main() {
                 }
                 ++cases;
                 const auto cpu = ps::test::runThreeIterations(*c, *gen.schedule, std::nullopt);
-                // Every rank on one GPU: communication staged through host memory.
+                // Every rank on one GPU: point-to-point messages by device copies, collectives
+                // staged through host memory.
                 const auto gpu =
                     ps::test::runThreeIterations(*c, *gen.schedule, std::vector<int>{0});
                 std::string problem;

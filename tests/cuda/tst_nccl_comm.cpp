@@ -49,14 +49,15 @@ int main() {
     const std::string distinct = ps::cuda::NcclWorld::problem(s, {0, 1});
 #if PIPESCOPE_TEST_HAVE_NCCL
     expect(shared.find("share a GPU") != std::string::npos,
-           "two ranks on one GPU stage through host memory: " + shared);
+           "two ranks on one GPU cannot take NCCL: " + shared);
     expect(distinct.empty(), "two ranks on two GPUs take NCCL" +
                                  (distinct.empty() ? std::string() : ": " + distinct));
     ps::cuda::CudaBackendOptions one;
     one.devices = {0};
     one.nccl = true;
-    expect(ps::cuda::describeCommunication(one, s).find("staged through host memory") == 0,
+    expect(ps::cuda::describeCommunication(one, s).find("device-to-device copies") == 0,
            "describeCommunication says so: " + ps::cuda::describeCommunication(one, s));
+
 #else
     expect(shared == "this build has no NCCL" && distinct == shared, "without NCCL: " + shared);
 #endif
