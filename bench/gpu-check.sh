@@ -5,10 +5,12 @@
 # 2. configures and builds the runner and the plain tests with -DPIPESCOPE_BUILD_APP=OFF;
 # 3. runs the kernel tests against the CPU kernels and the CPU-versus-CUDA backend equality test;
 # 4. runs the CUPTI tracing test (a traced run read back: kernel rows, one gpu-lane row per op);
-# 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), traced with
-#    CUPTI, and prints the iteration time, per-rank busy and GPU busy time and peak memory of
-#    each from their traces; then the same runs with --cupti off, for the tracing overhead;
-# 6. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces.
+# 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), at the small
+#    presets' size and at h=1024, V=64k (gpu-4stage-*), traced with CUPTI, and prints the
+#    iteration time, per-rank busy and GPU busy time and peak memory of each from their traces;
+#    then the same runs with --cupti off, for the tracing overhead;
+# 6. reports the runner's GEMM throughput per shape against a plain cuBLAS GEMM (--gemm-report);
+# 7. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,9 @@ grep -hE "#define NCCL_(MAJOR|MINOR|PATCH) " /usr/include/nccl.h /usr/local/cuda
 
 echo "== build ($build)"
 start=$(date +%s)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
@@ -44,32 +48,55 @@ echo "== CUPTI tracing"
 "$build/bin/tst_gpu_trace" | tee "$out/tst_gpu_trace.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
-echo "== naive and vocab-2, 4 stages on one GPU"
-for method in naive vocab-2; do
-    preset=resources/presets/small-4stage-$method.json
-    db="$out/run-4stage-$method.db"
-    "$build/bin/pipescope-run" "$preset" --backend cuda --out "$db" --force --iterations 20 \
-        --summary-json "$out/run-4stage-$method.json" > "$out/run-4stage-$method.log" 2>&1
-    rc=$?
-    echo "-- $method (exit $rc)"
+# One preset's run traced with CUPTI (stats of its trace) and untraced (for the overhead).
+iteration_ms() {
+    "$build/bin/pipescope-trace" stats "$1" --json | grep -m1 '"iteration_time_ms"' | tr -dc '0-9.'
+}
+run_traced_and_not() {
+    local name=$1 preset=$2 iterations=$3
+    local db="$out/run-$name.db"
+    "$build/bin/pipescope-run" "$preset" --backend cuda --out "$db" --force \
+        --iterations "$iterations" --summary-json "$out/run-$name.json" > "$out/run-$name.log" 2>&1
+    local rc=$?
+    echo "-- $name (exit $rc)"
     if [ $rc -ne 0 ]; then
-        tail -5 "$out/run-4stage-$method.log"
+        tail -5 "$out/run-$name.log"
         status=1
-        continue
+        return
     fi
-    grep -E "^gpu trace" "$out/run-4stage-$method.log"
-    "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-4stage-$method.txt"
-done
-echo "== tracing overhead: iteration time with CUPTI on and off (mean of the measured iterations)"
+    grep -E "^(gpu trace|communication)" "$out/run-$name.log"
+    "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-$name.txt"
+    "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$out/run-$name-nocupti.db" \
+        --force --iterations "$iterations" > "$out/run-$name-nocupti.log" 2>&1 || { status=1; return; }
+    local on off
+    on=$(iteration_ms "$db")
+    off=$(iteration_ms "$out/run-$name-nocupti.db")
+    echo "-- $name: iteration time with CUPTI $on ms, without $off ms (mean of the measured iterations)"
+    grep -E "^iteration" "$out/run-$name-nocupti.log" | tr '\n' ' ' | sed 's/iteration *//g'; echo
+}
+echo "== naive and vocab-2, 4 stages on one GPU: the small presets (launch-bound)"
 for method in naive vocab-2; do
-    preset=resources/presets/small-4stage-$method.json
-    db="$out/run-4stage-$method-nocupti.db"
-    "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$db" --force \
-        --iterations 20 > "$out/run-4stage-$method-nocupti.log" 2>&1 || { status=1; continue; }
-    on=$("$build/bin/pipescope-trace" stats "$out/run-4stage-$method.db" --json | grep -m1 '"iteration_time_ms"')
-    off=$("$build/bin/pipescope-trace" stats "$db" --json | grep -m1 '"iteration_time_ms"')
-    echo "-- $method: CUPTI on $on; off $off"
+    run_traced_and_not "4stage-$method" "resources/presets/small-4stage-$method.json" 20
 done
+echo "== naive and vocab-2, 4 stages on one GPU: h=1024, V=64k (gpu-4stage-*)"
+for method in naive vocab-2; do
+    run_traced_and_not "gpu-4stage-$method" "resources/presets/gpu-4stage-$method.json" 10
+done
+echo "== GEMM throughput of the runner against a plain cuBLAS GEMM of the same shape"
+for method in naive vocab-2; do
+    "$build/bin/pipescope-run" "resources/presets/gpu-4stage-$method.json" --backend cuda \
+        --cupti off --gemm-report --iterations 4 --out "$out/gemm-$method.db" --force \
+        > "$out/gemm-$method.log" 2>&1 || status=1
+    echo "-- gpu-4stage-$method"
+    sed -n '/^GEMMs inside/,$p' "$out/gemm-$method.log"
+done
+# The same model on one rank: its GEMMs have the GPU to themselves.
+"$build/bin/pipescope-run" resources/presets/gpu-4stage-naive.json --set parallel.pipeline=1 \
+    --backend cuda --cupti off --gemm-report --iterations 4 --out "$out/gemm-1rank.db" --force \
+    > "$out/gemm-1rank.log" 2>&1 || status=1
+echo "-- gpu-4stage-naive on one rank (pipeline 1)"
+grep -E "^iteration +4/" "$out/gemm-1rank.log"
+sed -n '/^GEMMs inside/,$p' "$out/gemm-1rank.log"
 echo "== one process per rank: vocab-2, 4 processes sharing the GPU (socket transport), merged"
 for r in 0 1 2 3; do
     "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json --backend cuda \
