@@ -328,7 +328,7 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
 
 std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Schedule& schedule,
                                                             int rank, int device,
-                                                            exec::SocketTransport& transport,
+                                                            exec::Transport& transport,
                                                             std::chrono::milliseconds timeout,
                                                             std::string* why) {
     if (std::string p = orderProblem(schedule); !p.empty()) {
@@ -351,7 +351,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
         }
     }
     if (auto st = transport.shareFromRank0(&bytes); !st.ok()) {
-        *why = "sharing NCCL's ids over the rendezvous: " + st.message;
+        *why = "sharing NCCL's ids over " + transport.describe() + ": " + st.message;
         return nullptr;
     }
     if (bytes.size() != ids * sizeof(ncclUniqueId)) {
@@ -420,7 +420,7 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
 }
 
 std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Schedule& schedule, int,
-                                                            int, exec::SocketTransport&,
+                                                            int, exec::Transport&,
                                                             std::chrono::milliseconds,
                                                             std::string* why) {
     *why = orderProblem(schedule);

@@ -22,18 +22,10 @@ namespace pipescope::exec::wire {
 constexpr std::uint32_t kMagic = 0x50535446;  // "PSTF"
 constexpr std::int32_t kRejected = -2;
 
+// Frame types: Hello for the handshake, then the hub's messages (message_hub.h) by number.
 enum class Type : std::uint32_t {
-    Hello = 1,   // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
-                 // or dst = kRejected (another run)
-    P2p = 2,     // payload: floats
-    Bcast = 3,   // payload: floats, src the root
-    Up = 4,      // all-reduce contribution to the group's leader
-    Down = 5,    // all-reduce result from the leader
-    Abort = 6,   // payload: the reason (text); dst -1
-    Gone = 7,    // src: the rank whose connection closed; dst -1
-    Finish = 8,  // src is done sending; dst -1
-    Ping = 9,    // tag: the sender's wall clock
-    Pong = 10,   // tag: the ping's clock, count: rank 0's wall clock
+    Hello = 1,  // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
+                // or dst = kRejected (another run)
 };
 
 struct Header {
@@ -42,15 +34,9 @@ struct Header {
     std::int32_t src = 0;
     std::int32_t dst = 0;  // -1: every rank
     std::uint64_t tag = 0;
-    std::uint64_t bytes = 0;  // payload bytes (Pong: rank 0's clock)
+    std::uint64_t bytes = 0;  // payload bytes
 };
 static_assert(sizeof(Header) == 32);
-
-inline std::int64_t wallNs() {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Moves all `n` bytes with `io` (send or recv), resuming after signals; false when the
 // connection closed or failed first.

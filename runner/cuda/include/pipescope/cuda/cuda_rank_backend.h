@@ -28,7 +28,7 @@
 #include <pipescope/schedule/ir.h>
 
 namespace pipescope::exec {
-class SocketTransport;
+class Transport;
 }
 
 namespace pipescope::cuda {
@@ -49,7 +49,7 @@ struct CudaBackendOptions {
     // Bound of every NCCL wait.
     std::chrono::milliseconds timeout{600000};
     // A multi-process run (one rank and GPU per process): NCCL's ids travel over it.
-    exec::SocketTransport* transport = nullptr;
+    exec::Transport* transport = nullptr;
 };
 
 // The device rank `rank` runs on under `options` (visible devices counted once).

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include <pipescope/exec/comm.h>
-#include <pipescope/exec/socket_transport.h>
+#include <pipescope/exec/transport.h>
 #include <pipescope/schedule/ir.h>
 
 typedef struct CUstream_st* cudaStream_t;
@@ -46,11 +46,12 @@ class NcclWorld {
                                              const std::vector<int>& device_of_rank,
                                              std::chrono::milliseconds timeout, std::string* why);
     // One rank of a multi-process run, one GPU per process: rank 0 makes the unique id of every
-    // communicator and sends them over the rendezvous connection; each process then joins the
-    // communicators its rank belongs to. Every process calls it, before its ranks start.
+    // communicator and sends them over the run's transport (the rendezvous connection, or MPI
+    // under mpirun); each process then joins the communicators its rank belongs to. Every
+    // process calls it, before its ranks start.
     static std::shared_ptr<NcclWorld> createAcrossProcesses(const schedule::Schedule& schedule,
                                                             int rank, int device,
-                                                            exec::SocketTransport& transport,
+                                                            exec::Transport& transport,
                                                             std::chrono::milliseconds timeout,
                                                             std::string* why);
     ~NcclWorld();

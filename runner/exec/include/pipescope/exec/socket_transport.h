@@ -29,14 +29,6 @@ struct Rendezvous {
 // "HOST:PORT" (an IPv6 address in brackets: "[::1]:29500"); nullopt and `error` otherwise.
 std::optional<Rendezvous> parseRendezvous(const std::string& text, std::string* error);
 
-// One clock comparison with rank 0 over the connection: rank 0's CLOCK_REALTIME minus this
-// process's, from the round trip with the lowest delay.
-struct ClockOffset {
-    std::int64_t offset_ns = 0;  // add to this process's wall clock to get rank 0's
-    std::int64_t rtt_ns = 0;     // the round trip of the kept sample (the offset's uncertainty)
-    int samples = 0;
-};
-
 class SocketTransport final : public Transport {
   public:
     ~SocketTransport() override;
@@ -53,31 +45,22 @@ class SocketTransport final : public Transport {
                                                     std::chrono::milliseconds connect_timeout,
                                                     std::string* error);
 
-    int rank() const;
-    int world() const;
+    int rank() const override;
+    int world() const override;
+    std::string describe() const override;
     std::unique_ptr<Comm> comm(int rank, int lane) override;
     void abort(const std::string& why) override;
-    // The reason every wait fails with, once a rank failed or went away ("" while all is well).
-    std::string problem() const;
-
-    // Rank 0's wall clock against this process's (rank 0: zero). Every rank but 0 calls it
-    // while the others are up; rank 0 answers from its connection threads.
-    ClockOffset measureClockOffset(int samples);
-
-    // Rank 0's `bytes` on every rank (a bootstrap, such as NCCL's unique ids): rank 0 sends, the
-    // others wait (bounded by the timeout). Every rank calls it, the same number of times.
-    CommStatus shareFromRank0(std::vector<char>* bytes);
-
-    // Waits until every rank has called finish() (or gone), so no message still in flight is
-    // lost, then closes. Bounded by the timeout.
-    void finish();
+    std::string problem() const override;
+    std::vector<int> goneRanks() override;
+    // Rank 0 answers the others' clock pings from its connection threads.
+    ClockOffset measureClockOffset(int samples) override;
+    CommStatus shareFromRank0(std::vector<char>* bytes) override;
+    void finish() override;
 
   private:
     struct State;
     explicit SocketTransport(std::unique_ptr<State> state);
     std::unique_ptr<State> s_;
-    std::uint64_t shared_ = 0;  // shareFromRank0 calls so far
-    friend class SocketComm;
 };
 
 }  // namespace pipescope::exec
