@@ -20,6 +20,9 @@
 
 #include <pipescope/exec/pipeline_executor.h>
 #include <pipescope/exec/socket_transport.h>
+#if PIPESCOPE_HAVE_MPI
+#include <pipescope/exec/mpi_transport.h>
+#endif
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/kernels/cpu/gemm_profile.h>
 #include <pipescope/schedule/config_parse.h>
@@ -233,29 +236,54 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
 
     // The other processes, before any file is made: a world that cannot form writes nothing.
-    std::unique_ptr<exec::SocketTransport> transport;
+    std::unique_ptr<exec::Transport> transport;
     exec::ClockOffset start_offset;
     if (multi) {
-        std::string error;
-        const auto rendezvous = exec::parseRendezvous(launch->rendezvous, &error);
-        if (!rendezvous) {
-            std::cerr << "pipescope-run: --rendezvous: " << error << "\n";
-            return refused(kExitBadInput);
+        const TransportChoice choice = chooseTransport(o.transport, *launch, PIPESCOPE_HAVE_MPI);
+        if (!choice.kind) {
+            std::cerr << "pipescope-run: " << choice.error << "\n";
+            return refused(choice.exit_code);
         }
+        std::string error;
         const auto timeout =
             std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
-        human << "rank " << launch->rank << " of " << launch->world << " (from " << launch->source
-              << "), meeting at " << launch->rendezvous << "\n"
-              << std::flush;
         // The run's identity: its config and length, so a process of another run is turned away.
         const std::uint64_t run_key =
             std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations));
-        transport = exec::SocketTransport::connect(
-            launch->rank, launch->world, *rendezvous, run_key, timeout,
-            std::min(timeout, std::chrono::milliseconds(300000)), &error);
-        if (!transport) {
-            std::cerr << "pipescope-run: " << error << "\n";
-            return refused(kExitFailed);
+        if (*choice.kind == TransportKind::Mpi) {
+#if PIPESCOPE_HAVE_MPI
+            transport = exec::MpiTransport::start(run_key, timeout, &error);
+            if (!transport) {
+                std::cerr << "pipescope-run: MPI: " << error << "\n";
+                return refused(kExitFailed);
+            }
+            if (transport->rank() != launch->rank || transport->world() != launch->world) {
+                std::cerr << "pipescope-run: MPI makes this process rank " << transport->rank()
+                          << " of " << transport->world() << " but " << launch->source
+                          << " says rank " << launch->rank << " of " << launch->world << "\n";
+                transport->abort("its ranks disagree with the launcher's");
+                return refused(kExitBadInput);
+            }
+            human << "rank " << launch->rank << " of " << launch->world << " (from "
+                  << launch->source << "), over " << transport->describe() << "\n"
+                  << std::flush;
+#endif
+        } else {
+            const auto rendezvous = exec::parseRendezvous(launch->rendezvous, &error);
+            if (!rendezvous) {
+                std::cerr << "pipescope-run: --rendezvous: " << error << "\n";
+                return refused(kExitBadInput);
+            }
+            human << "rank " << launch->rank << " of " << launch->world << " (from "
+                  << launch->source << "), meeting at " << launch->rendezvous << "\n"
+                  << std::flush;
+            transport = exec::SocketTransport::connect(
+                launch->rank, launch->world, *rendezvous, run_key, timeout,
+                std::min(timeout, std::chrono::milliseconds(300000)), &error);
+            if (!transport) {
+                std::cerr << "pipescope-run: " << error << "\n";
+                return refused(kExitFailed);
+            }
         }
         start_offset = transport->measureClockOffset(32);
     }
@@ -324,10 +352,11 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         cuda_options.transport = transport.get();
         eo.backend = cuda::cudaBackendFactory(cuda_options);
         human << "communication: "
-              << (!multi ? cuda::describeCommunication(cuda_options, schedule)
-                  : cuda_options.nccl
-                      ? "NCCL between the processes' GPUs (ids shared over the rendezvous)"
-                      : "between processes over the rendezvous, staged through host memory")
+              << (!multi              ? cuda::describeCommunication(cuda_options, schedule)
+                  : cuda_options.nccl ? "NCCL between the processes' GPUs (ids shared over " +
+                                            transport->describe() + ")"
+                                      : "between processes over " + transport->describe() +
+                                            ", staged through host memory")
               << "\n";
         if (o.cupti.value_or(true)) {
             gpu_trace = std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin);
@@ -361,12 +390,21 @@ int runExecBackend(const Options& o, const schedule::Config& config,
               << std::flush;
     };
     exec::PipelineExecutor executor(config, schedule, eo);
-    const exec::ExecResult result = executor.run();
+    exec::ExecResult result = executor.run();
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     if (transport) {
-        // The clocks again at the end (drift over the run), then wait for every rank, so no
-        // message still on its way is lost.
+        // A run stopped by a signal while another rank's process is gone was stopped because
+        // of it: mpirun ends every process of a job once one of them dies.
+        if (result.status == exec::ExecResult::Status::Cancelled) {
+            if (const auto gone = transport->goneRanks(); !gone.empty()) {
+                result.status = exec::ExecResult::Status::Failed;
+                result.message = "rank " + std::to_string(gone.front()) +
+                                 " is gone: its process ended before it finished (then a signal "
+                                 "stopped this process: its launcher ends the whole job)";
+            }
+        }
+        // The clocks again at the end (drift over the run).
         const exec::ClockOffset end_offset = transport->measureClockOffset(32);
         const int r = launch->rank;
         writer.addMetric({"clock_offset_start_ns", static_cast<double>(start_offset.offset_ns), r,
@@ -379,7 +417,6 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             writer.addMetric({"clock_offset_end_rtt_ns", static_cast<double>(end_offset.rtt_ns), r,
                               std::nullopt});
         }
-        transport->finish();
     }
 #if PIPESCOPE_HAVE_CUDA
     if (gpu_trace) {
@@ -425,6 +462,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     const auto fin = writer.finish(status, result.message);
     if (!fin.ok()) {
         std::cerr << "pipescope-run: " << fin.message << "\n";
+    }
+    if (transport) {
+        // Every rank's trace is closed before any process leaves: a launcher that ends the job
+        // when its first process exits with an error (mpirun does) cuts no trace short. This
+        // also keeps rank 0, the socket transport's relay, up until the others are done.
+        transport->finish();
     }
 
     if (result.status == exec::ExecResult::Status::Failed) {

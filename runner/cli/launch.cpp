@@ -101,6 +101,32 @@ std::optional<LaunchContext> launchContext(const Options& o,
     return c;
 }
 
+TransportChoice chooseTransport(const std::string& wanted, const LaunchContext& launch,
+                                bool mpi_built) {
+    TransportChoice c;
+    const bool mpi_launcher =
+        launch.source == "Open MPI" || launch.source == "Slurm" || launch.source == "PMI";
+    if (wanted != "mpi") {
+        c.kind = TransportKind::Socket;
+    } else if (!mpi_built) {
+        c.error =
+            "--transport mpi: this pipescope-run was built without MPI (install libopenmpi-dev "
+            "and build again), or use --transport socket";
+        c.exit_code = 3;
+    } else if (!mpi_launcher) {
+        c.error =
+            "--transport mpi needs an MPI launcher (mpirun, or srun with PMIx), but this "
+            "process was started " +
+            std::string(launch.source == "flags" ? "with --rank/--world-size"
+                                                 : "by " + launch.source) +
+            "; use --transport socket";
+        c.exit_code = 2;
+    } else {
+        c.kind = TransportKind::Mpi;
+    }
+    return c;
+}
+
 std::string rankTracePath(const std::string& path, int rank) {
     const auto slash = path.find_last_of('/');
     const auto dot = path.find_last_of('.');

@@ -29,6 +29,21 @@ std::optional<LaunchContext> launchContext(const Options& options,
                                            const std::function<const char*(const char*)>& getenv,
                                            std::string* error);
 
+enum class TransportKind { Socket, Mpi };
+
+struct TransportChoice {
+    std::optional<TransportKind> kind;  // nullopt: `error` says why, `exit_code` how to exit
+    std::string error;
+    int exit_code = 0;
+};
+
+// --transport for a multi-process run. auto and socket: TCP, under every launcher (and faster
+// where processes share cores: MPI's transport polls, see mpi_transport.cpp). mpi: refused in a
+// build without MPI (`mpi_built`; exit 3) and for processes that no MPI launcher started
+// (exit 2).
+TransportChoice chooseTransport(const std::string& wanted, const LaunchContext& launch,
+                                bool mpi_built);
+
 // RUN.db -> RUN-rank3.db: each process of a multi-process run writes its own trace.
 std::string rankTracePath(const std::string& path, int rank);
 

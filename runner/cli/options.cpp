@@ -60,6 +60,10 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
                            writes OUT-rankR.db (merge them with pipescope-trace merge)
   --rendezvous HOST:PORT   where rank 0 listens for the others (default: MASTER_ADDR and
                            MASTER_PORT + 1, $PIPESCOPE_RENDEZVOUS, or 127.0.0.1:29517)
+  --transport auto|socket|mpi
+                           how the processes of a multi-process run talk: TCP through rank
+                           0 (auto, socket: any launcher) or MPI (under mpirun or srun, in
+                           builds with MPI)
   --list-devices           list the backends and whether this build can run them
   --json                   with --list-devices: print the list as JSON
   --help, --version
@@ -201,6 +205,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             if (!value(&o.rendezvous) || o.rendezvous.empty()) {
                 return fail("--rendezvous needs HOST:PORT");
             }
+        } else if (a == "--transport") {
+            if (!value(&o.transport) ||
+                (o.transport != "auto" && o.transport != "socket" && o.transport != "mpi")) {
+                return fail("--transport needs auto, socket or mpi");
+            }
         } else if (a == "--nccl") {
             if (!value(&v) || (v != "on" && v != "off")) {
                 return fail("--nccl needs on or off");
@@ -280,10 +289,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                         "writes its trace");
         }
     }
-    if ((o.rank || o.world_size || !o.rendezvous.empty()) && o.backend == "sim") {
+    if ((o.rank || o.world_size || !o.rendezvous.empty() || o.transport != "auto") &&
+        o.backend == "sim") {
         return fail(
-            "--rank, --world-size and --rendezvous start one rank of a multi-process run; "
-            "use them with --backend cpu or cuda");
+            "--rank, --world-size, --rendezvous and --transport start one rank of a "
+            "multi-process run; use them with --backend cpu or cuda");
     }
     if (o.nccl && o.backend != "cuda") {
         return fail("--nccl connects GPUs; use it with --backend cuda");

@@ -36,7 +36,8 @@ struct Options {
     // Multi-process runs (one rank per process); otherwise from the launcher's environment.
     std::optional<int> rank;
     std::optional<int> world_size;
-    std::string rendezvous;  // HOST:PORT
+    std::string rendezvous;          // HOST:PORT
+    std::string transport = "auto";  // auto, socket or mpi
     bool list_devices = false;
     bool json = false;
     bool help = false;

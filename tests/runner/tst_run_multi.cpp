@@ -1,9 +1,10 @@
 // Multi-process runs of the CPU backend, one rank per process, through the real binary: started
 // by hand (--rank/--world-size/--rendezvous), by a launcher's environment (torchrun's variables)
-// and by mpirun when it is installed. The losses equal the single-process run's, each process
-// writes its own trace, pipescope-trace merge joins them with no causality violation (and
-// reports the ones a wrong clock offset makes), a killed rank stops the others at once with a
-// message that names it, and bad launch values are clear errors.
+// and by mpirun when it is installed (over TCP and over MPI). The losses equal the single-process
+// run's, each process writes its own trace, pipescope-trace merge joins them with no causality
+// violation (and reports the ones a wrong clock offset makes), a killed rank stops the others at
+// once with a message that names it, and bad launch values are clear errors.
+#include <csignal>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -57,7 +58,10 @@ class TestRunMulti : public QObject {
     void initTestCase();
     void twoProcessesMatchOneAndMerge();
     void launcherEnvironment();
+    void mpirunWhenInstalled_data();
     void mpirunWhenInstalled();
+    void mpirunRankStops_data();
+    void mpirunRankStops();
     void killedRankStopsTheOthers();
     void cancelReachesTheOthers();
     void wrongOffsetsAreReported();
@@ -178,28 +182,118 @@ void TestRunMulti::launcherEnvironment() {
     QCOMPARE(lossesOf(ranks[0].out) + lossesOf(ranks[1].out), single_losses_);
 }
 
-void TestRunMulti::mpirunWhenInstalled() {
-    const QString mpirun = QStandardPaths::findExecutable(QStringLiteral("mpirun"));
-    if (mpirun.isEmpty()) {
-        QSKIP("mpirun is not installed (Debian: openmpi-bin)");
-    }
-    const QString out = dir_.filePath(QStringLiteral("mpi.db"));
-    QProcess p;
+namespace {
+
+QString mpirunPath() {
+    return QStandardPaths::findExecutable(QStringLiteral("mpirun"));
+}
+
+// mpirun with two processes of pipescope-run (as root too, on any number of cores).
+void startMpirun(QProcess& p, const QStringList& run_args) {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("PIPESCOPE_RENDEZVOUS"),
                QStringLiteral("127.0.0.1:%1").arg(freshPort()));
     p.setProcessEnvironment(env);
-    p.start(mpirun, {"--allow-run-as-root", "--oversubscribe", "-np", "2", binaryPath(kRun),
-                     config_, "--backend", "cpu", "--out", out, "--force"});
+    p.setProcessChannelMode(QProcess::MergedChannels);
+    p.start(mpirunPath(),
+            QStringList{"--allow-run-as-root", "--oversubscribe", "-np", "2", binaryPath(kRun)} +
+                run_args);
+}
+
+}  // namespace
+
+void TestRunMulti::mpirunWhenInstalled_data() {
+    QTest::addColumn<QString>("transport");
+    QTest::addColumn<QString>("says");
+    // TCP unless MPI is asked for: it is the faster where processes share cores.
+    QTest::newRow("auto") << "auto"
+                          << "meeting at 127.0.0.1:";
+    QTest::newRow("socket") << "socket"
+                            << "meeting at 127.0.0.1:";
+    QTest::newRow("mpi") << "mpi"
+                         << "over MPI (";
+}
+
+void TestRunMulti::mpirunWhenInstalled() {
+    QFETCH(QString, transport);
+    QFETCH(QString, says);
+    if (mpirunPath().isEmpty()) {
+        QSKIP("mpirun is not installed (Debian: openmpi-bin)");
+    }
+    if (transport == "mpi" && !PIPESCOPE_TEST_HAVE_MPI) {
+        QSKIP("this build has no MPI transport (Debian: libopenmpi-dev)");
+    }
+    const QString out = dir_.filePath(QStringLiteral("mpi-%1.db").arg(transport));
+    QProcess p;
+    startMpirun(p,
+                {config_, "--backend", "cpu", "--out", out, "--force", "--transport", transport});
     QVERIFY(p.waitForFinished(120000));
-    const QByteArray text = p.readAllStandardOutput() + p.readAllStandardError();
+    const QByteArray text = p.readAll();
     QVERIFY2(p.exitCode() == 0, text.constData());
-    QVERIFY2(text.contains("(from Open MPI)"), text.constData());
-    QStringList losses = lossesOf(text);
-    QCOMPARE(losses, single_losses_);
-    const auto m = runBinary(kTraceCli, {"merge", dir_.filePath("mpi-rank0.db"),
-                                         dir_.filePath("mpi-rank1.db"), "-o", out, "--force"});
+    QVERIFY2(text.contains("(from Open MPI)") && text.contains(says.toUtf8()), text.constData());
+    QCOMPARE(lossesOf(text), single_losses_);
+    const auto m = runBinary(
+        kTraceCli, {"merge", dir_.filePath("mpi-" + transport + "-rank0.db"),
+                    dir_.filePath("mpi-" + transport + "-rank1.db"), "-o", out, "--force"});
     QVERIFY2(m.exit_code == 0 && m.out.contains("0 violations"), qPrintable(describe(m)));
+}
+
+void TestRunMulti::mpirunRankStops_data() {
+    QTest::addColumn<int>("signal");
+    QTest::addColumn<QString>("reason");
+    QTest::addColumn<int>("rank1_status");
+    // A crash: the progress thread sees the process of this machine end and names its rank.
+    QTest::newRow("killed") << int(SIGKILL) << "rank 1 is gone" << int(trace::RunStatus::Running);
+    // A cancel: rank 1 stops cleanly and sends its reason.
+    QTest::newRow("terminated") << int(SIGTERM) << "rank 1 stopped: the run was cancelled"
+                                << int(trace::RunStatus::Cancelled);
+}
+
+void TestRunMulti::mpirunRankStops() {
+    // Over MPI, which does not report a dead peer itself, under mpirun, which ends the whole
+    // job once a process exits early: rank 0 must still say why, and its trace stay readable.
+    QFETCH(int, signal);
+    QFETCH(QString, reason);
+    QFETCH(int, rank1_status);
+    if (mpirunPath().isEmpty() || !PIPESCOPE_TEST_HAVE_MPI) {
+        QSKIP("needs mpirun and a build with the MPI transport");
+    }
+    const QString name = QStringLiteral("stop-%1").arg(signal);
+    const QString r0 = dir_.filePath(name + "-rank0.db");
+    const QString r1 = dir_.filePath(name + "-rank1.db");
+    QProcess p;
+    startMpirun(p, {config_, "--backend", "cpu", "--out", dir_.filePath(name + ".db"), "--force",
+                    "--transport", "mpi", "--iterations", "100000"});
+    // Rank 1's process id from its trace (on disk from the start), once it is under way.
+    QByteArray text;
+    qint64 pid = 0;
+    for (int i = 0; i < 300 && pid == 0 && p.state() != QProcess::NotRunning; ++i) {
+        p.waitForReadyRead(100);
+        text += p.readAll();
+        trace::TraceReader reader;
+        if (text.count("iteration") >= 2 && reader.open(r1.toStdString()).ok()) {
+            for (const auto& rank : reader.ranks()) {
+                pid = rank.rank == 1 ? rank.pid : pid;
+            }
+        }
+    }
+    QVERIFY2(pid > 0, text.constData());
+    QElapsedTimer clock;
+    clock.start();
+    QCOMPARE(::kill(static_cast<pid_t>(pid), signal), 0);
+    QVERIFY(p.waitForFinished(30000));
+    text += p.readAll();
+    QVERIFY2(clock.elapsed() < 10000, qPrintable(QString::number(clock.elapsed())));
+    QVERIFY2(p.exitCode() != 0, text.constData());
+    QVERIFY2(text.contains(reason.toUtf8()), text.constData());
+    trace::TraceReader rank0;
+    QVERIFY(rank0.open(r0.toStdString()).ok());
+    QVERIFY(rank0.run().status == trace::RunStatus::Failed);
+    QVERIFY2(rank0.run().message.find(reason.toStdString()) != std::string::npos,
+             rank0.run().message.c_str());
+    trace::TraceReader rank1;
+    QVERIFY(rank1.open(r1.toStdString()).ok());
+    QCOMPARE(int(rank1.run().status), rank1_status);
 }
 
 void TestRunMulti::killedRankStopsTheOthers() {
@@ -325,6 +419,17 @@ void TestRunMulti::badLaunchValues() {
     QVERIFY(!QFile::exists(dir_.filePath("alone-rank1.db")));
     const auto sim = runBinary(kRun, {config_, "--rank", "0", "--world-size", "2"});
     QCOMPARE(sim.exit_code, 2);
+    // MPI needs an MPI launcher (or, in a build without it, is not there at all).
+    const auto mpi = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                      "--rank", "0", "--world-size", "2", "--transport", "mpi"});
+    QCOMPARE(mpi.exit_code, PIPESCOPE_TEST_HAVE_MPI ? 2 : 3);
+    QVERIFY2(mpi.err.contains(PIPESCOPE_TEST_HAVE_MPI ? "needs an MPI launcher"
+                                                      : "was built without MPI"),
+             mpi.err.constData());
+    const auto bogus = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                        "--transport", "pigeon"});
+    QCOMPARE(bogus.exit_code, 2);
+    QVERIFY2(bogus.err.contains("--transport needs auto, socket or mpi"), bogus.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestRunMulti)
