@@ -1,5 +1,6 @@
 #include "cpu_backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gemm_report.h"
+#include "gone_traces.h"
 #include "launch.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -464,6 +466,16 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         std::cerr << "pipescope-run: " << fin.message << "\n";
     }
     if (transport) {
+        // A rank whose process died left its trace "running": the lowest rank still up marks it.
+        if (const auto gone = transport->goneRanks(); !gone.empty()) {
+            int lowest_up = 0;
+            while (std::find(gone.begin(), gone.end(), lowest_up) != gone.end()) {
+                ++lowest_up;
+            }
+            if (launch->rank == lowest_up) {
+                markGoneTraces(o.out, gone, launch->rank, info.host, std::cerr);
+            }
+        }
         // Every rank's trace is closed before any process leaves: a launcher that ends the job
         // when its first process exits with an error (mpirun does) cuts no trace short. This
         // also keeps rank 0, the socket transport's relay, up until the others are done.

@@ -1,14 +1,11 @@
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <mpi.h>
 #include <mutex>
-#include <signal.h>
 #include <thread>
 #include <unistd.h>
 #if defined(__linux__)
@@ -16,6 +13,7 @@
 #endif
 
 #include <pipescope/exec/mpi_transport.h>
+#include <pipescope/exec/process.h>
 
 #include "message_hub.h"
 
@@ -49,24 +47,6 @@ std::string mpiError(int code) {
     int length = 0;
     MPI_Error_string(code, text, &length);
     return std::string(text, static_cast<std::size_t>(std::max(0, length)));
-}
-
-// Whether process `pid` of this machine still runs (a zombie does not).
-bool processRuns(std::int64_t pid) {
-    if (pid <= 0) {
-        return true;  // unknown: assume it does
-    }
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-        return false;
-    }
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) {
-        return true;  // no /proc: kill() said it exists
-    }
-    const auto close = line.rfind(')');
-    return close == std::string::npos || close + 2 >= line.size() ||
-           (line[close + 2] != 'Z' && line[close + 2] != 'X');
 }
 
 }  // namespace

@@ -243,7 +243,8 @@ void TestRunMulti::mpirunRankStops_data() {
     QTest::addColumn<QString>("reason");
     QTest::addColumn<int>("rank1_status");
     // A crash: the progress thread sees the process of this machine end and names its rank.
-    QTest::newRow("killed") << int(SIGKILL) << "rank 1 is gone" << int(trace::RunStatus::Running);
+    // (Its own trace is marked failed by rank 0, which saw it go.)
+    QTest::newRow("killed") << int(SIGKILL) << "rank 1 is gone" << int(trace::RunStatus::Failed);
     // A cancel: rank 1 stops cleanly and sends its reason.
     QTest::newRow("terminated") << int(SIGTERM) << "rank 1 stopped: the run was cancelled"
                                 << int(trace::RunStatus::Cancelled);
@@ -318,15 +319,21 @@ void TestRunMulti::killedRankStopsTheOthers() {
     trace::TraceReader reader;
     QVERIFY(reader.open(r0.toStdString()).ok());
     QVERIFY(reader.run().status == trace::RunStatus::Failed);
+    // The killed process's file too: rank 0 saw it go and marked it (same machine, process gone).
     trace::TraceReader killed;
     QVERIFY(killed.open(r1.toStdString()).ok());
-    QVERIFY(killed.run().status == trace::RunStatus::Running);
+    QVERIFY(killed.run().status == trace::RunStatus::Failed);
+    QVERIFY2(killed.run().message.find("rank 1's process ended before it finished its trace") !=
+                 std::string::npos,
+             killed.run().message.c_str());
+    QVERIFY(killed.finalized());
+    QVERIFY2(ranks[0].err.contains("marked rank 1's trace"), ranks[0].err.constData());
     const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
     trace::TraceReader merged;
     QVERIFY(merged.open(out.toStdString()).ok());
     QVERIFY(merged.run().status == trace::RunStatus::Failed);
-    QVERIFY2(merged.run().message.find("rank 1 stopped without finishing") != std::string::npos,
+    QVERIFY2(merged.run().message.find("rank 1: rank 1's process ended") != std::string::npos,
              merged.run().message.c_str());
 }
 
