@@ -18,6 +18,9 @@
 #if PIPESCOPE_HAVE_CUDA
 #include <pipescope/cuda/devices.h>
 #endif
+#if PIPESCOPE_HAVE_MPI
+#include <pipescope/exec/mpi_transport.h>
+#endif
 
 #include "cli/cpu_backend.h"
 #include "cli/options.h"
@@ -234,12 +237,25 @@ std::string cudaProblem(std::vector<std::string>* gpus) {
 #endif
 }
 
+// The MPI library of the MPI transport; empty and `why` when this build has none.
+std::string mpiLibrary(std::string* why) {
+#if PIPESCOPE_HAVE_MPI
+    (void)why;
+    return exec::mpiLibraryVersion();
+#else
+    *why = "this build has no MPI (configure found no MPI: install libopenmpi-dev)";
+    return {};
+#endif
+}
+
 void listDevices(const cli::Options& o) {
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::string> gpus;
     const std::string cuda_problem = cudaProblem(&gpus);
     std::string cpu_problem;
     const bool cpu = cli::cpuBackendBuilt(&cpu_problem);
+    std::string mpi_problem;
+    const std::string mpi = mpiLibrary(&mpi_problem);
     if (o.json) {
         nlohmann::ordered_json j;
         j["backends"] = {
@@ -256,6 +272,14 @@ void listDevices(const cli::Options& o) {
                                                           {"available", false},
                                                           {"reason", cuda_problem},
                                                           {"devices", gpus}}};
+        // How the processes of a multi-process run can talk (--transport).
+        j["transports"] = {{{"transport", "socket"}, {"available", true}},
+                           mpi.empty()
+                               ? nlohmann::ordered_json{{"transport", "mpi"},
+                                                        {"available", false},
+                                                        {"reason", mpi_problem}}
+                               : nlohmann::ordered_json{
+                                     {"transport", "mpi"}, {"available", true}, {"library", mpi}}};
         std::cout << j.dump(2) << "\n";
         return;
     }
@@ -268,6 +292,8 @@ void listDevices(const cli::Options& o) {
     for (const auto& g : gpus) {
         std::cout << "      " << g << "\n";
     }
+    std::cout << "multi-process transports (--transport): socket (TCP), "
+              << (mpi.empty() ? "mpi not available: " + mpi_problem : "mpi (" + mpi + ")") << "\n";
 }
 
 }  // namespace

@@ -397,6 +397,14 @@ void TestRunCli::listDevices() {
     QCOMPARE(backends.at(1).toObject().value("available").toBool(),
              bool(PIPESCOPE_TEST_HAVE_CPU_BACKEND));
     QCOMPARE(backends.at(2).toObject().value("available").toBool(), false);
+    // The multi-process transports: TCP always, MPI when the build found it.
+    const QJsonArray transports = parseObject(r.out, &error).value("transports").toArray();
+    QCOMPARE(transports.size(), 2);
+    QCOMPARE(transports.at(0).toObject().value("transport").toString(), QString("socket"));
+    const QJsonObject mpi = transports.at(1).toObject();
+    QCOMPARE(mpi.value("available").toBool(), bool(PIPESCOPE_TEST_HAVE_MPI));
+    QVERIFY2(mpi.value(PIPESCOPE_TEST_HAVE_MPI ? "library" : "reason").toString().size() > 3,
+             r.out.constData());
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)
