@@ -393,18 +393,18 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     };
     exec::PipelineExecutor executor(config, schedule, eo);
     exec::ExecResult result = executor.run();
+    std::vector<int> gone;  // ranks whose processes ended before they finished
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
     if (transport) {
+        gone = transport->goneRanks();
         // A run stopped by a signal while another rank's process is gone was stopped because
         // of it: mpirun ends every process of a job once one of them dies.
-        if (result.status == exec::ExecResult::Status::Cancelled) {
-            if (const auto gone = transport->goneRanks(); !gone.empty()) {
-                result.status = exec::ExecResult::Status::Failed;
-                result.message = "rank " + std::to_string(gone.front()) +
-                                 " is gone: its process ended before it finished (then a signal "
-                                 "stopped this process: its launcher ends the whole job)";
-            }
+        if (result.status == exec::ExecResult::Status::Cancelled && !gone.empty()) {
+            result.status = exec::ExecResult::Status::Failed;
+            result.message = "rank " + std::to_string(gone.front()) +
+                             " is gone: its process ended before it finished (then a signal "
+                             "stopped this process: its launcher ends the whole job)";
         }
         // The clocks again at the end (drift over the run).
         const exec::ClockOffset end_offset = transport->measureClockOffset(32);
@@ -467,7 +467,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
     if (transport) {
         // A rank whose process died left its trace "running": the lowest rank still up marks it.
-        if (const auto gone = transport->goneRanks(); !gone.empty()) {
+        if (!gone.empty()) {
             int lowest_up = 0;
             while (std::find(gone.begin(), gone.end(), lowest_up) != gone.end()) {
                 ++lowest_up;

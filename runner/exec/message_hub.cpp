@@ -228,17 +228,6 @@ bool MessageHub::isGone(int who) const {
     return who >= 0 && who < world_ && gone_[static_cast<std::size_t>(who)];
 }
 
-bool MessageHub::allDone() const {
-    std::lock_guard<std::mutex> lock(m_);
-    for (int r = 0; r < world_; ++r) {
-        const auto i = static_cast<std::size_t>(r);
-        if (r != rank_ && !finished_[i] && !gone_[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 CommStatus MessageHub::await(Message type, int src, std::uint64_t tag, std::vector<float>* out,
                              const std::string& what) {
     std::unique_lock<std::mutex> lock(m_);

@@ -51,7 +51,6 @@ class MessageHub {
 
     int rank() const { return rank_; }
     int world() const { return world_; }
-    std::chrono::milliseconds timeout() const { return timeout_; }
 
     // A message from `src` for this process. Pings are answered from here.
     void deliver(Message type, int src, std::uint64_t tag, std::vector<char> payload);
@@ -59,8 +58,6 @@ class MessageHub {
     // news (not finished, not known gone before).
     bool markGone(int who);
     bool isGone(int who) const;
-    // True once every other rank has finished or is gone.
-    bool allDone() const;
 
     // The Transport operations (transport.h) on top of Post and deliver.
     std::unique_ptr<Comm> comm(int lane);
