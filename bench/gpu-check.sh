@@ -8,7 +8,8 @@
 # 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), at the small
 #    presets' size and at h=1024, V=64k (gpu-4stage-*), traced with CUPTI, and prints the
 #    iteration time, per-rank busy and GPU busy time and peak memory of each from their traces;
-#    then the same runs with --cupti off, for the tracing overhead;
+#    then the same runs with --cupti off, for the tracing overhead, and with asynchronous lanes
+#    (--lane-sync event) against the default synchronize-per-op;
 # 6. reports the runner's GEMM throughput per shape against a plain cuBLAS GEMM (--gemm-report);
 # 7. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
@@ -81,6 +82,30 @@ done
 echo "== naive and vocab-2, 4 stages on one GPU: h=1024, V=64k (gpu-4stage-*)"
 for method in naive vocab-2; do
     run_traced_and_not "gpu-4stage-$method" "resources/presets/gpu-4stage-$method.json" 10
+done
+# The same runs with asynchronous lanes: host spans are issue times there, so the figures to
+# compare are the iteration time and the GPU busy time of the CUPTI trace (gpu busy ms).
+run_events() {
+    local name=$1 preset=$2 iterations=$3
+    local db="$out/run-$name-events.db"
+    if ! "$build/bin/pipescope-run" "$preset" --backend cuda --lane-sync event --out "$db" --force \
+        --iterations "$iterations" > "$out/run-$name-events.log" 2>&1; then
+        echo "-- $name with --lane-sync event: failed"
+        tail -5 "$out/run-$name-events.log"
+        status=1
+        return
+    fi
+    echo "-- $name: iteration time with events $(iteration_ms "$db") ms, synchronized per op $(iteration_ms "$out/run-$name.db") ms"
+    echo "   last losses: events $(grep -E '^iteration' "$out/run-$name-events.log" | tail -1), per op $(grep -E '^iteration' "$out/run-$name.log" | tail -1)"
+    "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-$name-events.txt"
+}
+echo "== asynchronous lanes (--lane-sync event) against a stream synchronize per op"
+for size in 4stage gpu-4stage; do
+    for method in naive vocab-2; do
+        preset="resources/presets/small-4stage-$method.json"
+        [ "$size" = gpu-4stage ] && preset="resources/presets/gpu-4stage-$method.json"
+        run_events "$size-$method" "$preset" "$([ "$size" = gpu-4stage ] && echo 10 || echo 20)"
+    done
 done
 echo "== GEMM throughput of the runner against a plain cuBLAS GEMM of the same shape"
 for method in naive vocab-2; do

@@ -186,6 +186,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     cuda::CudaBackendOptions cuda_options;
     cuda_options.seed = config.run.seed;
     cuda_options.nccl = o.nccl.value_or(false);
+    cuda_options.lane_sync =
+        o.event_sync.value_or(false) ? cuda::LaneSync::Event : cuda::LaneSync::Op;
     cuda_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
     if (cuda) {
         if (multi) {
@@ -369,6 +371,14 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             }
         }
         writer.addMetric({"cupti", gpu_trace ? 1.0 : 0.0, std::nullopt, std::nullopt});
+        // 1: host spans are issue times (asynchronous lanes), 0: execution times.
+        const bool events = cuda_options.lane_sync == cuda::LaneSync::Event;
+        writer.addMetric({"lane_sync_event", events ? 1.0 : 0.0, std::nullopt, std::nullopt});
+        human << "lanes: "
+              << (events ? "asynchronous, ordered by CUDA events (host spans are issue times"
+                         : "each op waits for its stream (host spans are execution times")
+              << (events && !gpu_trace ? "; without CUPTI nothing records the execution)\n"
+                                       : ")\n");
     }
 #endif
     eo.on_iteration = [&](int it, double loss, double seconds) {

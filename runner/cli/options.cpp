@@ -52,6 +52,10 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
                            same shape (cpu: OpenBLAS sgemm; cuda: cuBLAS, timed with events)
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
                            trace's Nsight tables and gpu lane (default on)
+  --lane-sync op|event     cuda: op (default): each op waits for its stream, so host spans are
+                           execution times; event: ops are only issued and the lanes wait for
+                           each other through CUDA events (the gpu lane of the CUPTI trace is
+                           the execution; the event path has not run on a GPU yet)
   --nccl on|off            cuda: NCCL between the ranks' GPUs, in this process or one rank per
                            process (default off: staged through host memory; the NCCL path
                            has not run yet)
@@ -215,6 +219,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                 return fail("--nccl needs on or off");
             }
             o.nccl = v == "on";
+        } else if (a == "--lane-sync") {
+            if (!value(&v) || (v != "op" && v != "event")) {
+                return fail("--lane-sync needs op or event");
+            }
+            o.event_sync = v == "event";
         } else if (a == "--cupti") {
             if (!value(&v) || (v != "on" && v != "off")) {
                 return fail("--cupti needs on or off");
@@ -297,6 +306,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
     }
     if (o.nccl && o.backend != "cuda") {
         return fail("--nccl connects GPUs; use it with --backend cuda");
+    }
+    if (o.event_sync && o.backend != "cuda") {
+        return fail("--lane-sync orders the streams of a GPU; use it with --backend cuda");
     }
     if (o.cupti && o.backend != "cuda") {
         return fail("--cupti traces the GPU; use it with --backend cuda");

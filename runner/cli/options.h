@@ -33,6 +33,8 @@ struct Options {
     bool gemm_report = false;   // cpu: GEMM throughput against a plain sgemm
     std::optional<bool> cupti;  // cuda: CUPTI activity tracing (default on)
     std::optional<bool> nccl;   // cuda: NCCL between ranks on distinct GPUs (default off)
+    // cuda: --lane-sync event (asynchronous lanes ordered by events); default op
+    std::optional<bool> event_sync;
     // Multi-process runs (one rank per process); otherwise from the launcher's environment.
     std::optional<int> rank;
     std::optional<int> world_size;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <pipescope/cuda/arena.h>
+#include <pipescope/cuda/lane_events.h>
 #include <pipescope/cuda/nccl_comm.h>
 #include <pipescope/exec/rank_model.h>
 #include <pipescope/exec/vocab_layers.h>
@@ -60,6 +61,43 @@ thread_local CudaRankBackend* t_backend = nullptr;
 thread_local int t_lane = -1;
 // The op id this thread pushed as CUPTI's external correlation id (popped at endOp).
 thread_local bool t_op_pushed = false;
+// The op the calling thread is issuing (beginOp to endOp).
+thread_local std::uint64_t t_op_id = 0;
+
+// LaneEvents' device side: CUDA events (without timing) on the lanes' streams.
+class StreamEvents final : public LaneEvents::Api {
+  public:
+    explicit StreamEvents(std::vector<cudaStream_t> streams) : streams_(std::move(streams)) {}
+    Event create() override {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+        return e;
+    }
+    void destroy(Event e) override { (void)cudaEventDestroy(event(e)); }
+    void record(Event e, int lane) override {
+        check(cudaEventRecord(event(e), stream(lane)), "cudaEventRecord");
+    }
+    void wait(int lane, Event e) override {
+        check(cudaStreamWaitEvent(stream(lane), event(e), 0), "cudaStreamWaitEvent");
+    }
+    bool done(Event e) override {
+        const cudaError_t r = cudaEventQuery(event(e));
+        if (r == cudaErrorNotReady) {
+            // Not an error, but some runtimes leave it as the thread's last error, where the
+            // next kernel launch check would find it.
+            (void)cudaGetLastError();
+            return false;
+        }
+        check(r, "cudaEventQuery");
+        return true;
+    }
+    void sync(Event e) override { check(cudaEventSynchronize(event(e)), "cudaEventSynchronize"); }
+
+  private:
+    static cudaEvent_t event(Event e) { return static_cast<cudaEvent_t>(e); }
+    cudaStream_t stream(int lane) const { return streams_.at(static_cast<std::size_t>(lane)); }
+    std::vector<cudaStream_t> streams_;
+};
 
 // A parameter on the device: value, gradient and AdamW moments, fp32.
 struct DParam {
@@ -76,7 +114,9 @@ class CudaRankBackend final : public exec::RankBackend {
     ~CudaRankBackend() override;
 
     void beginOp(int lane, std::uint64_t op_id, const std::string& label) override;
-    void endOp(int lane) override;
+    void endOp(int lane, int awaited) override;
+    bool asyncLanes() const override { return events_ != nullptr; }
+    void waitFor(int lane, std::uint64_t op_id) override { events_->waitFor(lane, op_id); }
 
     Buffer allocate(std::int64_t floats, MemoryCategory category) override;
     void copy(float* dst, const float* src, std::int64_t floats) override {
@@ -198,6 +238,10 @@ class CudaRankBackend final : public exec::RankBackend {
         std::vector<float*> deferred;  // freed during the current op, released at endOp
     };
     std::array<Lane, schedule::kStreamCount> lanes_;
+    // Asynchronous lanes (LaneSync::Event): the events between them and the memory freed while
+    // their work may still run; null when every op synchronizes its stream.
+    std::unique_ptr<StreamEvents> stream_events_;
+    std::unique_ptr<LaneEvents> events_;
 
     std::vector<Chunk> chunks_;
     DParam token_, position_, output_w_;
@@ -237,6 +281,16 @@ CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule:
         lane.exec.stream = lane.stream;
         lane.exec.blas = lane.blas->get();
         lane.exec.tf32 = options.tf32;
+    }
+    if (options.lane_sync == LaneSync::Event) {
+        std::vector<cudaStream_t> streams;
+        for (const Lane& lane : lanes_) {
+            streams.push_back(lane.stream);
+        }
+        stream_events_ = std::make_unique<StreamEvents>(std::move(streams));
+        events_ =
+            std::make_unique<LaneEvents>(*stream_events_, schedule::kStreamCount,
+                                         [this](void* p) { release(static_cast<float*>(p)); });
     }
 
     // The host model gives the structure and the initial values (the CPU backend's exactly);
@@ -289,6 +343,7 @@ CudaRankBackend::~CudaRankBackend() {
     token_ = {};
     position_ = {};
     output_w_ = {};
+    events_.reset();  // gives back the memory it holds; the device is idle
     for (Lane& lane : lanes_) {
         for (float* p : lane.deferred) {
             release(p);
@@ -316,6 +371,7 @@ void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& 
     check(cudaSetDevice(device_), "cudaSetDevice");
     t_backend = this;
     t_lane = lane;
+    t_op_id = op_id;
 #if PIPESCOPE_HAVE_NVTX
     nvtxRangePushA(label.c_str());
 #else
@@ -323,9 +379,14 @@ void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& 
 #endif
 }
 
-void CudaRankBackend::endOp(int lane) {
+void CudaRankBackend::endOp(int lane, int awaited) {
     Lane& l = lanes_[idx(lane)];
-    const cudaError_t e = cudaStreamSynchronize(l.stream);
+    // Synchronous lanes: the op's work is done here. Asynchronous ones: it is issued; the lanes
+    // that need it wait for its event, and what it freed waits for a fence on every lane.
+    cudaError_t e = cudaSuccess;
+    if (!events_) {
+        e = cudaStreamSynchronize(l.stream);
+    }
 #if PIPESCOPE_HAVE_NVTX
     nvtxRangePop();
 #endif
@@ -334,11 +395,22 @@ void CudaRankBackend::endOp(int lane) {
         std::lock_guard<std::mutex> lock(l.deferred_m);
         freed.swap(l.deferred);
     }
-    for (float* p : freed) {
-        release(p);
+    std::string failure;
+    if (events_) {
+        try {
+            events_->ended(lane, t_op_id, awaited, std::vector<void*>(freed.begin(), freed.end()));
+            events_->collect();
+        } catch (const std::exception& x) {
+            failure = x.what();
+        }
+    } else {
+        for (float* p : freed) {
+            release(p);
+        }
     }
     t_backend = nullptr;
     t_lane = -1;
+    t_op_id = 0;
 #if PIPESCOPE_HAVE_CUPTI
     if (t_op_pushed) {
         cupti::ActivityTracer::instance().popOp();
@@ -346,6 +418,9 @@ void CudaRankBackend::endOp(int lane) {
     }
 #endif
     check(e, "the op's kernels");
+    if (!failure.empty()) {
+        throw std::runtime_error(failure);
+    }
 }
 
 void CudaRankBackend::release(float* p) {
@@ -355,16 +430,26 @@ void CudaRankBackend::release(float* p) {
 
 Buffer CudaRankBackend::allocate(std::int64_t floats, MemoryCategory category) {
     const std::int64_t bytes = floats * static_cast<std::int64_t>(sizeof(float));
-    std::optional<std::int64_t> offset;
-    {
+    const auto place = [&] {
         std::lock_guard<std::mutex> lock(arena_m_);
-        offset = arena_->allocate(bytes);
-        if (!offset) {
-            throw std::runtime_error("out of device memory on rank " + std::to_string(rank_) +
-                                     ": " + gib(bytes) + " for " +
-                                     std::string(trace::toString(category)) + " do not fit (" +
-                                     arena_->describe() + ")");
+        return arena_->allocate(bytes);
+    };
+    std::optional<std::int64_t> offset = place();
+    if (!offset && events_) {
+        // Memory freed while asynchronous work may still use it is held back: take what has
+        // finished since, then wait for the rest.
+        if (events_->collect() > 0) {
+            offset = place();
         }
+        if (!offset && events_->drain() > 0) {
+            offset = place();
+        }
+    }
+    if (!offset) {
+        std::lock_guard<std::mutex> lock(arena_m_);
+        throw std::runtime_error("out of device memory on rank " + std::to_string(rank_) + ": " +
+                                 gib(bytes) + " for " + std::string(trace::toString(category)) +
+                                 " do not fit (" + arena_->describe() + ")");
     }
     float* p = reinterpret_cast<float*>(static_cast<char*>(base_) + *offset);
     Buffer b;
@@ -738,6 +823,11 @@ void CudaRankBackend::optimizerStep(const kernels::cpu::AdamWConfig& config, std
     for (DParam* p : params()) {
         kg::adamwStep(exec(), p->value.ptr(), p->grad.ptr(), p->m.ptr(), p->v.ptr(), p->size,
                       p->decay ? c : no_decay, step);
+    }
+    if (events_) {
+        // The step waited for the last op of every lane: when it is done, so is the rank's
+        // iteration, and the iteration's end in the trace is its end on the device.
+        check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize (end of the iteration)");
     }
 }
 

@@ -90,6 +90,15 @@ struct Run {
     std::unique_ptr<InProcessFabric> fabric;
     std::vector<RankState> ranks;
     std::unique_ptr<std::atomic<int>[]> done;  // per node: iterations completed
+    // Per node: how many ops of other lanes wait for it to start (asynchronous lanes).
+    std::vector<int> awaited;
+
+    int laneOf(int node) const {
+        const schedule::OpRef& at = graph.node_ref[static_cast<std::size_t>(node)];
+        return static_cast<int>(
+            schedule.ops[static_cast<std::size_t>(at.rank)][static_cast<std::size_t>(at.index)]
+                .stream());
+    }
 
     Run(const schedule::Config& c, schedule::Schedule s, ExecOptions o);
 

@@ -203,6 +203,17 @@ struct PipelineExecutor::Impl {
                     const std::int64_t start = nowNs();
                     const std::int64_t cpu0 = threadCpuNs();
                     rs.backend->beginOp(lane, opKeyId({rank, it, index}), op.label());
+                    if (rs.backend->asyncLanes()) {
+                        for (int k = b; k < e; ++k) {
+                            const int dep = g.start_deps[static_cast<std::size_t>(k)];
+                            if (run.laneOf(dep) != lane) {
+                                rs.backend->waitFor(
+                                    lane,
+                                    opKeyId({rank, it,
+                                             g.node_ref[static_cast<std::size_t>(dep)].index}));
+                            }
+                        }
+                    }
                     if (first && lane == static_cast<int>(schedule::Stream::Compute)) {
                         // Gradients accumulate over one iteration's micro-batches.
                         rs.backend->zeroGrads();
@@ -210,7 +221,9 @@ struct PipelineExecutor::Impl {
                     first = false;
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity(where());
                     const std::int64_t bytes = detail::runOp(run, rank, it, op);
-                    rs.backend->endOp(lane);
+                    rs.backend->endOp(lane, rs.backend->asyncLanes()
+                                                ? run.awaited[static_cast<std::size_t>(node)]
+                                                : 0);
                     const std::int64_t cpu = threadCpuNs() - cpu0;
                     opSpan(rank, it, index, op, start, nowNs(), cpu, bytes);
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity("after " + where());
@@ -276,8 +289,16 @@ ExecResult PipelineExecutor::run() {
     run.graph = std::move(built.graph);
     run.done =
         std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(run.graph.nodeCount()));
+    run.awaited.assign(static_cast<std::size_t>(run.graph.nodeCount()), 0);
     for (int n = 0; n < run.graph.nodeCount(); ++n) {
         run.done[static_cast<std::size_t>(n)].store(0);
+        for (int k = run.graph.start_dep_begin[static_cast<std::size_t>(n)];
+             k < run.graph.start_dep_begin[static_cast<std::size_t>(n) + 1]; ++k) {
+            const int dep = run.graph.start_deps[static_cast<std::size_t>(k)];
+            if (run.laneOf(dep) != run.laneOf(n)) {
+                ++run.awaited[static_cast<std::size_t>(dep)];
+            }
+        }
     }
     run.loss_sum.assign(static_cast<std::size_t>(iterations), 0.0);
     run.loss_count.assign(static_cast<std::size_t>(iterations), 0);

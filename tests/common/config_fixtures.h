@@ -1,6 +1,7 @@
 // Configs for schedule and simulator tests, built through the real parser.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,29 @@ inline schedule::Config makeConfig(int pipeline, int microbatches, const std::st
         throw std::runtime_error(r.errorText());
     }
     return *r.config;
+}
+
+// The tiny GPT the execution tests train: 8 layers (divisible by p · chunks for every schedule),
+// 2 heads, V = 50 (not a multiple of 4, so the last vocabulary shard is shorter), fp32, seed 77.
+// nullopt when the config validator refuses the combination.
+inline std::optional<schedule::Config> tinyTrainingConfig(int p, const std::string& sched,
+                                                          const std::string& vocab, int hidden = 16,
+                                                          int seq_len = 8, int microbatches = 4,
+                                                          int iterations = 1) {
+    const std::string json =
+        R"({"name": "tiny", "model": {"layers": 8, "hidden": )" + std::to_string(hidden) +
+        R"(, "heads": 2, "seq_len": )" + std::to_string(seq_len) +
+        R"(, "vocab": 50, "micro_batch": 2, "dtype": "fp32"},
+      "parallel": {"pipeline": )" +
+        std::to_string(p) + R"(, "microbatches": )" + std::to_string(microbatches) +
+        R"(, "schedule": ")" + sched + R"(", "vocab": ")" + vocab + R"("},
+      "run": {"iterations": )" +
+        std::to_string(iterations) + R"(, "warmup": 0, "seed": 77}})";
+    auto parsed = schedule::parseConfig(json, "tiny");
+    if (!parsed.ok()) {
+        return std::nullopt;
+    }
+    return *parsed.config;
 }
 
 }  // namespace pipescope::test

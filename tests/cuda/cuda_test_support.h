@@ -25,7 +25,8 @@ inline void expect(bool ok, const std::string& what) {
 // round-robin on them), else on the CPU backend.
 inline exec::ExecResult runThreeIterations(const schedule::Config& c, const schedule::Schedule& s,
                                            std::optional<std::vector<int>> devices,
-                                           bool nccl = false) {
+                                           bool nccl = false,
+                                           cuda::LaneSync sync = cuda::LaneSync::Op) {
     exec::ExecOptions eo;
     eo.iterations = 3;
     eo.seed = c.run.seed;
@@ -37,6 +38,7 @@ inline exec::ExecResult runThreeIterations(const schedule::Config& c, const sche
         co.memory_fraction = 0.2;
         co.devices = *devices;
         co.nccl = nccl;
+        co.lane_sync = sync;
         co.timeout = eo.timeout;
         eo.backend = cuda::cudaBackendFactory(co);
     }

@@ -20,6 +20,8 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "config_fixtures.h"
+
 using namespace pipescope;
 
 namespace {
@@ -28,24 +30,11 @@ constexpr double kTolerance = 1e-5;
 
 schedule::Config tinyConfig(int p, const std::string& sched, const std::string& vocab,
                             int microbatches = 4) {
-    // 8 layers: divisible by p · chunks for every schedule; V = 50 is not a multiple of 4, so
-    // the last shard is shorter (padding).
-    const std::string json = R"({
-      "name": "tiny",
-      "model": {"layers": 8, "hidden": 16, "heads": 2, "seq_len": 8, "vocab": 50,
-                "micro_batch": 2, "dtype": "fp32"},
-      "parallel": {"pipeline": )" +
-                             std::to_string(p) + R"(, "microbatches": )" +
-                             std::to_string(microbatches) + R"(, "schedule": ")" + sched +
-                             R"(", "vocab": ")" + vocab +
-                             R"("},
-      "run": {"iterations": 1, "warmup": 0, "seed": 77}
-    })";
-    auto parsed = schedule::parseConfig(json, "tiny");
-    if (!parsed.ok()) {
-        qFatal("tiny config: %s", parsed.errorText().c_str());
+    auto c = test::tinyTrainingConfig(p, sched, vocab, 16, 8, microbatches);
+    if (!c) {
+        qFatal("tiny config refused: p%d %s %s", p, sched.c_str(), vocab.c_str());
     }
-    return *parsed.config;
+    return *c;
 }
 
 // Whether the config validator accepts this combination at all (redistributed needs two

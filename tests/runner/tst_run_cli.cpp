@@ -278,6 +278,12 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--cupti bad value")
         << QStringList{default_, "--backend", "cuda", "--cupti", "maybe", "--out", path("c.db")}
         << QStringList{"--cupti needs on or off"};
+    QTest::newRow("--lane-sync without cuda")
+        << QStringList{default_, "--backend", "cpu", "--lane-sync", "event", "--out", path("c.db")}
+        << QStringList{"--lane-sync orders the streams of a GPU; use it with --backend cuda"};
+    QTest::newRow("--lane-sync bad value")
+        << QStringList{default_, "--backend", "cuda", "--lane-sync", "async", "--out", path("c.db")}
+        << QStringList{"--lane-sync needs op or event"};
 }
 
 void TestRunCli::badInput() {

@@ -4,11 +4,16 @@
 //
 // - Memory: one cudaMalloc per rank at start (the arena), aligned pieces of it afterwards, each
 //   registered in the rank's MemoryTracker by category like the CPU backend's. A piece freed
-//   during an op goes back to the arena only after the op's stream has finished (endOp), so no
-//   other lane can reuse memory a kernel still reads.
-// - Ops: issued on the calling lane's stream; endOp waits for that stream, so when an op is
-//   marked done its results are in memory for every other lane (the interpreter's dependencies
-//   need nothing more).
+//   during an op goes back to the arena only after the op's stream has finished (endOp), or with
+//   asynchronous lanes after every lane's work issued before it, so no lane can reuse memory a
+//   kernel still reads.
+// - Ops: issued on the calling lane's stream. With LaneSync::Op (the default), endOp waits for
+//   that stream, so when an op is marked done its results are in memory for every other lane
+//   and its host span is its execution. With LaneSync::Event, endOp only issues: an op waited
+//   for by other lanes records an event that their streams wait for, freed memory returns to
+//   the arena behind a fence on every lane (lane_events.h), and the optimizer step synchronizes
+//   its stream, so iterations still end on the device. Host spans are then issue times; the
+//   gpu rows of a CUPTI trace are the execution.
 // - Parameters start from exactly the CPU model's values (the same seed and counter-based
 //   draws), made on the host and copied to the device once.
 // - Communication: NCCL when every rank has its own GPU (nccl_comm.h; not yet run anywhere),
@@ -33,6 +38,9 @@ class Transport;
 
 namespace pipescope::cuda {
 
+// How the lanes' streams are ordered (see above).
+enum class LaneSync { Op, Event };
+
 struct CudaBackendOptions {
     std::uint64_t seed = 1234;
     double init_stddev = 0.02;
@@ -40,6 +48,9 @@ struct CudaBackendOptions {
     double memory_fraction = 0.9;
     // fp32 GEMMs on TF32 tensor cores; off for exact fp32 (the equality tests).
     bool tf32 = false;
+    // Op: a stream synchronize at the end of every op. Event: asynchronous lanes ordered by CUDA
+    // events (`--lane-sync event`; not yet run on a GPU, hence not the default).
+    LaneSync lane_sync = LaneSync::Op;
     // Devices used, rank r on devices[r % size]; empty: every visible device.
     std::vector<int> devices;
     // NCCL between ranks on distinct GPUs (nccl_comm.h) when the build and the placement allow;

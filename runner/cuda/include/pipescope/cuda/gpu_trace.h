@@ -70,8 +70,8 @@ class GpuOpTrace {
     // Asks for what CUPTI completed so far to be written, on a thread of its own (the caller
     // does not wait). Call after each iteration.
     void iterationDone();
-    // Call after every device finished the run's work (the backends' endOp guarantees it):
-    // writes the rest and the op rows, and stops CUPTI.
+    // Call once the run has returned: synchronizes every device (asynchronous lanes may leave
+    // work in flight after a failure), writes the rest and the op rows, and stops CUPTI.
     GpuTraceSummary finish();
 
   private:

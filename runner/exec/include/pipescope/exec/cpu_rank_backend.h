@@ -17,7 +17,7 @@ class CpuRankBackend final : public RankBackend {
     RankModel& model() { return *model_; }
 
     void beginOp(int, std::uint64_t, const std::string&) override {}
-    void endOp(int) override {}
+    void endOp(int, int) override {}
 
     Buffer allocate(std::int64_t floats, trace::MemoryCategory category) override;
     void copy(float* dst, const float* src, std::int64_t floats) override;

@@ -7,8 +7,11 @@
 //
 // Pointers handed to and returned by a backend are in its memory space (device pointers for
 // CUDA). Work is issued on the calling lane: the interpreter calls beginOp(lane, ...) before an
-// op and endOp(lane) after it, from that lane's thread; when endOp returns, the op's work is
-// complete, so a buffer the op used may be freed or read by any other lane.
+// op and endOp(lane, ...) after it, from that lane's thread. For most backends the op's work is
+// complete when endOp returns, so a buffer the op used may be freed or read by any other lane.
+// A backend with asynchronous lanes (asyncLanes()) only issues the work: the interpreter then
+// names, for each op, the ops of other lanes it needs (waitFor), and the backend orders the
+// lanes' work itself and keeps freed memory until no lane's earlier work can still touch it.
 #pragma once
 
 #include <cstdint>
@@ -56,9 +59,18 @@ class RankBackend {
 
     // The calling thread's lane for the ops that follow (schedule::Stream), the op's id
     // (opKeyId) and its label (for profilers' ranges), and the end of its op: the backend's work
-    // for it is complete when endOp returns. Both come from the same thread.
+    // for it is complete when endOp returns, or, with asynchronous lanes, issued. `awaited`: how
+    // many ops of other lanes will name this op in waitFor (0 unless asyncLanes()). Both come
+    // from the same thread.
     virtual void beginOp(int lane, std::uint64_t op_id, const std::string& label) = 0;
-    virtual void endOp(int lane) = 0;
+    virtual void endOp(int lane, int awaited) = 0;
+
+    // Asynchronous lanes: endOp only issues an op's work, and the op begun on `lane` must not
+    // start on the device before op `op_id` of another lane (which has ended) has finished there.
+    // The interpreter calls waitFor right after beginOp, once per such dependency, and only when
+    // asyncLanes() is true.
+    virtual bool asyncLanes() const { return false; }
+    virtual void waitFor(int /*lane*/, std::uint64_t /*op_id*/) {}
 
     // --- memory and element-wise steps ---------------------------------------------------------
     virtual Buffer allocate(std::int64_t floats, trace::MemoryCategory category) = 0;
