@@ -180,7 +180,7 @@ void MessageHub::deliver(Message type, int src, std::uint64_t tag, std::vector<c
         }
         case Message::Gone:
             if (tag < static_cast<std::uint64_t>(world_)) {
-                markGone(static_cast<int>(tag));
+                markGone(static_cast<int>(tag), std::string(payload.begin(), payload.end()));
             }
             break;
         case Message::Finish: {
@@ -208,7 +208,7 @@ void MessageHub::deliver(Message type, int src, std::uint64_t tag, std::vector<c
     }
 }
 
-bool MessageHub::markGone(int who) {
+bool MessageHub::markGone(int who, const std::string& why) {
     std::lock_guard<std::mutex> lock(m_);
     const auto i = static_cast<std::size_t>(who);
     if (who < 0 || who >= world_ || finished_[i] || gone_[i]) {
@@ -216,8 +216,9 @@ bool MessageHub::markGone(int who) {
     }
     gone_[i] = 1;
     if (problem_.empty()) {
-        problem_ = "rank " + std::to_string(who) +
-                   " is gone: its process ended or its connection closed before it finished";
+        problem_ =
+            "rank " + std::to_string(who) + " is gone: " +
+            (why.empty() ? "its process ended or its connection closed before it finished" : why);
     }
     cv_.notify_all();
     return true;

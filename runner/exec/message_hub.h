@@ -54,9 +54,10 @@ class MessageHub {
 
     // A message from `src` for this process. Pings are answered from here.
     void deliver(Message type, int src, std::uint64_t tag, std::vector<char> payload);
-    // `who`'s process ended before it finished: every wait fails naming it. True when this is
-    // news (not finished, not known gone before).
-    bool markGone(int who);
+    // `who`'s process ended before it finished: every wait fails naming it, and `why` (default:
+    // its process ended or its connection closed). True when this is news (not finished, not
+    // known gone before).
+    bool markGone(int who, const std::string& why = {});
     bool isGone(int who) const;
 
     // The Transport operations (transport.h) on top of Post and deliver.

@@ -105,7 +105,7 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         if (fd < 0) {
             continue;
         }
-        setNoDelay(fd);
+        configureLink(fd);
         Header h;
         pollfd q{fd, POLLIN, 0};
         if (::poll(&q, 1, 5000) <= 0 || !readAll(fd, &h, sizeof h) || h.magic != kMagic ||
@@ -192,7 +192,7 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    setNoDelay(link);
+    configureLink(link);
     Header h;
     h.type = static_cast<std::uint32_t>(Type::Hello);
     h.src = rank;

@@ -126,6 +126,7 @@ struct SocketTransport::State {
         const int fd = fds[static_cast<std::size_t>(link)];
         for (;;) {
             Header h;
+            errno = 0;  // an orderly close leaves it alone; a broken link sets it
             if (!readAll(fd, &h, sizeof h) || h.magic != kMagic ||
                 h.bytes > (std::uint64_t{1} << 36)) {
                 break;
@@ -151,13 +152,19 @@ struct SocketTransport::State {
             return;
         }
         const int who = rank() == 0 ? link : 0;
-        if (hub.markGone(who) && rank() == 0) {
+        std::string why;
+        if (errno == ETIMEDOUT || errno == EHOSTUNREACH) {
+            why = "its host stopped answering (" + errnoText() + " on the connection " +
+                  (rank() == 0 ? "from it" : "to rank 0") + ")";
+        }
+        if (hub.markGone(who, why) && rank() == 0) {
             Header g;
             g.type = static_cast<std::uint32_t>(Message::Gone);
             g.src = 0;
             g.dst = -1;
             g.tag = static_cast<std::uint64_t>(who);
-            broadcastFrame(g, nullptr, who);
+            g.bytes = why.size();  // the others say why too
+            broadcastFrame(g, why.data(), who);
         }
     }
 };
