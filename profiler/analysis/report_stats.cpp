@@ -129,6 +129,14 @@ std::string formatStatsTable(const RunStats& s) {
         table.addRow(row);
     }
     out += table.render() + "\n";
+    if (s.host_spans_issue_only()) {
+        out += std::string(
+                   "note: asynchronous lanes (--lane-sync event): host spans are the times "
+                   "ops were issued, so busy, bubble and comm wait describe the host; ") +
+               (s.gpu_spans ? "the device's busy time is gpu busy ms"
+                            : "this trace has no gpu lane to show the device's") +
+               "\n\n";
+    }
 
     detail::TextTable summary({"", ""}, 1);
     summary.addRow({"iteration time ms", fixed(toMs(s.iteration_time_ns), 3)});
@@ -167,6 +175,7 @@ std::string formatStatsJson(const RunStats& s) {
     imbalance.set("peak_memory", s.imbalance.peak_memory);
     root.set("imbalance", std::move(imbalance));
     root.set("memory_capacity_bytes", s.inputs.memory_capacity_bytes);
+    root.set("host_spans", std::string(s.host_spans_issue_only() ? "issue" : "execution"));
 
     Json its = Json::object();
     its.set("recorded", static_cast<std::int64_t>(s.iterations.size()));

@@ -178,6 +178,8 @@ RunMetricInputs readMetricInputs(const trace::TraceReader& reader) {
             in.tokens_per_iteration = m.value;
         } else if (m.key == kMetricMemoryCapacity) {
             in.memory_capacity_bytes = m.value;
+        } else if (m.key == kMetricLaneSyncEvent) {
+            in.lane_sync_event = m.value;
         }
     }
     return in;

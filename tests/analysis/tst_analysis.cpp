@@ -25,8 +25,8 @@ namespace {
 constexpr std::int64_t kUs = 1000;
 
 // A trace of just these ops (times in us), one rank row per rank used.
-QString writeOpsTrace(const QString& path, const std::vector<FixtureOp>& ops, int ranks,
-                      int warmup) {
+QString writeOpsTrace(const QString& path, const std::vector<FixtureOp>& ops, int ranks, int warmup,
+                      const std::vector<trace::MetricRecord>& metrics = {}) {
     trace::TraceWriter w;
     trace::RunInfo run;
     run.name = "rule";
@@ -55,6 +55,9 @@ QString writeOpsTrace(const QString& path, const std::vector<FixtureOp>& ops, in
         op.op_index = index++;
         op.peer = f.peer;
         w.addOp(op);
+    }
+    for (const trace::MetricRecord& m : metrics) {
+        w.addMetric(m);
     }
     const auto st = w.finish(trace::RunStatus::Complete, {}, 1);
     return st.ok() ? QString() : QString::fromStdString(st.message);
@@ -339,9 +342,29 @@ void TestAnalysis::gpuLane() {
         QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatStatsJson(s))).object();
     QCOMPARE(o.value("ranks").toArray()[0].toObject().value("gpu_busy_ms").toDouble(), 0.016);
 
+    QCOMPARE(o.value("host_spans").toString(), QString("execution"));
+    QVERIFY(!table.contains("asynchronous lanes"));
+
     // Without gpu rows the column is not there.
     QVERIFY(!stats_a_.gpu_spans);
     QVERIFY(!QString::fromStdString(analysis::formatStatsTable(stats_a_)).contains("gpu busy"));
+
+    // A run with asynchronous lanes: the same figures, and a note that its host spans are issue
+    // times.
+    const QString async = dir_.filePath("gpu-lane-async.db");
+    QCOMPARE(writeOpsTrace(async, {{0, 0, K::F, 0, C, 0, 10}, {0, 0, K::F, 0, G, 2, 19}}, 1, 0,
+                           {{analysis::kMetricLaneSyncEvent, 1.0, std::nullopt, std::nullopt}}),
+             QString());
+    const RunStats a = analyze(async);
+    QVERIFY(a.host_spans_issue_only());
+    QVERIFY(analysis::formatStatsTable(a).find(
+                "host spans are the times ops were issued, so busy, bubble and comm wait describe "
+                "the host; the device's busy time is gpu busy ms") != std::string::npos);
+    QCOMPARE(QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatStatsJson(a)))
+                 .object()
+                 .value("host_spans")
+                 .toString(),
+             QString("issue"));
 }
 
 void TestAnalysis::commWaitRules_data() {

@@ -22,6 +22,9 @@ inline constexpr const char* kMetricModelFlops = "model_flops_per_iteration";
 inline constexpr const char* kMetricPeakFlops = "peak_flops_per_rank";  // FLOP/s
 inline constexpr const char* kMetricTokens = "tokens_per_iteration";
 inline constexpr const char* kMetricMemoryCapacity = "memory_capacity_bytes";
+// 1 when the CUDA backend ran with asynchronous lanes (--lane-sync event): its host spans are
+// the times ops were issued, not run.
+inline constexpr const char* kMetricLaneSyncEvent = "lane_sync_event";
 
 // One rank in one iteration. Busy and communication wait are clipped to the iteration window.
 struct RankIterationStats {
@@ -75,6 +78,7 @@ struct RunMetricInputs {
     std::optional<double> peak_flops_per_rank;
     std::optional<double> tokens_per_iteration;
     std::optional<double> memory_capacity_bytes;
+    std::optional<double> lane_sync_event;
 };
 
 struct RunStats {
@@ -94,6 +98,9 @@ struct RunStats {
     std::vector<RankStats> ranks;
     Imbalance imbalance;
     RunMetricInputs inputs;
+    // Host spans are issue times (asynchronous lanes): busy, bubble and waits describe the host,
+    // and the device's own busy time is the gpu lane's.
+    bool host_spans_issue_only() const { return inputs.lane_sync_event.value_or(0) == 1; }
     std::optional<double> mfu;           // 0..1
     std::optional<double> tokens_per_s;  // tokens per second of iteration time
 };
