@@ -38,7 +38,14 @@ if ! ip netns add "$a" 2> "$out/netns.err" || ! ip netns add "$b" 2>> "$out/netn
     echo "SKIP: cannot make network namespaces here: $(head -1 "$out/netns.err")"
     exit 77
 fi
-ip link add "$va" type veth peer name "$vb"
+if ! ip netns exec "$a" unshare -u true 2> "$out/netns.err"; then
+    echo "SKIP: cannot enter a network namespace with its own hostname here: $(head -1 "$out/netns.err")"
+    exit 77
+fi
+if ! ip link add "$va" type veth peer name "$vb" 2> "$out/netns.err"; then
+    echo "SKIP: cannot make a veth pair here: $(head -1 "$out/netns.err")"
+    exit 77
+fi
 ip link set "$va" netns "$a"
 ip link set "$vb" netns "$b"
 ip -n "$a" addr add $ip_a/24 dev "$va"
