@@ -129,7 +129,7 @@ std::string formatStatsTable(const RunStats& s) {
         table.addRow(row);
     }
     out += table.render() + "\n";
-    if (s.host_spans_issue_only()) {
+    if (s.hostSpansAreIssueTimes()) {
         out += std::string(
                    "note: asynchronous lanes (--lane-sync event): host spans are the times "
                    "ops were issued, so busy, bubble and comm wait describe the host; ") +
@@ -175,7 +175,7 @@ std::string formatStatsJson(const RunStats& s) {
     imbalance.set("peak_memory", s.imbalance.peak_memory);
     root.set("imbalance", std::move(imbalance));
     root.set("memory_capacity_bytes", s.inputs.memory_capacity_bytes);
-    root.set("host_spans", std::string(s.host_spans_issue_only() ? "issue" : "execution"));
+    root.set("host_spans", std::string(s.hostSpansAreIssueTimes() ? "issue" : "execution"));
 
     Json its = Json::object();
     its.set("recorded", static_cast<std::int64_t>(s.iterations.size()));

@@ -224,6 +224,17 @@ bool MessageHub::markGone(int who, const std::string& why) {
     return true;
 }
 
+std::vector<int> MessageHub::goneRanks() const {
+    std::lock_guard<std::mutex> lock(m_);
+    std::vector<int> out;
+    for (int r = 0; r < world_; ++r) {
+        if (gone_[static_cast<std::size_t>(r)]) {
+            out.push_back(r);
+        }
+    }
+    return out;
+}
+
 bool MessageHub::isGone(int who) const {
     std::lock_guard<std::mutex> lock(m_);
     return who >= 0 && who < world_ && gone_[static_cast<std::size_t>(who)];

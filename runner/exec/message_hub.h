@@ -59,6 +59,8 @@ class MessageHub {
     // known gone before).
     bool markGone(int who, const std::string& why = {});
     bool isGone(int who) const;
+    // Every rank known gone, ascending (Transport::goneRanks).
+    std::vector<int> goneRanks() const;
 
     // The Transport operations (transport.h) on top of Post and deliver.
     std::unique_ptr<Comm> comm(int lane);

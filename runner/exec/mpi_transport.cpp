@@ -276,11 +276,7 @@ MpiTransport::~MpiTransport() {
         s_->progress.join();
     }
     s_->hub->setClosing();
-    bool anyone_gone = false;
-    for (int r = 0; r < s_->world; ++r) {
-        anyone_gone |= s_->hub->isGone(r);
-    }
-    if (!anyone_gone) {
+    if (s_->hub->goneRanks().empty()) {
         MPI_Comm_free(&s_->comm);
         MPI_Finalize();
     }
@@ -387,13 +383,7 @@ std::vector<int> MpiTransport::goneRanks() {
     while (s_->check_now && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::vector<int> out;
-    for (int r = 0; r < s_->world; ++r) {
-        if (s_->hub->isGone(r)) {
-            out.push_back(r);
-        }
-    }
-    return out;
+    return s_->hub->goneRanks();
 }
 
 ClockOffset MpiTransport::measureClockOffset(int samples) {

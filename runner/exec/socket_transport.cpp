@@ -205,13 +205,7 @@ std::string SocketTransport::problem() const {
 }
 
 std::vector<int> SocketTransport::goneRanks() {
-    std::vector<int> out;
-    for (int r = 0; r < s_->world(); ++r) {
-        if (s_->hub.isGone(r)) {
-            out.push_back(r);
-        }
-    }
-    return out;
+    return s_->hub.goneRanks();
 }
 
 CommStatus SocketTransport::shareFromRank0(std::vector<char>* bytes) {

@@ -356,7 +356,7 @@ void TestAnalysis::gpuLane() {
                            {{analysis::kMetricLaneSyncEvent, 1.0, std::nullopt, std::nullopt}}),
              QString());
     const RunStats a = analyze(async);
-    QVERIFY(a.host_spans_issue_only());
+    QVERIFY(a.hostSpansAreIssueTimes());
     QVERIFY(analysis::formatStatsTable(a).find(
                 "host spans are the times ops were issued, so busy, bubble and comm wait describe "
                 "the host; the device's busy time is gpu busy ms") != std::string::npos);

@@ -100,7 +100,7 @@ struct RunStats {
     RunMetricInputs inputs;
     // Host spans are issue times (asynchronous lanes): busy, bubble and waits describe the host,
     // and the device's own busy time is the gpu lane's.
-    bool host_spans_issue_only() const { return inputs.lane_sync_event.value_or(0) == 1; }
+    bool hostSpansAreIssueTimes() const { return inputs.lane_sync_event.value_or(0) == 1; }
     std::optional<double> mfu;           // 0..1
     std::optional<double> tokens_per_s;  // tokens per second of iteration time
 };
