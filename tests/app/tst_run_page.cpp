@@ -299,7 +299,8 @@ void TstRunPage::mergesAMultiProcessRun() {
     QVERIFY(row >= 0);
     QCOMPARE(page()->library()->entries()[static_cast<std::size_t>(row)].status,
              QStringLiteral("complete"));
-    QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("0 violations")));
+    QVERIFY2(page()->log()->toPlainText().contains(QStringLiteral("0 violations")),
+             qPrintable(page()->log()->toPlainText()));
     // A trace that is not per-rank is refused with a reason.
     QVERIFY(!page()->runsPanel()->mergeRanks(merged, &error));
     QVERIFY(error.contains(QStringLiteral("not one of several per-rank traces")));
