@@ -8,7 +8,9 @@
 #    trace's clock offsets, drift and causality check;
 # 2. the same with 2 ms of latency added each way (netem): offsets and round trips, iteration time;
 # 3. node1's process killed mid-run: how long node0 takes to stop, and what it says;
-# 4. node1 cut off mid-run (its link down, its process still running): the same.
+# 4. node1 cut off mid-run (its link down, its process still running): the same;
+# 5. two processes per node, one on node1 killed: its trace is marked failed by the one left
+#    there, and rank 0 says so.
 # Output goes to stdout and to $OUT when set, else /tmp/pipescope-two-hosts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,15 +58,18 @@ ip -n "$b" link set "$vb" up
 
 port=$((29600 + $$ % 200))
 # node RANK NAME LOG ARGS...: one process of the two-node job, in the background (its pid last
-# in $pids: ip netns exec, unshare and sh all exec into pipescope-run).
+# in $pids: ip netns exec, unshare and sh all exec into pipescope-run). $per_node processes per
+# node (1 unless set), ranks in blocks as torchrun numbers them: node0 has the first ones.
+per_node=1
 node() {
     local rank=$1 name=$2 log=$3
     shift 3
-    local ns=$a
-    [ "$rank" = 1 ] && ns=$b
-    ip netns exec "$ns" unshare -u sh -c "hostname node$rank; exec env RANK=$rank WORLD_SIZE=2 \
-        LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=$ip_a MASTER_PORT=$port \"\$@\"" sh \
-        "$run" "$preset" --backend cpu --out "$out/$name.db" --force "$@" > "$log" 2>&1 &
+    local idx=$((rank / per_node)) ns=$a
+    [ "$idx" = 1 ] && ns=$b
+    ip netns exec "$ns" unshare -u sh -c "hostname node$idx; exec env RANK=$rank \
+        WORLD_SIZE=$((2 * per_node)) LOCAL_RANK=$((rank % per_node)) LOCAL_WORLD_SIZE=$per_node \
+        MASTER_ADDR=$ip_a MASTER_PORT=$port \"\$@\"" sh \
+        "$run" "${preset_of:-$preset}" --backend cpu --out "$out/$name.db" --force "$@" > "$log" 2>&1 &
     pids+=($!)
 }
 # The losses a log printed, one per iteration ("-" where another process computes them).
@@ -124,7 +129,7 @@ stop_test() {
     else
         ip -n "$b" link set "$vb" down  # both ends lose their carrier; nothing says goodbye
     fi
-    wait "$p0"
+    wait "$p0" 2> /dev/null  # (and no "Killed" line for node1)
     local rc=$? t1
     t1=$(now_ms)
     echo "-- node1 $( [ "$how" = kill ] && echo killed || echo cut off ): node0 stopped after $(( t1 - t0 )) ms, exit $rc"
@@ -143,5 +148,29 @@ stop_test() {
 echo "== a node that dies, and a node that vanishes"
 stop_test killed kill 10000 "rank 1 is gone: its process ended"
 stop_test cut cut 60000 "rank 1 is gone: its host stopped answering"
+
+# The trace of a rank that died on node1 is marked failed by the rank still up there (rank 0,
+# on node0, cannot tell whether that process has ended: if it reads the file before rank 2 has
+# marked it, it says who will).
+echo "== two processes per node; rank 3 (node1) killed"
+per_node=2 preset_of=resources/presets/small-4stage-vocab-2.json
+for r in 0 1 2 3; do node $r four "$out/four-rank$r.log" --iterations 100000; done
+for _ in $(seq 200); do
+    grep -qE '^iteration +5/' "$out/four-rank0.log" 2> /dev/null && break
+    sleep 0.1
+done
+kill -9 "${pids[3]}"
+for i in 0 1 2; do wait "${pids[$i]}" 2> /dev/null; done
+wait "${pids[3]}" 2> /dev/null
+pids=()
+grep -h "rank 3's trace" "$out"/four-rank[012].log
+"$trace" stats "$out/four-rank3.db" > "$out/stats-four-rank3.txt" 2>&1
+grep -m1 -iE "status" "$out/stats-four-rank3.txt"
+if ! grep -q "marked rank 3's trace .* failed" "$out/four-rank2.log" ||
+    grep -q "marked rank 3" "$out/four-rank0.log" "$out/four-rank1.log" ||
+    ! grep -qi "status.*failed" "$out/stats-four-rank3.txt"; then
+    echo "FAIL: rank 2, on rank 3's node, should have marked its trace failed, and only rank 2"
+    status=1
+fi
 echo "== done (status $status); logs and traces in $out"
 exit $status

@@ -561,18 +561,40 @@ void TraceWriter::setBatchDelayForTesting(int milliseconds) {
     impl_->batch_delay_ms = milliseconds;
 }
 
-TraceStatus finalizeTrace(const std::string& path, const std::string& message) {
+namespace {
+
+// finalizeTrace and markRunningTraceFailed. The write lock is taken before the status is read
+// (BEGIN IMMEDIATE), so that of several processes racing to mark one file, one builds and marks
+// it and the others, once it has committed, find it no longer running.
+TraceStatus finalizeUnderLock(const std::string& path, const std::string& message,
+                              bool only_running, bool* marked) {
+    if (marked != nullptr) {
+        *marked = false;
+    }
     Db db;
     if (db.open(path, SQLITE_OPEN_READWRITE) != SQLITE_OK) {
         return TraceStatus::error(TraceStatus::Code::IoError,
                                   path + ": cannot open for writing: " + db.errorMessage());
     }
-    if (!db.tableExists("pipescope_meta") || !db.tableExists("op")) {
+    if (!db.tableExists("pipescope_meta") || !db.tableExists("op") || !db.tableExists("run")) {
         return TraceStatus::error(TraceStatus::Code::NotPipeScope,
                                   path + ": not a PipeScope trace");
     }
+    if (db.exec("BEGIN IMMEDIATE") != SQLITE_OK) {
+        return TraceStatus::error(TraceStatus::Code::IoError,
+                                  path + ": cannot lock for writing: " + db.errorMessage());
+    }
+    bool running = false;
+    {
+        Stmt q(db, "SELECT status = 'running' FROM run WHERE id = 1");
+        running = q.step() == SQLITE_ROW && q.int32(0) != 0;
+    }
+    if (only_running && !running) {
+        db.exec("ROLLBACK");
+        return TraceStatus::success();
+    }
     std::string why;
-    if (db.exec("BEGIN") != SQLITE_OK || !detail::buildIndexesAndLod(db, &why)) {
+    if (!detail::buildIndexesAndLod(db, &why)) {
         db.exec("ROLLBACK");
         return TraceStatus::error(
             TraceStatus::Code::IoError,
@@ -586,7 +608,21 @@ TraceStatus finalizeTrace(const std::string& path, const std::string& message) {
         return TraceStatus::error(TraceStatus::Code::IoError, path + ": " + db.errorMessage());
     }
     db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE");
+    if (marked != nullptr) {
+        *marked = running;
+    }
     return TraceStatus::success();
+}
+
+}  // namespace
+
+TraceStatus finalizeTrace(const std::string& path, const std::string& message) {
+    return finalizeUnderLock(path, message, false, nullptr);
+}
+
+TraceStatus markRunningTraceFailed(const std::string& path, const std::string& message,
+                                   bool* marked) {
+    return finalizeUnderLock(path, message, true, marked);
 }
 
 }  // namespace pipescope::trace

@@ -501,15 +501,15 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         std::cerr << "pipescope-run: " << fin.message << "\n";
     }
     if (transport) {
-        // A rank whose process died left its trace "running": the lowest rank still up marks it.
+        // A rank whose process died left its trace "running": a survivor on its machine marks
+        // it, and the lowest rank still up reports what nobody here could mark.
         if (!gone.empty()) {
             int lowest_up = 0;
             while (std::find(gone.begin(), gone.end(), lowest_up) != gone.end()) {
                 ++lowest_up;
             }
-            if (launch->rank == lowest_up) {
-                markGoneTraces(o.out, gone, launch->rank, info.host, std::cerr);
-            }
+            markGoneTraces(o.out, gone, launch->rank, info.host, launch->rank == lowest_up,
+                           std::cerr);
         }
         // Every rank's trace is closed before any process leaves: a launcher that ends the job
         // when its first process exits with an error (mpirun does) cuts no trace short. This

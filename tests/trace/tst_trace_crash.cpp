@@ -1,6 +1,10 @@
 // Crash safety: a writer killed in the middle of a batch leaves a readable file with every
-// earlier batch intact and the run marked as not finished.
+// earlier batch intact and the run marked as not finished; of several processes that race to
+// mark such a file failed, one does.
+#include <atomic>
 #include <sqlite3.h>
+#include <thread>
+#include <vector>
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -18,19 +22,22 @@ class TstTraceCrash : public QObject {
 
   private slots:
     void killedMidBatch();
+    void racingMarkersMarkOnce();
+
+  private:
+    // Writes batches of `rows` ops to `path` in a child process and kills it inside the
+    // transaction of a batch once `batches` have been committed.
+    static void killWriterAfter(const QString& path, int rows, int batches);
 };
 
-void TstTraceCrash::killedMidBatch() {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("crashed.db");
-    const int rows = 2000;
+void TstTraceCrash::killWriterAfter(const QString& path, int rows, int batches) {
     QProcess child;
     child.start(pipescope::test::binaryPath("trace_crash_writer"),
                 {path, QString::number(rows), "400"});
     QVERIFY2(child.waitForStarted(10000), qPrintable(child.errorString()));
     int committed = 0;
     QByteArray out;
-    while (committed < 3) {
+    while (committed < batches) {
         QVERIFY2(child.waitForReadyRead(20000), "the writer stopped reporting batches");
         out += child.readAllStandardOutput();
         committed = static_cast<int>(out.count("committed"));
@@ -41,6 +48,16 @@ void TstTraceCrash::killedMidBatch() {
     QVERIFY(child.waitForFinished(10000));
     QCOMPARE(child.exitStatus(), QProcess::CrashExit);
     QVERIFY2(QFile::exists(path + "-wal"), "the writer should have been in WAL mode");
+}
+
+void TstTraceCrash::killedMidBatch() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("crashed.db");
+    const int rows = 2000;
+    killWriterAfter(path, rows, 3);
+    if (QTest::currentTestFailed()) {
+        return;
+    }
 
     {
         sqlite3* db = nullptr;
@@ -74,6 +91,71 @@ void TstTraceCrash::killedMidBatch() {
     QCOMPARE(int(repaired.run().status), int(RunStatus::Failed));
     QCOMPARE(repaired.opCount(), ops);
     QVERIFY(repaired.opsLod(0, ops * 1000, 500).level >= -1);
+}
+
+void TstTraceCrash::racingMarkersMarkOnce() {
+    // The survivors of a multi-process run on one machine all try to mark a dead rank's trace.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("dead-rank.db");
+    killWriterAfter(path, 3000, 2);
+    if (QTest::currentTestFailed()) {
+        return;
+    }
+    const int markers = 4;
+    std::vector<std::thread> threads;
+    std::vector<TraceStatus> results(markers, TraceStatus::success());
+    std::vector<char> marked(markers, 0);
+    std::atomic<int> ready{0};
+    for (int i = 0; i < markers; ++i) {
+        threads.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (ready.load() < markers) {
+                std::this_thread::yield();
+            }
+            bool m = false;
+            results[static_cast<std::size_t>(i)] =
+                markRunningTraceFailed(path.toStdString(), "marked by " + std::to_string(i), &m);
+            marked[static_cast<std::size_t>(i)] = m ? 1 : 0;
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    int winner = -1;
+    for (int i = 0; i < markers; ++i) {
+        const auto& r = results[static_cast<std::size_t>(i)];
+        QVERIFY2(r.ok(), r.message.c_str());
+        if (marked[static_cast<std::size_t>(i)] != 0) {
+            QCOMPARE(winner, -1);  // exactly one marks it
+            winner = i;
+        }
+    }
+    QVERIFY(winner >= 0);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(r.finalized());
+    QCOMPARE(int(r.run().status), int(RunStatus::Failed));
+    QCOMPARE(r.run().message, "marked by " + std::to_string(winner));
+
+    // Marked once, it stays as it is: a late survivor changes nothing.
+    bool again = true;
+    QVERIFY(markRunningTraceFailed(path.toStdString(), "late", &again).ok());
+    QVERIFY(!again);
+    TraceReader after;
+    QVERIFY(after.open(path.toStdString()).ok());
+    QCOMPARE(after.run().message, "marked by " + std::to_string(winner));
+
+    // Not a trace: an error naming the file, nothing written.
+    const QString other = dir.filePath("notes.txt");
+    QFile f(other);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a database\n");
+    f.close();
+    bool m = true;
+    const auto bad = markRunningTraceFailed(other.toStdString(), "x", &m);
+    QVERIFY(!bad.ok());
+    QVERIFY(!m);
+    QVERIFY2(bad.message.find("notes.txt") != std::string::npos, bad.message.c_str());
 }
 
 QTEST_GUILESS_MAIN(TstTraceCrash)

@@ -79,6 +79,13 @@ class TraceWriter {
 // `pipescope-trace repair`; never run on a file another process is still writing.
 TraceStatus finalizeTrace(const std::string& path, const std::string& message);
 
+// finalizeTrace for a run that is still "running" when the write lock is taken, and nothing for
+// one that is not: of several processes racing to mark the same file, one marks it (`*marked`
+// true) and the others find it marked. Used by the survivors of a multi-process run for the
+// trace of a rank whose process died.
+TraceStatus markRunningTraceFailed(const std::string& path, const std::string& message,
+                                   bool* marked);
+
 // Wall-clock epoch nanoseconds (CLOCK_REALTIME, the clock CUPTI uses by default).
 std::int64_t wallClockNs();
 
