@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
         }
         return kExitBadInput;
     }
-    const schedule::Config& config = *loaded.config;
+    schedule::Config config = *loaded.config;
     if (o.backend == "cuda") {
         std::vector<std::string> gpus;
         if (const std::string problem = cudaProblem(&gpus); !problem.empty()) {
@@ -348,6 +348,23 @@ int main(int argc, char** argv) {
                       {"config", config.name},
                       {"iterations", iterations},
                       {"ranks", config.parallel.pipeline}});
+    // Both real backends compute in fp32. A config that asks for bf16 or fp16 runs in fp32, says
+    // so, and is recorded as what ran: the trace's config must give the simulator's prediction
+    // of this run (app, pipescope-trace) the memory, message sizes and times of fp32.
+    if ((o.backend == "cpu" || o.backend == "cuda") &&
+        config.model.dtype != schedule::DType::FP32) {
+        const std::string message =
+            "model.dtype is " + std::string(schedule::toString(config.model.dtype)) + " but the " +
+            o.backend +
+            " backend computes in fp32 (no other precision is built yet): this run, its memory "
+            "and its trace's config are fp32's";
+        if (o.progress_jsonl) {
+            progressEvent(o, {{"event", "warning"}, {"message", message}});
+        } else {
+            std::cerr << "pipescope-run: warning: " << message << "\n";
+        }
+        config.model.dtype = schedule::DType::FP32;
+    }
     // Every exit after "started" reports "finished", so that a reader of the progress stream
     // never waits for it.
     const auto failed = [&](int rc) {

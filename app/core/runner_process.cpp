@@ -197,6 +197,7 @@ bool RunnerProcess::start(const RunRequest& request, QString* error) {
     log_ = QStringList{QStringLiteral("$ ") + commandLine()};
     runner_messages_.clear();
     finished_status_.clear();
+    warnings_.clear();
     cancel_requested_ = false;
     done_ = false;
     emit logLine(log_.front());
@@ -254,6 +255,12 @@ void RunnerProcess::handleEvent(const QByteArray& line) {
                       e.value("seconds").toDouble());
     } else if (event == QLatin1String("finished")) {
         finished_status_ = e.value("status").toString();
+    } else if (event == QLatin1String("warning")) {
+        const QString message = e.value("message").toString();
+        warnings_ << message;
+        log_ << QStringLiteral("warning: ") + message;
+        emit logLine(log_.back());
+        emit warning(message);
     } else {
         // Not an event: keep it in the log rather than lose it.
         log_ << QString::fromUtf8(line);
@@ -267,6 +274,7 @@ void RunnerProcess::onFinished(int exit_code, QProcess::ExitStatus status) {
     kill_timer_.stop();
     RunOutcome out;
     out.exit_code = exit_code;
+    out.warnings = warnings_;
     const bool wrote = QFileInfo::exists(request_.trace_path);
     out.trace_path = wrote ? request_.trace_path : QString();
     if (status == QProcess::CrashExit) {

@@ -137,6 +137,12 @@ RunPage::RunPage(bool restore, QWidget* parent)
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     error_->setStyleSheet(QStringLiteral("color: #b00020;"));
     error_->hide();
+    note_ = new QLabel;
+    note_->setWordWrap(true);
+    note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    note_->setStyleSheet(QStringLiteral("color: #8a5a00;"));
+    note_->setToolTip(tr("What the runner warned of: the run went on"));
+    note_->hide();
 
     loss_ = new QCustomPlot;
     loss_->setMinimumSize(280, 140);
@@ -161,6 +167,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     run_layout->addWidget(progress_);
     run_layout->addWidget(status_);
     run_layout->addWidget(error_);
+    run_layout->addWidget(note_);
     auto* watch = new QSplitter(Qt::Horizontal);
     watch->addWidget(loss_);
     watch->addWidget(log_);
@@ -189,6 +196,15 @@ RunPage::RunPage(bool restore, QWidget* parent)
         status_->setText(tr("running: %1 ranks, %2 iterations").arg(ranks).arg(iterations));
     });
     connect(runner_, &RunnerProcess::progress, this, &RunPage::onProgress);
+    connect(runner_, &RunnerProcess::warning, this, [this](const QString& text) {
+        if (note_->isHidden()) {
+            note_->setText(tr("Note: %1").arg(text));
+        } else if (!note_->text().contains(text)) {
+            note_->setText(note_->text() + QLatin1Char('\n') + text);
+        }
+        note_->show();
+        emit message(tr("Runner: %1").arg(text));
+    });
     connect(runner_, &RunnerProcess::finished, this, &RunPage::onFinished);
     connect(backends_query_, &BackendQuery::ready, this, &RunPage::onBackends);
 
@@ -332,6 +348,10 @@ bool RunPage::startNext(QString* error) {
     const Queued next = queue_.front();
     error_->hide();
     last_error_.clear();
+    if (!pair_ || pair_paths_.isEmpty()) {
+        note_->hide();  // a pair's second run keeps what the first one said
+        note_->clear();
+    }
     loss_->graph(0)->data()->clear();
     loss_->replot();
     progress_->setRange(0, std::max(1, next.request.iterations));

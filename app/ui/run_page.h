@@ -59,6 +59,8 @@ class RunPage : public QWidget {
     QSpinBox* iterationsBox() const { return iterations_; }
     QProgressBar* progressBar() const { return progress_; }
     QPlainTextEdit* log() const { return log_; }
+    // What the runner warned of during the last run (hidden when it said nothing).
+    QLabel* note() const { return note_; }
 
     QCustomPlot* lossPlot() const { return loss_; }
     // Extra runner arguments of the next runs (tests; expert use).
@@ -101,6 +103,7 @@ class RunPage : public QWidget {
     QProgressBar* progress_;
     QLabel* status_;
     QLabel* error_;
+    QLabel* note_;
     QCustomPlot* loss_;
     QPlainTextEdit* log_;
     RunsPanel* panel_;

@@ -1,8 +1,8 @@
 // The Run tab against the real runner: a tiny CPU config run through a pipescope-run process
 // opens as a tab and lands in the runs library; Cancel mid-run leaves a readable trace marked
-// cancelled; a runner that refuses shows its own message; "naive and vocab-2" runs both and
-// opens their comparison; predicted versus measured puts the run beside its two simulations;
-// the library renames and deletes a run's files together.
+// cancelled; a runner that refuses shows its own message, one that warns its warning; "naive and
+// vocab-2" runs both and opens their comparison; predicted versus measured puts the run beside its
+// two simulations; the library renames and deletes a run's files together.
 #include <QComboBox>
 #include <QFile>
 #include <QPlainTextEdit>
@@ -52,6 +52,7 @@ class TstRunPage : public QObject {
     void runsATinyConfigAndOpensIt();
     void cancelMidRunLeavesACancelledTrace();
     void runnerErrorIsShown();
+    void runnerWarningIsShown();
     void naiveAndVocab2OpensTheComparison();
     void predictedVersusMeasured();
     void libraryRenamesAndDeletesTogether();
@@ -186,6 +187,27 @@ void TstRunPage::runnerErrorIsShown() {
              qPrintable(page()->lastError()));
     QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("not divisible")));
     QVERIFY(!page()->busy());
+}
+
+void TstRunPage::runnerWarningIsShown() {
+    // bf16 on the CPU backend runs in fp32: the runner says so, and the page shows it.
+    page()->setExtraArgs({QStringLiteral("--set"), QStringLiteral("model.dtype=bf16")});
+    const app::RunOutcome out = runToEnd();
+    page()->setExtraArgs({});
+    QVERIFY2(out.status == app::RunOutcome::Status::Complete, qPrintable(out.message));
+    QCOMPARE(out.warnings.size(), 1);
+    QVERIFY2(out.warnings.front().contains(QStringLiteral("model.dtype is bf16")) &&
+                 out.warnings.front().contains(QStringLiteral("fp32")),
+             qPrintable(out.warnings.front()));
+    QVERIFY(!page()->note()->isHidden());  // (the run page is behind the run's tab now)
+    QVERIFY2(page()->note()->text().contains(QStringLiteral("model.dtype is bf16")),
+             qPrintable(page()->note()->text()));
+    QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("warning: model.dtype is bf16")));
+    // The next run starts without it.
+    const app::RunOutcome plain = runToEnd();
+    QVERIFY2(plain.status == app::RunOutcome::Status::Complete, qPrintable(plain.message));
+    QVERIFY(plain.warnings.isEmpty());
+    QVERIFY(page()->note()->isHidden());
 }
 
 void TstRunPage::naiveAndVocab2OpensTheComparison() {

@@ -10,6 +10,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/trace/reader.h>
+
 #include "run_cli_support.h"
 
 using namespace pipescope::test;
@@ -65,6 +67,46 @@ class TestRunCpu : public QObject {
         const QJsonObject stats = parseObject(st.out, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(stats.value("iterations").toObject().value("recorded").toInt(), 3);
+    }
+
+    void otherDtypeRunsAsFp32() {
+        // The backend computes in fp32: a bf16 config says so (an event for the app, a line
+        // otherwise) and its trace records what ran, so a prediction from it is fp32's.
+        const QString db = path("bf16.db");
+        const QStringList base = {preset("small-2stage-naive.json"),
+                                  "--set",
+                                  "model.dtype=bf16",
+                                  "--backend",
+                                  "cpu",
+                                  "--iterations",
+                                  "1",
+                                  "--force"};
+        const ProcessResult r =
+            runBinary(kRun, base + QStringList{"--out", db, "--progress", "jsonl"});
+        QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+        QString error;
+        const auto ev = events(r.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY(ev.size() >= 2);
+        QCOMPARE(ev[1].value("event").toString(), QString("warning"));
+        const QString message = ev[1].value("message").toString();
+        QVERIFY2(message.contains("model.dtype is bf16") && message.contains("fp32"),
+                 qPrintable(message));
+        QVERIFY2(!r.err.contains("warning"), r.err.constData());  // said once, as the event
+        pipescope::trace::TraceReader reader;
+        QVERIFY(reader.open(db.toStdString()).ok());
+        QVERIFY2(reader.run().config_json.find("\"dtype\": \"fp32\"") != std::string::npos,
+                 reader.run().config_json.c_str());
+
+        const ProcessResult plain = runBinary(kRun, base + QStringList{"--out", db});
+        QVERIFY2(plain.exit_code == 0, qPrintable(describe(plain)));
+        QVERIFY2(plain.err.contains("pipescope-run: warning: model.dtype is bf16"),
+                 plain.err.constData());
+        // fp32, as the presets are: nothing to say.
+        const ProcessResult fp32 =
+            runBinary(kRun, {preset("small-2stage-naive.json"), "--backend", "cpu", "--iterations",
+                             "1", "--out", db, "--force"});
+        QVERIFY2(fp32.exit_code == 0 && !fp32.err.contains("warning"), qPrintable(describe(fp32)));
     }
 
     void cancelStopsAtAnOpBoundary() {

@@ -60,9 +60,10 @@ struct RunOutcome {
     enum class Status { Complete, Failed, Cancelled };
     Status status = Status::Failed;
     int exit_code = -1;
-    QString message;     // for Failed / Cancelled: the runner's own words, or what went wrong
-    QString trace_path;  // the trace, when the runner wrote one (also after a failure)
-    QString log_path;    // NAME.log: everything the runner said
+    QString message;       // for Failed / Cancelled: the runner's own words, or what went wrong
+    QString trace_path;    // the trace, when the runner wrote one (also after a failure)
+    QString log_path;      // NAME.log: everything the runner said
+    QStringList warnings;  // the runner's "warning" events: what the user should know of the run
 };
 
 // One run of pipescope-run with --progress jsonl.
@@ -89,6 +90,8 @@ class RunnerProcess : public QObject {
     // iteration is 1-based; loss is NaN when the backend computes none (the simulator).
     void progress(int iteration, int of, double loss, double seconds);
     void logLine(const QString& line);
+    // Something the user should know that did not stop the run (a "warning" event).
+    void warning(const QString& message);
     void finished(const pipescope::app::RunOutcome& outcome);
 
   private:
@@ -109,6 +112,7 @@ class RunnerProcess : public QObject {
     QStringList log_;
     QStringList runner_messages_;  // stderr lines "pipescope-run: ..."
     QString finished_status_;      // from the "finished" event
+    QStringList warnings_;         // from "warning" events
     bool cancel_requested_ = false;
     bool done_ = true;
 };
