@@ -17,8 +17,8 @@ namespace {
 
 // One block per (head, query t) row of the scores: the softmax over keys 0..t, zeros after t.
 template <typename D>
-__global__ void causalSoftmaxKernel(const float* scores, D* probs, std::int64_t rows,
-                                    std::int64_t seq_len) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    causalSoftmaxKernel(const float* scores, D* probs, std::int64_t rows, std::int64_t seq_len) {
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const std::int64_t t = row % seq_len;
         const float* s = scores + row * seq_len;
@@ -43,8 +43,9 @@ __global__ void causalSoftmaxKernel(const float* scores, D* probs, std::int64_t 
 // as dprobs (fp32): every element is read before the row's reduction ends and written after,
 // by the thread that read it.
 template <typename D>
-__global__ void softmaxBackwardKernel(const D* probs, const float* dprobs, D* dscores,
-                                      std::int64_t rows, std::int64_t seq_len) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    softmaxBackwardKernel(const D* probs, const float* dprobs, D* dscores, std::int64_t rows,
+                          std::int64_t seq_len) {
     for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         const std::int64_t t = row % seq_len;
         const D* p = probs + row * seq_len;

@@ -176,10 +176,13 @@ __device__ __forceinline__ void blockCombinePair(float& m, float& s) {
 }
 
 // Threads per block for a row of `cols` elements handled by one block: a multiple of 32, at
-// most 1024, no more than the row needs.
+// most kMaxRowBlock, no more than the row needs. The kernels launched so declare
+// __launch_bounds__(kMaxRowBlock): without it a device-debug (-G) build gives them more
+// registers than 1024 threads can have, and rows over 512 fail to launch.
+constexpr unsigned kMaxRowBlock = 1024;
 inline unsigned rowBlock(std::int64_t cols) {
     std::int64_t threads = 32;
-    while (threads < cols && threads < 1024) {
+    while (threads < cols && threads < kMaxRowBlock) {
         threads *= 2;
     }
     return static_cast<unsigned>(threads);

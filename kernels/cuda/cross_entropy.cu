@@ -33,9 +33,10 @@ __device__ void rowStats(const D* row, std::int64_t cols, float& m, float& s) {
 // Writes the shard's statistics (row_max, row_sum, target_logit), or with loss non-null the
 // full-vocabulary loss m + log s − target logit.
 template <typename D>
-__global__ void statsKernel(const D* logits, const std::int32_t* targets, float* row_max,
-                            float* row_sum, float* target_logit, float* loss, std::int64_t rows,
-                            std::int64_t cols, std::int64_t begin) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    statsKernel(const D* logits, const std::int32_t* targets, float* row_max, float* row_sum,
+                float* target_logit, float* loss, std::int64_t rows, std::int64_t cols,
+                std::int64_t begin) {
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const D* row = logits + r * cols;
         float m;
@@ -59,10 +60,10 @@ __global__ void statsKernel(const D* logits, const std::int32_t* targets, float*
 // global_sum, or from the row itself when those are null (full vocabulary). In place is safe:
 // each element is read and written by the same thread.
 template <typename D>
-__global__ void backwardKernel(const D* logits, const std::int32_t* targets,
-                               const float* global_max, const float* global_sum, const float* dloss,
-                               D* dlogits, std::int64_t rows, std::int64_t cols,
-                               std::int64_t begin) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    backwardKernel(const D* logits, const std::int32_t* targets, const float* global_max,
+                   const float* global_sum, const float* dloss, D* dlogits, std::int64_t rows,
+                   std::int64_t cols, std::int64_t begin) {
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const D* row = logits + r * cols;
         float m;

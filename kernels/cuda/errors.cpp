@@ -37,6 +37,15 @@ BlasHandle::BlasHandle() {
     if (status != CUBLAS_STATUS_SUCCESS) {
         throwCublasError(status, "cublasCreate", __FILE__, __LINE__);
     }
+    // Reductions (split-K) in fp32 even when the output is bf16, as ops.h promises; TF32 comes
+    // from the compute type of each call, not from this mode.
+    const cublasStatus_t mode = cublasSetMathMode(
+        handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (mode != CUBLAS_STATUS_SUCCESS) {
+        cublasDestroy(handle);
+        throwCublasError(mode, "cublasSetMathMode", __FILE__, __LINE__);
+    }
     handle_ = handle;
 }
 

@@ -46,9 +46,9 @@ __global__ void addBiasKernel(D* y, const D* b, std::int64_t rows, std::int64_t 
 }
 
 template <typename D>
-__global__ void layerNormForwardKernel(const D* x, const D* gamma, const D* beta, D* y, float* mean,
-                                       float* rstd, std::int64_t rows, std::int64_t dim,
-                                       float eps) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    layerNormForwardKernel(const D* x, const D* gamma, const D* beta, D* y, float* mean,
+                           float* rstd, std::int64_t rows, std::int64_t dim, float eps) {
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const D* xr = x + r * dim;
         D* yr = y + r * dim;
@@ -76,9 +76,9 @@ __global__ void layerNormForwardKernel(const D* x, const D* gamma, const D* beta
 
 // dx = rstd · (g − mean(g) − xhat · mean(g · xhat)), g = dy · gamma.
 template <typename D>
-__global__ void layerNormBackwardInputKernel(const D* dy, const D* x, const D* gamma,
-                                             const float* mean, const float* rstd, D* dx,
-                                             std::int64_t rows, std::int64_t dim) {
+__global__ void __launch_bounds__(detail::kMaxRowBlock)
+    layerNormBackwardInputKernel(const D* dy, const D* x, const D* gamma, const float* mean,
+                                 const float* rstd, D* dx, std::int64_t rows, std::int64_t dim) {
     for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const D* dyr = dy + r * dim;
         const D* xr = x + r * dim;
