@@ -16,6 +16,73 @@ std::int64_t traceTime(std::uint64_t t, std::int64_t origin) {
     return static_cast<std::int64_t>(t) - origin;
 }
 
+// Whether CUPTI timed a device record: it leaves start or end 0 when it could not (no device
+// buffer space for the timestamps, or a forced flush of work that had not finished).
+bool timed(std::uint64_t start, std::uint64_t end) {
+    return start != 0 && end != 0 && end >= start;
+}
+
+// Calls that launch no device work, among those the runner (and cuBLAS and NCCL under it) make
+// many of: their external correlation will never meet a device record, so it is not kept.
+bool runtimeLaunchesNothing(CUpti_CallbackId cbid) {
+    switch (cbid) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool driverLaunchesNothing(CUpti_CallbackId cbid) {
+    switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+        case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuDeviceGet:
+        case CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute:
+        case CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress:
+        case CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventRecord:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventQuery:
+        case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+        case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+            return true;
+        default:
+            return false;
+    }
+}
+
 const std::string& runtimeName(CUpti_CallbackId cbid) {
     thread_local std::unordered_map<CUpti_CallbackId, std::string> cache;
     auto it = cache.find(cbid);
@@ -68,6 +135,8 @@ void ParsedActivity::append(ParsedActivity&& other) {
     other.external.clear();
     skipped += other.skipped;
     other.skipped = 0;
+    untimed += other.untimed;
+    other.untimed = 0;
 }
 
 bool ParsedActivity::empty() const {
@@ -86,22 +155,35 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
     if (reinterpret_cast<std::uintptr_t>(buffer) % 8 != 0) {
         return "CUPTI activity buffer is not 8-byte aligned";
     }
+    // Calls of this buffer that launched no device work: their external correlations (which
+    // may come before or after them) are dropped once the buffer is read.
+    std::vector<std::uint32_t> no_work;
+    const auto done = [&](std::string problem) {
+        for (const std::uint32_t c : no_work) {
+            out->external.erase(c);
+        }
+        return problem;
+    };
     CUpti_Activity* record = nullptr;
     for (;;) {
         const CUptiResult rc = cuptiActivityGetNextRecord(buffer, valid_size, &record);
         if (rc == CUPTI_ERROR_MAX_LIMIT_REACHED) {
-            return {};  // the end of the valid records
+            return done({});  // the end of the valid records
         }
         if (rc != CUPTI_SUCCESS) {
             const char* text = nullptr;
             cuptiGetResultString(rc, &text);
-            return std::string("CUPTI activity buffer: cannot read the next record (") +
-                   (text != nullptr ? text : "unknown error") + ")";
+            return done(std::string("CUPTI activity buffer: cannot read the next record (") +
+                        (text != nullptr ? text : "unknown error") + ")");
         }
         switch (record->kind) {
             case CUPTI_ACTIVITY_KIND_KERNEL:
             case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
                 const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+                if (!timed(k->start, k->end)) {
+                    ++out->untimed;
+                    break;
+                }
                 trace::KernelRecord r;
                 r.start = traceTime(k->start, origin_ns_);
                 r.end = traceTime(k->end, origin_ns_);
@@ -128,6 +210,10 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
             }
             case CUPTI_ACTIVITY_KIND_MEMCPY: {
                 const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+                if (!timed(m->start, m->end)) {
+                    ++out->untimed;
+                    break;
+                }
                 trace::MemcpyRecord r;
                 r.start = traceTime(m->start, origin_ns_);
                 r.end = traceTime(m->end, origin_ns_);
@@ -147,6 +233,10 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
             }
             case CUPTI_ACTIVITY_KIND_MEMSET: {
                 const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+                if (!timed(m->start, m->end)) {
+                    ++out->untimed;
+                    break;
+                }
                 trace::MemsetRecord r;
                 r.start = traceTime(m->start, origin_ns_);
                 r.end = traceTime(m->end, origin_ns_);
@@ -171,6 +261,19 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.name = runtimeName(a->cbid);
                 r.return_value = static_cast<int>(a->returnValue);
                 out->runtime.push_back(std::move(r));
+                if (runtimeLaunchesNothing(a->cbid)) {
+                    no_work.push_back(a->correlationId);
+                }
+                break;
+            }
+            case CUPTI_ACTIVITY_KIND_DRIVER: {
+                // Not written (Nsight's export keeps runtime calls); read for the correlations
+                // of the calls cuBLAS and NCCL make through the driver.
+                const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+                if (driverLaunchesNothing(a->cbid)) {
+                    no_work.push_back(a->correlationId);
+                }
+                ++out->skipped;
                 break;
             }
             case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -184,7 +287,10 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.correlation_id = s->correlationId;
                 r.global_pid = global_pid_;
                 r.sync_type = static_cast<int>(s->type);
-                r.event_id = s->cudaEventId;
+                // "Not applicable" is -1, as for the stream.
+                r.event_id = s->cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                                 ? -1
+                                 : static_cast<std::int64_t>(s->cudaEventId);
                 out->syncs.push_back(r);
                 break;
             }
@@ -204,12 +310,16 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
     }
 }
 
-void resolveSyncDevices(ParsedActivity* activity) {
-    std::unordered_map<int, int> device_of;
+void resolveSyncDevices(ParsedActivity* activity, std::unordered_map<int, int>* known) {
+    std::unordered_map<int, int> local;
+    std::unordered_map<int, int>& device_of = known != nullptr ? *known : local;
     for (const auto& k : activity->kernels) {
         device_of[k.context_id] = k.device_id;
     }
     for (const auto& m : activity->memcpys) {
+        device_of[m.context_id] = m.device_id;
+    }
+    for (const auto& m : activity->memsets) {
         device_of[m.context_id] = m.device_id;
     }
     for (auto& s : activity->syncs) {
@@ -306,7 +416,17 @@ bool GpuSpanAccumulator::attribute(const DeviceWork& work) {
 }
 
 void GpuSpanAccumulator::add(const ParsedActivity& activity) {
-    external_.insert(activity.external.begin(), activity.external.end());
+    for (const auto& [correlation, id] : activity.external) {
+        // The newest wins: correlation ids are 32-bit and come round again in a long run.
+        external_.insert_or_assign(correlation, id);
+        order_.push_back(correlation);
+    }
+    while (order_.size() > kRemembered) {
+        if (external_.erase(order_.front()) > 0) {
+            ++forgotten_;
+        }
+        order_.pop_front();
+    }
     // Records that waited for their correlation first, in their order.
     std::vector<DeviceWork> waiting;
     waiting.swap(unresolved_);

@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstdlib>
 #include <cupti.h>
 
@@ -44,14 +45,40 @@ constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
 };
 
+// The host spans' clock (std::chrono::steady_clock, CLOCK_MONOTONIC), for CUPTI's timestamps:
+// paired with it once at the start, CUPTI's default CLOCK_REALTIME would drift from the host
+// spans as NTP slews it, and jump with it.
+std::uint64_t CUPTIAPI steadyNanoseconds() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
+
+// Polls (the lanes' event queries, NCCL's stream queries) make records by the thousand per
+// second and carry no device work: neither their API records nor their synchronization records
+// are kept.
+constexpr CUpti_CallbackId kQuietRuntime[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
+};
+constexpr CUpti_CallbackId kQuietDriver[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventQuery,
+};
+
 }  // namespace
 
 ActivityTracer& ActivityTracer::instance() {
-    static ActivityTracer tracer;
-    return tracer;
+    // Never destroyed: CUPTI may deliver a buffer from its own thread at exit, after static
+    // objects made later than CUPTI's would be gone.
+    static ActivityTracer* tracer = new ActivityTracer;
+    return *tracer;
 }
 
-std::string ActivityTracer::start(std::int64_t global_pid, std::int64_t origin_ns) {
+std::string ActivityTracer::start(std::int64_t global_pid, std::int64_t origin_steady_ns,
+                                  std::int64_t origin_cupti_ns) {
     std::lock_guard<std::mutex> lock(m_);
     if (active_) {
         return {};
@@ -60,6 +87,10 @@ std::string ActivityTracer::start(std::int64_t global_pid, std::int64_t origin_n
         rc != CUPTI_SUCCESS) {
         return "CUPTI cannot register its buffers (" + resultText(rc) + ")";
     }
+    // Before any kind is enabled (cupti_activity.h): thread ids as the system's (Nsight's
+    // globalTid), times on the host spans' clock.
+    (void)cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    steady_ = cuptiActivityRegisterTimestampCallback(steadyNanoseconds) == CUPTI_SUCCESS;
     for (std::size_t i = 0; i < std::size(kKinds); ++i) {
         if (const CUptiResult rc = cuptiActivityEnable(kKinds[i]); rc != CUPTI_SUCCESS) {
             for (std::size_t j = 0; j < i; ++j) {
@@ -69,7 +100,16 @@ std::string ActivityTracer::start(std::int64_t global_pid, std::int64_t origin_n
                    "): no GPU, or another profiler holds CUPTI";
         }
     }
-    parser_ = ActivityParser(global_pid, origin_ns);
+    // After the kinds (enabling RUNTIME and DRIVER resets the per-call settings).
+    (void)cuptiActivityEnableAllSyncRecords(0);
+    for (const CUpti_CallbackId cbid : kQuietRuntime) {
+        (void)cuptiActivityEnableRuntimeApi(cbid, 0);
+    }
+    for (const CUpti_CallbackId cbid : kQuietDriver) {
+        (void)cuptiActivityEnableDriverApi(cbid, 0);
+    }
+    parser_ = ActivityParser(global_pid, steady_ ? origin_steady_ns : origin_cupti_ns);
+    device_of_context_.clear();
     pending_ = {};
     dropped_ = 0;
     error_.clear();
@@ -117,8 +157,13 @@ ParsedActivity ActivityTracer::flush(bool forced) {
     std::lock_guard<std::mutex> lock(m_);
     ParsedActivity out = std::move(pending_);
     pending_ = {};
-    resolveSyncDevices(&out);
+    resolveSyncDevices(&out, &device_of_context_);
     return out;
+}
+
+bool ActivityTracer::steadyClock() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return steady_;
 }
 
 std::int64_t ActivityTracer::droppedRecords() const {
@@ -132,14 +177,20 @@ std::string ActivityTracer::lastError() const {
 }
 
 ParsedActivity ActivityTracer::stop() {
-    ParsedActivity rest = flush(true);
-    std::lock_guard<std::mutex> lock(m_);
-    if (active_) {
-        for (const auto kind : kKinds) {
-            cuptiActivityDisable(kind);
-        }
-        active_ = false;
+    if (!active()) {
+        return {};
     }
+    // No lock held while CUPTI works: its thread may be delivering a buffer, which takes it.
+    // Disabled first, so that nothing is recorded after the last flush.
+    for (const auto kind : kKinds) {
+        cuptiActivityDisable(kind);
+    }
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::lock_guard<std::mutex> lock(m_);
+    active_ = false;
+    ParsedActivity rest = std::move(pending_);
+    pending_ = {};
+    resolveSyncDevices(&rest, &device_of_context_);
     return rest;
 }
 

@@ -388,7 +388,14 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                                             ", staged through host memory")
               << "\n";
         if (o.cupti.value_or(true)) {
-            gpu_trace = std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin);
+            std::vector<int> devices;
+            for (int r : local) {
+                devices.push_back(cuda::deviceOfRank(cuda_options, r));
+            }
+            std::sort(devices.begin(), devices.end());
+            devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+            gpu_trace =
+                std::make_unique<cuda::GpuOpTrace>(schedule, &writer, origin, std::move(devices));
             if (const std::string why = gpu_trace->start(); !why.empty()) {
                 std::cerr << "pipescope-run: no CUPTI trace: " << why
                           << "; the run goes on with NVTX ranges and host spans\n";
@@ -464,7 +471,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         if (g.unattributed > 0) {
             human << " (" << g.unattributed << " device records outside any op)";
         }
-        human << "\n";
+        human << (g.steady_clock ? "" : "; CUPTI kept its own clock, paired with the host's once")
+              << "\n";
+        if (g.untimed > 0) {
+            std::cerr << "pipescope-run: CUPTI could not time " << g.untimed
+                      << " device records (left out of the trace)\n";
+        }
         if (g.dropped > 0) {
             std::cerr << "pipescope-run: CUPTI dropped " << g.dropped
                       << " records for want of buffer space: the gpu lane misses some work\n";

@@ -100,6 +100,7 @@ struct GpuOpTrace::Impl {
         summary.memsets += static_cast<std::int64_t>(activity.memsets.size());
         summary.runtime_calls += static_cast<std::int64_t>(activity.runtime.size());
         summary.syncs += static_cast<std::int64_t>(activity.syncs.size());
+        summary.untimed += activity.untimed;
         if (writer != nullptr) {
             cupti::writeActivity(activity, *writer);
         }
@@ -115,8 +116,8 @@ GpuOpTrace::~GpuOpTrace() {
 }
 
 std::string GpuOpTrace::start() {
-    // CUPTI's clock at the run's origin: read both clocks back to back and keep the pair read
-    // closest together.
+    // The origin on CUPTI's own clock, in case it refuses the steady clock: read both clocks
+    // back to back and keep the pair read closest together.
     std::int64_t best_gap = -1;
     std::int64_t origin_cupti = 0;
     for (int i = 0; i < 5; ++i) {
@@ -132,10 +133,14 @@ std::string GpuOpTrace::start() {
                 c - std::chrono::duration_cast<std::chrono::nanoseconds>(mid - origin_).count();
         }
     }
+    const std::int64_t origin_steady =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
     const std::int64_t global_pid = static_cast<std::int64_t>(getpid()) << 24;
-    std::string why = cupti::ActivityTracer::instance().start(global_pid, origin_cupti);
+    std::string why =
+        cupti::ActivityTracer::instance().start(global_pid, origin_steady, origin_cupti);
     active_ = why.empty();
     if (active_) {
+        impl_->summary.steady_clock = cupti::ActivityTracer::instance().steadyClock();
         impl_->startDrain(writer_);
     }
     return why;
@@ -152,13 +157,11 @@ GpuTraceSummary GpuOpTrace::finish() {
         return impl_->summary;
     }
     impl_->stopDrain();
-    // CUPTI does not synchronize: a record of work still running would come incomplete.
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) == cudaSuccess) {
-        for (int d = 0; d < devices; ++d) {
-            if (cudaSetDevice(d) == cudaSuccess) {
-                (void)cudaDeviceSynchronize();
-            }
+    // CUPTI does not synchronize: a record of work still running would come incomplete. Only
+    // the devices this process ran on: another one would get a context it never needed.
+    for (const int d : devices_) {
+        if (cudaSetDevice(d) == cudaSuccess) {
+            (void)cudaDeviceSynchronize();
         }
     }
     (void)cudaGetLastError();
@@ -179,6 +182,7 @@ GpuTraceSummary GpuOpTrace::finish() {
     GpuTraceSummary& s = impl_->summary;
     s.op_rows = static_cast<std::int64_t>(rows.size());
     s.unattributed = static_cast<std::int64_t>(impl_->spans.unattributed()) + unknown;
+    s.forgotten = impl_->spans.forgotten();
     s.dropped = tracer.droppedRecords();
     s.problem = tracer.lastError();
     return s;
@@ -206,7 +210,11 @@ GpuTraceSummary GpuOpTrace::finish() {
 
 // Both Impls are complete here.
 GpuOpTrace::GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
-                       std::chrono::steady_clock::time_point origin)
-    : schedule_(schedule), writer_(writer), origin_(origin), impl_(std::make_unique<Impl>()) {}
+                       std::chrono::steady_clock::time_point origin, std::vector<int> devices)
+    : schedule_(schedule),
+      writer_(writer),
+      origin_(origin),
+      devices_(std::move(devices)),
+      impl_(std::make_unique<Impl>()) {}
 
 }  // namespace pipescope::cuda

@@ -124,7 +124,7 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
         writer.addRank({r, "", "cuda:0", "", 0, 0});
     }
     const auto origin = std::chrono::steady_clock::now();
-    ps::cuda::GpuOpTrace gpu(s, &writer, origin);
+    ps::cuda::GpuOpTrace gpu(s, &writer, origin, {0});
     const std::string why = gpu.start();
     expect(why.empty(), "CUPTI starts on a GPU" + (why.empty() ? "" : ": " + why));
     ps::exec::ExecOptions eo;
@@ -145,11 +145,13 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
     const auto summary = gpu.finish();
     std::printf(
         "     %lld kernels, %lld copies, %lld memsets, %lld runtime calls, %lld op rows, "
-        "%lld records outside ops, %lld dropped\n",
+        "%lld records outside ops, %lld dropped, %lld untimed, %lld forgotten; clock %s\n",
         static_cast<long long>(summary.kernels), static_cast<long long>(summary.memcpys),
         static_cast<long long>(summary.memsets), static_cast<long long>(summary.runtime_calls),
         static_cast<long long>(summary.op_rows), static_cast<long long>(summary.unattributed),
-        static_cast<long long>(summary.dropped));
+        static_cast<long long>(summary.dropped), static_cast<long long>(summary.untimed),
+        static_cast<long long>(summary.forgotten),
+        summary.steady_clock ? "steady (CUPTI's callback)" : "CUPTI's own, paired once");
     expect(writer.finish(ps::trace::RunStatus::Complete).ok(), "the trace is written");
 
     ps::trace::TraceReader reader;
@@ -207,7 +209,7 @@ int main() {
     if (haveDevice(&why)) {
         tracedRun(c, *gen.schedule);
     } else {
-        ps::cuda::GpuOpTrace gpu(*gen.schedule, nullptr, std::chrono::steady_clock::now());
+        ps::cuda::GpuOpTrace gpu(*gen.schedule, nullptr, std::chrono::steady_clock::now(), {0});
         const std::string refused = gpu.start();
         expect(!refused.empty() && !gpu.active() && gpu.finish().op_rows == 0,
                "without a GPU tracing refuses to start and says why: " + refused);

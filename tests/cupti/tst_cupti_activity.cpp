@@ -82,6 +82,9 @@ class TstCuptiActivity : public QObject {
     void everyRecordKindBecomesItsRow();
     void externalCorrelationGivesEachOpItsGpuSpan();
     void accumulatorJoinsPiecesInAnyOrder();
+    void untimedRecordsAreLeftOut();
+    void callsWithoutDeviceWorkKeepNoCorrelation();
+    void syncDevicesAcrossFlushes();
     void kernelNames();
     void badBuffersAreErrors();
     void rowsReachTheTrace();
@@ -271,6 +274,136 @@ void TstCuptiActivity::accumulatorJoinsPiecesInAnyOrder() {
     QVERIFY(acc.spans().empty());
 }
 
+void TstCuptiActivity::untimedRecordsAreLeftOut() {
+    // CUPTI leaves start or end 0 for work it could not time: such rows would sit 54 years
+    // before the trace and stretch their op's gpu span across it.
+    ActivityBuffer buf;
+    CUpti_ActivityKernel10 no_start = kernel(400, 0, 100, "a");
+    no_start.start = 0;
+    buf.add(no_start);
+    CUpti_ActivityKernel10 no_end = kernel(401, 100, 0, "b");
+    no_end.end = 0;
+    buf.add(no_end);
+    buf.add(kernel(402, 500, 400, "backwards"));
+    buf.add(kernel(403, 1'000, 1'200, "fine"));
+    CUpti_ActivityMemcpy6 copy{};
+    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    copy.start = kOrigin + 10;
+    copy.end = 0;
+    copy.correlationId = 404;
+    buf.add(copy);
+    CUpti_ActivityMemset4 set{};
+    set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    set.start = 0;
+    set.end = 0;
+    set.correlationId = 405;
+    buf.add(set);
+    for (std::uint32_t c = 400; c <= 405; ++c) {
+        buf.add(external(c, 30));
+    }
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity out;
+    QVERIFY(parser.parse(buf.data(), buf.size(), &out).empty());
+    QCOMPARE(out.kernels.size(), std::size_t(1));
+    QCOMPARE(out.kernels[0].short_name, std::string("fine"));
+    QVERIFY(out.memcpys.empty());
+    QVERIFY(out.memsets.empty());
+    QCOMPARE(out.untimed, std::int64_t(5));
+    const auto spans = cupti::gpuSpansByExternalId(out);
+    QCOMPARE(spans.at(30).start, std::int64_t(1'000));
+    QCOMPARE(spans.at(30).end, std::int64_t(1'200));
+    QCOMPARE(spans.at(30).kernels, 1);
+}
+
+void TstCuptiActivity::callsWithoutDeviceWorkKeepNoCorrelation() {
+    // An op's event records, stream waits and device queries (runtime and driver) launch
+    // nothing: their correlations, before or after them in the buffer, are not kept. A launch's
+    // is, until its kernel comes.
+    ActivityBuffer buf;
+    const auto api = [](CUpti_ActivityKind kind, CUpti_CallbackId cbid, std::uint32_t c) {
+        CUpti_ActivityAPI a{};
+        a.kind = kind;
+        a.cbid = cbid;
+        a.start = kOrigin + 10;
+        a.end = kOrigin + 20;
+        a.correlationId = c;
+        return a;
+    };
+    buf.add(external(500, 40));
+    buf.add(api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 500));
+    buf.add(
+        api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 501));
+    buf.add(external(501, 40));  // after its call
+    buf.add(external(502, 40));
+    buf.add(api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, 502));
+    buf.add(external(503, 40));
+    buf.add(api(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 503));
+    buf.add(external(504, 40));
+    buf.add(api(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 504));
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity out;
+    QVERIFY(parser.parse(buf.data(), buf.size(), &out).empty());
+    QCOMPARE(out.runtime.size(), std::size_t(3));  // every runtime call stays in the table
+    QCOMPARE(out.external.size(), std::size_t(2));
+    QVERIFY(out.external.count(503) == 1 && out.external.count(504) == 1);
+
+    // The accumulator forgets the oldest correlations past kRemembered (those of an earlier
+    // flush first).
+    cupti::GpuSpanAccumulator acc;
+    const auto full = static_cast<std::uint32_t>(cupti::GpuSpanAccumulator::kRemembered);
+    cupti::ParsedActivity older;
+    for (std::uint32_t c = 1; c <= full; ++c) {
+        older.external[c] = 7;
+    }
+    acc.add(older);
+    QCOMPARE(acc.forgotten(), std::int64_t(0));
+    cupti::ParsedActivity newer;
+    for (std::uint32_t c = full + 1; c <= full + 10; ++c) {
+        newer.external[c] = 8;
+    }
+    newer.kernels.push_back({});
+    newer.kernels.back().correlation_id = full + 10;
+    newer.kernels.back().start = 5;
+    newer.kernels.back().end = 6;
+    acc.add(newer);
+    QCOMPARE(acc.forgotten(), std::int64_t(10));
+    QVERIFY(acc.spans().count(8) == 1);
+    QCOMPARE(acc.spans().at(8).kernels, 1);
+}
+
+void TstCuptiActivity::syncDevicesAcrossFlushes() {
+    // A flush with only a synchronization of context 3 takes the device that an earlier flush
+    // saw context 3 on.
+    std::unordered_map<int, int> known;
+    cupti::ParsedActivity first;
+    first.memsets.push_back({});
+    first.memsets.back().context_id = 3;
+    first.memsets.back().device_id = 2;
+    cupti::resolveSyncDevices(&first, &known);
+    cupti::ParsedActivity second;
+    second.syncs.push_back({});
+    second.syncs.back().context_id = 3;
+    second.syncs.back().device_id = -1;
+    cupti::resolveSyncDevices(&second, &known);
+    QCOMPARE(second.syncs[0].device_id, 2);
+    // Not applicable ids are -1, the stream's and the event's alike.
+    ActivityBuffer buf;
+    CUpti_ActivitySynchronization2 sync{};
+    sync.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    sync.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+    sync.start = kOrigin + 1;
+    sync.end = kOrigin + 2;
+    sync.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    sync.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    buf.add(sync);
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity out;
+    QVERIFY(parser.parse(buf.data(), buf.size(), &out).empty());
+    QCOMPARE(out.syncs.size(), std::size_t(1));
+    QCOMPARE(out.syncs[0].stream_id, -1);
+    QCOMPARE(out.syncs[0].event_id, std::int64_t(-1));
+}
+
 void TstCuptiActivity::kernelNames() {
     QCOMPARE(cupti::demangledKernelName(nullptr), std::string("(unnamed kernel)"));
     QCOMPARE(cupti::demangledKernelName("ampere_sgemm_128x64_nn"),
@@ -349,7 +482,7 @@ void TstCuptiActivity::tracerSaysWhyItCannotTrace() {
     auto& tracer = cupti::ActivityTracer::instance();
     int devices = 0;
     const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-    const std::string why = tracer.start(kPid, cupti::ActivityTracer::timestamp());
+    const std::string why = tracer.start(kPid, 0, cupti::ActivityTracer::timestamp());
     if (gpu) {
         // With a GPU (and no other profiler attached) tracing starts and stops cleanly.
         QVERIFY2(why.empty(), why.c_str());

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,9 @@ struct ParsedActivity {
     // CUPTI correlation id of a runtime call -> the external id pushed around it (our op id).
     std::unordered_map<std::uint32_t, std::uint64_t> external;
     std::int64_t skipped = 0;  // records of kinds not written to the trace
+    // Kernels, copies and memsets CUPTI could not time (start or end 0: no device buffer space
+    // for the timestamps, or flushed before the work finished); left out of every table.
+    std::int64_t untimed = 0;
 
     void append(ParsedActivity&& other);
     bool empty() const;
@@ -48,9 +52,10 @@ class ActivityParser {
     std::int64_t origin_ns_;
 };
 
-// A synchronization record names its context, not its device: take the device of a kernel or
-// copy of the same context (0 when there is none).
-void resolveSyncDevices(ParsedActivity* activity);
+// A synchronization record names its context, not its device: take the device of a kernel,
+// copy or memset of the same context, in this activity or (with `known`, kept by the caller
+// across flushes and updated here) an earlier one; 0 when there is none.
+void resolveSyncDevices(ParsedActivity* activity, std::unordered_map<int, int>* known = nullptr);
 
 // Adds every row to the trace's Nsight-compatible tables.
 void writeActivity(const ParsedActivity& activity, trace::TraceWriter& writer);
@@ -82,6 +87,11 @@ class GpuSpanAccumulator {
     // Device records whose runtime call ran under no external id seen so far (work outside any
     // op, such as the parameter upload before the first op).
     std::size_t unattributed() const { return unresolved_.size(); }
+    // Correlations kept for device records still to come: the last kRemembered received. A
+    // call that launched no device work (the parser drops the common ones) would otherwise stay
+    // for the whole run; one forgotten before its record came leaves that record unattributed.
+    static constexpr std::size_t kRemembered = std::size_t{1} << 20;
+    std::int64_t forgotten() const { return forgotten_; }
 
   private:
     struct DeviceWork {
@@ -92,6 +102,8 @@ class GpuSpanAccumulator {
     bool attribute(const DeviceWork& work);
 
     std::unordered_map<std::uint32_t, std::uint64_t> external_;
+    std::deque<std::uint32_t> order_;  // correlations in the order received, kRemembered at most
+    std::int64_t forgotten_ = 0;
     std::vector<DeviceWork> unresolved_;
     std::map<std::uint64_t, GpuSpan> spans_;
 };

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include <pipescope/cupti/activity.h>
 
@@ -19,10 +20,16 @@ class ActivityTracer {
     static ActivityTracer& instance();
 
     // Enables concurrent kernels, memcpy, memset, runtime API, synchronization and external
-    // correlation records. Times become trace times relative to `origin_ns` (CUPTI's clock,
-    // CLOCK_REALTIME nanoseconds by default; see timestamp()). Returns "" or why tracing is off.
-    std::string start(std::int64_t global_pid, std::int64_t origin_ns);
+    // correlation records, with CUPTI's timestamps taken from std::chrono::steady_clock, the
+    // host spans' clock. Times become trace times relative to `origin_steady_ns` (the trace's
+    // origin on that clock), or, if CUPTI refuses the clock, to `origin_cupti_ns` (the origin
+    // on CUPTI's own clock, CLOCK_REALTIME, paired by the caller through timestamp()). Returns
+    // "" or why tracing is off.
+    std::string start(std::int64_t global_pid, std::int64_t origin_steady_ns,
+                      std::int64_t origin_cupti_ns);
     bool active() const;
+    // Whether CUPTI took the steady clock (else its times were paired once, at start).
+    bool steadyClock() const;
 
     // The calling thread's CUDA calls from now until popOp() belong to op `id` (> 0).
     void pushOp(std::uint64_t id);
@@ -35,10 +42,10 @@ class ActivityTracer {
     std::int64_t droppedRecords() const;
     std::string lastError() const;
 
-    // Flushes, disables the activity kinds and returns the rest of the records.
+    // Disables the activity kinds, flushes and returns the rest of the records.
     ParsedActivity stop();
 
-    // CUPTI's current timestamp.
+    // CUPTI's current timestamp (on the steady clock once start() has set it).
     static std::int64_t timestamp();
 
     // Called by CUPTI's buffer callbacks.
@@ -49,7 +56,9 @@ class ActivityTracer {
 
     mutable std::mutex m_;
     bool active_ = false;
+    bool steady_ = false;
     ActivityParser parser_{0, 0};
+    std::unordered_map<int, int> device_of_context_;  // for synchronization records
     ParsedActivity pending_;
     std::int64_t dropped_ = 0;
     std::string error_;

@@ -51,14 +51,18 @@ struct GpuTraceSummary {
     std::int64_t op_rows = 0;       // gpu-lane op rows written
     std::int64_t unattributed = 0;  // device records of no op (parameter upload, ...)
     std::int64_t dropped = 0;       // records CUPTI dropped for want of buffer space
+    std::int64_t untimed = 0;       // device records CUPTI could not time (left out)
+    std::int64_t forgotten = 0;     // correlations dropped before their device record came
+    bool steady_clock = false;      // CUPTI took the host spans' clock (else paired at start)
     std::string problem;            // a damaged buffer, if any
 };
 
 class GpuOpTrace {
   public:
     // Times become trace times: nanoseconds since `origin` (the interpreter's ExecOptions).
+    // `devices`: the GPUs this process runs ranks on, synchronized by finish().
     GpuOpTrace(const schedule::Schedule& schedule, trace::TraceWriter* writer,
-               std::chrono::steady_clock::time_point origin);
+               std::chrono::steady_clock::time_point origin, std::vector<int> devices);
     ~GpuOpTrace();
     GpuOpTrace(const GpuOpTrace&) = delete;
     GpuOpTrace& operator=(const GpuOpTrace&) = delete;
@@ -70,7 +74,7 @@ class GpuOpTrace {
     // Asks for what CUPTI completed so far to be written, on a thread of its own (the caller
     // does not wait). Call after each iteration.
     void iterationDone();
-    // Call once the run has returned: synchronizes every device (asynchronous lanes may leave
+    // Call once the run has returned: synchronizes the devices (asynchronous lanes may leave
     // work in flight after a failure), writes the rest and the op rows, and stops CUPTI.
     GpuTraceSummary finish();
 
@@ -79,6 +83,7 @@ class GpuOpTrace {
     const schedule::Schedule& schedule_;
     trace::TraceWriter* writer_;
     std::chrono::steady_clock::time_point origin_;
+    std::vector<int> devices_;
     bool active_ = false;
     std::unique_ptr<Impl> impl_;
 };
