@@ -220,6 +220,19 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             const int count = static_cast<int>(cuda::listDevices().devices.size());
             cuda_options.devices = {count > 0 ? launch->local_rank % count : 0};
             shared_device = launch->local_world > count;
+            if (shared_device) {
+                // The processes of a GPU share its memory: each takes its part of the fraction.
+                const int per_gpu =
+                    (launch->local_world + std::max(count, 1) - 1) / std::max(count, 1);
+                cuda_options.memory_fraction /= per_gpu;
+                if (cuda_options.nccl) {
+                    std::cerr << "pipescope-run: --nccl on needs one GPU per process, but "
+                              << launch->local_world << " processes share " << count
+                              << " GPU(s) on this machine (NCCL refuses two ranks on one GPU); "
+                                 "leave NCCL off, or start one process per GPU\n";
+                    return refused(kExitBadInput);
+                }
+            }
         }
         // Each device's ranks share 90% of its free memory equally (cuda_rank_backend.h).
         std::map<int, int> ranks_on;

@@ -165,6 +165,11 @@ class CudaRankBackend final : public exec::RankBackend {
     void zeroGrads() override;
     void optimizerStep(const kernels::cpu::AdamWConfig& config, std::int64_t step) override;
     std::unique_ptr<exec::Comm> comm(std::unique_ptr<exec::Comm> host, int lane) override;
+    void abort() override {
+        if (nccl_) {
+            nccl_->abort();
+        }
+    }
 
     // Device ↔ host copies on the calling lane's stream, complete on return (the staged comm).
     void toHost(float* host, const float* device, std::size_t floats);
@@ -212,6 +217,8 @@ class CudaRankBackend final : public exec::RankBackend {
     Buffer upload(const void* host, std::int64_t floats, MemoryCategory category);
     Buffer tokensOnDevice(const std::vector<std::int32_t>& ids);
     void release(float* p);
+    // Frees what the constructor made, in order; the destructor, and a constructor that fails.
+    void teardown() noexcept;
     std::vector<DParam*> params();
     Layer::Record& record(Layer& layer, int microbatch);
 
@@ -264,6 +271,14 @@ CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule:
             same_gpu_.push_back(r != rank && deviceOfRank(options, r) == device_);
         }
     }
+    // Messages between ranks of this GPU and NCCL's staging come from the device's stream-ordered
+    // pool: keep what it has mapped, rather than unmapping it at every synchronize and mapping
+    // it again for the next message (its default release threshold is 0).
+    if (cudaMemPool_t pool = nullptr; cudaDeviceGetDefaultMemPool(&pool, device_) == cudaSuccess) {
+        std::uint64_t keep = UINT64_MAX;
+        (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    (void)cudaGetLastError();
     if (cudaMalloc(&base_, static_cast<std::size_t>(arena_bytes)) != cudaSuccess) {
         (void)cudaGetLastError();
         std::size_t free_bytes = 0, total = 0;
@@ -273,68 +288,78 @@ CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule:
                                  " (" + gib(static_cast<std::int64_t>(free_bytes)) + " free of " +
                                  gib(static_cast<std::int64_t>(total)) + ")");
     }
-    arena_ = std::make_unique<Arena>(arena_bytes);
-    for (Lane& lane : lanes_) {
-        check(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking),
-              "cudaStreamCreateWithFlags");
-        lane.blas = std::make_unique<kg::BlasHandle>();
-        lane.exec.stream = lane.stream;
-        lane.exec.blas = lane.blas->get();
-        lane.exec.tf32 = options.tf32;
-    }
-    if (options.lane_sync == LaneSync::Event) {
-        std::vector<cudaStream_t> streams;
-        for (const Lane& lane : lanes_) {
-            streams.push_back(lane.stream);
+    // A failure from here on frees what was made (the destructor does not run).
+    try {
+        arena_ = std::make_unique<Arena>(arena_bytes);
+        for (Lane& lane : lanes_) {
+            check(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking),
+                  "cudaStreamCreateWithFlags");
+            lane.blas = std::make_unique<kg::BlasHandle>();
+            lane.exec.stream = lane.stream;
+            lane.exec.blas = lane.blas->get();
+            lane.exec.tf32 = options.tf32;
         }
-        stream_events_ = std::make_unique<StreamEvents>(std::move(streams));
-        events_ =
-            std::make_unique<LaneEvents>(*stream_events_, schedule::kStreamCount,
-                                         [this](void* p) { release(static_cast<float*>(p)); });
-    }
-
-    // The host model gives the structure and the initial values (the CPU backend's exactly);
-    // it is not tracked, and goes away once its values are on the device.
-    exec::RankModel host(config, schedule, rank, options.seed, nullptr, options.init_stddev);
-    for (int c = 0; c < host.chunkCount(); ++c) {
-        auto& hc = host.chunk(c);
-        Chunk chunk;
-        chunk.position = hc.position;
-        for (auto& hl : hc.layers) {
-            Layer layer;
-            const auto hp = hl.params();
-            for (std::size_t i = 0; i < layer.p.size(); ++i) {
-                layer.p[i] = makeParam(*hp[i], std::nullopt);
+        if (options.lane_sync == LaneSync::Event) {
+            std::vector<cudaStream_t> streams;
+            for (const Lane& lane : lanes_) {
+                streams.push_back(lane.stream);
             }
-            chunk.layers.push_back(std::move(layer));
+            stream_events_ = std::make_unique<StreamEvents>(std::move(streams));
+            events_ =
+                std::make_unique<LaneEvents>(*stream_events_, schedule::kStreamCount,
+                                             [this](void* p) { release(static_cast<float*>(p)); });
         }
-        if (hc.final_norm) {
-            chunk.final_norm = std::make_unique<FinalNormPiece>();
-            const auto hp = hc.final_norm->params();
-            chunk.final_norm->gamma = makeParam(*hp[0], std::nullopt);
-            chunk.final_norm->beta = makeParam(*hp[1], std::nullopt);
+
+        // The host model gives the structure and the initial values (the CPU backend's exactly);
+        // it is not tracked, and goes away once its values are on the device.
+        exec::RankModel host(config, schedule, rank, options.seed, nullptr, options.init_stddev);
+        for (int c = 0; c < host.chunkCount(); ++c) {
+            auto& hc = host.chunk(c);
+            Chunk chunk;
+            chunk.position = hc.position;
+            for (auto& hl : hc.layers) {
+                Layer layer;
+                const auto hp = hl.params();
+                for (std::size_t i = 0; i < layer.p.size(); ++i) {
+                    layer.p[i] = makeParam(*hp[i], std::nullopt);
+                }
+                chunk.layers.push_back(std::move(layer));
+            }
+            if (hc.final_norm) {
+                chunk.final_norm = std::make_unique<FinalNormPiece>();
+                const auto hp = hc.final_norm->params();
+                chunk.final_norm->gamma = makeParam(*hp[0], std::nullopt);
+                chunk.final_norm->beta = makeParam(*hp[1], std::nullopt);
+            }
+            chunks_.push_back(std::move(chunk));
         }
-        chunks_.push_back(std::move(chunk));
-    }
-    if (auto* in = host.input()) {
-        has_input_ = true;
-        input_shard_ = shardOf(in->shard());
-        owns_position_ = in->ownsPosition();
-        const auto hp = in->params();
-        token_ = makeParam(*hp[0], MemoryCategory::Vocab);
-        if (owns_position_) {
-            position_ = makeParam(*hp[1], MemoryCategory::Vocab);
+        if (auto* in = host.input()) {
+            has_input_ = true;
+            input_shard_ = shardOf(in->shard());
+            owns_position_ = in->ownsPosition();
+            const auto hp = in->params();
+            token_ = makeParam(*hp[0], MemoryCategory::Vocab);
+            if (owns_position_) {
+                position_ = makeParam(*hp[1], MemoryCategory::Vocab);
+            }
         }
+        if (auto* out = host.output()) {
+            has_output_ = true;
+            output_shard_ = shardOf(out->shard());
+            output_w_ = makeParam(*out->params()[0], MemoryCategory::Vocab);
+        }
+        check(cudaDeviceSynchronize(), "uploading the parameters");
+    } catch (...) {
+        teardown();
+        throw;
     }
-    if (auto* out = host.output()) {
-        has_output_ = true;
-        output_shard_ = shardOf(out->shard());
-        output_w_ = makeParam(*out->params()[0], MemoryCategory::Vocab);
-    }
-    check(cudaDeviceSynchronize(), "uploading the parameters");
 }
 
 CudaRankBackend::~CudaRankBackend() {
+    teardown();
+}
+
+void CudaRankBackend::teardown() noexcept {
     cudaSetDevice(device_);
     cudaDeviceSynchronize();
     // Everything that points into the arena goes before it.
@@ -352,9 +377,13 @@ CudaRankBackend::~CudaRankBackend() {
         lane.blas.reset();
         if (lane.stream != nullptr) {
             cudaStreamDestroy(lane.stream);
+            lane.stream = nullptr;
         }
     }
-    cudaFree(base_);
+    if (base_ != nullptr) {
+        cudaFree(base_);
+        base_ = nullptr;
+    }
 }
 
 void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& label) {
@@ -460,6 +489,7 @@ Buffer CudaRankBackend::allocate(std::int64_t floats, MemoryCategory category) {
                         l.deferred.push_back(q);
                     } else {
                         // Outside an op: nothing of ours may still be running on it.
+                        cudaSetDevice(device_);
                         cudaDeviceSynchronize();
                         release(q);
                     }
@@ -908,9 +938,13 @@ cudaBackendFactory(const CudaBackendOptions& options) {
             }
         }
         if (capacities->empty()) {
+            // The ranks this process places on each device: all of them in one process, its own
+            // in a multi-process run (processes sharing a GPU get a smaller memory_fraction).
             std::map<int, int> ranks_on;
             for (int r = 0; r < s.ranks; ++r) {
-                ++ranks_on[deviceOfRank(options, r)];
+                if (options.transport == nullptr || r == rank) {
+                    ++ranks_on[deviceOfRank(options, r)];
+                }
             }
             for (const auto& [d, n] : ranks_on) {
                 check(cudaSetDevice(d), "cudaSetDevice");

@@ -1,7 +1,10 @@
+#include <atomic>
 #include <cstring>
 #include <cuda_runtime.h>
 #include <map>
+#include <mutex>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 #include <tuple>
 
@@ -79,6 +82,12 @@ struct NcclWorld::Impl {
     std::vector<ncclComm_t> coll_comm[2];
     std::vector<cudaStream_t> coll_stream[2];
 
+    // Aborting: every NCCL call takes `abort_m` shared and checks `aborted` first; abortAll()
+    // takes it exclusively, aborts every communicator and forgets it, so that no thread uses a
+    // communicator NCCL has freed, and the destructor does not free it twice.
+    mutable std::shared_mutex abort_m;
+    std::atomic<bool> aborted{false};
+
     ~Impl() {
         for (auto& [key, ch] : channels) {
             for (int i = 0; i < 2; ++i) {
@@ -104,9 +113,34 @@ struct NcclWorld::Impl {
         }
     }
 
-    // Waits for `stream` (an NCCL operation on `comm`) within the timeout; on timeout or an
-    // asynchronous NCCL error the communicator is aborted.
-    CommStatus wait(cudaStream_t stream, ncclComm_t comm, const std::string& what) const {
+    // Aborts every communicator of this process (idempotent): NCCL's kernels waiting for a peer
+    // end, so no lane, and no device synchronize at teardown, waits for a rank that has failed.
+    void abortAll() {
+        std::unique_lock<std::shared_mutex> lock(abort_m);
+        if (aborted.exchange(true)) {
+            return;
+        }
+        for (auto& [key, ch] : channels) {
+            for (ncclComm_t& c : ch.comm) {
+                if (c != nullptr) {
+                    ncclCommAbort(c);
+                    c = nullptr;
+                }
+            }
+        }
+        for (auto& comms : coll_comm) {
+            for (ncclComm_t& c : comms) {
+                if (c != nullptr) {
+                    ncclCommAbort(c);
+                    c = nullptr;
+                }
+            }
+        }
+    }
+
+    // Waits for `stream` (an NCCL operation on `*comm`) within the timeout; on timeout or an
+    // asynchronous NCCL error every communicator is aborted.
+    CommStatus wait(cudaStream_t stream, ncclComm_t* comm, const std::string& what) {
         const auto deadline = Clock::now() + timeout;
         for (;;) {
             const cudaError_t q = cudaStreamQuery(stream);
@@ -114,20 +148,31 @@ struct NcclWorld::Impl {
                 return CommStatus::success();
             }
             if (q != cudaErrorNotReady) {
+                abortAll();
                 return CommStatus::error(Code::Aborted, what + ": " + cudaGetErrorString(q));
             }
+            (void)cudaGetLastError();  // "not ready" is no error for the next launch check
             ncclResult_t async = ncclSuccess;
-            ncclCommGetAsyncError(comm, &async);
+            {
+                std::shared_lock<std::shared_mutex> lock(abort_m);
+                if (aborted.load() || *comm == nullptr) {
+                    return CommStatus::error(Code::Aborted,
+                                             what +
+                                                 ": NCCL was aborted (another rank failed, or "
+                                                 "the run was cancelled)");
+                }
+                ncclCommGetAsyncError(*comm, &async);
+            }
             if (async != ncclSuccess && async != ncclInProgress) {
-                ncclCommAbort(comm);
+                abortAll();
                 return CommStatus::error(Code::Aborted,
                                          what + ": NCCL: " + ncclGetErrorString(async));
             }
             if (Clock::now() > deadline) {
-                ncclCommAbort(comm);
+                abortAll();
                 return CommStatus::error(Code::Timeout, what + " did not finish within " +
                                                             std::to_string(timeout.count() / 1000) +
-                                                            " s (NCCL communicator aborted)");
+                                                            " s (NCCL communicators aborted)");
             }
             std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
@@ -155,12 +200,8 @@ class NcclComm final : public exec::Comm {
         : w_(w), rank_(rank), lane_(lane), lane_stream_(lane_stream) {
         cudaSetDevice(w_.device[static_cast<std::size_t>(rank)]);
         cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming);
-        cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
     }
-    ~NcclComm() override {
-        cudaEventDestroy(ready_);
-        cudaEventDestroy(done_);
-    }
+    ~NcclComm() override { cudaEventDestroy(ready_); }
 
     int rank() const override { return rank_; }
     int size() const override { return static_cast<int>(w_.device.size()); }
@@ -176,15 +217,28 @@ class NcclComm final : public exec::Comm {
         cudaStream_t s = it->second.stream[0];
         const std::size_t bytes = count * sizeof(float);
         void* stage = nullptr;
-        // The data comes from the lane's stream; the lane waits for the copy, not the send.
-        if (!ok(cudaSetDevice(device())) || !ok(cudaEventRecord(ready_, lane_stream_)) ||
-            !ok(cudaStreamWaitEvent(s, ready_, 0)) || !ok(cudaMallocAsync(&stage, bytes, s)) ||
-            !ok(cudaMemcpyAsync(stage, data, bytes, cudaMemcpyDeviceToDevice, s)) ||
-            !ok(cudaEventRecord(done_, s)) || !ok(cudaStreamWaitEvent(lane_stream_, done_, 0))) {
-            return failed("staging " + what());
+        // The copy runs on the lane's stream, after the work that wrote the data; the channel's
+        // stream takes the copy from there. The lane never waits for the send, nor for an
+        // earlier send still waiting for its receive.
+        if (!ok(cudaSetDevice(device())) || !ok(cudaMallocAsync(&stage, bytes, lane_stream_)) ||
+            !ok(cudaMemcpyAsync(stage, data, bytes, cudaMemcpyDeviceToDevice, lane_stream_)) ||
+            !ok(cudaEventRecord(ready_, lane_stream_)) || !ok(cudaStreamWaitEvent(s, ready_, 0))) {
+            const CommStatus st = failed("staging " + what());
+            if (stage != nullptr) {
+                (void)cudaFreeAsync(stage, lane_stream_);
+            }
+            return st;
         }
-        const ncclResult_t r = ncclSend(stage, count, ncclFloat, 1, it->second.comm[0], s);
-        cudaFreeAsync(stage, s);  // after the send, in stream order
+        ncclResult_t r = ncclInvalidUsage;
+        {
+            std::shared_lock<std::shared_mutex> lock(w_.abort_m);
+            if (w_.aborted.load() || it->second.comm[0] == nullptr) {
+                (void)cudaFreeAsync(stage, s);
+                return abortedStatus("ncclSend of " + what());
+            }
+            r = ncclSend(stage, count, ncclFloat, 1, it->second.comm[0], s);
+        }
+        (void)cudaFreeAsync(stage, s);  // after the send, in the channel's stream order
         return r == ncclSuccess ? CommStatus::success() : ncclFailed(r, "ncclSend of " + what());
     }
 
@@ -195,7 +249,7 @@ class NcclComm final : public exec::Comm {
                                                         std::to_string(peer) + " to rank " +
                                                         std::to_string(rank_));
         }
-        return run(it->second.stream[1], it->second.comm[1], "ncclRecv of " + what(),
+        return run(it->second.stream[1], &it->second.comm[1], "ncclRecv of " + what(),
                    [&](cudaStream_t s, ncclComm_t c) {
                        return ncclRecv(data, count, ncclFloat, 0, c, s);
                    });
@@ -208,7 +262,7 @@ class NcclComm final : public exec::Comm {
         }
         const int k = collectiveIndex();
         return run(w_.coll_stream[k][static_cast<std::size_t>(rank_)],
-                   w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclBroadcast of " + what(),
+                   &w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclBroadcast of " + what(),
                    [&](cudaStream_t s, ncclComm_t c) {
                        return ncclBroadcast(data, data, count, ncclFloat, root, c, s);
                    });
@@ -221,7 +275,7 @@ class NcclComm final : public exec::Comm {
         }
         const int k = collectiveIndex();
         return run(w_.coll_stream[k][static_cast<std::size_t>(rank_)],
-                   w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclAllReduce of " + what(),
+                   &w_.coll_comm[k][static_cast<std::size_t>(rank_)], "ncclAllReduce of " + what(),
                    [&](cudaStream_t s, ncclComm_t c) {
                        return ncclAllReduce(data, data, count, ncclFloat,
                                             op == exec::ReduceOp::Sum ? ncclSum : ncclMax, c, s);
@@ -253,15 +307,26 @@ class NcclComm final : public exec::Comm {
         }
         return CommStatus::success();
     }
+    static CommStatus abortedStatus(const std::string& doing) {
+        return CommStatus::error(Code::Aborted, doing +
+                                                    ": NCCL was aborted (another rank failed, or "
+                                                    "the run was cancelled)");
+    }
     // Runs one NCCL operation on `s` after the lane's work so far, and waits for it (bounded).
     template <typename Op>
-    CommStatus run(cudaStream_t s, ncclComm_t c, const std::string& doing, Op op) {
+    CommStatus run(cudaStream_t s, ncclComm_t* c, const std::string& doing, Op op) {
         if (!ok(cudaSetDevice(device())) || !ok(cudaEventRecord(ready_, lane_stream_)) ||
             !ok(cudaStreamWaitEvent(s, ready_, 0))) {
             return failed(doing);
         }
-        if (const ncclResult_t r = op(s, c); r != ncclSuccess) {
-            return ncclFailed(r, doing);
+        {
+            std::shared_lock<std::shared_mutex> lock(w_.abort_m);
+            if (w_.aborted.load() || *c == nullptr) {
+                return abortedStatus(doing);
+            }
+            if (const ncclResult_t r = op(s, *c); r != ncclSuccess) {
+                return ncclFailed(r, doing);
+            }
         }
         return w_.wait(s, c, doing);
     }
@@ -271,7 +336,6 @@ class NcclComm final : public exec::Comm {
     int lane_;
     cudaStream_t lane_stream_;
     cudaEvent_t ready_ = nullptr;
-    cudaEvent_t done_ = nullptr;
     std::string activity_;
 };
 
@@ -357,6 +421,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
     if (bytes.size() != ids * sizeof(ncclUniqueId)) {
         *why = "rank 0 sent " + std::to_string(bytes.size()) + " bytes of NCCL ids, expected " +
                std::to_string(ids * sizeof(ncclUniqueId)) + " (another schedule?)";
+        transport.abort(*why);  // the others would wait in NCCL's bootstrap for this rank
         return nullptr;
     }
     const auto idAt = [&](std::size_t i) {
@@ -372,6 +437,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
     w.timeout = timeout;
     if (cudaSetDevice(device) != cudaSuccess) {
         *why = "cudaSetDevice(" + std::to_string(device) + ") failed";
+        transport.abort(*why);
         return nullptr;
     }
     // Every communicator of this rank in one group: no order to agree on between processes.
@@ -397,6 +463,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
     }
     if (const ncclResult_t r = ncclGroupEnd(); r != ncclSuccess) {
         *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(r);
+        transport.abort(*why);
         return nullptr;
     }
     return world;
@@ -406,6 +473,10 @@ NcclWorld::~NcclWorld() = default;
 
 std::unique_ptr<exec::Comm> NcclWorld::comm(int rank, int lane, cudaStream_t lane_stream) {
     return std::make_unique<NcclComm>(*impl_, rank, lane, lane_stream);
+}
+
+void NcclWorld::abort() {
+    impl_->abortAll();
 }
 
 #else
@@ -432,6 +503,8 @@ NcclWorld::~NcclWorld() = default;
 std::unique_ptr<exec::Comm> NcclWorld::comm(int, int, cudaStream_t) {
     return nullptr;
 }
+
+void NcclWorld::abort() {}
 
 #endif
 

@@ -87,13 +87,19 @@ struct PipelineExecutor::Impl {
 
     bool stopping() {
         if (run.options.cancel != nullptr && run.options.cancel->load()) {
-            std::lock_guard<std::mutex> lock(state_m);
-            if (!cancelled && !failed) {
-                cancelled = true;
-                run.fabric->abort("the run was cancelled");
-                if (run.options.transport != nullptr) {
-                    run.options.transport->abort("the run was cancelled");
+            bool first = false;
+            {
+                std::lock_guard<std::mutex> lock(state_m);
+                if (!cancelled && !failed) {
+                    cancelled = first = true;
+                    run.fabric->abort("the run was cancelled");
+                    if (run.options.transport != nullptr) {
+                        run.options.transport->abort("the run was cancelled");
+                    }
                 }
+            }
+            if (first) {
+                abortBackends();
             }
         }
         std::lock_guard<std::mutex> lock(state_m);
@@ -101,16 +107,31 @@ struct PipelineExecutor::Impl {
     }
 
     void fail(const std::string& message, bool consequence) {
-        std::lock_guard<std::mutex> lock(state_m);
-        // An aborted wait is the consequence of an error already recorded (or of a cancel).
-        if (!failed && !cancelled && !consequence) {
-            failed = true;
-            result.message = message;
-            if (run.options.transport != nullptr) {
-                run.options.transport->abort(message);
+        bool first = false;
+        {
+            std::lock_guard<std::mutex> lock(state_m);
+            // An aborted wait is the consequence of an error already recorded (or of a cancel).
+            if (!failed && !cancelled && !consequence) {
+                failed = first = true;
+                result.message = message;
+                if (run.options.transport != nullptr) {
+                    run.options.transport->abort(message);
+                }
+            }
+            run.fabric->abort(message);
+        }
+        if (first) {
+            abortBackends();
+        }
+    }
+
+    // Outside state_m: a backend's abort may wait for its own communication calls to return.
+    void abortBackends() {
+        for (int r : local) {
+            if (auto& backend = run.ranks[static_cast<std::size_t>(r)].backend) {
+                backend->abort();
             }
         }
-        run.fabric->abort(message);
     }
 
     void opSpan(int rank, int it, int index, const schedule::Op& op, std::int64_t start,

@@ -11,6 +11,7 @@
 // history ends with it (the backend fences freed memory on every lane).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -274,7 +275,20 @@ class AsyncCheckedBackend final : public exec::RankBackend {
     int layerCount(int chunk) const override { return cpu_->layerCount(chunk); }
     bool hasInput() const override { return cpu_->hasInput(); }
     bool hasOutput() const override { return cpu_->hasOutput(); }
+    // Counts abort() calls in `aborts`; throws from layerForward of `fail_microbatch`.
+    void setAbortCount(std::atomic<int>* aborts) { aborts_ = aborts; }
+    void setFailingMicrobatch(int microbatch) { fail_microbatch_ = microbatch; }
+    void abort() override {
+        if (aborts_ != nullptr) {
+            aborts_->fetch_add(1);
+        }
+        cpu_->abort();
+    }
+
     void layerForward(int chunk, int layer, int microbatch, const float* x, float* y) override {
+        if (microbatch == fail_microbatch_) {
+            throw std::runtime_error("injected failure");
+        }
         r(x, "layerForward");
         w(y, "layerForward");
         cpu_->layerForward(chunk, layer, microbatch, x, y);
@@ -358,6 +372,8 @@ class AsyncCheckedBackend final : public exec::RankBackend {
     static thread_local bool t_issued;
     std::unique_ptr<exec::CpuRankBackend> cpu_;
     RaceDetector* d_;
+    std::atomic<int>* aborts_ = nullptr;
+    int fail_microbatch_ = -1;
 };
 thread_local int AsyncCheckedBackend::t_lane = -1;
 thread_local std::uint64_t AsyncCheckedBackend::t_op = 0;
@@ -377,6 +393,7 @@ class TstExecAsyncLanes : public QObject {
     void everyHandOffIsOrdered_data();
     void everyHandOffIsOrdered();
     void aMissingWaitIsSeen();
+    void failureAndCancelAbortEveryBackend();
 };
 
 void TstExecAsyncLanes::everyHandOffIsOrdered_data() {
@@ -442,6 +459,58 @@ void TstExecAsyncLanes::everyHandOffIsOrdered() {
     }
     QVERIFY(waits > 0);  // sends and receives run on the communication lane
     QVERIFY(accesses > 0);
+}
+
+void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
+    // A backend's own communication (NCCL) may wait for a peer that will never come: a failing
+    // op on one rank, or a cancel, reaches every rank's backend once; a run that completes
+    // aborts nothing.
+    const int p = 4;
+    const auto c = tinyConfig(p, "1f1b", "vocab-2");
+    QVERIFY(c);
+    const auto s = *schedule::generateSchedule(*c).schedule;
+    enum class How { Complete, FailOnRank2, Cancel };
+    for (const How how : {How::Complete, How::FailOnRank2, How::Cancel}) {
+        std::vector<std::unique_ptr<RaceDetector>> detectors;
+        std::vector<std::atomic<int>> aborts(p);
+        for (int r = 0; r < p; ++r) {
+            detectors.push_back(std::make_unique<RaceDetector>());
+        }
+        std::atomic<bool> cancel{false};
+        exec::ExecOptions eo;
+        eo.iterations = how == How::Cancel ? 1000 : 2;
+        eo.seed = c->run.seed;
+        eo.cancel = &cancel;
+        eo.on_iteration = [&](int it, double, double) {
+            if (how == How::Cancel && it == 1) {
+                cancel.store(true);
+            }
+        };
+        eo.backend = [&](const schedule::Config& config, const schedule::Schedule& sch, int rank,
+                         exec::MemoryTracker* tracker) -> std::unique_ptr<exec::RankBackend> {
+            auto b = std::make_unique<AsyncCheckedBackend>(
+                std::make_unique<exec::CpuRankBackend>(config, sch, rank, eo.seed, tracker,
+                                                       eo.init_stddev),
+                detectors[static_cast<std::size_t>(rank)].get());
+            b->setAbortCount(&aborts[static_cast<std::size_t>(rank)]);
+            if (how == How::FailOnRank2 && rank == 2) {
+                b->setFailingMicrobatch(1);
+            }
+            return b;
+        };
+        const auto result = exec::PipelineExecutor(*c, s, eo).run();
+        const int expected = how == How::Complete ? 0 : 1;
+        QCOMPARE(result.status, how == How::Complete      ? exec::ExecResult::Status::Complete
+                                : how == How::FailOnRank2 ? exec::ExecResult::Status::Failed
+                                                          : exec::ExecResult::Status::Cancelled);
+        if (how == How::FailOnRank2) {
+            QVERIFY2(result.message.find("injected failure") != std::string::npos,
+                     result.message.c_str());
+        }
+        for (int r = 0; r < p; ++r) {
+            QCOMPARE(aborts[static_cast<std::size_t>(r)].load(), expected);
+        }
+    }
 }
 
 void TstExecAsyncLanes::aMissingWaitIsSeen() {

@@ -4,13 +4,14 @@
 // used by one thread at a time. So (schedule::messageOrder, docs/cuda-backend.md):
 // - point-to-point: one two-rank communicator per (sender, receiver, activation or gradient),
 //   used by the sender's send lane and the receiver's compute lane only; each kind arrives in
-//   send order on every schedule. A send copies its buffer to stream-ordered staging memory and
-//   returns (it never waits for the receive, as the other transports); the lane's stream waits
-//   for the copy, so the source may be reused once the op ends.
+//   send order on every schedule. A send copies its buffer, on its lane's stream, to
+//   stream-ordered staging memory that the channel's stream sends from, and returns (it never
+//   waits for the receive, as the other transports, nor for an earlier send).
 // - collectives: one communicator over all ranks per stream that runs them (compute: blocking,
 //   collective: non-blocking); every rank meets them in one order on one stream.
 // - every wait is bounded: a receive or collective that does not finish within the timeout
-//   aborts the communicator and fails naming the op.
+//   aborts the communicators and fails naming the op; so does an asynchronous NCCL error, and
+//   abort() (a failure elsewhere, a cancel).
 //
 // Across processes (one rank and GPU each), the communicators' ids travel over the rendezvous
 // connection of the socket transport.
@@ -61,6 +62,11 @@ class NcclWorld {
     // The endpoint of `rank`'s lane `lane` (schedule::Stream), whose kernels run on
     // `lane_stream`.
     std::unique_ptr<exec::Comm> comm(int rank, int lane, cudaStream_t lane_stream);
+
+    // Aborts every communicator (idempotent, any thread): operations in flight fail at once, and
+    // NCCL's kernels stop waiting for peers, so neither the lanes nor a device synchronize wait
+    // for a rank that has failed.
+    void abort();
 
     struct Impl;
 

@@ -122,6 +122,11 @@ class RankBackend {
     // memory): a host backend uses it as it is, a device backend stages its buffers through it
     // or replaces it (NCCL).
     virtual std::unique_ptr<Comm> comm(std::unique_ptr<Comm> host, int lane) = 0;
+
+    // The run is failing or was cancelled: stop communication of the backend's own that could
+    // otherwise wait for a peer that will never come (the CUDA backend aborts its NCCL
+    // communicators). Called from any thread, possibly more than once, while ops still run.
+    virtual void abort() {}
 };
 
 }  // namespace pipescope::exec
