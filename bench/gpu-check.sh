@@ -37,10 +37,10 @@ echo "built in $(( $(date +%s) - start )) s"
 
 status=0
 echo "== kernels against the CPU kernels"
-"$build/bin/tst_kernels_cuda" | tee "$out/tst_kernels_cuda.log" | grep -E "^(FAIL|device|---)|checks" || true
+"$build/bin/tst_kernels_cuda" | tee "$out/tst_kernels_cuda.log" | grep -E "^(FAIL|SKIP|device|---)|checks" || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "== CUDA backend against the CPU backend"
-"$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^FAIL|cases" || true
+"$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^(FAIL|SKIP)|cases" || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "== NCCL between GPUs (runs with two GPUs or more; skips with one)"
 "$build/bin/tst_nccl_comm" | tee "$out/tst_nccl_comm.log"
