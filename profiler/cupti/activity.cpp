@@ -127,7 +127,12 @@ void ParsedActivity::append(ParsedActivity&& other) {
         from.clear();
     };
     move_all(kernels, other.kernels);
+    // Copies without their runtime correlations (built by hand) get 0s, so that both stay
+    // parallel.
+    memcpy_runtime_correlation.resize(memcpys.size(), 0);
+    other.memcpy_runtime_correlation.resize(other.memcpys.size(), 0);
     move_all(memcpys, other.memcpys);
+    move_all(memcpy_runtime_correlation, other.memcpy_runtime_correlation);
     move_all(memsets, other.memsets);
     move_all(runtime, other.runtime);
     move_all(syncs, other.syncs);
@@ -229,6 +234,7 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.src_kind = m->srcKind;
                 r.dst_kind = m->dstKind;
                 out->memcpys.push_back(r);
+                out->memcpy_runtime_correlation.push_back(m->runtimeCorrelationId);
                 break;
             }
             case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -396,13 +402,20 @@ std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& acti
 }
 
 bool GpuSpanAccumulator::attribute(const DeviceWork& work) {
-    const auto it = external_.find(work.correlation);
+    auto it = external_.find(work.correlation);
+    if (it == external_.end() && work.alias != 0) {
+        it = external_.find(work.alias);
+    }
     if (it == external_.end()) {
         return false;
     }
     // A launch, copy or memset has one device record: its correlation is not needed again.
     const std::uint64_t id = it->second;
     external_.erase(it);
+    if (work.alias != 0) {  // a copy's driver and runtime calls: neither is needed again
+        external_.erase(work.alias);
+        external_.erase(work.correlation);
+    }
     if (work.end < work.start) {
         return true;  // an incomplete record: nothing to add
     }
@@ -444,8 +457,15 @@ void GpuSpanAccumulator::add(const ParsedActivity& activity) {
     for (const auto& k : activity.kernels) {
         take(k.correlation_id, k.start, k.end);
     }
-    for (const auto& m : activity.memcpys) {
-        take(m.correlation_id, m.start, m.end);
+    for (std::size_t i = 0; i < activity.memcpys.size(); ++i) {
+        const auto& m = activity.memcpys[i];
+        const std::uint32_t alias = i < activity.memcpy_runtime_correlation.size()
+                                        ? activity.memcpy_runtime_correlation[i]
+                                        : 0;
+        const DeviceWork w{static_cast<std::uint32_t>(m.correlation_id), m.start, m.end, alias};
+        if (!attribute(w)) {
+            unresolved_.push_back(w);
+        }
     }
     for (const auto& m : activity.memsets) {
         take(m.correlation_id, m.start, m.end);

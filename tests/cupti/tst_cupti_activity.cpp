@@ -85,6 +85,7 @@ class TstCuptiActivity : public QObject {
     void untimedRecordsAreLeftOut();
     void callsWithoutDeviceWorkKeepNoCorrelation();
     void syncDevicesAcrossFlushes();
+    void copiesJoinByTheirRuntimeCall();
     void kernelNames();
     void badBuffersAreErrors();
     void rowsReachTheTrace();
@@ -402,6 +403,47 @@ void TstCuptiActivity::syncDevicesAcrossFlushes() {
     QCOMPARE(out.syncs.size(), std::size_t(1));
     QCOMPARE(out.syncs[0].stream_id, -1);
     QCOMPARE(out.syncs[0].event_id, std::int64_t(-1));
+}
+
+void TstCuptiActivity::copiesJoinByTheirRuntimeCall() {
+    // A copy's correlation is its driver call's; the external id may have been recorded for the
+    // runtime call only (runtimeCorrelationId), in a later buffer too.
+    ActivityBuffer copies;
+    CUpti_ActivityMemcpy6 copy{};
+    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    copy.start = kOrigin + 100;
+    copy.end = kOrigin + 300;
+    copy.correlationId = 700;
+    copy.runtimeCorrelationId = 701;
+    copies.add(copy);
+    copy.start = kOrigin + 400;
+    copy.end = kOrigin + 500;
+    copy.correlationId = 702;
+    copy.runtimeCorrelationId = 703;
+    copies.add(copy);
+    ActivityBuffer ids;
+    ids.add(external(701, 50));
+    ids.add(external(703, 51));
+    ids.add(external(702, 51));  // both calls recorded: one attribution, both forgotten
+    const cupti::ActivityParser parser(kPid, kOrigin);
+    cupti::ParsedActivity a, b;
+    QVERIFY(parser.parse(copies.data(), copies.size(), &a).empty());
+    QVERIFY(parser.parse(ids.data(), ids.size(), &b).empty());
+    QCOMPARE(a.memcpy_runtime_correlation.size(), std::size_t(2));
+    cupti::GpuSpanAccumulator acc;
+    acc.add(a);
+    QCOMPARE(acc.unattributed(), std::size_t(2));
+    acc.add(b);
+    QCOMPARE(acc.unattributed(), std::size_t(0));
+    QCOMPARE(acc.spans().at(50).start, std::int64_t(100));
+    QCOMPARE(acc.spans().at(50).end, std::int64_t(300));
+    QCOMPARE(acc.spans().at(51).kernels, 1);
+    // Appending keeps copies and their runtime correlations side by side.
+    cupti::ParsedActivity joined;
+    joined.memcpys.push_back({});  // a copy made by hand, without one
+    joined.append(std::move(a));
+    QCOMPARE(joined.memcpy_runtime_correlation.size(), std::size_t(3));
+    QCOMPARE(joined.memcpy_runtime_correlation[1], std::uint32_t(701));
 }
 
 void TstCuptiActivity::kernelNames() {

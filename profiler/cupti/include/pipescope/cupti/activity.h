@@ -23,6 +23,9 @@ namespace pipescope::cupti {
 struct ParsedActivity {
     std::vector<trace::KernelRecord> kernels;
     std::vector<trace::MemcpyRecord> memcpys;
+    // Per copy, the correlation of the runtime call that made it (a copy's own correlation is
+    // its driver call's); 0 when unknown.
+    std::vector<std::uint32_t> memcpy_runtime_correlation;
     std::vector<trace::MemsetRecord> memsets;
     std::vector<trace::RuntimeRecord> runtime;
     std::vector<trace::SyncRecord> syncs;
@@ -98,7 +101,9 @@ class GpuSpanAccumulator {
         std::uint32_t correlation = 0;
         std::int64_t start = 0;
         std::int64_t end = 0;
+        std::uint32_t alias = 0;
     };
+    // By the work's correlation, else by its alias (a copy's runtime call).
     bool attribute(const DeviceWork& work);
 
     std::unordered_map<std::uint32_t, std::uint64_t> external_;
