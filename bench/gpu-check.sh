@@ -30,7 +30,7 @@ start=$(date +%s)
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 1; }
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
@@ -61,7 +61,7 @@ run_traced_and_not() {
     local rc=$?
     echo "-- $name (exit $rc)"
     if [ $rc -ne 0 ]; then
-        tail -5 "$out/run-$name.log"
+        tail -n 5 "$out/run-$name.log"
         status=1
         return
     fi
@@ -91,7 +91,7 @@ run_events() {
     if ! "$build/bin/pipescope-run" "$preset" --backend cuda --lane-sync event --out "$db" --force \
         --iterations "$iterations" > "$out/run-$name-events.log" 2>&1; then
         echo "-- $name with --lane-sync event: failed"
-        tail -5 "$out/run-$name-events.log"
+        tail -n 5 "$out/run-$name-events.log"
         status=1
         return
     fi
@@ -111,14 +111,14 @@ echo "== GEMM throughput of the runner against a plain cuBLAS GEMM of the same s
 for method in naive vocab-2; do
     "$build/bin/pipescope-run" "resources/presets/gpu-4stage-$method.json" --backend cuda \
         --cupti off --gemm-report --iterations 4 --out "$out/gemm-$method.db" --force \
-        > "$out/gemm-$method.log" 2>&1 || status=1
+        > "$out/gemm-$method.log" 2>&1 || { status=1; tail -n 5 "$out/gemm-$method.log"; }
     echo "-- gpu-4stage-$method"
     sed -n '/^GEMMs inside/,$p' "$out/gemm-$method.log"
 done
 # The same model on one rank: its GEMMs have the GPU to themselves.
 "$build/bin/pipescope-run" resources/presets/gpu-4stage-naive.json --set parallel.pipeline=1 \
     --backend cuda --cupti off --gemm-report --iterations 4 --out "$out/gemm-1rank.db" --force \
-    > "$out/gemm-1rank.log" 2>&1 || status=1
+    > "$out/gemm-1rank.log" 2>&1 || { status=1; tail -n 5 "$out/gemm-1rank.log"; }
 echo "-- gpu-4stage-naive on one rank (pipeline 1)"
 grep -E "^iteration +4/" "$out/gemm-1rank.log"
 sed -n '/^GEMMs inside/,$p' "$out/gemm-1rank.log"
@@ -132,7 +132,7 @@ wait
 if "$build/bin/pipescope-trace" merge "$out"/mp-rank[0-3].db -o "$out/mp.db" --force; then
     "$build/bin/pipescope-trace" stats "$out/mp.db" | tee "$out/stats-mp.txt"
 else
-    tail -3 "$out"/mp-rank*.log
+    tail -n 3 "$out"/mp-rank*.log
     status=1
 fi
 echo "== done (status $status); logs and traces in $out"
