@@ -419,7 +419,10 @@ void RunPage::onFinished(const RunOutcome& outcome) {
         }
         return;
     }
-    emit message(tr("Run complete: %1").arg(name));
+    // The trace opens in a tab of its own, over this page's note: the status bar repeats it.
+    emit message(outcome.warnings.isEmpty()
+                     ? tr("Run complete: %1").arg(name)
+                     : tr("Run complete: %1 (note: %2)").arg(name, outcome.warnings.front()));
     if (!pair_) {
         setBusy(false);
         emit openRequested(outcome.trace_path);

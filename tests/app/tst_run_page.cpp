@@ -190,7 +190,9 @@ void TstRunPage::runnerErrorIsShown() {
 }
 
 void TstRunPage::runnerWarningIsShown() {
-    // bf16 on the CPU backend runs in fp32: the runner says so, and the page shows it.
+    // bf16 on the CPU backend runs in fp32: the runner says so, and the page shows it, as does
+    // the status bar once the run has opened in its tab.
+    QSignalSpy messages(page(), &app::RunPage::message);
     page()->setExtraArgs({QStringLiteral("--set"), QStringLiteral("model.dtype=bf16")});
     const app::RunOutcome out = runToEnd();
     page()->setExtraArgs({});
@@ -203,6 +205,11 @@ void TstRunPage::runnerWarningIsShown() {
     QVERIFY2(page()->note()->text().contains(QStringLiteral("model.dtype is bf16")),
              qPrintable(page()->note()->text()));
     QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("warning: model.dtype is bf16")));
+    QVERIFY(!messages.isEmpty());
+    const QString last = messages.back().front().toString();
+    QVERIFY2(last.startsWith(QStringLiteral("Run complete")) &&
+                 last.contains(QStringLiteral("note: model.dtype is bf16")),
+             qPrintable(last));
     // The next run starts without it.
     const app::RunOutcome plain = runToEnd();
     QVERIFY2(plain.status == app::RunOutcome::Status::Complete, qPrintable(plain.message));
