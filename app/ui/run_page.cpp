@@ -252,8 +252,14 @@ void RunPage::setConfig(const std::optional<schedule::Config>& config) {
 }
 
 void RunPage::updateRunTooltip() {
-    run_button_->setToolTip(config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
-                                    : tr("No valid config: fix the config first"));
+    QString tip = config_ ? tr("Run the current config on the chosen backend (Ctrl+R)")
+                          : tr("No valid config: fix the config first");
+    if (config_ && config_->model.dtype != schedule::DType::FP32) {
+        tip += tr("\nThe runner computes in fp32: this %1 config runs, and is recorded, as fp32")
+                   .arg(QString::fromUtf8(
+                       std::string(schedule::toString(config_->model.dtype)).c_str()));
+    }
+    run_button_->setToolTip(tip);
 }
 
 void RunPage::setRunsFolder(const QString& folder) {

@@ -56,6 +56,7 @@ class RunPage : public QWidget {
     RunnerProcess* runner() const { return runner_; }
     RunsLibrary* library() const { return library_; }
     QComboBox* backendBox() const { return backend_; }
+    QPushButton* runButton() const { return run_button_; }
     QSpinBox* iterationsBox() const { return iterations_; }
     QProgressBar* progressBar() const { return progress_; }
     QPlainTextEdit* log() const { return log_; }

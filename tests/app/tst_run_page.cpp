@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -19,6 +20,7 @@
 #include <pipescope/app/prediction.h>
 #include <pipescope/app/runner_process.h>
 #include <pipescope/app/runs_library.h>
+#include <pipescope/schedule/config_parse.h>
 #include <pipescope/trace/reader.h>
 
 #include "compare_view.h"
@@ -210,6 +212,18 @@ void TstRunPage::runnerWarningIsShown() {
     QVERIFY2(last.startsWith(QStringLiteral("Run complete")) &&
                  last.contains(QStringLiteral("note: model.dtype is bf16")),
              qPrintable(last));
+    // Before a run, the Run button says so for a bf16 config.
+    QVERIFY(!page()->runButton()->toolTip().contains(QStringLiteral("fp32")));
+    page()->setConfig(
+        schedule::parseConfig(QString(kTiny)
+                                  .replace(QStringLiteral("\"fp32\""), QStringLiteral("\"bf16\""))
+                                  .toStdString(),
+                              "tiny")
+            .config);
+    QVERIFY2(page()->runButton()->toolTip().contains(QStringLiteral("this bf16 config runs")),
+             qPrintable(page()->runButton()->toolTip()));
+    QVERIFY(window_->configPanel()->loadJson(kTiny, QStringLiteral("tiny")));
+    QVERIFY(!page()->runButton()->toolTip().contains(QStringLiteral("fp32")));
     // The next run starts without it.
     const app::RunOutcome plain = runToEnd();
     QVERIFY2(plain.status == app::RunOutcome::Status::Complete, qPrintable(plain.message));
