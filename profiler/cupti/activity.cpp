@@ -127,12 +127,10 @@ void ParsedActivity::append(ParsedActivity&& other) {
         from.clear();
     };
     move_all(kernels, other.kernels);
-    // Copies without their runtime correlations (built by hand) get 0s, so that both stay
-    // parallel.
-    memcpy_runtime_correlation.resize(memcpys.size(), 0);
-    other.memcpy_runtime_correlation.resize(other.memcpys.size(), 0);
     move_all(memcpys, other.memcpys);
-    move_all(memcpy_runtime_correlation, other.memcpy_runtime_correlation);
+    copy_runtime_correlation.insert(other.copy_runtime_correlation.begin(),
+                                    other.copy_runtime_correlation.end());
+    other.copy_runtime_correlation.clear();
     move_all(memsets, other.memsets);
     move_all(runtime, other.runtime);
     move_all(syncs, other.syncs);
@@ -234,7 +232,9 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.src_kind = m->srcKind;
                 r.dst_kind = m->dstKind;
                 out->memcpys.push_back(r);
-                out->memcpy_runtime_correlation.push_back(m->runtimeCorrelationId);
+                if (m->runtimeCorrelationId != 0 && m->runtimeCorrelationId != m->correlationId) {
+                    out->copy_runtime_correlation[m->correlationId] = m->runtimeCorrelationId;
+                }
                 break;
             }
             case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -448,8 +448,9 @@ void GpuSpanAccumulator::add(const ParsedActivity& activity) {
             unresolved_.push_back(w);
         }
     }
-    const auto take = [&](std::int64_t correlation, std::int64_t start, std::int64_t end) {
-        const DeviceWork w{static_cast<std::uint32_t>(correlation), start, end};
+    const auto take = [&](std::int64_t correlation, std::int64_t start, std::int64_t end,
+                          std::uint32_t alias = 0) {
+        const DeviceWork w{static_cast<std::uint32_t>(correlation), start, end, alias};
         if (!attribute(w)) {
             unresolved_.push_back(w);
         }
@@ -457,15 +458,11 @@ void GpuSpanAccumulator::add(const ParsedActivity& activity) {
     for (const auto& k : activity.kernels) {
         take(k.correlation_id, k.start, k.end);
     }
-    for (std::size_t i = 0; i < activity.memcpys.size(); ++i) {
-        const auto& m = activity.memcpys[i];
-        const std::uint32_t alias = i < activity.memcpy_runtime_correlation.size()
-                                        ? activity.memcpy_runtime_correlation[i]
-                                        : 0;
-        const DeviceWork w{static_cast<std::uint32_t>(m.correlation_id), m.start, m.end, alias};
-        if (!attribute(w)) {
-            unresolved_.push_back(w);
-        }
+    for (const auto& m : activity.memcpys) {
+        const auto alias =
+            activity.copy_runtime_correlation.find(static_cast<std::uint32_t>(m.correlation_id));
+        take(m.correlation_id, m.start, m.end,
+             alias != activity.copy_runtime_correlation.end() ? alias->second : 0);
     }
     for (const auto& m : activity.memsets) {
         take(m.correlation_id, m.start, m.end);

@@ -155,6 +155,10 @@ ParsedActivity ActivityTracer::flush(bool forced) {
     }
     cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     std::lock_guard<std::mutex> lock(m_);
+    return takePending();
+}
+
+ParsedActivity ActivityTracer::takePending() {
     ParsedActivity out = std::move(pending_);
     pending_ = {};
     resolveSyncDevices(&out, &device_of_context_);
@@ -188,10 +192,7 @@ ParsedActivity ActivityTracer::stop() {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     std::lock_guard<std::mutex> lock(m_);
     active_ = false;
-    ParsedActivity rest = std::move(pending_);
-    pending_ = {};
-    resolveSyncDevices(&rest, &device_of_context_);
-    return rest;
+    return takePending();
 }
 
 std::int64_t ActivityTracer::timestamp() {

@@ -23,11 +23,19 @@ using exec::CommStatus;
 using Code = CommStatus::Code;
 using Clock = std::chrono::steady_clock;
 
+#if PIPESCOPE_HAVE_NCCL
 // The interpreter's tags (pipeline_ops.cpp): ((iteration · 64 + what) · 2^20 + mb) · 2^12 +
 // where; what 0 is an activation, 1 a gradient.
 bool isGradient(std::uint64_t tag) {
     return (tag >> 32) % 64 == 1;
 }
+
+CommStatus abortedStatus(const std::string& doing) {
+    return CommStatus::error(
+        Code::Aborted,
+        doing + ": NCCL was aborted (another rank failed, or the run was cancelled)");
+}
+#endif
 
 }  // namespace
 
@@ -156,10 +164,7 @@ struct NcclWorld::Impl {
             {
                 std::shared_lock<std::shared_mutex> lock(abort_m);
                 if (aborted.load() || *comm == nullptr) {
-                    return CommStatus::error(Code::Aborted,
-                                             what +
-                                                 ": NCCL was aborted (another rank failed, or "
-                                                 "the run was cancelled)");
+                    return abortedStatus(what);
                 }
                 ncclCommGetAsyncError(*comm, &async);
             }
@@ -306,11 +311,6 @@ class NcclComm final : public exec::Comm {
                                    std::to_string(group.size()) + " of " + std::to_string(size()));
         }
         return CommStatus::success();
-    }
-    static CommStatus abortedStatus(const std::string& doing) {
-        return CommStatus::error(Code::Aborted, doing +
-                                                    ": NCCL was aborted (another rank failed, or "
-                                                    "the run was cancelled)");
     }
     // Runs one NCCL operation on `s` after the lane's work so far, and waits for it (bounded).
     template <typename Op>

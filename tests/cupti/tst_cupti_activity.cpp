@@ -64,6 +64,16 @@ CUpti_ActivityKernel10 kernel(std::uint32_t correlation, std::uint64_t start, st
     return k;
 }
 
+CUpti_ActivityMemcpy6 copyRecord(std::uint32_t correlation, std::uint64_t start,
+                                 std::uint64_t end) {
+    CUpti_ActivityMemcpy6 c{};
+    c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    c.start = static_cast<std::uint64_t>(kOrigin) + start;
+    c.end = static_cast<std::uint64_t>(kOrigin) + end;
+    c.correlationId = correlation;
+    return c;
+}
+
 CUpti_ActivityExternalCorrelation external(std::uint32_t correlation, std::uint64_t op) {
     CUpti_ActivityExternalCorrelation e{};
     e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
@@ -95,18 +105,14 @@ class TstCuptiActivity : public QObject {
 void TstCuptiActivity::everyRecordKindBecomesItsRow() {
     ActivityBuffer buf;
     buf.add(kernel(100, 5'000, 9'000, "_Z6addOnePfi"));
-    CUpti_ActivityMemcpy6 copy{};
-    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    CUpti_ActivityMemcpy6 copy = copyRecord(101, 1'000, 2'000);
     copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
     copy.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
     copy.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     copy.bytes = 1 << 20;
-    copy.start = kOrigin + 1'000;
-    copy.end = kOrigin + 2'000;
     copy.deviceId = 0;
     copy.contextId = 1;
     copy.streamId = 9;
-    copy.correlationId = 101;
     buf.add(copy);
     CUpti_ActivityMemset4 set{};
     set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -287,11 +293,8 @@ void TstCuptiActivity::untimedRecordsAreLeftOut() {
     buf.add(no_end);
     buf.add(kernel(402, 500, 400, "backwards"));
     buf.add(kernel(403, 1'000, 1'200, "fine"));
-    CUpti_ActivityMemcpy6 copy{};
-    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    copy.start = kOrigin + 10;
+    CUpti_ActivityMemcpy6 copy = copyRecord(404, 10, 0);
     copy.end = 0;
-    copy.correlationId = 404;
     buf.add(copy);
     CUpti_ActivityMemset4 set{};
     set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -409,18 +412,12 @@ void TstCuptiActivity::copiesJoinByTheirRuntimeCall() {
     // A copy's correlation is its driver call's; the external id may have been recorded for the
     // runtime call only (runtimeCorrelationId), in a later buffer too.
     ActivityBuffer copies;
-    CUpti_ActivityMemcpy6 copy{};
-    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    copy.start = kOrigin + 100;
-    copy.end = kOrigin + 300;
-    copy.correlationId = 700;
-    copy.runtimeCorrelationId = 701;
-    copies.add(copy);
-    copy.start = kOrigin + 400;
-    copy.end = kOrigin + 500;
-    copy.correlationId = 702;
-    copy.runtimeCorrelationId = 703;
-    copies.add(copy);
+    CUpti_ActivityMemcpy6 first = copyRecord(700, 100, 300);
+    first.runtimeCorrelationId = 701;
+    copies.add(first);
+    CUpti_ActivityMemcpy6 second = copyRecord(702, 400, 500);
+    second.runtimeCorrelationId = 703;
+    copies.add(second);
     ActivityBuffer ids;
     ids.add(external(701, 50));
     ids.add(external(703, 51));
@@ -429,7 +426,7 @@ void TstCuptiActivity::copiesJoinByTheirRuntimeCall() {
     cupti::ParsedActivity a, b;
     QVERIFY(parser.parse(copies.data(), copies.size(), &a).empty());
     QVERIFY(parser.parse(ids.data(), ids.size(), &b).empty());
-    QCOMPARE(a.memcpy_runtime_correlation.size(), std::size_t(2));
+    QCOMPARE(a.copy_runtime_correlation.size(), std::size_t(2));
     cupti::GpuSpanAccumulator acc;
     acc.add(a);
     QCOMPARE(acc.unattributed(), std::size_t(2));
@@ -438,12 +435,13 @@ void TstCuptiActivity::copiesJoinByTheirRuntimeCall() {
     QCOMPARE(acc.spans().at(50).start, std::int64_t(100));
     QCOMPARE(acc.spans().at(50).end, std::int64_t(300));
     QCOMPARE(acc.spans().at(51).kernels, 1);
-    // Appending keeps copies and their runtime correlations side by side.
+    // Appending keeps the copies' runtime correlations.
     cupti::ParsedActivity joined;
     joined.memcpys.push_back({});  // a copy made by hand, without one
     joined.append(std::move(a));
-    QCOMPARE(joined.memcpy_runtime_correlation.size(), std::size_t(3));
-    QCOMPARE(joined.memcpy_runtime_correlation[1], std::uint32_t(701));
+    QCOMPARE(joined.memcpys.size(), std::size_t(3));
+    QCOMPARE(joined.copy_runtime_correlation.size(), std::size_t(2));
+    QCOMPARE(joined.copy_runtime_correlation.at(700), std::uint32_t(701));
 }
 
 void TstCuptiActivity::kernelNames() {

@@ -23,9 +23,8 @@ namespace pipescope::cupti {
 struct ParsedActivity {
     std::vector<trace::KernelRecord> kernels;
     std::vector<trace::MemcpyRecord> memcpys;
-    // Per copy, the correlation of the runtime call that made it (a copy's own correlation is
-    // its driver call's); 0 when unknown.
-    std::vector<std::uint32_t> memcpy_runtime_correlation;
+    // A copy's correlation (its driver call's) -> that of the runtime call that made it.
+    std::unordered_map<std::uint32_t, std::uint32_t> copy_runtime_correlation;
     std::vector<trace::MemsetRecord> memsets;
     std::vector<trace::RuntimeRecord> runtime;
     std::vector<trace::SyncRecord> syncs;

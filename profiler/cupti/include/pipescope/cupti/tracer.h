@@ -53,6 +53,8 @@ class ActivityTracer {
 
   private:
     ActivityTracer() = default;
+    // The records delivered so far, their synchronizations' devices resolved; m_ held.
+    ParsedActivity takePending();
 
     mutable std::mutex m_;
     bool active_ = false;
