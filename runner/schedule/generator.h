@@ -1,4 +1,5 @@
-// The list scheduler behind generateSchedule (private; see generator.cpp).
+// The list scheduler behind generateSchedule (private): generator.cpp holds its state and main
+// loop, generator_decide.cpp how a rank picks its next op, generator_execute.cpp what an op does.
 #pragma once
 
 #include <array>
@@ -15,6 +16,9 @@
 #include "base_orders.h"
 
 namespace pipescope::schedule::detail {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr int kIfLookahead = 2;  // IF(i) is due once position 0 starts F(i - 2)
 
 // The ranks' next decisions ordered by (time, rank): a binary heap that holds each rank at most
 // once, so updating a rank's decision is one sift.
