@@ -22,6 +22,7 @@
 #include <qcustomplot.h>
 
 #include "clipping_device.h"
+#include "plot_layout.h"
 
 namespace pipescope::app {
 namespace {
@@ -209,7 +210,11 @@ void paintPlan(QCPPainter& painter, const Plan& plan) {
     for (std::size_t i = 0; i < plan.plots.size(); ++i) {
         painter.save();
         painter.translate(0, top);
+        // Legends wrap into the columns the export's width has room for, then back to the
+        // widget's, as a resize of the window would do.
+        fitPlotLegends(plan.plots[i], QSize(plan.width, plan.heights[i]));
         plan.plots[i]->toPainter(&painter, plan.width, plan.heights[i]);
+        fitPlotLegends(plan.plots[i], plan.plots[i]->size());
         painter.restore();
         top += plan.heights[i];
     }

@@ -61,9 +61,9 @@ class LegendFitter : public QObject {
 }  // namespace
 
 void fitPlotLegends(QCustomPlot* plot, QSize size) {
-    const QRect viewport = size.isValid()               ? QRect(QPoint(0, 0), size)
-                           : plot->viewport().isEmpty() ? plot->rect()
-                                                        : plot->viewport();
+    // The widget's rect, not QCustomPlot's viewport: a plot that has not been shown yet (the
+    // headless exports) keeps its first viewport until it is.
+    const QRect viewport = size.isValid() ? QRect(QPoint(0, 0), size) : plot->rect();
     std::vector<QCPLegend*> legends;
     for (QCPLayoutElement* e : plot->plotLayout()->elements(true)) {
         if (auto* legend = qobject_cast<QCPLegend*>(e)) {
@@ -84,8 +84,8 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
         for (QCPLegend* legend : legends) {
             const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
             // The whole row a legend sits in when it is the only element there.
-            const int width = grid && grid->columnCount() == 1 ? plot->viewport().width()
-                                                               : legend->outerRect().width();
+            const int width =
+                grid && grid->columnCount() == 1 ? viewport.width() : legend->outerRect().width();
             fitLegendColumns(legend, width);
         }
     }

@@ -111,14 +111,24 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     plot->plotLayout()->addElement(1, 0, sub);
 
     // Per rank: busy stacked with bubble (ms), and peak memory (GiB) with capacity.
+    // Each chart's title sits above it rather than along its value axis: in the app the charts
+    // can be shorter than such a label, which then lost its first words.
+    const QFont title_font(plot->font().family(), 9);
+    for (const auto& [col, text] : {std::pair{0, QObject::tr("time per iteration (ms)")},
+                                    std::pair{1, QObject::tr("peak memory (GiB)")}}) {
+        auto* title = new QCPTextElement(plot, text, title_font);
+        title->setMargins(QMargins(0, 0, 0, 0));
+        sub->addElement(0, col, title);
+    }
     auto* time_rect = new QCPAxisRect(plot);
     auto* mem_rect = new QCPAxisRect(plot);
-    sub->addElement(0, 0, time_rect);
-    sub->addElement(0, 1, mem_rect);
+    sub->addElement(1, 0, time_rect);
+    sub->addElement(1, 1, mem_rect);
     rankTicks(time_rect->axis(QCPAxis::atBottom), ranks);
     rankTicks(mem_rect->axis(QCPAxis::atBottom), ranks);
-    time_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("time per iteration (ms)"));
-    mem_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("peak memory (GiB)"));
+    for (QCPAxisRect* rect : {time_rect, mem_rect}) {
+        rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);  // legible in a short chart
+    }
 
     auto* busy = bars(time_rect, QObject::tr("busy"), opKindColor(trace::OpKind::F));
     auto* idle = bars(time_rect, QObject::tr("bubble"), QColor(0xbd, 0xbd, 0xbd));
@@ -163,7 +173,8 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         legend->setWrap(4);
         legend->setBorderPen(Qt::NoPen);
         legend->setFont(QFont(plot->font().family(), 8));
-        sub->addElement(1, col, legend);
+        legend->setIconSize(14, 10);  // as the timeline's: more columns, fewer rows
+        sub->addElement(2, col, legend);
         legend->setLayer(QStringLiteral("legend"));
         for (int i = 0; i < plot->plottableCount(); ++i) {
             QCPAbstractPlottable* p = plot->plottable(i);
@@ -172,7 +183,8 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
             }
         }
     }
-    sub->setRowStretchFactor(1, 0.001);
+    sub->setRowStretchFactor(0, 0.001);
+    sub->setRowStretchFactor(2, 0.001);
     fitPlotLegends(plot);
     plot->replot();
 }
@@ -188,7 +200,8 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(headline_);
     auto* split = new QSplitter(Qt::Vertical);
     plot_ = new QCustomPlot;
-    plot_->setMinimumHeight(180);
+    // Room for the headline, the chart titles, bars a few lines tall and the legends.
+    plot_->setMinimumHeight(230);
     letPlotShrink(plot_);
     split->addWidget(plot_);
     table_ = new QTableView;

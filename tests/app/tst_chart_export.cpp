@@ -16,6 +16,7 @@
 #include <qcustomplot.h>
 
 #include "chart_export.h"
+#include "plot_layout.h"
 
 using namespace pipescope::app;
 
@@ -171,6 +172,7 @@ class TstChartExport : public QObject {
     void titleBand();
     void stackedPng();
     void stackedVector();
+    void legendsFitExportWidth();
     void replacesExistingFile();
     void errors_data();
     void errors();
@@ -444,6 +446,55 @@ void TstChartExport::stackedVector() {
     QVERIFY(page);
     QVERIFY(std::abs(page->width() - 525) <= 1);
     QVERIFY(std::abs(page->height() - 450) <= 1);
+}
+
+// A legend in its own row (as the app's charts have them) is drawn with as many columns as the
+// export's width has room for, not the narrow widget's, and is left fitted to the widget.
+void TstChartExport::legendsFitExportWidth() {
+    QCustomPlot plot;
+    plot.resize(300, 300);
+    plot.legend = new QCPLegend;
+    plot.plotLayout()->addElement(1, 0, plot.legend);
+    plot.plotLayout()->setRowStretchFactor(1, 0.001);
+    const std::vector<QColor> colors = {kRed,
+                                        kGreen,
+                                        QColor(30, 60, 220),
+                                        QColor(230, 150, 0),
+                                        QColor(150, 40, 180),
+                                        QColor(0, 170, 190)};
+    for (std::size_t i = 0; i < colors.size(); ++i) {
+        // No data: the legend's icons are the only pixels of these colours.
+        QCPGraph* graph = plot.addGraph();
+        graph->setName(QStringLiteral("series number %1").arg(i));
+        graph->setPen(QPen(colors[i], 6));
+    }
+    fitPlotLegends(&plot);
+    const int on_screen = plot.legend->wrap();
+    QVERIFY2(on_screen < static_cast<int>(colors.size()), "the widget is too wide for the test");
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("legend.png"));
+    ExportOptions options;
+    options.width = 1600;
+    options.height = 300;
+    QVERIFY(exportPlot(&plot, path, options).ok);
+    QImage image(path);
+    QVERIFY(!image.isNull());
+    // One row: every icon starts on the same line of pixels.
+    const auto firstRow = [&](const QColor& color) {
+        for (int y = 0; y < image.height(); ++y) {
+            if (rowsWithColor(image, color, y, y + 1) > 0) {
+                return y;
+            }
+        }
+        return -1;
+    };
+    const int top = firstRow(colors.front());
+    QVERIFY(top >= 0);
+    for (const QColor& color : colors) {
+        QCOMPARE(firstRow(color), top);
+    }
+    QCOMPARE(plot.legend->wrap(), on_screen);
 }
 
 void TstChartExport::replacesExistingFile() {
