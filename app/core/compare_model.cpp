@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QLocale>
 #include <QMetaType>
+#include <QRegularExpression>
 #include <QStringList>
 
 #include <pipescope/app/compare_model.h>
@@ -43,8 +44,18 @@ QVariant colour(const char* name) {
     return text;
 }
 
+// A change with its sign: "+" before a positive one, none before one that rounds to zero
+// (a tiny negative change would read "-0.000 ms").
+QString withSign(QString text) {
+    static const QRegularExpression nonzero(QStringLiteral("[1-9]"));
+    if (!text.contains(nonzero)) {
+        return text.startsWith(QLatin1Char('-')) ? text.mid(1) : text;
+    }
+    return text.startsWith(QLatin1Char('-')) ? text : QStringLiteral("+") + text;
+}
+
 QString signedNumber(double v, int decimals) {
-    return (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'f', decimals);
+    return withSign(QString::number(v, 'f', decimals));
 }
 
 QString csvField(const QString& s) {
@@ -121,12 +132,11 @@ QString CompareModel::formatValue(double value, const std::string& unit) {
 }
 
 QString CompareModel::formatDelta(double delta, const std::string& unit) {
-    const QString sign = delta > 0 ? QStringLiteral("+") : QString();
     if (unit == "ratio") {
         // A change of a percentage is in percentage points, so it is not read as a relative one.
         return signedNumber(delta * 100, 1) + QStringLiteral(" pp");
     }
-    return sign + formatValue(delta, unit);
+    return withSign(formatValue(delta, unit));
 }
 
 QVariant CompareModel::data(const QModelIndex& index, int role) const {

@@ -28,8 +28,9 @@ const char* toString(Verdict v) {
 
 namespace {
 
-// Differences this small relative to the values are rounding, not a change.
-constexpr double kSameTolerance = 1e-9;
+// Differences under 0.05% of the values are called the same: the relative change reads 0.0%
+// there, and a verdict of "worse" beside a delta shown as 0.000 ms tells the reader nothing.
+constexpr double kSameTolerance = 5e-4;
 
 void fillDeltas(QuantityComparison* q) {
     const std::optional<double> base = q->values.empty() ? std::nullopt : q->values.front();

@@ -48,14 +48,28 @@ std::string percent(std::optional<double> ratio) {
     return fixed(*ratio * 100.0, 1) + "%";
 }
 
+namespace {
+
+// A sign for a formatted change: "+" before a positive one, none before one that rounds to zero
+// (a tiny negative change would read "-0.000").
+std::string withSign(std::string s) {
+    if (s == "-") {
+        return s;  // missing
+    }
+    if (s.find_first_of("123456789") == std::string::npos) {
+        return s.front() == '-' ? s.substr(1) : s;
+    }
+    return s.front() == '-' ? s : "+" + s;
+}
+
+}  // namespace
+
 std::string signedFixed(std::optional<double> v, int decimals) {
-    const std::string s = fixed(v, decimals);
-    return v && s != "-" && s.front() != '-' ? "+" + s : s;
+    return v ? withSign(fixed(v, decimals)) : fixed(v, decimals);
 }
 
 std::string signedPercent(std::optional<double> ratio) {
-    const std::string s = percent(ratio);
-    return ratio && s != "-" && s.front() != '-' ? "+" + s : s;
+    return ratio ? withSign(percent(ratio)) : percent(ratio);
 }
 
 TextTable::TextTable(std::vector<std::string> header, std::size_t left_columns)

@@ -35,7 +35,11 @@ std::string signedPercent(double now, double base) {
         return "";
     }
     const double d = 100.0 * (now - base) / base;
-    return (d >= 0 ? "+" : "") + fixed(d, 1) + "%";
+    const std::string text = fixed(d, 1);
+    if (text.find_first_of("123456789") == std::string::npos) {
+        return "0.0%";  // no sign on a change that rounds to zero (nor "-0.0%")
+    }
+    return (d > 0 ? "+" : "") + text + "%";
 }
 
 }  // namespace

@@ -94,6 +94,8 @@ class TestAnalysis : public QObject {
     void commWaitRules();
     void comparison_data();
     void comparison();
+    void comparisonSameWithinRounding_data();
+    void comparisonSameWithinRounding();
     void reports();
     void progressAndCancel();
 
@@ -425,6 +427,34 @@ void TestAnalysis::comparison_data() {
         << "peak_memory_bytes" << 0 << 4096.0 * kMiB << 4096.0 * kMiB << 0.0 << "same";
     QTest::newRow("rank 2 memory")
         << "peak_memory_bytes" << 2 << 2560.0 * kMiB << 3584.0 * kMiB << 0.4 << "worse";
+}
+
+// A change too small to show in the relative column (under 0.05%) is no verdict of better or
+// worse; one just above it is.
+void TestAnalysis::comparisonSameWithinRounding_data() {
+    QTest::addColumn<double>("relative");
+    QTest::addColumn<QString>("verdict");
+    QTest::newRow("+0.001%") << 1e-5 << "same";
+    QTest::newRow("-0.04%") << -4e-4 << "same";
+    QTest::newRow("+0.06%") << 6e-4 << "worse";
+    QTest::newRow("-0.06%") << -6e-4 << "better";
+}
+
+void TestAnalysis::comparisonSameWithinRounding() {
+    QFETCH(double, relative);
+    QFETCH(QString, verdict);
+    analysis::RunStats b = stats_a_;
+    b.ranks[0].busy_ns = stats_a_.ranks[0].busy_ns * (1 + relative);
+    const analysis::RunComparison c = analysis::compareRuns({stats_a_, b});
+    const auto it = std::find_if(c.quantities.begin(), c.quantities.end(),
+                                 [](const auto& q) { return q.key == "busy_ns" && q.rank == 0; });
+    QVERIFY(it != c.quantities.end());
+    QCOMPARE(QString(analysis::toString(it->verdicts[1])), verdict);
+    // The table prints a change that rounds to zero without a sign.
+    const std::string table = analysis::formatComparisonTable(c);
+    for (const char* zero : {"-0.000", "+0.000", "-0.0%", "+0.0%", "+0.0 pp", "-0.0 pp"}) {
+        QVERIFY2(table.find(zero) == std::string::npos, table.c_str());
+    }
 }
 
 void TestAnalysis::comparison() {

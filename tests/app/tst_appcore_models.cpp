@@ -43,6 +43,8 @@ class TstAppcoreModels : public QObject {
     void summarySortsByValue();
     void compareCells_data();
     void compareCells();
+    void deltaText_data();
+    void deltaText();
     void compareThreeRuns();
     void compareCsv();
     void recentFiles();
@@ -294,6 +296,36 @@ void TstAppcoreModels::compareCells() {
              static_cast<int>(q.verdicts[1]));
     QCOMPARE(model.index(row, 1).data(CompareModel::VerdictRole).toInt(),
              static_cast<int>(analysis::Verdict::Baseline));
+}
+
+// A change that rounds to zero has no sign, whichever side of zero it is on.
+void TstAppcoreModels::deltaText_data() {
+    QTest::addColumn<double>("delta");
+    QTest::addColumn<QString>("unit");
+    QTest::addColumn<QString>("text");
+    QTest::newRow("tiny negative time") << -100.0 << "ns"
+                                        << "0.000 ms";
+    QTest::newRow("tiny positive time") << 100.0 << "ns"
+                                        << "0.000 ms";
+    QTest::newRow("negative time") << -2e6 << "ns"
+                                   << "-2.000 ms";
+    QTest::newRow("positive time") << 2e6 << "ns"
+                                   << "+2.000 ms";
+    QTest::newRow("tiny negative ratio") << -1e-5 << "ratio"
+                                         << "0.0 pp";
+    QTest::newRow("tiny negative memory") << -1.0 << "bytes"
+                                          << "0.00 GiB";
+    QTest::newRow("tiny negative rate") << -0.3 << "tokens/s"
+                                        << "0 tokens/s";
+    QTest::newRow("rate") << 1500.0 << "tokens/s"
+                          << "+1,500 tokens/s";
+}
+
+void TstAppcoreModels::deltaText() {
+    QFETCH(double, delta);
+    QFETCH(QString, unit);
+    QFETCH(QString, text);
+    QCOMPARE(CompareModel::formatDelta(delta, unit.toStdString()), text);
 }
 
 void TstAppcoreModels::compareThreeRuns() {
