@@ -99,14 +99,19 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     const auto& s = run.stats();
     const int ranks = static_cast<int>(s.ranks.size());
 
+    // A short name (a method, a preset) leads the figures; a long one (a trace file's name and
+    // its config's) gets a line of its own, so the figures are not pushed out of the chart.
+    QString name = QString::fromStdString(run.name());
+    const bool long_name = name.size() > 32;
+    if (name.size() > 96) {
+        name = name.left(46) + QStringLiteral("…") + name.right(46);
+    }
+    const QString heading =
+        long_name ? name + QLatin1Char('\n') + twoLines(headline(run), QStringLiteral(" · "))
+                  : twoLines(name + QStringLiteral(" — ") + headline(run), QStringLiteral(" · "));
     plot->plotLayout()->addElement(
-        0, 0,
-        new QCPTextElement(
-            plot,
-            twoLines(QString::fromStdString(run.name()) + QStringLiteral(" — ") + headline(run),
-                     QStringLiteral(" · ")),
-            QFont(plot->font().family(), 10, QFont::Bold)));
-    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, 48);
+        0, 0, new QCPTextElement(plot, heading, QFont(plot->font().family(), 10, QFont::Bold)));
+    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, long_name ? 68 : 48);
     auto* sub = new QCPLayoutGrid;
     plot->plotLayout()->addElement(1, 0, sub);
 

@@ -199,6 +199,14 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(status_);
     plot_ = new QCustomPlot;
     letPlotShrink(plot_);
+    // Until the first sweep: what the tab does, instead of an empty pair of axes.
+    plot_->plotLayout()->clear();
+    plot_->plotLayout()->addElement(
+        0, 0,
+        new QCPTextElement(plot_,
+                           tr("Run sweep (Ctrl+Enter) simulates every vocabulary method at each "
+                              "value of the key,\nthen plots their MFU and peak memory here."),
+                           QFont(plot_->font().family(), 10)));
     layout->addWidget(plot_, 1);
 
     connect(run_, &QPushButton::clicked, this, &SweepView::run);

@@ -36,6 +36,7 @@ class TstMainWindow : public QObject {
     void invalidValueKeepsLastRun();
     void comparesMethods();
     void sweepsTheVocabulary();
+    void sweepExplainsItselfFirst();
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
@@ -126,6 +127,16 @@ void TstMainWindow::sweepsTheVocabulary() {
     QVERIFY(mfu_at(0, 3) < mfu_at(0, 0));  // naive
     QVERIFY(mfu_at(8, 3) > mfu_at(0, 3));  // vocab-2 above naive at the largest vocabulary
     QVERIFY(!window_->showView("nonsense"));
+}
+
+// Before its first sweep the tab says what it does, instead of showing an empty pair of axes.
+void TstMainWindow::sweepExplainsItselfFirst() {
+    app::SweepView view;
+    QCustomPlot* plot = view.plot();
+    QCOMPARE(plot->axisRects().size(), 0);
+    auto* hint = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
+    QVERIFY(hint);
+    QVERIFY2(hint->text().contains(QLatin1String("Run sweep")), qPrintable(hint->text()));
 }
 
 // Nothing in the window asks for more than the smallest screen the app must work on.

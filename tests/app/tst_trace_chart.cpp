@@ -11,6 +11,7 @@
 
 #include "memory_plot.h"
 #include "run_view.h"
+#include "summary_view.h"
 #include "timeline_plot.h"
 
 using namespace pipescope;
@@ -27,6 +28,8 @@ class TstTraceChart : public QObject {
     void newRunDropsTheOldDetail();
     void memoryCoversTheView();
     void gpuLaneIsDrawnAndPicked();
+    void summaryTitleSetsLongNamesApart_data();
+    void summaryTitleSetsLongNamesApart();
 
   private:
     QTemporaryDir dir_;
@@ -239,4 +242,39 @@ void TstTraceChart::gpuLaneIsDrawnAndPicked() {
 }
 
 QTEST_MAIN(TstTraceChart)
+// The summary chart's title: a short name leads the figures on their first line; a long one (a
+// trace file's) has a line of its own, shortened in the middle past 96 characters.
+void TstTraceChart::summaryTitleSetsLongNamesApart_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("first_line");
+    QTest::newRow("short") << "vocab-2"
+                           << "vocab-2 \u2014 iteration ";
+    const QString file = QStringLiteral("Default-4-stages-V-32768-vocab-2-cpu-20261125-062447.db");
+    QTest::newRow("long") << file << file;
+    const QString huge = QString(60, QLatin1Char('a')) + QString(60, QLatin1Char('b'));
+    QTest::newRow("huge") << huge
+                          << QString(46, QLatin1Char('a')) + QStringLiteral("\u2026") +
+                                 QString(46, QLatin1Char('b'));
+}
+
+void TstTraceChart::summaryTitleSetsLongNamesApart() {
+    QFETCH(QString, name);
+    QFETCH(QString, first_line);
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY(parsed.ok());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const app::SimRunData run(std::move(*sim.result), name.toStdString());
+    QCustomPlot plot;
+    plot.resize(1000, 400);
+    app::fillSummaryPlot(&plot, run);
+    auto* title = qobject_cast<QCPTextElement*>(plot.plotLayout()->element(0, 0));
+    QVERIFY(title);
+    const QStringList lines = title->text().split(QLatin1Char('\n'));
+    QVERIFY2(lines.front().startsWith(first_line), qPrintable(title->text()));
+    QVERIFY2(title->text().contains(QLatin1String("iteration ")), qPrintable(title->text()));
+    QCOMPARE(lines.size(), name.size() > 32 ? 3 : 2);
+}
+
 #include "tst_trace_chart.moc"
