@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QFontMetrics>
+
 #include <pipescope/app/units.h>
 
 #include "timeline_plot.h"
@@ -40,6 +42,32 @@ MemoryLayer::MemoryLayer(QCustomPlot* plot, QCPAxisRect* rect)
       }) {
     rect_->axis(QCPAxis::atLeft)->setLabel(QObject::tr("memory (GiB)"));
     rect_->axis(QCPAxis::atBottom)->setLabel(QObject::tr("time (ms)"));
+    // The rect's height is known once the plot is laid out, and changes with the window.
+    on_layout_ = QObject::connect(plot_, &QCustomPlot::afterLayout, plot_, [this] {
+        if (run_ && rect_->height() != fitted_height_) {
+            fitHeadroom();
+            plot_->replot(QCustomPlot::rpQueuedReplot);  // axis margins for the new ticks
+        }
+    });
+}
+
+MemoryLayer::~MemoryLayer() {
+    QObject::disconnect(on_layout_);
+}
+
+void MemoryLayer::fitHeadroom() {
+    fitted_height_ = rect_->height();
+    // The label (7 pt, 2 px padding) above the peak's marker.
+    const int label_px = QFontMetrics(QFont(plot_->font().family(), 7)).height() + 6;
+    double share = 0.15;  // before the first layout
+    if (fitted_height_ > 0) {
+        share = std::clamp(static_cast<double>(label_px) / fitted_height_, 0.1, 0.5);
+    }
+    QCPAxis* y = rect_->axis(QCPAxis::atLeft);
+    y->setRange(0, std::max(top_ / (1 - share), 1e-6));
+    if (fitted_height_ > 0) {
+        y->ticker()->setTickCount(std::clamp(fitted_height_ / 30, 2, 5));  // labels apart
+    }
 }
 
 void MemoryLayer::setRun(RunDataPtr run) {
@@ -154,8 +182,8 @@ void MemoryLayer::rebuild() {
                                  .arg(capacity, 0, 'f', 1)
                                  .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
     }
-    // Headroom for the peak's label.
-    y->setRange(0, std::max(top * 1.15, 1e-6));
+    top_ = top;
+    fitHeadroom();
     refresh();
 }
 

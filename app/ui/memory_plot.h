@@ -48,6 +48,9 @@ class MemoryCurves : public QCPAbstractPlottable {
 class MemoryLayer {
   public:
     MemoryLayer(QCustomPlot* plot, QCPAxisRect* rect);
+    ~MemoryLayer();
+    MemoryLayer(const MemoryLayer&) = delete;
+    MemoryLayer& operator=(const MemoryLayer&) = delete;
 
     void setRun(RunDataPtr run);
     // -1: every rank's total; r: rank r stacked by category.
@@ -62,6 +65,9 @@ class MemoryLayer {
 
   private:
     void rebuild();
+    // Sets the value range so the peak's label fits above the highest curve at the rect's
+    // current height (a fixed share of the range is too little in a short chart).
+    void fitHeadroom();
 
     QCustomPlot* plot_;
     QCPAxisRect* rect_;
@@ -71,6 +77,9 @@ class MemoryLayer {
     MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
     bool background_ = false;
+    double top_ = 0;          // highest value to show (GiB): peaks, or the capacity on scale
+    int fitted_height_ = -1;  // the rect height fitHeadroom last fitted
+    QMetaObject::Connection on_layout_;
     // Per rank (every rank's total) or one entry (the chosen rank by category).
     BackgroundLod<std::vector<trace::MemoryLodResult>> lod_;
     BackgroundLod<std::vector<trace::MemoryLodResult>>::EntryPtr filled_;  // what curves_ shows

@@ -28,6 +28,8 @@ class TstTraceChart : public QObject {
     void newRunDropsTheOldDetail();
     void memoryCoversTheView();
     void gpuLaneIsDrawnAndPicked();
+    void peakLabelFitsShortCharts_data();
+    void peakLabelFitsShortCharts();
     void summaryTitleSetsLongNamesApart_data();
     void summaryTitleSetsLongNamesApart();
 
@@ -242,6 +244,41 @@ void TstTraceChart::gpuLaneIsDrawnAndPicked() {
 }
 
 QTEST_MAIN(TstTraceChart)
+// The highest peak's label stays inside the memory chart however short the chart is: the value
+// range leaves room for it at the chart's height, refitted when the window is resized.
+void TstTraceChart::peakLabelFitsShortCharts_data() {
+    QTest::addColumn<int>("height");
+    QTest::newRow("short") << 260;
+    QTest::newRow("tall") << 900;
+}
+
+void TstTraceChart::peakLabelFitsShortCharts() {
+    QFETCH(int, height);
+    app::TraceChart chart;
+    chart.resize(1000, height);
+    chart.setRuns({run_}, true);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.replot();
+    QCoreApplication::processEvents();  // the queued replot after the range was refitted
+    chart.replot();
+    QCPItemText* label = nullptr;
+    for (int i = 0; i < chart.itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(chart.item(i));
+        if (text && text->text().startsWith(QLatin1String("highest peak"))) {
+            label = text;
+        }
+    }
+    QVERIFY(label);
+    QCPAxisRect* rect = label->clipAxisRect();
+    QVERIFY(rect);
+    QVERIFY2(label->topLeft->pixelPosition().y() >= rect->top(),
+             qPrintable(QString("label top %1, chart top %2, chart height %3")
+                            .arg(label->topLeft->pixelPosition().y())
+                            .arg(rect->top())
+                            .arg(rect->height())));
+}
+
 // The summary chart's title: a short name leads the figures on their first line; a long one (a
 // trace file's) has a line of its own, shortened in the middle past 96 characters.
 void TstTraceChart::summaryTitleSetsLongNamesApart_data() {
