@@ -135,6 +135,9 @@ class Generator {
     void execute(int rank, const Decision& d);
     void finishForward(int rank, int pos, int mb, int chunk, double start, double end);
     void finishBackward(int rank, int pos, int mb, int chunk, double end);
+    // Emits rank's send (SendF or SendB) of micro-batch mb to `peer` once `ready` and its p2p
+    // lane allow; returns when the message has arrived.
+    double emitSend(int rank, OpKind kind, int mb, int chunk, int peer, double ready);
     void joinBlocking(int rank, const Op& op, double t);
     void advanceSync(int rank);
     bool rankDone(int rank) const;

@@ -124,14 +124,8 @@ void Generator::finishForward(int rank, int pos, int mb, int chunk, double start
         if (next_rank == rank) {
             act_ready_[cell(pos + 1, mb)] = end;
         } else {
-            Op sd = makeOp(OpKind::SendF, mb, chunk);
-            sd.peer = next_rank;
-            sd.bytes = commBytes(config_, sd);
-            const double s = std::max(end, R.p2p_free);
-            const double e = s + costs_.send(rank, sd);
-            emit(rank, sd, s, e);
-            R.p2p_free = e;
-            act_ready_[cell(pos + 1, mb)] = e;
+            act_ready_[cell(pos + 1, mb)] =
+                emitSend(rank, OpKind::SendF, mb, chunk, next_rank, end);
             markDirty(next_rank);
         }
     } else if (sharded_) {
@@ -145,6 +139,18 @@ void Generator::finishForward(int rank, int pos, int mb, int chunk, double start
     }
 }
 
+double Generator::emitSend(int rank, OpKind kind, int mb, int chunk, int peer, double ready) {
+    RankState& R = ranks_[static_cast<std::size_t>(rank)];
+    Op sd = makeOp(kind, mb, chunk);
+    sd.peer = peer;
+    sd.bytes = commBytes(config_, sd);
+    const double s = std::max(ready, R.p2p_free);
+    const double e = s + costs_.send(rank, sd);
+    emit(rank, sd, s, e);
+    R.p2p_free = e;
+    return e;
+}
+
 void Generator::finishBackward(int rank, int pos, int mb, int chunk, double end) {
     RankState& R = ranks_[static_cast<std::size_t>(rank)];
     b_end_[cell(pos, mb)] = end;
@@ -156,14 +162,8 @@ void Generator::finishBackward(int rank, int pos, int mb, int chunk, double end)
         if (prev_rank == rank) {
             grad_ready_[cell(pos - 1, mb)] = end;
         } else {
-            Op sd = makeOp(OpKind::SendB, mb, chunk);
-            sd.peer = prev_rank;
-            sd.bytes = commBytes(config_, sd);
-            const double s = std::max(end, R.p2p_free);
-            const double e = s + costs_.send(rank, sd);
-            emit(rank, sd, s, e);
-            R.p2p_free = e;
-            grad_ready_[cell(pos - 1, mb)] = e;
+            grad_ready_[cell(pos - 1, mb)] =
+                emitSend(rank, OpKind::SendB, mb, chunk, prev_rank, end);
             markDirty(prev_rank);
         }
     } else if (sharded_) {
