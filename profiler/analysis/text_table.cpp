@@ -51,10 +51,10 @@ std::string percent(std::optional<double> ratio) {
 namespace {
 
 // A sign for a formatted change: "+" before a positive one, none before one that rounds to zero
-// (a tiny negative change would read "-0.000").
+// (a tiny negative change would read "-0.000"); "-" (missing) as it is.
 std::string withSign(std::string s) {
     if (s == "-") {
-        return s;  // missing
+        return s;
     }
     if (s.find_first_of("123456789") == std::string::npos) {
         return s.front() == '-' ? s.substr(1) : s;
@@ -65,11 +65,11 @@ std::string withSign(std::string s) {
 }  // namespace
 
 std::string signedFixed(std::optional<double> v, int decimals) {
-    return v ? withSign(fixed(v, decimals)) : fixed(v, decimals);
+    return withSign(fixed(v, decimals));
 }
 
 std::string signedPercent(std::optional<double> ratio) {
-    return ratio ? withSign(percent(ratio)) : percent(ratio);
+    return withSign(percent(ratio));
 }
 
 TextTable::TextTable(std::vector<std::string> header, std::size_t left_columns)

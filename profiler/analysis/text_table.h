@@ -12,7 +12,7 @@ namespace pipescope::analysis::detail {
 std::string fixed(std::optional<double> v, int decimals);
 // `ratio` as a percentage with one decimal ("38.9%"); "-" when empty.
 std::string percent(std::optional<double> ratio);
-// Signed variants for deltas: "+1.250", "-3.0%".
+// Signed variants for deltas: "+1.250", "-3.0%"; no sign when the change rounds to zero.
 std::string signedFixed(std::optional<double> v, int decimals);
 std::string signedPercent(std::optional<double> ratio);
 
