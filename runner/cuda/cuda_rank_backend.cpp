@@ -6,6 +6,8 @@
 
 #if PIPESCOPE_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
+
+#include <pipescope/trace/nvtx_op.h>
 #endif
 #if PIPESCOPE_HAVE_CUPTI
 #include <pipescope/cupti/tracer.h>
@@ -191,7 +193,11 @@ void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& 
     t_lane = lane;
     t_op_id = op_id;
 #if PIPESCOPE_HAVE_NVTX
-    nvtxRangePushA(label.c_str());
+    // The range names the op for Nsight Systems and, for `pipescope-trace import-nsys`, which op
+    // of the run it is (trace/nvtx_op.h).
+    const auto key = exec::opKeyFromId(op_id);
+    nvtxRangePushA(
+        (key ? trace::nvtxOpText(label, key->rank, key->iteration, key->op_index) : label).c_str());
 #else
     (void)label;
 #endif

@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/trace/nvtx_op.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -111,6 +112,9 @@ class TstTraceRoundtrip : public QObject {
     void recognisesForeignFiles_data();
     void recognisesForeignFiles();
     void smallBatchesCommitAsTheyGo();
+    void nvtxOpTextRoundTrips();
+    void nvtxOpTextRejectsOtherText_data();
+    void nvtxOpTextRejectsOtherText();
 
   private:
     QTemporaryDir dir_;
@@ -375,6 +379,40 @@ void TstTraceRoundtrip::smallBatchesCommitAsTheyGo() {
     QCOMPARE(sqlInt(path, "SELECT count(*) FROM run WHERE status = 'running'"), 1);
     QVERIFY(w.finish(RunStatus::Failed, "rank 1 ran out of memory").ok());
     QCOMPARE(sqlInt(path, "SELECT count(*) FROM op"), 35);
+}
+
+void TstTraceRoundtrip::nvtxOpTextRoundTrips() {
+    const std::string text = pipescope::trace::nvtxOpText("SEND_F3.c1>2", 7, 12, 345);
+    QCOMPARE(text, std::string("SEND_F3.c1>2 [r7 i12 #345]"));
+    const auto ref = pipescope::trace::parseNvtxOpText(text);
+    QVERIFY(ref);
+    QCOMPARE(ref->rank, 7);
+    QCOMPARE(ref->iteration, 12);
+    QCOMPARE(ref->op_index, 345);
+    QCOMPARE(ref->label, std::string_view("SEND_F3.c1>2"));
+    // A label that itself holds brackets: the last bracket is the op's.
+    const auto nested = pipescope::trace::parseNvtxOpText("ALLREDUCE(output,3) [x] [r0 i0 #0]");
+    QVERIFY(nested);
+    QCOMPARE(nested->label, std::string_view("ALLREDUCE(output,3) [x]"));
+}
+
+void TstTraceRoundtrip::nvtxOpTextRejectsOtherText_data() {
+    QTest::addColumn<QString>("text");
+    QTest::newRow("no bracket") << "F3";
+    QTest::newRow("no label") << " [r0 i1 #5]";
+    QTest::newRow("bracket only") << "[r0 i1 #5]";
+    QTest::newRow("negative rank") << "F3 [r-1 i1 #5]";
+    QTest::newRow("trailing space") << "F3 [r0 i1 #5] ";
+    QTest::newRow("junk after the index") << "F3 [r0 i1 #5x]";
+    QTest::newRow("missing iteration") << "F3 [r0 #5]";
+    QTest::newRow("overflow") << "F3 [r0 i99999999999 #5]";
+    QTest::newRow("other code's range") << "forward [step 3]";
+    QTest::newRow("empty") << "";
+}
+
+void TstTraceRoundtrip::nvtxOpTextRejectsOtherText() {
+    QFETCH(QString, text);
+    QVERIFY(!pipescope::trace::parseNvtxOpText(text.toStdString()));
 }
 
 QTEST_GUILESS_MAIN(TstTraceRoundtrip)
