@@ -17,6 +17,7 @@
 #include <pipescope/interop/chrome_export.h>
 #include <pipescope/interop/csv_export.h>
 #include <pipescope/interop/merge.h>
+#include <pipescope/interop/nsys_import.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -49,6 +50,7 @@ int runExportChrome(const std::vector<std::string>& args);
 int runExportCsv(const std::vector<std::string>& args);
 int runRepair(const std::vector<std::string>& args);
 int runMerge(const std::vector<std::string>& args);
+int runImportNsys(const std::vector<std::string>& args);
 
 const Command kCommands[] = {
     {"stats", "stats RUN.db [--json] [--iteration N]",
@@ -85,6 +87,16 @@ const Command kCommands[] = {
      "  -o OUT.db       the merged trace\n"
      "  --force         replace OUT.db if it exists\n",
      runMerge},
+    {"import-nsys", "import-nsys RUN.db REPORT.sqlite [MORE.sqlite ...] -o OUT.db [--force]",
+     "Adds what Nsight Systems recorded of a CUDA run to the run's trace. Under nsys the\n"
+     "runner's own CUPTI tracing steps aside; export the report (nsys export --type sqlite) and\n"
+     "import it: OUT.db is RUN.db plus the export's kernels, copies, memsets, runtime calls,\n"
+     "synchronizations, NVTX events and GPUs, on the run's clock, and a gpu-lane row per op\n"
+     "(found through the op's NVTX range and the correlation ids of the calls made in it).\n"
+     "One export for the whole run, or one per process.\n"
+     "  -o OUT.db       the trace to write\n"
+     "  --force         replace OUT.db if it exists\n",
+     runImportNsys},
 };
 
 void printErr(const std::string& text) {
@@ -400,9 +412,10 @@ int runRepair(const std::vector<std::string>& args) {
     return kExitOk;
 }
 
-int runMerge(const std::vector<std::string>& args) {
-    const Command& cmd = *findCommand("merge");
-    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+// The checks of a command that writes a new trace from inputs (INPUTS... -o OUT.db [--force]):
+// the exit code when its arguments are wrong or it was asked for help, nullopt to go on.
+std::optional<int> checkWriteArgs(const Command& cmd, const ParsedArgs& p, bool enough_inputs,
+                                  const std::string& missing_inputs) {
     if (p.help) {
         return printOut(commandHelp(cmd));
     }
@@ -413,28 +426,44 @@ int runMerge(const std::vector<std::string>& args) {
     if (out == p.options.end() || out->second.empty()) {
         return badArguments(cmd, "missing -o OUT.db");
     }
-    if (p.positional.empty()) {
-        return badArguments(cmd, "missing the per-rank traces");
+    if (!enough_inputs) {
+        return badArguments(cmd, missing_inputs);
     }
     for (const auto& in : p.positional) {
-        if (in == out->second) {
-            return badArguments(cmd, "-o " + in + " is also an input");
+        if (in == out->second || sameFile(in, out->second)) {
+            return badArguments(cmd, "-o " + out->second + " is also an input");
         }
     }
+    return std::nullopt;
+}
+
+// A command that writes a trace failed: says why; exit code 4 when writing failed, else 2.
+int writeCommandFailed(const TraceStatus& st) {
+    printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
+    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+}
+
+int runMerge(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("merge");
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+    if (const auto exit =
+            checkWriteArgs(cmd, p, !p.positional.empty(), "missing the per-rank traces")) {
+        return *exit;
+    }
+    const std::string& out = p.options.at("-o");
     interop::MergeOptions options;
     options.overwrite = p.options.count("--force") > 0;
     interop::MergeReport report;
-    const TraceStatus st = interop::mergeTraces(p.positional, out->second, options, &report);
+    const TraceStatus st = interop::mergeTraces(p.positional, out, options, &report);
     if (!st.ok()) {
-        printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
-        return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+        return writeCommandFailed(st);
     }
     std::string text;
     for (const auto& n : report.notes) {
         text += "  " + n + "\n";
     }
     text += "merged " + std::to_string(report.files) + " traces (" + std::to_string(report.ranks) +
-            " ranks, " + std::to_string(report.ops) + " ops) into " + out->second + "\n";
+            " ranks, " + std::to_string(report.ops) + " ops) into " + out + "\n";
     text += "causality: " + std::to_string(report.pairs_checked) + " send/receive pairs checked, " +
             std::to_string(report.violation_count) + " violations\n";
     for (const auto& v : report.violations) {
@@ -449,6 +478,51 @@ int runMerge(const std::vector<std::string>& args) {
             "  (the clocks are off by more than the measured offsets say: treat cross-rank "
             "gaps of this size with care)\n";
     }
+    return printOut(text);
+}
+
+std::string microseconds(std::int64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+    return text;
+}
+
+int runImportNsys(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("import-nsys");
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+    if (const auto exit =
+            checkWriteArgs(cmd, p, p.positional.size() >= 2,
+                           p.positional.empty() ? "missing the run's trace and the export"
+                                                : "missing the Nsight Systems export")) {
+        return *exit;
+    }
+    const std::string& out = p.options.at("-o");
+    interop::NsysImportOptions options;
+    options.overwrite = p.options.count("--force") > 0;
+    interop::NsysImportReport report;
+    const std::vector<std::string> exports(p.positional.begin() + 1, p.positional.end());
+    const TraceStatus st =
+        interop::importNsys(p.positional.front(), exports, out, options, &report);
+    if (!st.ok()) {
+        return writeCommandFailed(st);
+    }
+    std::string text;
+    for (const auto& r : report.reports) {
+        text += r.path + ": " + std::to_string(r.matched) + " of " + std::to_string(r.op_ranges) +
+                " op ranges matched ops of the run; clock offset " +
+                microseconds(r.clock_offset_ns) + " (spread " + microseconds(r.offset_spread_ns) +
+                ")\n";
+        text += "  " + std::to_string(r.kernels) + " kernels, " + std::to_string(r.memcpys) +
+                " copies, " + std::to_string(r.memsets) + " memsets, " +
+                std::to_string(r.runtime_calls) + " runtime calls, " + std::to_string(r.syncs) +
+                " synchronizations, " + std::to_string(r.nvtx_events) + " NVTX events\n";
+        if (r.unattributed > 0) {
+            text += "  " + std::to_string(r.unattributed) +
+                    " device records were launched outside every op (parameter upload, ...)\n";
+        }
+    }
+    text += "wrote " + out + ": " + std::to_string(report.gpu_rows) +
+            " ops with device work on the gpu lane\n";
     return printOut(text);
 }
 

@@ -112,7 +112,9 @@ TraceStatus TraceReader::open(const std::string& path) {
                 Code::NsightExport,
                 path +
                     ": this is an Nsight Systems export (nsys export --type sqlite), not a "
-                    "PipeScope trace; PipeScope does not import Nsight reports yet");
+                    "PipeScope trace; if it profiled a pipescope-run CUDA run, add it to that "
+                    "run's trace with pipescope-trace import-nsys RUN.db " +
+                    path + " -o OUT.db");
         }
         return TraceStatus::error(
             Code::NotPipeScope,

@@ -389,7 +389,7 @@ void TestTraceCli::badArguments_data() {
     QTest::newRow("unknown command")
         << QStringList({"frobnicate", "x.db"})
         << "unknown command 'frobnicate'; commands: stats, compare, export-chrome, export-csv, "
-           "repair, merge, help";
+           "repair, merge, import-nsys, help";
     QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
     QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";
     QTest::newRow("stats unknown option")

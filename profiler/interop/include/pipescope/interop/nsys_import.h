@@ -1,0 +1,52 @@
+// Puts what Nsight Systems recorded of a CUDA run into the run's trace.
+//
+// Under `nsys profile`, CUPTI belongs to Nsight and the runner's own GPU tracing steps aside: the
+// trace keeps host spans and memory, without kernels or gpu-lane rows. The runner names each op's
+// NVTX range with the op it is (trace/nvtx_op.h), so the export (`nsys export --type sqlite`)
+// says which runtime calls each op made, and through their correlation ids which kernels, copies
+// and memsets ran for it. The import writes a new trace: the run as it was, plus the export's
+// GPU tables (kernels, copies, memsets, runtime calls, synchronizations, NVTX events, GPUs) and a
+// gpu-lane row per op from its first device record's start to its last one's end.
+//
+// Clocks: Nsight counts from its session start, the trace from the run's start. A report's
+// offset is the median, over its op ranges, of the op's host-span start minus its range's start
+// (the two are taken a few microseconds apart on the same thread); the spread of those
+// differences is reported so that a poor fit shows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::interop {
+
+struct NsysReportSummary {
+    std::string path;
+    std::int64_t op_ranges = 0;  // NVTX ranges that name an op of a run
+    std::int64_t matched = 0;    // ... of this run (an op row with the same rank, iteration, index)
+    std::int64_t nvtx_events = 0;       // NVTX ranges and marks copied (the op ranges among them)
+    std::int64_t clock_offset_ns = 0;   // added to the report's times
+    std::int64_t offset_spread_ns = 0;  // median absolute deviation of the offsets of the ranges
+    std::int64_t kernels = 0, memcpys = 0, memsets = 0, runtime_calls = 0, syncs = 0;
+    std::int64_t unattributed = 0;  // device records launched outside every op range
+};
+
+struct NsysImportReport {
+    std::vector<NsysReportSummary> reports;
+    std::int64_t gpu_rows = 0;  // gpu-lane op rows written
+};
+
+struct NsysImportOptions {
+    bool overwrite = false;
+};
+
+// Writes `output` from the trace `run` and the Nsight exports `reports` (one for the whole run,
+// or one per process). Fails with nothing written when `run` is not a trace or already has GPU
+// records, a report is not an Nsight export, or a report has no op range of this run.
+trace::TraceStatus importNsys(const std::string& run, const std::vector<std::string>& reports,
+                              const std::string& output, const NsysImportOptions& options,
+                              NsysImportReport* report);
+
+}  // namespace pipescope::interop
