@@ -11,10 +11,12 @@
 #    then the same runs with --cupti off, for the tracing overhead, and with asynchronous lanes
 #    (--lane-sync event) against the default synchronize-per-op;
 # 6. reports the runner's GEMM throughput per shape against a plain cuBLAS GEMM (--gemm-report);
-# 7. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces.
+# 7. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces;
+# 8. where Nsight Systems is installed, profiles vocab-2 under nsys and imports the export into
+#    the run's trace (pipescope-trace import-nsys), to compare with step 5's CUPTI trace.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/gpu}
 out=${OUT:-/tmp/pipescope-gpu-check}
 mkdir -p "$out"
@@ -134,6 +136,25 @@ if "$build/bin/pipescope-trace" merge "$out"/mp-rank[0-3].db -o "$out/mp.db" --f
 else
     tail -n 3 "$out"/mp-rank*.log
     status=1
+fi
+echo "== Nsight Systems: vocab-2 under nsys, its export imported into the run's trace"
+if command -v nsys > /dev/null; then
+    nsys --version
+    if nsys profile -t cuda,nvtx -o "$out/nsys-vocab-2" --force-overwrite true \
+           "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json \
+           --backend cuda --cupti off --iterations 10 --out "$out/nsys-vocab-2.db" --force \
+           > "$out/nsys.log" 2>&1 &&
+       nsys export --type sqlite --force-overwrite true -o "$out/nsys-vocab-2.sqlite" \
+           "$out/nsys-vocab-2.nsys-rep" >> "$out/nsys.log" 2>&1 &&
+       "$build/bin/pipescope-trace" import-nsys "$out/nsys-vocab-2.db" \
+           "$out/nsys-vocab-2.sqlite" -o "$out/nsys-vocab-2-gpu.db" --force; then
+        "$build/bin/pipescope-trace" stats "$out/nsys-vocab-2-gpu.db" | tee "$out/stats-nsys.txt"
+    else
+        tail -n 5 "$out/nsys.log"
+        status=1
+    fi
+else
+    echo "nsys is not installed here: skipped"
 fi
 echo "== done (status $status); logs and traces in $out"
 exit $status

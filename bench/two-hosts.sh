@@ -13,7 +13,7 @@
 #    there, and rank 0 says so.
 # Output goes to stdout and to $OUT when set, else /tmp/pipescope-two-hosts.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/ci}
 out=${OUT:-/tmp/pipescope-two-hosts}
 run="$build/bin/pipescope-run"
