@@ -99,4 +99,26 @@ void letPlotShrink(QCustomPlot* plot, int min_width) {
     plot->installEventFilter(new LegendFitter(plot));
 }
 
+QString wrapAtSeparators(const QString& text, const QString& separator, const QFont& font,
+                         int width) {
+    const QFontMetrics metrics(font);
+    QStringList lines;
+    QString line;
+    for (QString piece : text.split(separator)) {
+        if (metrics.horizontalAdvance(piece) > width) {
+            piece = metrics.elidedText(piece, Qt::ElideMiddle, width);
+        }
+        if (line.isEmpty()) {
+            line = piece;
+        } else if (metrics.horizontalAdvance(line + separator + piece) <= width) {
+            line += separator + piece;
+        } else {
+            lines.push_back(line);
+            line = piece;
+        }
+    }
+    lines.push_back(line);
+    return lines.join(QLatin1Char('\n'));
+}
+
 }  // namespace pipescope::app

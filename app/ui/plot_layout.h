@@ -15,4 +15,10 @@ void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 // or replaced, or when the plot is about to take that size).
 void fitPlotLegends(QCustomPlot* plot, QSize size = {});
 
+// `text` in lines no wider than `width` pixels in `font`, broken at `separator` (dropped where it
+// breaks a line); a piece wider than a line on its own is elided in the middle. For titles,
+// which QCustomPlot draws on one line however narrow the chart.
+QString wrapAtSeparators(const QString& text, const QString& separator, const QFont& font,
+                         int width);
+
 }  // namespace pipescope::app

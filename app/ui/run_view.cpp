@@ -67,8 +67,14 @@ void TraceChart::rebuild(bool keep_view) {
 
     int row = 0;
     if (!title_.isEmpty()) {
+        // Broken into lines that fit the chart's width (QCPTextElement would clip one long line).
+        const QFont title_font(font().family(), 11, QFont::Bold);
         plotLayout()->addElement(
-            row++, 0, new QCPTextElement(this, title_, QFont(font().family(), 11, QFont::Bold)));
+            row++, 0,
+            new QCPTextElement(this,
+                               wrapAtSeparators(title_, QStringLiteral(" · "), title_font,
+                                                std::max(200, width() - 24)),
+                               title_font));
     }
     auto* margins = new QCPMarginGroup(this);
     for (const auto& run : runs_) {

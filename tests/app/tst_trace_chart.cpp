@@ -10,6 +10,7 @@
 #include <pipescope/trace/writer.h>
 
 #include "memory_plot.h"
+#include "plot_layout.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "timeline_plot.h"
@@ -32,6 +33,8 @@ class TstTraceChart : public QObject {
     void peakLabelFitsShortCharts();
     void summaryTitleSetsLongNamesApart_data();
     void summaryTitleSetsLongNamesApart();
+    void chartTitleFitsItsWidth_data();
+    void chartTitleFitsItsWidth();
 
   private:
     QTemporaryDir dir_;
@@ -312,6 +315,43 @@ void TstTraceChart::summaryTitleSetsLongNamesApart() {
     QVERIFY2(lines.front().startsWith(first_line), qPrintable(title->text()));
     QVERIFY2(title->text().contains(QLatin1String("iteration ")), qPrintable(title->text()));
     QCOMPARE(lines.size(), name.size() > 32 ? 3 : 2);
+}
+
+void TstTraceChart::chartTitleFitsItsWidth_data() {
+    QTest::addColumn<int>("width");
+    QTest::addColumn<int>("min_lines");  // how many depends on the font; at least these
+    QTest::newRow("wide") << 2400 << 1;
+    QTest::newRow("export") << 1400 << 2;
+    QTest::newRow("narrow") << 700 << 3;
+}
+
+void TstTraceChart::chartTitleFitsItsWidth() {
+    // The headless timeline export's title: a preset's name and the run's headline figures,
+    // which were drawn on one line and lost both ends in an export narrower than about 1700 px.
+    QFETCH(int, width);
+    QFETCH(int, min_lines);
+    const QString title = QStringLiteral(
+        "Default: 4 stages, V=32768 (vocab-2 vs naive) \u2014 iteration 347 ms \u00b7 1476 "
+        "tokens/s \u00b7 bubble 18.4% (mean) \u00b7 compute imbalance 1.026 \u00b7 memory "
+        "imbalance 1.040 \u00b7 max peak 0.04 GiB");
+    app::TraceChart chart;
+    chart.resize(width, 500);
+    chart.setTitle(title);
+    chart.setRuns({run_}, false);
+    auto* element = qobject_cast<QCPTextElement*>(chart.plotLayout()->element(0, 0));
+    QVERIFY(element);
+    const QStringList got = element->text().split(QLatin1Char('\n'));
+    const QFontMetrics metrics(element->font());
+    for (const QString& line : got) {
+        QVERIFY2(metrics.horizontalAdvance(line) <= width - 24, qPrintable(line));
+    }
+    QVERIFY2(got.size() >= min_lines, qPrintable(element->text()));
+    QCOMPARE(got.join(QStringLiteral(" \u00b7 ")), title);  // nothing lost
+    // A piece that cannot fit a line is elided in the middle, not clipped.
+    const QString one = app::wrapAtSeparators(QString(300, QLatin1Char('x')), QStringLiteral(" "),
+                                              element->font(), 200);
+    QVERIFY(one.contains(QStringLiteral("\u2026")));
+    QVERIFY(metrics.horizontalAdvance(one) <= 200);
 }
 
 #include "tst_trace_chart.moc"
