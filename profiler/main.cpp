@@ -481,12 +481,6 @@ int runMerge(const std::vector<std::string>& args) {
     return printOut(text);
 }
 
-std::string microseconds(std::int64_t ns) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
-    return text;
-}
-
 int runImportNsys(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("import-nsys");
     const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
@@ -506,24 +500,7 @@ int runImportNsys(const std::vector<std::string>& args) {
     if (!st.ok()) {
         return writeCommandFailed(st);
     }
-    std::string text;
-    for (const auto& r : report.reports) {
-        text += r.path + ": " + std::to_string(r.matched) + " of " + std::to_string(r.op_ranges) +
-                " op ranges matched ops of the run; clock offset " +
-                microseconds(r.clock_offset_ns) + " (spread " + microseconds(r.offset_spread_ns) +
-                ")\n";
-        text += "  " + std::to_string(r.kernels) + " kernels, " + std::to_string(r.memcpys) +
-                " copies, " + std::to_string(r.memsets) + " memsets, " +
-                std::to_string(r.runtime_calls) + " runtime calls, " + std::to_string(r.syncs) +
-                " synchronizations, " + std::to_string(r.nvtx_events) + " NVTX events\n";
-        if (r.unattributed > 0) {
-            text += "  " + std::to_string(r.unattributed) +
-                    " device records were launched outside every op (parameter upload, ...)\n";
-        }
-    }
-    text += "wrote " + out + ": " + std::to_string(report.gpu_rows) +
-            " ops with device work on the gpu lane\n";
-    return printOut(text);
+    return printOut(interop::describeImport(report, out));
 }
 
 int runHelp(const std::vector<std::string>& args) {

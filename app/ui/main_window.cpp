@@ -31,6 +31,7 @@
 #include "compare_view.h"
 #include "config_panel.h"
 #include "export_dialog.h"
+#include "nsys_import_flow.h"
 #include "run_page.h"
 #include "run_view.h"
 #include "summary_view.h"
@@ -78,6 +79,18 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     sim_ = new SimulationController(this);
     methods_sim_ = new SimulationController(this);
     recent_ = std::make_unique<RecentFiles>(QStringLiteral("recentFiles"), 10);
+    nsys_ = new NsysImportFlow(this);
+    connect(nsys_, &NsysImportFlow::imported, this,
+            [this](const QString& output, const QString& summary) {
+                statusBar()->showMessage(summary.section(QLatin1Char('\n'), -1), 10000);
+                openTrace(output);
+            });
+    connect(nsys_, &NsysImportFlow::failed, this, [this](const QString& message) {
+        statusBar()->showMessage(message);
+        if (isVisible()) {
+            QMessageBox::warning(this, tr("Cannot import the Nsight Systems export"), message);
+        }
+    });
 
     config_ = new ConfigPanel;
     auto* dock = new QDockWidget(tr("Config"), this);
@@ -184,6 +197,10 @@ void MainWindow::buildMenus() {
     file->addAction(tr("Export &trace (Perfetto JSON)…"),
                     QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E), this,
                     &MainWindow::exportTraceDialog);
+    file->addAction(tr("&Import Nsight Systems export into this run…"), this,
+                    &MainWindow::importNsysDialog)
+        ->setToolTip(tr("Add the kernels Nsight Systems recorded of a CUDA run (nsys export "
+                        "--type sqlite) to the run's trace, with a gpu lane per op"));
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -616,11 +633,27 @@ void MainWindow::exportChartDialog() {
     }
 }
 
-void MainWindow::exportTraceDialog() {
-    RunDataPtr run = current_;
+RunDataPtr MainWindow::shownRun() const {
     if (auto* tab = dynamic_cast<RunTab*>(tabs_->currentWidget())) {
-        run = tab->view->run();
+        return tab->view->run();
     }
+    return current_;
+}
+
+void MainWindow::importNsysDialog() {
+    const auto* trace = dynamic_cast<const TraceRunData*>(shownRun().get());
+    if (!trace) {
+        QMessageBox::information(
+            this, tr("Import Nsight Systems export"),
+            tr("Open the trace of the CUDA run that Nsight Systems profiled first (File > Open "
+               "trace): the export's kernels are added to that run's trace."));
+        return;
+    }
+    nsys_->start(QString::fromStdString(trace->origin()));
+}
+
+void MainWindow::exportTraceDialog() {
+    RunDataPtr run = shownRun();
     if (!run) {
         return;
     }

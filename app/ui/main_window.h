@@ -18,6 +18,7 @@ namespace pipescope::app {
 
 class CompareView;
 class ConfigPanel;
+class NsysImportFlow;
 class RecentFiles;
 class RunPage;
 class RunView;
@@ -65,6 +66,8 @@ class MainWindow : public QMainWindow {
     // Width 1600 and the tab's natural height unless `options` say otherwise.
     bool exportCurrentChart(const QString& path, QString* error);
     bool exportCurrentChart(const QString& path, const ExportOptions& options, QString* error);
+    // File > Import Nsight Systems export (for the current trace tab's run).
+    NsysImportFlow* nsysImport() const { return nsys_; }
     // The height an export of the current tab gets by default (logical px at 1600 wide).
     int defaultExportHeight() const;
 
@@ -85,6 +88,9 @@ class MainWindow : public QMainWindow {
     void onSimulated(quint64 id, std::shared_ptr<const SimOutput> output);
     void exportChartDialog();
     void exportTraceDialog();
+    void importNsysDialog();
+    // The run of the current tab: a trace tab's, else the explorer's.
+    RunDataPtr shownRun() const;
     void openTraceDialog();
     void openConfigDialog();
     void saveConfigDialog();
@@ -101,6 +107,7 @@ class MainWindow : public QMainWindow {
     QWidget* explore_tab_;
     SimulationController* sim_;
     SimulationController* methods_sim_;
+    NsysImportFlow* nsys_;
     RunDataPtr current_;
     quint64 methods_request_ = 0;
     quint64 single_request_ = 0;

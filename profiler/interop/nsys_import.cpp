@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -434,6 +435,31 @@ void removeTrace(const std::string& path) {
 
 }  // namespace
 
+std::string describeImport(const NsysImportReport& report, const std::string& output) {
+    const auto micros = [](std::int64_t ns) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
+        return std::string(text);
+    };
+    std::string text;
+    for (const auto& r : report.reports) {
+        text += r.path + ": " + std::to_string(r.matched) + " of " + std::to_string(r.op_ranges) +
+                " op ranges matched ops of the run; clock offset " + micros(r.clock_offset_ns) +
+                " (spread " + micros(r.offset_spread_ns) + ")\n";
+        text += "  " + std::to_string(r.kernels) + " kernels, " + std::to_string(r.memcpys) +
+                " copies, " + std::to_string(r.memsets) + " memsets, " +
+                std::to_string(r.runtime_calls) + " runtime calls, " + std::to_string(r.syncs) +
+                " synchronizations, " + std::to_string(r.nvtx_events) + " NVTX events\n";
+        if (r.unattributed > 0) {
+            text += "  " + std::to_string(r.unattributed) +
+                    " device records were launched outside every op (parameter upload, ...)\n";
+        }
+    }
+    text += "wrote " + output + ": " + std::to_string(report.gpu_rows) +
+            " ops with device work on the gpu lane\n";
+    return text;
+}
+
 TraceStatus importNsys(const std::string& run, const std::vector<std::string>& reports,
                        const std::string& output, const NsysImportOptions& options,
                        NsysImportReport* report) {
@@ -455,11 +481,13 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     if (TraceStatus st = reader.open(run); !st.ok()) {
         return st;
     }
+    // Traced with CUPTI, or imported into before: Nsight's records would count the device work
+    // twice.
+    const std::string twice =
+        ": already has GPU records (traced with CUPTI, or imported into before); Nsight's "
+        "would count the device work twice";
     if (reader.kernelCount() > 0) {
-        return TraceStatus::error(
-            Code::BadInput, run +
-                                ": already has GPU records (CUPTI traced the run); Nsight's would "
-                                "count the device work twice");
+        return TraceStatus::error(Code::BadInput, run + twice);
     }
     std::unordered_map<std::uint64_t, trace::OpRecord> host_ops;
     bool has_gpu_lane = false;
@@ -477,10 +505,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         return st;
     }
     if (has_gpu_lane) {
-        return TraceStatus::error(Code::BadInput,
-                                  run +
-                                      ": already has a gpu lane; Nsight's records would count "
-                                      "the device work twice");
+        return TraceStatus::error(Code::BadInput, run + twice);
     }
 
     std::vector<std::unique_ptr<Report>> opened;

@@ -15,6 +15,8 @@
 #include "config_panel.h"
 #include "export_dialog.h"
 #include "main_window.h"
+#include "nsys_fixture.h"
+#include "nsys_import_flow.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
@@ -43,6 +45,7 @@ class TstMainWindow : public QObject {
     void opensTracesAndComparesThem();
     void refusesANonTrace();
     void refusesANewerTrace();
+    void importsAnNsightExportAndOpensIt();
     void invalidConfigFileKeepsTheRun();
     void absurdSizeIsRefusedWithTheLimit();
     void selectsAnOpAndItsDependencies();
@@ -281,6 +284,35 @@ void TstMainWindow::refusesANewerTrace() {
     QVERIFY2(message.contains("future.db") && message.contains("newer"), qPrintable(message));
     QCOMPARE(window_->tabs()->count(), kFixedTabs);
     window_->show();
+}
+
+void TstMainWindow::importsAnNsightExportAndOpensIt() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath("cuda.db");
+    const QString report = dir.filePath("cuda.sqlite");
+    QCOMPARE(test::nsys::writeRun(run), QString());
+    QCOMPARE(test::nsys::writeExport(report), QString());
+    const QString out = app::NsysImportFlow::suggestedOutput(run);
+    QCOMPARE(out, dir.filePath("cuda-nsys.db"));
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    window_->nsysImport()->importFiles(run, {report}, out, false);
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 10000);
+    QCOMPARE(opened.front().front().toString(), out);
+    QVERIFY2(window_->statusBar()->currentMessage().contains("4 ops with device work"),
+             qPrintable(window_->statusBar()->currentMessage()));
+    QCOMPARE(window_->tabs()->tabText(window_->tabs()->currentIndex()), QString("cuda-nsys.db"));
+
+    // Again into the same file without overwriting: refused, and said so.
+    QSignalSpy failed(window_->nsysImport(), &app::NsysImportFlow::failed);
+    window_->hide();  // no message box
+    window_->nsysImport()->importFiles(run, {report}, out, false);
+    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    QVERIFY2(failed.front().front().toString().contains("cuda-nsys.db"),
+             qPrintable(failed.front().front().toString()));
+    window_->show();
+    while (window_->tabs()->count() > kFixedTabs) {
+        delete window_->tabs()->widget(kFixedTabs);
+    }
 }
 
 void TstMainWindow::invalidConfigFileKeepsTheRun() {

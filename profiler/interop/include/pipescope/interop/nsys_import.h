@@ -45,6 +45,9 @@ struct NsysImportOptions {
 // Writes `output` from the trace `run` and the Nsight exports `reports` (one for the whole run,
 // or one per process). Fails with nothing written when `run` is not a trace or already has GPU
 // records, a report is not an Nsight export, or a report has no op range of this run.
+// What an import did, as lines of text (per export: matches, clock fit, records; then the rows).
+std::string describeImport(const NsysImportReport& report, const std::string& output);
+
 trace::TraceStatus importNsys(const std::string& run, const std::vector<std::string>& reports,
                               const std::string& output, const NsysImportOptions& options,
                               NsysImportReport* report);

@@ -1,0 +1,76 @@
+#include "nsys_import_flow.h"
+
+#include <utility>
+
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QWidget>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <pipescope/interop/nsys_import.h>
+
+namespace pipescope::app {
+
+NsysImportFlow::NsysImportFlow(QWidget* parent) : QObject(parent), parent_(parent) {}
+
+QString NsysImportFlow::suggestedOutput(const QString& run_path) {
+    const QFileInfo info(run_path);
+    return info.dir().filePath(info.completeBaseName() + QStringLiteral("-nsys.db"));
+}
+
+void NsysImportFlow::start(const QString& run_path) {
+    const QStringList exports = QFileDialog::getOpenFileNames(
+        parent_, tr("Nsight Systems exports of %1").arg(QFileInfo(run_path).fileName()),
+        QFileInfo(run_path).absolutePath(),
+        tr("Nsight Systems SQLite exports (*.sqlite);;All files (*)"));
+    if (exports.isEmpty()) {
+        return;
+    }
+    // The save dialog asks before replacing a file, so an answer here may overwrite.
+    const QString output =
+        QFileDialog::getSaveFileName(parent_, tr("Write the run with Nsight's records to"),
+                                     suggestedOutput(run_path), tr("PipeScope traces (*.db)"));
+    if (output.isEmpty()) {
+        return;
+    }
+    importFiles(run_path, exports, output, true);
+}
+
+void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exports,
+                                 const QString& output, bool overwrite) {
+    if (busy_) {
+        emit failed(tr("An import is still running"));
+        return;
+    }
+    busy_ = true;
+    std::vector<std::string> reports;
+    for (const QString& e : exports) {
+        reports.push_back(e.toStdString());
+    }
+    using Result = std::pair<bool, QString>;
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, output] {
+        const auto [ok, text] = watcher->result();
+        watcher->deleteLater();
+        busy_ = false;
+        if (ok) {
+            emit imported(output, text);
+        } else {
+            emit failed(text);
+        }
+    });
+    watcher->setFuture(QtConcurrent::run(
+        [run = run_path.toStdString(), reports, out = output.toStdString(), overwrite]() -> Result {
+            interop::NsysImportOptions options;
+            options.overwrite = overwrite;
+            interop::NsysImportReport report;
+            const auto st = interop::importNsys(run, reports, out, options, &report);
+            if (!st.ok()) {
+                return {false, QString::fromStdString(st.message)};
+            }
+            return {true, QString::fromStdString(interop::describeImport(report, out)).trimmed()};
+        }));
+}
+
+}  // namespace pipescope::app

@@ -1,0 +1,41 @@
+// File > Import Nsight Systems export: adds what Nsight Systems recorded of a CUDA run to the
+// run's trace (pipescope-trace import-nsys, trace-cli.md) off the GUI thread, into a new file
+// beside the run, which the window then opens.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+class QWidget;
+
+namespace pipescope::app {
+
+class NsysImportFlow : public QObject {
+    Q_OBJECT
+
+  public:
+    explicit NsysImportFlow(QWidget* parent);
+
+    // Asks for the exports and where to write, then imports (nothing when a dialog is
+    // cancelled). `run_path`: the trace of the run the exports profiled.
+    void start(const QString& run_path);
+    // The same without dialogs; `overwrite` replaces `output` if it exists.
+    void importFiles(const QString& run_path, const QStringList& exports, const QString& output,
+                     bool overwrite);
+    bool busy() const { return busy_; }
+
+    // The file name the dialog proposes: "RUN-nsys.db" beside the run.
+    static QString suggestedOutput(const QString& run_path);
+
+  signals:
+    // `summary`: per export, what matched and how the clocks were fitted (describeImport).
+    void imported(const QString& output, const QString& summary);
+    void failed(const QString& message);
+
+  private:
+    QWidget* parent_;
+    bool busy_ = false;
+};
+
+}  // namespace pipescope::app
