@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <pipescope/interop/nsys_import.h>
+#include <pipescope/trace/nvtx_op.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -19,6 +20,42 @@ using trace::OpKind;
 namespace {
 
 using namespace test::nsys;
+
+// One process's export of a multi-process run: the process of `rank`, whose Nsight session
+// started `session` ns before the run's origin. Each of the rank's ops has a range starting 300 ns
+// after its host span, one call in it, and a kernel from 500 to 1500 ns after the host start.
+QString writeProcessExport(const QString& path, int rank, std::int64_t session) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.toUtf8().constData(), &db) != SQLITE_OK) {
+        sqlite3_close(db);
+        return "cannot create " + path;
+    }
+    const std::int64_t pid = kPid + rank;
+    const std::int64_t thread = (pid << 24) | 7;
+    const auto at = [&](std::int64_t t) { return std::to_string(t + session); };
+    std::string sql = kNsightSchema;
+    int correlation = 1;
+    for (const HostOp& h : kOps) {
+        if (h.rank != rank) {
+            continue;
+        }
+        const std::string text = trace::nvtxOpText("op", h.rank, 0, h.index);
+        sql += "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (" +
+               at(h.start + 300) + ", " + at(h.end) + ", 59, '" + text + "', " +
+               std::to_string(thread) + ");";
+        sql += "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + at(h.start + 350) + ", " +
+               at(h.start + 400) + ", 1, " + std::to_string(thread) + ", " +
+               std::to_string(correlation) + ", 1, 0, NULL);";
+        sql += "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + at(h.start + 500) + ", " +
+               at(h.start + 1500) + ", 0, 1, 7, " + std::to_string(correlation) + ", " +
+               std::to_string(pid << 24) + ", 1, 1, NULL, 1, 1, 1, 1, 1, 1, 32, 0, 0, " +
+               std::to_string(correlation) + ");";
+        ++correlation;
+    }
+    const bool ok = execSql(db, sql);
+    sqlite3_close(db);
+    return ok ? QString() : "cannot fill " + path;
+}
 
 std::int64_t queryInt(const QString& path, const std::string& sql) {
     sqlite3* db = nullptr;
@@ -169,6 +206,46 @@ class TstNsysImport : public QObject {
                                 path("run.db"), "--force"});
         QCOMPARE(self.exit_code, 2);
         QVERIFY2(self.err.contains("is also an input"), self.err.constData());
+    }
+
+    void oneExportPerProcess() {
+        // A multi-process run profiled with one report per process: each report has its own
+        // session start, so each gets its own offset, and its ops their device spans.
+        QCOMPARE(writeProcessExport(path("p0.sqlite"), 0, 2500000), QString());
+        QCOMPARE(writeProcessExport(path("p1.sqlite"), 1, 7000000), QString());
+        interop::NsysImportReport report;
+        const auto st =
+            interop::importNsys(path("run.db").toStdString(),
+                                {path("p0.sqlite").toStdString(), path("p1.sqlite").toStdString()},
+                                path("multi.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(report.reports.size(), std::size_t(2));
+        QCOMPARE(report.reports[0].clock_offset_ns, -(2500000 + 300));
+        QCOMPARE(report.reports[1].clock_offset_ns, -(7000000 + 300));
+        QCOMPARE(report.reports[0].offset_spread_ns, 0);
+        QCOMPARE(report.reports[0].matched, 3);
+        QCOMPARE(report.reports[1].matched, 3);
+        QCOMPARE(report.gpu_rows, std::int64_t(kOps.size()));
+        trace::TraceReader out;
+        QVERIFY(out.open(path("multi.db").toStdString()).ok());
+        std::size_t checked = 0;
+        QVERIFY(out.forEachOp([&](const trace::OpRecord& op) {
+                       if (op.lane != Lane::Gpu) {
+                           return true;
+                       }
+                       for (const HostOp& h : kOps) {
+                           if (h.rank == op.rank && h.index == op.op_index) {
+                               ++checked;
+                               if (op.start_ns != h.start + 200 || op.end_ns != h.start + 1200) {
+                                   return false;
+                               }
+                           }
+                       }
+                       return true;
+                   })
+                    .ok());
+        QCOMPARE(checked, kOps.size());
+        QCOMPARE(out.kernelCount(), std::int64_t(kOps.size()));
     }
 
     void refusesWhatItCannotImport_data() {
