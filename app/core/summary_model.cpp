@@ -34,7 +34,7 @@ int SummaryModel::columnCount(const QModelIndex& parent) const {
 }
 
 std::optional<double> SummaryModel::value(int row, int column) const {
-    const auto of = [column](const analysis::RankStats& r) -> std::optional<double> {
+    const auto of = [this, column](const analysis::RankStats& r) -> std::optional<double> {
         switch (column) {
             case Rank:
                 return r.rank;
@@ -46,6 +46,11 @@ std::optional<double> SummaryModel::value(int row, int column) const {
                 return r.bubble_ratio;
             case CommWait:
                 return r.comm_wait_ns;
+            case GpuBusy:
+                if (stats_.gpu_spans) {
+                    return r.gpu_busy_ns;
+                }
+                return std::nullopt;
             case PeakMemory:
                 if (r.peak_memory.present) {
                     return static_cast<double>(r.peak_memory.bytes);
@@ -166,6 +171,8 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
                 return tr("bubble ratio (%)");
             case CommWait:
                 return tr("comm wait (ms)");
+            case GpuBusy:
+                return tr("GPU busy (ms)");
             case PeakMemory:
                 return tr("peak memory (GiB)");
             default:
@@ -187,6 +194,11 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
             case CommWait:
                 return tr(
                     "Compute lane idle while a receive or a collective has not completed, in ms");
+            case GpuBusy:
+                return tr(
+                    "Time the rank's GPU ran its ops per iteration (the gpu lane: each op from "
+                    "its first kernel's start to its last one's end, overlaps counted once), in "
+                    "ms; the device's own figure when host spans are issue times");
             case PeakMemory:
                 return tr("Highest summed memory of the rank over the iteration, in GiB");
             default:

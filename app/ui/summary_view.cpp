@@ -226,12 +226,15 @@ void SummaryView::setRun(RunDataPtr run) {
     if (!run_) {
         headline_->clear();
         model_->setStats({});
+        table_->setColumnHidden(SummaryModel::GpuBusy, true);
         plot_->clearPlottables();
         plot_->replot();
         return;
     }
     headline_->setText(headline(*run_));
     model_->setStats(run_->stats());
+    // Only CUDA runs traced on the device have a GPU busy time to show.
+    table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);
 }
 

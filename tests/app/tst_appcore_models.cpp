@@ -40,6 +40,7 @@ class TstAppcoreModels : public QObject {
     void summaryCells_data();
     void summaryCells();
     void summaryMissingValuesAndReset();
+    void summaryGpuBusy();
     void summarySortsByValue();
     void compareCells_data();
     void compareCells();
@@ -116,6 +117,8 @@ void TstAppcoreModels::summaryCells_data() {
     QTest::newRow("all: ratio") << 3 << int(SummaryModel::BubbleRatio) << "52.3";    // 113 / 216
     QTest::newRow("all: comm wait") << 3 << int(SummaryModel::CommWait) << "0.031";  // 93 / 3
     QTest::newRow("all: peak") << 3 << int(SummaryModel::PeakMemory) << "4.00";
+    // No gpu lane in the fixture: no GPU busy time to show.
+    QTest::newRow("gpu busy without a gpu lane") << 0 << int(SummaryModel::GpuBusy) << "\u2014";
 }
 
 void TstAppcoreModels::summaryCells() {
@@ -134,6 +137,25 @@ void TstAppcoreModels::summaryCells() {
     QCOMPARE(align & Qt::AlignHorizontal_Mask,
              int(column == SummaryModel::Stages ? Qt::AlignLeft : Qt::AlignRight));
     QVERIFY(!index.data(Qt::ToolTipRole).toString().isEmpty());
+}
+
+void TstAppcoreModels::summaryGpuBusy() {
+    analysis::RunStats stats = a_;
+    stats.gpu_spans = true;
+    stats.ranks[0].gpu_busy_ns = 30000;
+    stats.ranks[1].gpu_busy_ns = 15000;
+    stats.ranks[2].gpu_busy_ns = 0;
+    SummaryModel model;
+    QAbstractItemModelTester tester(&model, kFatal);
+    model.setStats(stats);
+    QVERIFY(model.hasGpuBusy());
+    QCOMPARE(model.index(0, SummaryModel::GpuBusy).data().toString(), QString("0.030"));
+    QCOMPARE(model.index(2, SummaryModel::GpuBusy).data().toString(), QString("0.000"));
+    QCOMPARE(model.index(3, SummaryModel::GpuBusy).data().toString(), QString("0.015"));  // 45 / 3
+    QCOMPARE(model.headerData(SummaryModel::GpuBusy, Qt::Horizontal).toString(),
+             QString("GPU busy (ms)"));
+    model.setStats(a_);
+    QVERIFY(!model.hasGpuBusy());
 }
 
 void TstAppcoreModels::summaryMissingValuesAndReset() {

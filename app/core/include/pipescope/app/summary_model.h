@@ -1,5 +1,6 @@
-// Per-rank figures of one run as a table: busy, bubble, bubble ratio, communication wait and peak
-// memory, averaged over the measured iterations (analysis::RunStats). The last row, "all", holds
+// Per-rank figures of one run as a table: busy, bubble, bubble ratio, communication wait, GPU busy
+// (runs with a gpu lane; "—" otherwise) and peak memory, averaged over the measured iterations
+// (analysis::RunStats). The last row, "all", holds
 // the mean over ranks, except peak memory, where it holds the highest rank's peak.
 #pragma once
 
@@ -15,7 +16,17 @@ class SummaryModel : public QAbstractTableModel {
     Q_OBJECT
 
   public:
-    enum Column { Rank, Stages, Busy, Bubble, BubbleRatio, CommWait, PeakMemory, ColumnCount };
+    enum Column {
+        Rank,
+        Stages,
+        Busy,
+        Bubble,
+        BubbleRatio,
+        CommWait,
+        GpuBusy,
+        PeakMemory,
+        ColumnCount
+    };
     // The raw number of a cell as a double, in the analysis' units: ns for times, a 0..1 ratio,
     // bytes, the rank; the stages text for Stages. Invalid where the cell shows "—".
     static constexpr int ValueRole = Qt::UserRole + 1;
@@ -26,6 +37,8 @@ class SummaryModel : public QAbstractTableModel {
     // Replaces what the model shows (a model reset).
     void setStats(const analysis::RunStats& stats);
     const analysis::RunStats& stats() const { return stats_; }
+    // Whether the GpuBusy column means anything: the run has device spans (a gpu lane).
+    bool hasGpuBusy() const { return stats_.gpu_spans; }
     // The row of the "all" summary; -1 when there are no ranks.
     int summaryRow() const;
 
