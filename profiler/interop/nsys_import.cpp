@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <pipescope/interop/nsys_import.h>
@@ -60,11 +61,17 @@ struct Report {
     Db db;
     std::unordered_map<std::int64_t, std::string> strings;
     std::map<std::int64_t, std::vector<OpRange>> ranges_by_thread;  // sorted by start
-    // A runtime call's (process, correlation id) → the ops whose range held a call with it,
-    // with the call's start (correlation ids wrap around in a long run).
-    std::map<std::pair<std::int64_t, std::int64_t>,
-             std::vector<std::pair<std::int64_t, std::uint64_t>>>
-        launches;
+    // The runtime calls made inside op ranges, sorted by (process, correlation id, start): flat,
+    // as an export can hold millions (correlation ids wrap around in a long run).
+    struct Launch {
+        std::int64_t process = 0, correlation = 0, start = 0;
+        std::uint64_t op = 0;
+        bool operator<(const Launch& o) const {
+            return std::tie(process, correlation, start) <
+                   std::tie(o.process, o.correlation, o.start);
+        }
+    };
+    std::vector<Launch> launches;
 
     std::string fail(const std::string& what) const { return summary.path + ": " + what; }
 
@@ -146,20 +153,20 @@ struct Report {
     // started before the record did.
     std::optional<std::uint64_t> launcher(std::int64_t global_pid, std::int64_t correlation,
                                           std::int64_t start) const {
-        const auto it = launches.find({processOf(global_pid), correlation});
-        if (it == launches.end()) {
-            return std::nullopt;
+        const std::int64_t process = processOf(global_pid);
+        const Launch key{process, correlation, start, 0};
+        // The first call past (process, correlation, start), then back to the last one before
+        // it with the same id.
+        auto after = std::upper_bound(launches.begin(), launches.end(), key);
+        if (after != launches.begin() && std::prev(after)->process == process &&
+            std::prev(after)->correlation == correlation) {
+            return std::prev(after)->op;
         }
-        const auto& calls = it->second;
-        auto after =
-            std::upper_bound(calls.begin(), calls.end(), start,
-                             [](std::int64_t v, const std::pair<std::int64_t, std::uint64_t>& c) {
-                                 return v < c.first;
-                             });
-        if (after == calls.begin()) {
-            return calls.front().second;  // clocks a hair apart: the only candidate
+        if (after != launches.end() && after->process == process &&
+            after->correlation == correlation) {
+            return after->op;  // clocks a hair apart: the call started after its record
         }
-        return std::prev(after)->second;
+        return std::nullopt;
     }
 };
 
@@ -282,32 +289,30 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpu
             ++sum.nvtx_events;
         });
     if (st.ok()) {
-        st = r.forEachRow(
-            "CUPTI_ACTIVITY_KIND_RUNTIME",
-            {"start", "end", "globalTid", "correlationId", "nameId", "returnValue"},
-            {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
-                trace::RuntimeRecord rt;
-                rt.start = s.int64(0) + shift;
-                rt.end = s.int64(1) + shift;
-                rt.global_tid = s.int64(2);
-                rt.correlation_id = s.int64(3);
-                rt.name = r.string(s, 4);
-                rt.return_value = s.int32(5);
-                writer.addRuntime(rt);
-                ++sum.runtime_calls;
-                const auto op = s.isNull(3) ? std::nullopt : r.opAt(rt.global_tid, s.int64(0));
-                if (op) {
-                    r.launches[{processOf(rt.global_tid), rt.correlation_id}].emplace_back(
-                        s.int64(0), *op);
-                }
-            });
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_RUNTIME",
+                          {"start", "end", "globalTid", "correlationId", "nameId", "returnValue"},
+                          {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
+                              trace::RuntimeRecord rt;
+                              rt.start = s.int64(0) + shift;
+                              rt.end = s.int64(1) + shift;
+                              rt.global_tid = s.int64(2);
+                              rt.correlation_id = s.int64(3);
+                              rt.name = r.string(s, 4);
+                              rt.return_value = s.int32(5);
+                              writer.addRuntime(rt);
+                              ++sum.runtime_calls;
+                              const auto op =
+                                  s.isNull(3) ? std::nullopt : r.opAt(rt.global_tid, s.int64(0));
+                              if (op) {
+                                  r.launches.push_back({processOf(rt.global_tid), rt.correlation_id,
+                                                        s.int64(0), *op});
+                              }
+                          });
     }
     if (!st.ok()) {
         return st;
     }
-    for (auto& [key, calls] : r.launches) {
-        std::sort(calls.begin(), calls.end());
-    }
+    std::sort(r.launches.begin(), r.launches.end());
     // A device record (start, end, deviceId, contextId, streamId, correlationId, globalPid in
     // its first seven columns): widens its op's span, or counts as launched outside every op.
     const auto device = [&](const Stmt& s, auto* record) {
