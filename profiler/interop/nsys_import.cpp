@@ -116,11 +116,24 @@ struct Report {
             Code::BadInput,
             fail("reading " + table + " failed (SQLite: " + db.errorMessage() + ")"));
     }
-    // Calls fn(row) for each row of a select(); a table the export does not have has no rows.
+    // The export's name for one of Nsight's tables: the name itself, or a versioned one
+    // (NAME_V2, ...) as some Nsight versions write; empty when it has neither.
+    std::string resolve(const std::string& name) const {
+        if (db.tableExists(name)) {
+            return name;
+        }
+        Stmt s(db,
+               "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB ? ORDER BY name");
+        s.bind(1, std::string_view(name + "_V[0-9]*"));
+        return s.valid() && s.step() == SQLITE_ROW ? s.text(0) : std::string();
+    }
+    // Calls fn(row) for each row of a select() of one of Nsight's tables (resolve()); a table
+    // the export does not have has no rows.
     template <class Fn>
-    TraceStatus forEachRow(const std::string& table, const std::vector<std::string>& wanted,
+    TraceStatus forEachRow(const std::string& name, const std::vector<std::string>& wanted,
                            const std::set<std::string>& required, Fn&& fn) const {
-        if (!db.tableExists(table)) {
+        const std::string table = resolve(name);
+        if (table.empty()) {
             return TraceStatus::success();
         }
         Stmt s;
@@ -200,7 +213,7 @@ TraceStatus openReport(const std::string& path,
     if (r->db.open(path, SQLITE_OPEN_READONLY) != SQLITE_OK) {
         return TraceStatus::error(Code::BadInput, r->fail("cannot open: " + r->db.errorMessage()));
     }
-    if (!r->db.tableExists("NVTX_EVENTS")) {
+    if (r->resolve("NVTX_EVENTS").empty()) {
         return TraceStatus::error(
             Code::BadInput,
             r->fail("no NVTX_EVENTS table: profile with NVTX on (nsys profile -t cuda,nvtx ...)"));

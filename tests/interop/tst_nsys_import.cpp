@@ -208,6 +208,26 @@ class TstNsysImport : public QObject {
         QVERIFY2(self.err.contains("is also an input"), self.err.constData());
     }
 
+    void versionedTableNames() {
+        // Some Nsight versions write NAME_V2, NAME_V3 for a table whose columns changed.
+        QVERIFY(QFile::copy(path("report.sqlite"), path("versioned.sqlite")));
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path("versioned.sqlite").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db,
+                        "ALTER TABLE NVTX_EVENTS RENAME TO NVTX_EVENTS_V2;"
+                        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO "
+                        "CUPTI_ACTIVITY_KIND_KERNEL_V3;"));
+        sqlite3_close(db);
+        interop::NsysImportReport report;
+        const auto st = interop::importNsys(path("run.db").toStdString(),
+                                            {path("versioned.sqlite").toStdString()},
+                                            path("versioned.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(report.reports.front().matched, 5);
+        QCOMPARE(report.reports.front().kernels, 4);
+        QCOMPARE(report.gpu_rows, 4);
+    }
+
     void oneExportPerProcess() {
         // A multi-process run profiled with one report per process: each report has its own
         // session start, so each gets its own offset, and its ops their device spans.
