@@ -154,12 +154,22 @@ RunPage::RunPage(bool restore, QWidget* parent)
     loss_->setToolTip(
         tr("Mean loss over the iteration's micro-batches, as the runner reports "
            "it"));
+    // Until a run reports its first loss the plot says what it will show, not empty axes.
+    loss_hint_ = new QCPItemText(loss_);
+    loss_hint_->position->setType(QCPItemPosition::ptAxisRectRatio);
+    loss_hint_->position->setCoords(0.5, 0.5);
+    loss_hint_->setPositionAlignment(Qt::AlignCenter);
+    loss_hint_->setColor(QColor(110, 110, 110));
+    showLossHint(tr("The loss of each iteration\nappears here during a run"));
 
     log_ = new QPlainTextEdit;
     log_->setReadOnly(true);
     log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     log_->setMaximumBlockCount(5000);
     log_->setToolTip(tr("What the runner says (also kept in NAME.log beside the trace)"));
+    log_->setPlaceholderText(
+        tr("What the runner says appears here: its command line, warnings, errors and the "
+           "summary it prints at the end."));
 
     auto* run_box = new QGroupBox(tr("New run"));
     auto* run_layout = new QVBoxLayout(run_box);
@@ -359,7 +369,7 @@ bool RunPage::startNext(QString* error) {
         note_->clear();
     }
     loss_->graph(0)->data()->clear();
-    loss_->replot();
+    showLossHint(tr("waiting for the first iteration…"));
     progress_->setRange(0, std::max(1, next.request.iterations));
     progress_->setValue(0);
     progress_->setTextVisible(true);
@@ -376,6 +386,18 @@ bool RunPage::startNext(QString* error) {
     return true;
 }
 
+QString RunPage::lossHint() const {
+    return loss_hint_->visible() ? loss_hint_->text() : QString();
+}
+
+void RunPage::showLossHint(const QString& text) {
+    loss_hint_->setText(text);
+    loss_hint_->setVisible(!text.isEmpty());
+    loss_->xAxis->setVisible(text.isEmpty());
+    loss_->yAxis->setVisible(text.isEmpty());
+    loss_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void RunPage::onProgress(int iteration, int of, double loss, double seconds) {
     progress_->setRange(0, std::max(1, of));
     progress_->setValue(iteration);
@@ -384,6 +406,7 @@ void RunPage::onProgress(int iteration, int of, double loss, double seconds) {
     if (std::isfinite(loss)) {
         text += tr(", loss %1").arg(loss, 0, 'f', 4);
         loss_->graph(0)->addData(iteration, loss);
+        showLossHint({});
         loss_->rescaleAxes();
         // The iterations so far (the axis grows with the run; a long run is not a thin line at
         // its left edge).

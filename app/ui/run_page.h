@@ -15,6 +15,7 @@
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
+class QCPItemText;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -64,6 +65,8 @@ class RunPage : public QWidget {
     QLabel* note() const { return note_; }
 
     QCustomPlot* lossPlot() const { return loss_; }
+    // What the loss plot says instead of its axes before a run's first loss; empty once it has one.
+    QString lossHint() const;
     // Extra runner arguments of the next runs (tests; expert use).
     void setExtraArgs(const QStringList& args) { extra_args_ = args; }
 
@@ -79,6 +82,8 @@ class RunPage : public QWidget {
     bool canStart(QString* error) const;
     bool startNext(QString* error);
     void onProgress(int iteration, int of, double loss, double seconds);
+    // Shows `text` in place of the loss plot's axes; empty shows the axes.
+    void showLossHint(const QString& text);
     void onFinished(const RunOutcome& outcome);
     void setBusy(bool busy);
     void updateRunTooltip();
@@ -106,6 +111,7 @@ class RunPage : public QWidget {
     QLabel* error_;
     QLabel* note_;
     QCustomPlot* loss_;
+    QCPItemText* loss_hint_;
     QPlainTextEdit* log_;
     RunsPanel* panel_;
 

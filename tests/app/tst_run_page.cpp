@@ -120,6 +120,9 @@ void TstRunPage::runsATinyConfigAndOpensIt() {
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     const int tabs = window_->tabs()->count();
     page()->iterationsBox()->setValue(3);
+    // Before its first run the Run tab says what its plot and log will show.
+    QVERIFY2(page()->lossHint().contains(QLatin1String("loss")), qPrintable(page()->lossHint()));
+    QVERIFY(!page()->log()->placeholderText().isEmpty());
     const app::RunOutcome out = runToEnd();
     QVERIFY2(out.status == app::RunOutcome::Status::Complete, qPrintable(out.message));
     QCOMPARE(out.exit_code, 0);
@@ -128,6 +131,8 @@ void TstRunPage::runsATinyConfigAndOpensIt() {
     // Progress and loss followed the run.
     QCOMPARE(page()->progressBar()->value(), 3);
     QCOMPARE(page()->lossPlot()->graph(0)->dataCount(), 3);
+    QCOMPARE(page()->lossHint(), QString());
+    QVERIFY(page()->lossPlot()->xAxis->visible());
     QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("--backend cpu")));
     // The run opened in a tab.
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 20000);
