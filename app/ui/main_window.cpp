@@ -59,6 +59,10 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     methods_sim_ = new SimulationController(this);
     recent_ = std::make_unique<RecentFiles>(QStringLiteral("recentFiles"), 10);
     nsys_ = new NsysImportFlow(this);
+    connect(nsys_, &NsysImportFlow::started, this, [this](const QString& run) {
+        statusBar()->showMessage(
+            tr("Importing the Nsight Systems export into %1…").arg(QFileInfo(run).fileName()));
+    });
     connect(nsys_, &NsysImportFlow::imported, this,
             [this](const QString& output, const QString& summary) {
                 statusBar()->showMessage(summary.section(QLatin1Char('\n'), -1), 10000);

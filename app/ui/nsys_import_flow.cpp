@@ -44,6 +44,7 @@ void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exp
         return;
     }
     busy_ = true;
+    emit started(run_path);
     std::vector<std::string> reports;
     for (const QString& e : exports) {
         reports.push_back(e.toStdString());

@@ -29,6 +29,8 @@ class NsysImportFlow : public QObject {
     static QString suggestedOutput(const QString& run_path);
 
   signals:
+    // An import began (it can take seconds for a long run: about 0.5 M export records a second).
+    void started(const QString& run_path);
     // `summary`: per export, what matched and how the clocks were fitted (describeImport).
     void imported(const QString& output, const QString& summary);
     void failed(const QString& message);

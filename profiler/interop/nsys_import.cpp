@@ -552,8 +552,12 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         removeTrace(output);
         return why;
     };
+    // The ranks the file lists: one process's file of a multi-process run lists its own.
+    const auto& listed = reader.listedRanks();
     for (const auto& rk : reader.ranks()) {
-        writer.addRank(rk);
+        if (std::find(listed.begin(), listed.end(), rk.rank) != listed.end()) {
+            writer.addRank(rk);
+        }
     }
     st = reader.forEachOp([&](const trace::OpRecord& op) {
         writer.addOp(op);

@@ -295,7 +295,11 @@ void TstMainWindow::importsAnNsightExportAndOpensIt() {
     const QString out = app::NsysImportFlow::suggestedOutput(run);
     QCOMPARE(out, dir.filePath("cuda-nsys.db"));
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    QSignalSpy started(window_->nsysImport(), &app::NsysImportFlow::started);
     window_->nsysImport()->importFiles(run, {report}, out, false);
+    QCOMPARE(started.count(), 1);
+    QVERIFY2(window_->statusBar()->currentMessage().contains("Importing"),
+             qPrintable(window_->statusBar()->currentMessage()));
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 10000);
     QCOMPARE(opened.front().front().toString(), out);
     QVERIFY2(window_->statusBar()->currentMessage().contains("4 ops with device work"),

@@ -208,6 +208,25 @@ class TstNsysImport : public QObject {
         QVERIFY2(self.err.contains("is also an input"), self.err.constData());
     }
 
+    void oneProcessFileKeepsItsRanks() {
+        // One process's trace of a multi-process run lists only its rank: so does the output,
+        // and the other rank's ranges match nothing.
+        QVERIFY(QFile::copy(path("run.db"), path("part.db")));
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path("part.db").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db, "DELETE FROM rank WHERE rank = 1; DELETE FROM op WHERE rank = 1;"));
+        sqlite3_close(db);
+        interop::NsysImportReport report;
+        const auto st = interop::importNsys(path("part.db").toStdString(),
+                                            {path("report.sqlite").toStdString()},
+                                            path("part-out.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(report.reports.front().matched, 3);
+        QCOMPARE(report.gpu_rows, 3);
+        QCOMPARE(queryInt(path("part-out.db"), "SELECT count(*) FROM rank"), 1);
+        QCOMPARE(queryInt(path("part-out.db"), "SELECT rank FROM rank"), 0);
+    }
+
     void versionedTableNames() {
         // Some Nsight versions write NAME_V2, NAME_V3 for a table whose columns changed.
         QVERIFY(QFile::copy(path("report.sqlite"), path("versioned.sqlite")));
