@@ -1,7 +1,5 @@
 #include "main_window.h"
 
-#include <atomic>
-
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -17,7 +15,6 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
-#include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/prediction.h>
@@ -25,6 +22,7 @@
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 
+#include "background_progress.h"
 #include "compare_view.h"
 #include "config_panel.h"
 #include "nsys_import_flow.h"
@@ -68,6 +66,8 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
                 statusBar()->showMessage(summary.section(QLatin1Char('\n'), -1), 10000);
                 openTrace(output);
             });
+    connect(nsys_, &NsysImportFlow::cancelled, this,
+            [this] { statusBar()->showMessage(tr("Import cancelled: nothing written"), 5000); });
     connect(nsys_, &NsysImportFlow::failed, this, [this](const QString& message) {
         statusBar()->showMessage(message);
         if (isVisible()) {
@@ -308,25 +308,10 @@ void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output
 
 void MainWindow::openTrace(const QString& path) {
     auto* watcher = new QFutureWatcher<std::pair<std::shared_ptr<TraceRunData>, QString>>(this);
-    // Opening reads the whole trace once for its metrics: the dialog shows how far it is and
-    // Cancel stops the reading itself, not just the wait.
-    QPointer<QProgressDialog> progress = new QProgressDialog(
-        tr("Opening %1…").arg(QFileInfo(path).fileName()), tr("Cancel"), 0, 1000, this);
-    progress->setMinimumDuration(300);
-    progress->setWindowModality(Qt::WindowModal);
-    progress->setAutoReset(false);
-    progress->setValue(0);
-    // Shared with the worker: it writes how far it is, the dialog's timer reads it.
-    struct Shared {
-        std::atomic<bool> cancelled{false};
-        std::atomic<int> permille{0};
-    };
-    auto shared = std::make_shared<Shared>();
-    connect(progress, &QProgressDialog::canceled, this, [shared] { shared->cancelled = true; });
-    auto* timer = new QTimer(progress);
-    connect(timer, &QTimer::timeout, progress,
-            [progress, shared] { progress->setValue(shared->permille.load()); });
-    timer->start(100);
+    // Opening reads the whole trace once for its metrics: the dialog shows how far it is.
+    auto shared = std::make_shared<BackgroundProgress>();
+    const QPointer<QProgressDialog> progress =
+        showBackgroundProgress(this, tr("Opening %1…").arg(QFileInfo(path).fileName()), shared);
     connect(watcher, &QFutureWatcherBase::finished, this, [=, this] {
         auto [opened, error] = watcher->result();
         watcher->deleteLater();
@@ -356,10 +341,7 @@ void MainWindow::openTrace(const QString& path) {
     const std::string p = path.toStdString();
     watcher->setFuture(QtConcurrent::run([p, shared] {
         std::string error;
-        auto run = TraceRunData::open(p, &error, [&](double done) {
-            shared->permille = static_cast<int>(done * 1000);
-            return !shared->cancelled;
-        });
+        auto run = TraceRunData::open(p, &error, [&](double done) { return shared->report(done); });
         return std::make_pair(run, QString::fromStdString(error));
     }));
 }

@@ -1,5 +1,6 @@
 #include "nsys_import_flow.h"
 
+#include <memory>
 #include <utility>
 
 #include <QFileDialog>
@@ -9,6 +10,8 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/interop/nsys_import.h>
+
+#include "background_progress.h"
 
 namespace pipescope::app {
 
@@ -49,22 +52,36 @@ void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exp
     for (const QString& e : exports) {
         reports.push_back(e.toStdString());
     }
+    // A long run's export takes seconds: a dialog shows how far it is and Cancel stops it.
+    auto shared = std::make_shared<BackgroundProgress>();
+    const QPointer<QProgressDialog> progress = showBackgroundProgress(
+        parent_,
+        tr("Importing the Nsight Systems export into %1…").arg(QFileInfo(run_path).fileName()),
+        shared);
     using Result = std::pair<bool, QString>;
     auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, output] {
-        const auto [ok, text] = watcher->result();
-        watcher->deleteLater();
-        busy_ = false;
-        if (ok) {
-            emit imported(output, text);
-        } else {
-            emit failed(text);
-        }
-    });
-    watcher->setFuture(QtConcurrent::run(
-        [run = run_path.toStdString(), reports, out = output.toStdString(), overwrite]() -> Result {
+    connect(watcher, &QFutureWatcherBase::finished, this,
+            [this, watcher, output, progress, shared] {
+                const auto [ok, text] = watcher->result();
+                watcher->deleteLater();
+                if (progress) {
+                    progress->deleteLater();
+                }
+                busy_ = false;
+                if (ok) {
+                    emit imported(output, text);
+                } else if (shared->cancelled) {
+                    emit cancelled();
+                } else {
+                    emit failed(text);
+                }
+            });
+    watcher->setFuture(
+        QtConcurrent::run([run = run_path.toStdString(), reports, out = output.toStdString(),
+                           overwrite, shared]() -> Result {
             interop::NsysImportOptions options;
             options.overwrite = overwrite;
+            options.progress = [&](double done) { return shared->report(done); };
             interop::NsysImportReport report;
             const auto st = interop::importNsys(run, reports, out, options, &report);
             if (!st.ok()) {

@@ -34,6 +34,8 @@ class NsysImportFlow : public QObject {
     // `summary`: per export, what matched and how the clocks were fitted (describeImport).
     void imported(const QString& output, const QString& summary);
     void failed(const QString& message);
+    // The user cancelled it: no file was written.
+    void cancelled();
 
   private:
     QWidget* parent_;

@@ -1,6 +1,7 @@
 // The import of Nsight Systems exports (nsys_import.h) on a hand-made run and a hand-made export
 // in Nsight's schema (nsys_fixture.h): which device records belong to which op, the clock fit,
 // the copied tables, and the refusals. Every expected figure is worked out from those tables.
+#include <algorithm>
 #include <sqlite3.h>
 
 #include <QtTest>
@@ -206,6 +207,34 @@ class TstNsysImport : public QObject {
                                 path("run.db"), "--force"});
         QCOMPARE(self.exit_code, 2);
         QVERIFY2(self.err.contains("is also an input"), self.err.constData());
+    }
+
+    void reportsProgressAndCancels() {
+        // Progress rises to the end; a caller that says stop gets no output and Cancelled.
+        std::vector<double> seen;
+        interop::NsysImportOptions options;
+        options.progress = [&](double done) {
+            seen.push_back(done);
+            return true;
+        };
+        interop::NsysImportReport report;
+        auto st =
+            interop::importNsys(path("run.db").toStdString(), {path("report.sqlite").toStdString()},
+                                path("progress.db").toStdString(), options, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QVERIFY(seen.size() > 10);
+        QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+        // Reading is reported as the first 65%: the writer's finish is the rest.
+        QVERIFY(seen.back() <= 0.65);
+        QVERIFY2(seen.back() > 0.6, qPrintable(QString::number(seen.back())));
+        for (const double stop_at : {0.0, 0.3, 0.62}) {
+            options.progress = [stop_at](double done) { return done < stop_at; };
+            st = interop::importNsys(path("run.db").toStdString(),
+                                     {path("report.sqlite").toStdString()},
+                                     path("cancelled.db").toStdString(), options, &report);
+            QVERIFY(st.code == trace::TraceStatus::Code::Cancelled);
+            QVERIFY2(!QFile::exists(path("cancelled.db")), "a cancelled import left a file");
+        }
     }
 
     void oneProcessFileKeepsItsRanks() {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct NsysImportReport {
 
 struct NsysImportOptions {
     bool overwrite = false;
+    // Called now and then with the share of the rows read so far (0..1); returning false stops
+    // the import, which then fails with Code::Cancelled and leaves no output.
+    std::function<bool(double)> progress;
 };
 
 // Writes `output` from the trace `run` and the Nsight exports `reports` (one for the whole run,

@@ -1,0 +1,28 @@
+// Progress of work on another thread: the worker writes how far it is and reads whether the user
+// cancelled; a window-modal dialog on the GUI thread shows it (after 300 ms, so quick work shows
+// nothing) with a Cancel button that stops the work itself, not just the wait.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include <QPointer>
+#include <QProgressDialog>
+
+namespace pipescope::app {
+
+struct BackgroundProgress {
+    std::atomic<bool> cancelled{false};
+    std::atomic<int> permille{0};
+    // For the worker: records `done` (0..1); false once the user cancelled.
+    bool report(double done) {
+        permille = static_cast<int>(done * 1000);
+        return !cancelled;
+    }
+};
+
+// The dialog for `progress`, showing `text`; delete it (deleteLater) when the work is done.
+QPointer<QProgressDialog> showBackgroundProgress(
+    QWidget* parent, const QString& text, const std::shared_ptr<BackgroundProgress>& progress);
+
+}  // namespace pipescope::app
