@@ -99,6 +99,19 @@ void letPlotShrink(QCustomPlot* plot, int min_width) {
     plot->installEventFilter(new LegendFitter(plot));
 }
 
+void markEmpty(QCPAxisRect* rect, const QString& text) {
+    auto* item = new QCPItemText(rect->parentPlot());
+    item->setClipAxisRect(rect);
+    item->position->setType(QCPItemPosition::ptAxisRectRatio);
+    item->position->setAxisRect(rect);
+    item->position->setCoords(0.5, 0.5);
+    item->setPositionAlignment(Qt::AlignCenter);
+    item->setColor(QColor(110, 110, 110));
+    item->setText(text);
+    rect->axis(QCPAxis::atLeft)->setTickLabels(false);
+    rect->axis(QCPAxis::atLeft)->setTicks(false);
+}
+
 QString wrapAtSeparators(const QString& text, const QString& separator, const QFont& font,
                          int width) {
     const QFontMetrics metrics(font);

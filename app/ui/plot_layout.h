@@ -15,6 +15,10 @@ void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 // or replaced, or when the plot is about to take that size).
 void fitPlotLegends(QCustomPlot* plot, QSize size = {});
 
+// Says `text` in the middle of `rect`, whose data is missing (a trace without memory samples),
+// instead of value-axis ticks that would make a flat zero line look like a measurement.
+void markEmpty(QCPAxisRect* rect, const QString& text);
+
 // `text` in lines no wider than `width` pixels in `font`, broken at `separator` (dropped where it
 // breaks a line); a piece wider than a line on its own is elided in the middle. For titles,
 // which QCustomPlot draws on one line however narrow the chart.

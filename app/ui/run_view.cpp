@@ -111,6 +111,11 @@ void TraceChart::rebuild(bool keep_view) {
         ++row;
         memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
         memory_->setBackgroundQueries(true);
+        const auto& ranks = runs_.front()->stats().ranks;
+        if (std::none_of(ranks.begin(), ranks.end(),
+                         [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
+            markEmpty(memory_rect_, tr("no memory samples in this trace"));
+        }
         connect(memory_rect_->axis(QCPAxis::atBottom),
                 qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
                 &TraceChart::onRangeChanged);

@@ -1,5 +1,6 @@
 #include "summary_view.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <QHeaderView>
@@ -170,6 +171,10 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     }
     time_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(top, 1e-9) * 1.12);
     mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top, 1e-9) * 1.12);
+    if (std::none_of(s.ranks.begin(), s.ranks.end(),
+                     [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
+        markEmpty(mem_rect, QObject::tr("no memory samples in this trace"));
+    }
 
     // Legends under each chart.
     for (auto [rect, col] : {std::pair{time_rect, 0}, std::pair{mem_rect, 1}}) {

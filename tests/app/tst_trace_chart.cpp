@@ -244,6 +244,26 @@ void TstTraceChart::gpuLaneIsDrawnAndPicked() {
     QVERIFY(on_host);
     QVERIFY(on_host->lane == trace::Lane::Compute);
     QVERIFY(app::opTooltip(*run, *on_gpu).contains("gpu lane"));
+
+    // This trace recorded no memory: the memory charts say so instead of a flat zero line on
+    // value ticks (and only then: the default run's charts keep theirs).
+    const auto saysEmpty = [](QCustomPlot* plot, QCPAxisRect* rect) {
+        for (int i = 0; i < plot->itemCount(); ++i) {
+            auto* text = qobject_cast<QCPItemText*>(plot->item(i));
+            if (text && text->clipAxisRect() == rect && text->text().contains("no memory")) {
+                return !rect->axis(QCPAxis::atLeft)->tickLabels();
+            }
+        }
+        return false;
+    };
+    QCPAxisRect* memory = chart.axisRects().back();
+    QVERIFY(saysEmpty(&chart, memory));
+    QCustomPlot summary;
+    app::fillSummaryPlot(&summary, *run);
+    QVERIFY(saysEmpty(&summary, summary.axisRects().back()));
+    app::fillSummaryPlot(&summary, *run_);
+    QVERIFY(!saysEmpty(&summary, summary.axisRects().back()));
+    QVERIFY(!saysEmpty(chart_.get(), chart_->axisRects().back()));
 }
 
 QTEST_MAIN(TstTraceChart)
