@@ -88,8 +88,8 @@ const Command kCommands[] = {
      "  --force         replace OUT.db if it exists\n",
      runMerge},
     {"import-nsys", "import-nsys RUN.db REPORT.sqlite [MORE.sqlite ...] -o OUT.db [--force]",
-     "Adds what Nsight Systems recorded of a CUDA run to the run's trace. Under nsys the\n"
-     "runner's own CUPTI tracing steps aside; export the report (nsys export --type sqlite) and\n"
+     "Adds what Nsight Systems recorded of a CUDA run to the run's trace. Under nsys, run with\n"
+     "--cupti off (Nsight holds CUPTI); export the report (nsys export --type sqlite) and\n"
      "import it: OUT.db is RUN.db plus the export's kernels, copies, memsets, runtime calls,\n"
      "synchronizations, NVTX events and GPUs, on the run's clock, and a gpu-lane row per op\n"
      "(found through the op's NVTX range and the correlation ids of the calls made in it).\n"
