@@ -1,0 +1,269 @@
+#include "nsys_export.h"
+
+#include <cstdlib>
+
+#include <pipescope/trace/nvtx_op.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+namespace pipescope::interop::detail {
+
+namespace {
+
+std::int64_t median(std::vector<std::int64_t> v) {
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+}
+
+}  // namespace
+
+TraceStatus openExport(const std::string& path, Report* r) {
+    r->summary.path = path;
+    {
+        trace::TraceReader probe;
+        const TraceStatus st = probe.open(path);
+        if (st.ok()) {
+            return TraceStatus::error(Code::BadInput,
+                                      path + ": a PipeScope trace, not an Nsight Systems export");
+        }
+        if (st.code != Code::NsightExport) {
+            return st;
+        }
+    }
+    if (r->db.open(path, SQLITE_OPEN_READONLY) != SQLITE_OK) {
+        return TraceStatus::error(Code::BadInput, r->fail("cannot open: " + r->db.errorMessage()));
+    }
+    if (r->resolve("NVTX_EVENTS").empty()) {
+        return TraceStatus::error(
+            Code::BadInput,
+            r->fail("no NVTX_EVENTS table: profile with NVTX on (nsys profile -t cuda,nvtx ...)"));
+    }
+    return TraceStatus::success();
+}
+
+TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>& host_ops,
+                       const std::string& run_path, Report* r) {
+    TraceStatus st =
+        r->forEachRow("StringIds", {"id", "value"}, {"id", "value"},
+                      [&](const Stmt& s) { r->strings.emplace(s.int64(0), s.text(1)); });
+    if (!st.ok()) {
+        return st;
+    }
+    std::vector<std::int64_t> offsets;
+    st = r->forEachRow(
+        "NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid"},
+        {"start", "end", "eventType"}, [&](const Stmt& s) {
+            const int type = s.int32(2);
+            if ((type != kNvtxPushPop && type != kNvtxStartEnd) || s.isNull(1)) {
+                return;
+            }
+            const std::string text = s.isNull(3) ? r->string(s, 4) : s.text(3);
+            const auto ref = trace::parseNvtxOpText(text);
+            if (!ref) {
+                return;
+            }
+            ++r->summary.op_ranges;
+            const auto key = opKey(ref->rank, ref->iteration, ref->op_index);
+            const auto host = key ? host_ops.find(*key) : host_ops.end();
+            if (host == host_ops.end()) {
+                return;
+            }
+            ++r->summary.matched;
+            const std::int64_t start = s.int64(0), end = s.int64(1);
+            offsets.push_back(host->second.start_ns - start);
+            r->ranges_by_thread[s.isNull(5) ? 0 : s.int64(5)].push_back({start, end, *key});
+        });
+    if (!st.ok()) {
+        return st;
+    }
+    if (r->summary.op_ranges == 0) {
+        return TraceStatus::error(
+            Code::BadInput,
+            r->fail("no NVTX range names a PipeScope op (such ranges read like \"F3 [r0 i1 #5]\"); "
+                    "import the export of `nsys profile -t cuda,nvtx pipescope-run ... --backend "
+                    "cuda`"));
+    }
+    if (r->summary.matched == 0) {
+        return TraceStatus::error(
+            Code::BadInput,
+            r->fail("none of its " + std::to_string(r->summary.op_ranges) +
+                    " op ranges is an op of " + run_path + " (is it the export of another run?)"));
+    }
+    r->summary.clock_offset_ns = median(offsets);
+    for (auto& d : offsets) {
+        d = std::abs(d - r->summary.clock_offset_ns);
+    }
+    r->summary.offset_spread_ns = median(offsets);
+    for (auto& [tid, ranges] : r->ranges_by_thread) {
+        std::sort(ranges.begin(), ranges.end(),
+                  [](const OpRange& a, const OpRange& b) { return a.start < b.start; });
+    }
+    return TraceStatus::success();
+}
+
+TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpus,
+                       std::unordered_map<std::uint64_t, Span>* spans) {
+    const std::int64_t shift = r.summary.clock_offset_ns;
+    NsysReportSummary& sum = r.summary;
+    TraceStatus st = r.forEachRow(
+        "NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid", "domainId"},
+        {"start", "eventType"}, [&](const Stmt& s) {
+            trace::NvtxRecord n;
+            n.event_type = s.int32(2);
+            if (n.event_type != kNvtxMark && n.event_type != kNvtxPushPop &&
+                n.event_type != kNvtxStartEnd) {
+                return;  // domain and category registrations and the like
+            }
+            n.start = s.int64(0) + shift;
+            if (!s.isNull(1)) {
+                n.end = s.int64(1) + shift;
+            }
+            n.text = s.isNull(3) ? r.string(s, 4) : s.text(3);
+            n.global_tid = s.int64(5);
+            n.domain_id = s.int32(6);
+            writer.addNvtx(n);
+            ++sum.nvtx_events;
+        });
+    if (st.ok()) {
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_RUNTIME",
+                          {"start", "end", "globalTid", "correlationId", "nameId", "returnValue"},
+                          {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
+                              trace::RuntimeRecord rt;
+                              rt.start = s.int64(0) + shift;
+                              rt.end = s.int64(1) + shift;
+                              rt.global_tid = s.int64(2);
+                              rt.correlation_id = s.int64(3);
+                              rt.name = r.string(s, 4);
+                              rt.return_value = s.int32(5);
+                              writer.addRuntime(rt);
+                              ++sum.runtime_calls;
+                              const auto op =
+                                  s.isNull(3) ? std::nullopt : r.opAt(rt.global_tid, s.int64(0));
+                              if (op) {
+                                  r.launches.push_back({processOf(rt.global_tid), rt.correlation_id,
+                                                        s.int64(0), *op});
+                              }
+                          });
+    }
+    if (!st.ok()) {
+        return st;
+    }
+    std::sort(r.launches.begin(), r.launches.end());
+    // A device record has start, end, deviceId, contextId, streamId, correlationId and globalPid
+    // in its first seven columns: fillHead copies them; device() also widens the span of the op
+    // that launched it, or counts it as launched outside every op.
+    const auto fillHead = [&](const Stmt& s, auto* record) {
+        record->start = s.int64(0) + shift;
+        record->end = s.int64(1) + shift;
+        record->device_id = s.int32(2);
+        record->context_id = s.int32(3);
+        record->stream_id = s.int32(4);
+        record->correlation_id = s.int64(5);
+        record->global_pid = s.int64(6);
+    };
+    const auto device = [&](const Stmt& s, auto* record) {
+        fillHead(s, record);
+        const auto op =
+            s.isNull(5) ? std::nullopt : r.launcher(record->global_pid, s.int64(5), s.int64(0));
+        if (!op) {
+            ++sum.unattributed;
+            return;
+        }
+        auto [it, fresh] = spans->try_emplace(*op, Span{record->start, record->end});
+        if (!fresh) {
+            it->second.start = std::min(it->second.start, record->start);
+            it->second.end = std::max(it->second.end, record->end);
+        }
+    };
+    const std::vector<std::string> head = {"start",    "end",           "deviceId", "contextId",
+                                           "streamId", "correlationId", "globalPid"};
+    const auto with = [&](std::vector<std::string> more) {
+        more.insert(more.begin(), head.begin(), head.end());
+        return more;
+    };
+    const std::set<std::string> required = {"start", "end", "correlationId"};
+    st = r.forEachRow(
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        with({"gridId", "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY",
+              "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"}),
+        required, [&](const Stmt& s) {
+            trace::KernelRecord k;
+            device(s, &k);
+            k.grid_id = s.int64(7);
+            k.demangled_name = r.string(s, 8);
+            k.short_name = r.string(s, 9);
+            int* dims[] = {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z};
+            for (int i = 0; i < 6; ++i) {
+                *dims[i] = s.isNull(10 + i) ? 1 : s.int32(10 + i);
+            }
+            k.registers_per_thread = s.int32(16);
+            k.static_shared_memory = s.int32(17);
+            k.dynamic_shared_memory = s.int32(18);
+            writer.addKernel(k);
+            ++sum.kernels;
+        });
+    if (st.ok()) {
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMCPY",
+                          with({"bytes", "copyKind", "srcKind", "dstKind"}), required,
+                          [&](const Stmt& s) {
+                              trace::MemcpyRecord m;
+                              device(s, &m);
+                              m.bytes = s.int64(7);
+                              m.copy_kind = s.int32(8);
+                              m.src_kind = s.int32(9);
+                              m.dst_kind = s.int32(10);
+                              writer.addMemcpy(m);
+                              ++sum.memcpys;
+                          });
+    }
+    if (st.ok()) {
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMSET", with({"value", "bytes", "memKind"}),
+                          required, [&](const Stmt& s) {
+                              trace::MemsetRecord m;
+                              device(s, &m);
+                              m.value = s.int32(7);
+                              m.bytes = s.int64(8);
+                              m.mem_kind = s.int32(9);
+                              writer.addMemset(m);
+                              ++sum.memsets;
+                          });
+    }
+    if (st.ok()) {
+        // Synchronizations are no op's device work: copied, not attributed.
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", with({"syncType", "eventId"}),
+                          {"start", "end"}, [&](const Stmt& s) {
+                              trace::SyncRecord y;
+                              fillHead(s, &y);
+                              y.sync_type = s.int32(7);
+                              y.event_id = s.int64(8);
+                              writer.addSync(y);
+                              ++sum.syncs;
+                          });
+    }
+    if (st.ok()) {
+        st = r.forEachRow("TARGET_INFO_GPU",
+                          {"id", "name", "busLocation", "totalMemory", "memoryBandwidth",
+                           "clockRate", "smCount", "uuid", "computeMajor", "computeMinor"},
+                          {"id"}, [&](const Stmt& s) {
+                              trace::GpuInfo g;
+                              g.id = s.int32(0);
+                              if (!gpus->insert(g.id).second) {
+                                  return;  // the same GPU in another process's report
+                              }
+                              g.name = s.text(1);
+                              g.bus_location = s.text(2);
+                              g.total_memory = s.int64(3);
+                              g.memory_bandwidth = s.int64(4);
+                              g.clock_rate = s.int64(5);
+                              g.sm_count = s.int32(6);
+                              g.uuid = s.text(7);
+                              g.compute_major = s.int32(8);
+                              g.compute_minor = s.int32(9);
+                              writer.addGpuInfo(g);
+                          });
+    }
+    return st;
+}
+
+}  // namespace pipescope::interop::detail
