@@ -21,6 +21,7 @@
 #include <pipescope/app/recent_files.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
+#include <pipescope/trace/reader.h>
 
 #include "background_progress.h"
 #include "compare_view.h"
@@ -325,9 +326,22 @@ void MainWindow::openTrace(const QString& path) {
         if (!opened) {
             statusBar()->showMessage(error);
             emit traceFailed(error);
-            if (isVisible()) {
-                QMessageBox::warning(this, tr("Cannot open trace"), error);
+            if (!isVisible()) {
+                return;
             }
+            // An Nsight export opened by mistake is most likely meant for a run's trace.
+            trace::TraceReader probe;
+            if (probe.open(path.toStdString()).code == trace::TraceStatus::Code::NsightExport) {
+                if (QMessageBox::question(
+                        this, tr("An Nsight Systems export"),
+                        tr("%1 is an Nsight Systems export, not a PipeScope trace.\n\nImport it "
+                           "into the trace of the CUDA run it profiled?")
+                            .arg(QFileInfo(path).fileName())) == QMessageBox::Yes) {
+                    nsys_->startFromExport(path);
+                }
+                return;
+            }
+            QMessageBox::warning(this, tr("Cannot open trace"), error);
             return;
         }
         recent_->add(path);

@@ -22,6 +22,12 @@ QString NsysImportFlow::suggestedOutput(const QString& run_path) {
     return info.dir().filePath(info.completeBaseName() + QStringLiteral("-nsys.db"));
 }
 
+QString NsysImportFlow::askOutput(const QString& run_path) const {
+    // The save dialog asks before replacing a file, so an answer here may overwrite.
+    return QFileDialog::getSaveFileName(parent_, tr("Write the run with Nsight's records to"),
+                                        suggestedOutput(run_path), tr("PipeScope traces (*.db)"));
+}
+
 void NsysImportFlow::start(const QString& run_path) {
     const QStringList exports = QFileDialog::getOpenFileNames(
         parent_, tr("Nsight Systems exports of %1").arg(QFileInfo(run_path).fileName()),
@@ -30,14 +36,25 @@ void NsysImportFlow::start(const QString& run_path) {
     if (exports.isEmpty()) {
         return;
     }
-    // The save dialog asks before replacing a file, so an answer here may overwrite.
-    const QString output =
-        QFileDialog::getSaveFileName(parent_, tr("Write the run with Nsight's records to"),
-                                     suggestedOutput(run_path), tr("PipeScope traces (*.db)"));
+    const QString output = askOutput(run_path);
     if (output.isEmpty()) {
         return;
     }
     importFiles(run_path, exports, output, true);
+}
+
+void NsysImportFlow::startFromExport(const QString& export_path) {
+    const QString run = QFileDialog::getOpenFileName(
+        parent_, tr("The trace of the run that %1 profiled").arg(QFileInfo(export_path).fileName()),
+        QFileInfo(export_path).absolutePath(), tr("PipeScope traces (*.db);;All files (*)"));
+    if (run.isEmpty()) {
+        return;
+    }
+    const QString output = askOutput(run);
+    if (output.isEmpty()) {
+        return;
+    }
+    importFiles(run, {export_path}, output, true);
 }
 
 void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exports,

@@ -20,6 +20,9 @@ class NsysImportFlow : public QObject {
     // Asks for the exports and where to write, then imports (nothing when a dialog is
     // cancelled). `run_path`: the trace of the run the exports profiled.
     void start(const QString& run_path);
+    // Starting from an export (one opened as if it were a trace): asks for the run's trace and
+    // where to write, then imports.
+    void startFromExport(const QString& export_path);
     // The same without dialogs; `overwrite` replaces `output` if it exists.
     void importFiles(const QString& run_path, const QStringList& exports, const QString& output,
                      bool overwrite);
@@ -38,6 +41,9 @@ class NsysImportFlow : public QObject {
     void cancelled();
 
   private:
+    // Where to write: a save dialog proposing suggestedOutput(run_path); empty if cancelled.
+    QString askOutput(const QString& run_path) const;
+
     QWidget* parent_;
     bool busy_ = false;
 };
