@@ -174,6 +174,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     // k-th send from a to b in an iteration with the k-th receive on b from a).
     std::vector<trace::OpRecord> p2p;
     detail::FlowMatcher flows;
+    std::set<std::tuple<int, std::string, std::string>> gpus_seen;  // id, uuid, bus
     for (const auto& i : in) {
         const std::int64_t shift = i->shift;
         TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
@@ -210,20 +211,69 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         if (!st.ok()) {
             return st;
         }
-        st = i->reader.forEachKernel([&](const trace::KernelRecord& k) {
-            trace::KernelRecord r = k;
-            r.start += shift;
-            r.end += shift;
-            writer.addKernel(r);
-            return true;
-        });
+        // The GPU tables, on rank 0's clock. Each process traced its own device work, so the
+        // rows add up; a GPU listed by several files (ranks sharing it) is listed once.
+        const auto shifted = [shift](auto record) {
+            record.start += shift;
+            record.end += shift;
+            return record;
+        };
+        if (st.ok()) {
+            st = i->reader.forEachKernel([&](const trace::KernelRecord& k) {
+                writer.addKernel(shifted(k));
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachMemcpy([&](const trace::MemcpyRecord& m) {
+                writer.addMemcpy(shifted(m));
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachMemset([&](const trace::MemsetRecord& m) {
+                writer.addMemset(shifted(m));
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachRuntime([&](const trace::RuntimeRecord& r) {
+                writer.addRuntime(shifted(r));
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachSync([&](const trace::SyncRecord& y) {
+                writer.addSync(shifted(y));
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachNvtx([&](const trace::NvtxRecord& n) {
+                trace::NvtxRecord r = n;
+                r.start += shift;
+                if (r.end) {
+                    *r.end += shift;
+                }
+                writer.addNvtx(r);
+                return true;
+            });
+        }
+        if (st.ok()) {
+            st = i->reader.forEachGpuMemoryEvent([&](const trace::GpuMemoryEvent& e) {
+                trace::GpuMemoryEvent r = e;
+                r.start += shift;
+                writer.addGpuMemoryEvent(r);
+                return true;
+            });
+        }
         if (!st.ok()) {
             return st;
         }
-        if (i->reader.kernelCount() > 0) {
-            report->notes.push_back(i->path +
-                                    ": its GPU kernels are merged; its copies, memsets, runtime "
-                                    "calls and synchronizations are not yet (read them there)");
+        for (const trace::GpuInfo& g : i->reader.gpus()) {
+            if (gpus_seen.insert({g.id, g.uuid, g.bus_location}).second) {
+                writer.addGpuInfo(g);
+            }
         }
         // Per-rank metrics from every file; run-level ones from rank 0's, and the loss from
         // the file whose rank computed it. Iteration times are made anew below.

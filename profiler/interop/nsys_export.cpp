@@ -6,6 +6,8 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "record_rows.h"
+
 namespace pipescope::interop::detail {
 
 namespace {
@@ -102,7 +104,7 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
     return TraceStatus::success();
 }
 
-TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpus,
+TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
                        std::unordered_map<std::uint64_t, Span>* spans) {
     const std::int64_t shift = r.summary.clock_offset_ns;
     NsysReportSummary& sum = r.summary;
@@ -154,13 +156,9 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpu
     // in its first seven columns: fillHead copies them; device() also widens the span of the op
     // that launched it, or counts it as launched outside every op.
     const auto fillHead = [&](const Stmt& s, auto* record) {
-        record->start = s.int64(0) + shift;
-        record->end = s.int64(1) + shift;
-        record->device_id = s.int32(2);
-        record->context_id = s.int32(3);
-        record->stream_id = s.int32(4);
-        record->correlation_id = s.int64(5);
-        record->global_pid = s.int64(6);
+        trace::detail::fillDeviceHead(s, *record);
+        record->start += shift;
+        record->end += shift;
     };
     const auto device = [&](const Stmt& s, auto* record) {
         fillHead(s, record);
@@ -247,20 +245,10 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpu
                            "clockRate", "smCount", "uuid", "computeMajor", "computeMinor"},
                           {"id"}, [&](const Stmt& s) {
                               trace::GpuInfo g;
-                              g.id = s.int32(0);
-                              if (!gpus->insert(g.id).second) {
-                                  return;  // the same GPU in another process's report
+                              trace::detail::fillGpuInfo(s, g);
+                              if (gpus->insert({g.id, g.uuid, g.bus_location}).second) {
+                                  writer.addGpuInfo(g);  // else the same GPU in another report
                               }
-                              g.name = s.text(1);
-                              g.bus_location = s.text(2);
-                              g.total_memory = s.int64(3);
-                              g.memory_bandwidth = s.int64(4);
-                              g.clock_rate = s.int64(5);
-                              g.sm_count = s.int32(6);
-                              g.uuid = s.text(7);
-                              g.compute_major = s.int32(8);
-                              g.compute_minor = s.int32(9);
-                              writer.addGpuInfo(g);
                           });
     }
     return st;

@@ -55,6 +55,10 @@ struct OpRange {
     std::uint64_t key = 0;
 };
 
+// The GPUs already written, by (id, uuid, bus location): the same GPU in several processes'
+// reports is listed once, GPU 0 of two hosts twice.
+using GpuSet = std::set<std::tuple<int, std::string, std::string>>;
+
 struct Span {
     std::int64_t start = 0, end = 0;
 };
@@ -247,8 +251,8 @@ TraceStatus openExport(const std::string& path, Report* r);
 TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>& host_ops,
                        const std::string& run_path, Report* r);
 // Copies a report's GPU tables into the writer, on the run's clock, and widens the device span
-// of each op (by opKey) by the records it launched; `gpus` are the GPU ids already written.
-TraceStatus copyReport(Report& r, trace::TraceWriter& writer, std::set<int>* gpus,
+// of each op (by opKey) by the records it launched.
+TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
                        std::unordered_map<std::uint64_t, Span>* spans);
 
 }  // namespace pipescope::interop::detail

@@ -178,7 +178,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     writer.addMetric(
         {"nsys_reports", static_cast<double>(opened.size()), std::nullopt, std::nullopt});
 
-    std::set<int> gpus;
+    detail::GpuSet gpus;
     std::unordered_map<std::uint64_t, Span> spans;
     for (auto& r : opened) {
         if (st = copyReport(*r, writer, &gpus, &spans); !st.ok()) {

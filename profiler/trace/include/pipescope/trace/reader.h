@@ -129,6 +129,13 @@ class TraceReader {
     // GPU tables.
     std::int64_t kernelCount() const;
     TraceStatus forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const;
+    TraceStatus forEachMemcpy(const std::function<bool(const MemcpyRecord&)>& fn) const;
+    TraceStatus forEachMemset(const std::function<bool(const MemsetRecord&)>& fn) const;
+    TraceStatus forEachRuntime(const std::function<bool(const RuntimeRecord&)>& fn) const;
+    TraceStatus forEachSync(const std::function<bool(const SyncRecord&)>& fn) const;
+    TraceStatus forEachNvtx(const std::function<bool(const NvtxRecord&)>& fn) const;
+    TraceStatus forEachGpuMemoryEvent(const std::function<bool(const GpuMemoryEvent&)>& fn) const;
+    std::vector<GpuInfo> gpus() const;
 
     // The last error of a query (empty when none): queries on a damaged file return what they
     // could read and set this.

@@ -1,0 +1,180 @@
+// The merge of a multi-process CUDA run's traces carries every GPU table, each file's rows moved
+// to rank 0's clock, and lists a GPU that several processes share once. (The CPU path of merge
+// is tested with real processes in tests/runner/tst_run_multi.cpp.)
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <pipescope/interop/merge.h>
+#include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
+
+using namespace pipescope;
+
+namespace {
+
+constexpr std::int64_t kStart0 = 1700000000000000000;
+// Rank 1's process started 1000 ns after rank 0's, and its clock reads 500 ns behind rank 0's:
+// its times move by 1000 + 500.
+constexpr std::int64_t kLater = 1000;
+constexpr std::int64_t kOffset = 500;
+constexpr std::int64_t kShift = kLater + kOffset;
+
+// One process's trace: its rank's op, and one row of every GPU table at t = 100 + 10 * rank.
+QString writeRankTrace(const QString& path, int rank) {
+    trace::TraceWriter w;
+    trace::RunInfo run;
+    run.name = "cuda, two processes";
+    run.config_json = "{}";
+    run.backend = "cuda";
+    run.start_ns = kStart0 + (rank == 1 ? kLater : 0);
+    run.ranks = 2;
+    run.iterations = 1;
+    if (const auto st = w.create(path.toStdString(), run); !st.ok()) {
+        return QString::fromStdString(st.message);
+    }
+    w.addRank({rank, std::to_string(rank), "cuda:0", "host", rank == 1 ? kOffset : 0, 40 + rank});
+    trace::OpRecord op;
+    op.rank = rank;
+    op.source = trace::Source::Host;
+    op.start_ns = 50;
+    op.end_ns = 400;
+    w.addOp(op);
+    const std::int64_t t = 100 + 10 * rank;
+    const std::int64_t pid = static_cast<std::int64_t>(40 + rank) << 24;
+    trace::KernelRecord k;
+    k.start = t;
+    k.end = t + 5;
+    k.global_pid = pid;
+    k.demangled_name = k.short_name = "gemm";
+    w.addKernel(k);
+    trace::MemcpyRecord c;
+    c.start = t;
+    c.end = t + 6;
+    c.bytes = 4096;
+    w.addMemcpy(c);
+    trace::MemsetRecord m;
+    m.start = t;
+    m.end = t + 7;
+    w.addMemset(m);
+    trace::RuntimeRecord r;
+    r.start = t;
+    r.end = t + 8;
+    r.global_tid = pid | 1;
+    r.name = "cudaLaunchKernel_v7000";
+    w.addRuntime(r);
+    trace::SyncRecord y;
+    y.start = t;
+    y.end = t + 9;
+    w.addSync(y);
+    trace::NvtxRecord range;
+    range.start = t;
+    range.end = t + 10;
+    range.text = "F0 [r" + std::to_string(rank) + " i0 #0]";
+    w.addNvtx(range);
+    trace::NvtxRecord mark;
+    mark.start = t;
+    mark.event_type = 34;
+    mark.text = "a mark";
+    w.addNvtx(mark);
+    trace::GpuMemoryEvent e;
+    e.start = t;
+    e.bytes = 1 << 20;
+    w.addGpuMemoryEvent(e);
+    trace::GpuInfo g;
+    g.id = 0;
+    g.name = "NVIDIA H100";
+    g.uuid = "GPU-shared";
+    w.addGpuInfo(g);
+    const auto st = w.finish(trace::RunStatus::Complete, {}, run.start_ns + 1000);
+    return st.ok() ? QString() : QString::fromStdString(st.message);
+}
+
+}  // namespace
+
+class TstMergeGpu : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void carriesEveryGpuTable() {
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        QCOMPARE(writeRankTrace(r1, 1), QString());
+        interop::MergeReport report;
+        const std::string out = dir.filePath("run.db").toStdString();
+        const auto st =
+            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        trace::TraceReader m;
+        QVERIFY(m.open(out).ok());
+
+        // Each table: both files' rows, rank 1's at 110 + kShift.
+        const auto starts = [](auto& list) {
+            std::vector<std::int64_t> s;
+            for (const auto& r : list) {
+                s.push_back(r.start);
+            }
+            std::sort(s.begin(), s.end());
+            return s;
+        };
+        const std::vector<std::int64_t> want = {100, 110 + kShift};
+        std::vector<trace::KernelRecord> kernels;
+        std::vector<trace::MemcpyRecord> copies;
+        std::vector<trace::MemsetRecord> memsets;
+        std::vector<trace::RuntimeRecord> calls;
+        std::vector<trace::SyncRecord> syncs;
+        std::vector<trace::NvtxRecord> nvtx;
+        std::vector<trace::GpuMemoryEvent> memory;
+        const auto into = [](auto* list) {
+            return [list](const auto& r) {
+                list->push_back(r);
+                return true;
+            };
+        };
+        QVERIFY(m.forEachKernel(into(&kernels)).ok());
+        QVERIFY(m.forEachMemcpy(into(&copies)).ok());
+        QVERIFY(m.forEachMemset(into(&memsets)).ok());
+        QVERIFY(m.forEachRuntime(into(&calls)).ok());
+        QVERIFY(m.forEachSync(into(&syncs)).ok());
+        QVERIFY(m.forEachNvtx(into(&nvtx)).ok());
+        QVERIFY(m.forEachGpuMemoryEvent(into(&memory)).ok());
+        QCOMPARE(starts(kernels), want);
+        QCOMPARE(starts(copies), want);
+        QCOMPARE(starts(memsets), want);
+        QCOMPARE(starts(calls), want);
+        QCOMPARE(starts(syncs), want);
+        QCOMPARE(starts(memory), want);
+        QCOMPARE(nvtx.size(), std::size_t(4));  // a range and a mark from each file
+        // Ends move with their starts; names and texts come through.
+        for (const auto& c : calls) {
+            QCOMPARE(c.end - c.start, 8);
+            QCOMPARE(c.name, std::string("cudaLaunchKernel_v7000"));
+        }
+        for (const auto& c : copies) {
+            QCOMPARE(c.end - c.start, 6);
+            QCOMPARE(c.bytes, 4096);
+        }
+        int marks = 0;
+        for (const auto& n : nvtx) {
+            if (n.event_type == 34) {
+                ++marks;
+                QVERIFY(!n.end);
+            } else {
+                QVERIFY(n.end);
+                QCOMPARE(*n.end - n.start, 10);
+                QVERIFY(n.text.rfind("F0 [r", 0) == 0);
+            }
+        }
+        QCOMPARE(marks, 2);
+        // The GPU both processes ran on is listed once.
+        const auto gpus = m.gpus();
+        QCOMPARE(gpus.size(), std::size_t(1));
+        QCOMPARE(gpus.front().uuid, std::string("GPU-shared"));
+        for (const auto& note : report.notes) {
+            QVERIFY2(note.find("not yet") == std::string::npos, note.c_str());
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TstMergeGpu)
+#include "tst_merge_gpu.moc"
