@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include <pipescope/interop/merge.h>
 #include <pipescope/trace/reader.h>
@@ -213,60 +214,34 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         }
         // The GPU tables, on rank 0's clock. Each process traced its own device work, so the
         // rows add up; a GPU listed by several files (ranks sharing it) is listed once.
-        const auto shifted = [shift](auto record) {
-            record.start += shift;
-            record.end += shift;
-            return record;
-        };
-        if (st.ok()) {
-            st = i->reader.forEachKernel([&](const trace::KernelRecord& k) {
-                writer.addKernel(shifted(k));
-                return true;
-            });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachMemcpy([&](const trace::MemcpyRecord& m) {
-                writer.addMemcpy(shifted(m));
-                return true;
-            });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachMemset([&](const trace::MemsetRecord& m) {
-                writer.addMemset(shifted(m));
-                return true;
-            });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachRuntime([&](const trace::RuntimeRecord& r) {
-                writer.addRuntime(shifted(r));
-                return true;
-            });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachSync([&](const trace::SyncRecord& y) {
-                writer.addSync(shifted(y));
-                return true;
-            });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachNvtx([&](const trace::NvtxRecord& n) {
-                trace::NvtxRecord r = n;
+        // Each table: its reader's forEach into its writer's add, every time moved by `shift`.
+        const auto copyTable = [&](auto for_each, auto add) {
+            if (!st.ok()) {
+                return;
+            }
+            st = (i->reader.*for_each)([&](const auto& row) {
+                auto r = row;
                 r.start += shift;
-                if (r.end) {
-                    *r.end += shift;
+                if constexpr (std::is_same_v<decltype(r), trace::NvtxRecord>) {
+                    if (r.end) {
+                        *r.end += shift;  // marks have no end
+                    }
+                } else if constexpr (!std::is_same_v<decltype(r), trace::GpuMemoryEvent>) {
+                    r.end += shift;
                 }
-                writer.addNvtx(r);
+                (writer.*add)(r);
                 return true;
             });
-        }
-        if (st.ok()) {
-            st = i->reader.forEachGpuMemoryEvent([&](const trace::GpuMemoryEvent& e) {
-                trace::GpuMemoryEvent r = e;
-                r.start += shift;
-                writer.addGpuMemoryEvent(r);
-                return true;
-            });
-        }
+        };
+        using R = trace::TraceReader;
+        using W = trace::TraceWriter;
+        copyTable(&R::forEachKernel, &W::addKernel);
+        copyTable(&R::forEachMemcpy, &W::addMemcpy);
+        copyTable(&R::forEachMemset, &W::addMemset);
+        copyTable(&R::forEachRuntime, &W::addRuntime);
+        copyTable(&R::forEachSync, &W::addSync);
+        copyTable(&R::forEachNvtx, &W::addNvtx);
+        copyTable(&R::forEachGpuMemoryEvent, &W::addGpuMemoryEvent);
         if (!st.ok()) {
             return st;
         }

@@ -152,104 +152,79 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
         return st;
     }
     std::sort(r.launches.begin(), r.launches.end());
-    // A device record has start, end, deviceId, contextId, streamId, correlationId and globalPid
-    // in its first seven columns: fillHead copies them; device() also widens the span of the op
-    // that launched it, or counts it as launched outside every op.
-    const auto fillHead = [&](const Stmt& s, auto* record) {
-        trace::detail::fillDeviceHead(s, *record);
+    // A device record on the run's clock: shifted, and for the op's device work, widening the
+    // span of the op that launched it, or counted as launched outside every op.
+    const auto shifted = [&](auto* record) {
         record->start += shift;
         record->end += shift;
     };
-    const auto device = [&](const Stmt& s, auto* record) {
-        fillHead(s, record);
+    const auto attribute = [&](const Stmt& s, const auto& record) {
         const auto op =
-            s.isNull(5) ? std::nullopt : r.launcher(record->global_pid, s.int64(5), s.int64(0));
+            s.isNull(5) ? std::nullopt : r.launcher(record.global_pid, s.int64(5), s.int64(0));
         if (!op) {
             ++sum.unattributed;
             return;
         }
-        auto [it, fresh] = spans->try_emplace(*op, Span{record->start, record->end});
+        auto [it, fresh] = spans->try_emplace(*op, Span{record.start, record.end});
         if (!fresh) {
-            it->second.start = std::min(it->second.start, record->start);
-            it->second.end = std::max(it->second.end, record->end);
+            it->second.start = std::min(it->second.start, record.start);
+            it->second.end = std::max(it->second.end, record.end);
         }
     };
-    const std::vector<std::string> head = {"start",    "end",           "deviceId", "contextId",
-                                           "streamId", "correlationId", "globalPid"};
-    const auto with = [&](std::vector<std::string> more) {
-        more.insert(more.begin(), head.begin(), head.end());
-        return more;
-    };
     const std::set<std::string> required = {"start", "end", "correlationId"};
-    st = r.forEachRow(
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        with({"gridId", "demangledName", "shortName", "gridX", "gridY", "gridZ", "blockX", "blockY",
-              "blockZ", "registersPerThread", "staticSharedMemory", "dynamicSharedMemory"}),
-        required, [&](const Stmt& s) {
-            trace::KernelRecord k;
-            device(s, &k);
-            k.grid_id = s.int64(7);
-            k.demangled_name = r.string(s, 8);
-            k.short_name = r.string(s, 9);
-            int* dims[] = {&k.grid_x, &k.grid_y, &k.grid_z, &k.block_x, &k.block_y, &k.block_z};
-            for (int i = 0; i < 6; ++i) {
-                *dims[i] = s.isNull(10 + i) ? 1 : s.int32(10 + i);
-            }
-            k.registers_per_thread = s.int32(16);
-            k.static_shared_memory = s.int32(17);
-            k.dynamic_shared_memory = s.int32(18);
-            writer.addKernel(k);
-            ++sum.kernels;
-        });
+    st = r.forEachRow("CUPTI_ACTIVITY_KIND_KERNEL", trace::detail::kKernelColumns, required,
+                      [&](const Stmt& s) {
+                          trace::KernelRecord k;
+                          trace::detail::fillKernel(s, k);
+                          k.demangled_name = r.string(s, 8);
+                          k.short_name = r.string(s, 9);
+                          shifted(&k);
+                          attribute(s, k);
+                          writer.addKernel(k);
+                          ++sum.kernels;
+                      });
     if (st.ok()) {
-        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMCPY",
-                          with({"bytes", "copyKind", "srcKind", "dstKind"}), required,
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMCPY", trace::detail::kMemcpyColumns, required,
                           [&](const Stmt& s) {
                               trace::MemcpyRecord m;
-                              device(s, &m);
-                              m.bytes = s.int64(7);
-                              m.copy_kind = s.int32(8);
-                              m.src_kind = s.int32(9);
-                              m.dst_kind = s.int32(10);
+                              trace::detail::fillMemcpy(s, m);
+                              shifted(&m);
+                              attribute(s, m);
                               writer.addMemcpy(m);
                               ++sum.memcpys;
                           });
     }
     if (st.ok()) {
-        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMSET", with({"value", "bytes", "memKind"}),
-                          required, [&](const Stmt& s) {
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_MEMSET", trace::detail::kMemsetColumns, required,
+                          [&](const Stmt& s) {
                               trace::MemsetRecord m;
-                              device(s, &m);
-                              m.value = s.int32(7);
-                              m.bytes = s.int64(8);
-                              m.mem_kind = s.int32(9);
+                              trace::detail::fillMemset(s, m);
+                              shifted(&m);
+                              attribute(s, m);
                               writer.addMemset(m);
                               ++sum.memsets;
                           });
     }
     if (st.ok()) {
         // Synchronizations are no op's device work: copied, not attributed.
-        st = r.forEachRow("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", with({"syncType", "eventId"}),
+        st = r.forEachRow("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", trace::detail::kSyncColumns,
                           {"start", "end"}, [&](const Stmt& s) {
                               trace::SyncRecord y;
-                              fillHead(s, &y);
-                              y.sync_type = s.int32(7);
-                              y.event_id = s.int64(8);
+                              trace::detail::fillSync(s, y);
+                              shifted(&y);
                               writer.addSync(y);
                               ++sum.syncs;
                           });
     }
     if (st.ok()) {
-        st = r.forEachRow("TARGET_INFO_GPU",
-                          {"id", "name", "busLocation", "totalMemory", "memoryBandwidth",
-                           "clockRate", "smCount", "uuid", "computeMajor", "computeMinor"},
-                          {"id"}, [&](const Stmt& s) {
-                              trace::GpuInfo g;
-                              trace::detail::fillGpuInfo(s, g);
-                              if (gpus->insert({g.id, g.uuid, g.bus_location}).second) {
-                                  writer.addGpuInfo(g);  // else the same GPU in another report
-                              }
-                          });
+        st =
+            r.forEachRow("TARGET_INFO_GPU", trace::detail::kGpuColumns, {"id"}, [&](const Stmt& s) {
+                trace::GpuInfo g;
+                trace::detail::fillGpuInfo(s, g);
+                if (gpus->insert({g.id, g.uuid, g.bus_location}).second) {
+                    writer.addGpuInfo(g);  // else the same GPU in another report
+                }
+            });
     }
     return st;
 }

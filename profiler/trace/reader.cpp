@@ -474,45 +474,24 @@ TraceStatus forEachGpuRow(const Db& db, const std::string& path, const char* tab
 }  // namespace
 
 TraceStatus TraceReader::forEachMemcpy(const std::function<bool(const MemcpyRecord&)>& fn) const {
-    return forEachGpuRow<MemcpyRecord>(
-        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMCPY",
-        std::string("SELECT ") + detail::kDeviceHead +
-            ", bytes, copyKind, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
-        [](const Stmt& s, MemcpyRecord& m) {
-            detail::fillDeviceHead(s, m);
-            m.bytes = s.int64(7);
-            m.copy_kind = s.int32(8);
-            m.src_kind = s.int32(9);
-            m.dst_kind = s.int32(10);
-        },
-        fn);
+    return forEachGpuRow<MemcpyRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                       "SELECT " + detail::columnList(detail::kMemcpyColumns) +
+                                           " FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
+                                       detail::fillMemcpy, fn);
 }
 
 TraceStatus TraceReader::forEachMemset(const std::function<bool(const MemsetRecord&)>& fn) const {
-    return forEachGpuRow<MemsetRecord>(
-        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMSET",
-        std::string("SELECT ") + detail::kDeviceHead +
-            ", value, bytes, memKind FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
-        [](const Stmt& s, MemsetRecord& m) {
-            detail::fillDeviceHead(s, m);
-            m.value = s.int32(7);
-            m.bytes = s.int64(8);
-            m.mem_kind = s.int32(9);
-        },
-        fn);
+    return forEachGpuRow<MemsetRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMSET",
+                                       "SELECT " + detail::columnList(detail::kMemsetColumns) +
+                                           " FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
+                                       detail::fillMemset, fn);
 }
 
 TraceStatus TraceReader::forEachSync(const std::function<bool(const SyncRecord&)>& fn) const {
-    return forEachGpuRow<SyncRecord>(
-        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-        std::string("SELECT ") + detail::kDeviceHead +
-            ", syncType, eventId FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
-        [](const Stmt& s, SyncRecord& y) {
-            detail::fillDeviceHead(s, y);
-            y.sync_type = s.int32(7);
-            y.event_id = s.int64(8);
-        },
-        fn);
+    return forEachGpuRow<SyncRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                                     "SELECT " + detail::columnList(detail::kSyncColumns) +
+                                         " FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
+                                     detail::fillSync, fn);
 }
 
 TraceStatus TraceReader::forEachRuntime(const std::function<bool(const RuntimeRecord&)>& fn) const {
@@ -574,7 +553,7 @@ std::vector<GpuInfo> TraceReader::gpus() const {
     std::vector<GpuInfo> out;
     (void)forEachGpuRow<GpuInfo>(
         impl_->db, impl_->path, "TARGET_INFO_GPU",
-        std::string("SELECT ") + detail::kGpuColumns + " FROM TARGET_INFO_GPU ORDER BY id",
+        "SELECT " + detail::columnList(detail::kGpuColumns) + " FROM TARGET_INFO_GPU ORDER BY id",
         detail::fillGpuInfo, std::function<bool(const GpuInfo&)>([&](const GpuInfo& g) {
             out.push_back(g);
             return true;
@@ -583,6 +562,7 @@ std::vector<GpuInfo> TraceReader::gpus() const {
 }
 
 TraceStatus TraceReader::forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const {
+    // kKernelColumns' order, with the names joined in from StringIds.
     return forEachGpuRow<KernelRecord>(
         impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_KERNEL",
         "SELECT k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId, "
@@ -592,19 +572,9 @@ TraceStatus TraceReader::forEachKernel(const std::function<bool(const KernelReco
         "LEFT JOIN StringIds dn ON dn.id = k.demangledName "
         "LEFT JOIN StringIds sn ON sn.id = k.shortName ORDER BY k.deviceId, k.start",
         [](const Stmt& s, KernelRecord& k) {
-            detail::fillDeviceHead(s, k);
-            k.grid_id = s.int64(7);
+            detail::fillKernel(s, k);
             k.demangled_name = s.text(8);
             k.short_name = s.text(9);
-            k.grid_x = s.int32(10);
-            k.grid_y = s.int32(11);
-            k.grid_z = s.int32(12);
-            k.block_x = s.int32(13);
-            k.block_y = s.int32(14);
-            k.block_z = s.int32(15);
-            k.registers_per_thread = s.int32(16);
-            k.static_shared_memory = s.int32(17);
-            k.dynamic_shared_memory = s.int32(18);
         },
         fn);
 }
