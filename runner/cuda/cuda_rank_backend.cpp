@@ -34,6 +34,10 @@ thread_local bool t_op_pushed = false;
 // The op the calling thread is issuing (beginOp to endOp).
 thread_local std::uint64_t t_op_id = 0;
 
+// Slots of each lane's token staging ring (pinned_staging.h): a copy waits for the one issued
+// this many uploads earlier.
+constexpr int kTokenSlots = 8;
+
 }  // namespace
 
 cudaStream_t CudaRankBackend::stream() const {
@@ -89,6 +93,8 @@ CudaRankBackend::CudaRankBackend(const schedule::Config& config, const schedule:
             lane.exec.stream = lane.stream;
             lane.exec.blas = lane.blas->get();
             lane.exec.tf32 = options.tf32;
+            lane.staging = std::make_unique<PinnedStaging>(
+                static_cast<std::size_t>(shape_.rows()) * sizeof(std::int32_t), kTokenSlots);
         }
         if (options.lane_sync == LaneSync::Event) {
             std::vector<cudaStream_t> streams;
@@ -165,6 +171,7 @@ void CudaRankBackend::teardown() noexcept {
             release(p);
         }
         lane.deferred.clear();
+        lane.staging.reset();
         lane.blas.reset();
         if (lane.stream != nullptr) {
             cudaStreamDestroy(lane.stream);
@@ -178,6 +185,17 @@ void CudaRankBackend::teardown() noexcept {
 }
 
 void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& label) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+#if PIPESCOPE_HAVE_NVTX
+    // The range names the op for Nsight Systems and, for `pipescope-trace import-nsys`, which op
+    // of the run it is (trace/nvtx_op.h).
+    const auto key = exec::opKeyFromId(op_id);
+    const std::string text =
+        key ? trace::nvtxOpText(label, key->rank, key->iteration, key->op_index) : label;
+#else
+    (void)label;
+#endif
+    // Nothing below throws: what is pushed here is popped by endOp or abandonOp.
 #if PIPESCOPE_HAVE_CUPTI
     // Every CUDA call of the op from here on carries its id (gpu_trace.h).
     auto& tracer = cupti::ActivityTracer::instance();
@@ -185,22 +203,37 @@ void CudaRankBackend::beginOp(int lane, std::uint64_t op_id, const std::string& 
     if (t_op_pushed) {
         tracer.pushOp(op_id);
     }
-#else
-    (void)op_id;
 #endif
-    check(cudaSetDevice(device_), "cudaSetDevice");
     t_backend = this;
     t_lane = lane;
     t_op_id = op_id;
 #if PIPESCOPE_HAVE_NVTX
-    // The range names the op for Nsight Systems and, for `pipescope-trace import-nsys`, which op
-    // of the run it is (trace/nvtx_op.h).
-    const auto key = exec::opKeyFromId(op_id);
-    nvtxRangePushA(
-        (key ? trace::nvtxOpText(label, key->rank, key->iteration, key->op_index) : label).c_str());
-#else
-    (void)label;
+    nvtxRangePushA(text.c_str());
 #endif
+}
+
+void CudaRankBackend::leaveOp() noexcept {
+#if PIPESCOPE_HAVE_NVTX
+    nvtxRangePop();
+#endif
+    t_backend = nullptr;
+    t_lane = -1;
+    t_op_id = 0;
+#if PIPESCOPE_HAVE_CUPTI
+    if (t_op_pushed) {
+        cupti::ActivityTracer::instance().popOp();
+        t_op_pushed = false;
+    }
+#endif
+}
+
+void CudaRankBackend::abandonOp(int lane) noexcept {
+    // What the op freed stays on its lane's list until teardown releases it: its kernels may
+    // still be running.
+    (void)lane;
+    if (t_backend == this) {
+        leaveOp();
+    }
 }
 
 void CudaRankBackend::endOp(int lane, int awaited) {
@@ -211,9 +244,6 @@ void CudaRankBackend::endOp(int lane, int awaited) {
     if (!events_) {
         e = cudaStreamSynchronize(l.stream);
     }
-#if PIPESCOPE_HAVE_NVTX
-    nvtxRangePop();
-#endif
     std::vector<float*> freed;
     {
         std::lock_guard<std::mutex> lock(l.deferred_m);
@@ -232,15 +262,7 @@ void CudaRankBackend::endOp(int lane, int awaited) {
             release(p);
         }
     }
-    t_backend = nullptr;
-    t_lane = -1;
-    t_op_id = 0;
-#if PIPESCOPE_HAVE_CUPTI
-    if (t_op_pushed) {
-        cupti::ActivityTracer::instance().popOp();
-        t_op_pushed = false;
-    }
-#endif
+    leaveOp();
     check(e, "the op's kernels");
     if (!failure.empty()) {
         throw std::runtime_error(failure);
@@ -309,7 +331,15 @@ Buffer CudaRankBackend::upload(const void* host, std::int64_t floats, MemoryCate
 
 Buffer CudaRankBackend::tokensOnDevice(const std::vector<std::int32_t>& ids) {
     static_assert(sizeof(std::int32_t) == sizeof(float));
-    return upload(ids.data(), static_cast<std::int64_t>(ids.size()), MemoryCategory::Workspace);
+    Buffer b = allocate(static_cast<std::int64_t>(ids.size()), MemoryCategory::Workspace);
+    const std::size_t bytes = ids.size() * sizeof(std::int32_t);
+    Lane* lane = t_backend == this && t_lane >= 0 ? &lanes_[idx(t_lane)] : nullptr;
+    if (bytes > 0 && (lane == nullptr || lane->staging == nullptr ||
+                      !lane->staging->copy(b.ptr(), ids.data(), bytes, lane->stream))) {
+        check(cudaMemcpyAsync(b.ptr(), ids.data(), bytes, cudaMemcpyHostToDevice, stream()),
+              "cudaMemcpyAsync (token ids)");
+    }
+    return b;
 }
 
 DParam CudaRankBackend::makeParam(const exec::Param<float>& host,

@@ -21,6 +21,8 @@
 #include <pipescope/exec/rank_model.h>
 #include <pipescope/kernels/cuda/ops.h>
 
+#include "pinned_staging.h"
+
 namespace pipescope::cuda::detail {
 
 namespace kg = kernels::cuda;
@@ -92,6 +94,7 @@ class CudaRankBackend final : public exec::RankBackend {
 
     void beginOp(int lane, std::uint64_t op_id, const std::string& label) override;
     void endOp(int lane, int awaited) override;
+    void abandonOp(int lane) noexcept override;
     bool asyncLanes() const override { return events_ != nullptr; }
     void waitFor(int lane, std::uint64_t op_id) override { events_->waitFor(lane, op_id); }
 
@@ -188,6 +191,8 @@ class CudaRankBackend final : public exec::RankBackend {
     Buffer upload(const void* host, std::int64_t floats, MemoryCategory category);
     Buffer tokensOnDevice(const std::vector<std::int32_t>& ids);
     void release(float* p);
+    // Pops the op's NVTX range and CUPTI id and clears the calling thread's op (endOp, abandonOp).
+    void leaveOp() noexcept;
     // Frees what the constructor made, in order; the destructor, and a constructor that fails.
     void teardown() noexcept;
     std::vector<DParam*> params();
@@ -213,7 +218,8 @@ class CudaRankBackend final : public exec::RankBackend {
         std::unique_ptr<kg::BlasHandle> blas;
         kg::Exec exec;
         std::mutex deferred_m;
-        std::vector<float*> deferred;  // freed during the current op, released at endOp
+        std::vector<float*> deferred;            // freed during the current op, released at endOp
+        std::unique_ptr<PinnedStaging> staging;  // token ids on their way to the device
     };
     std::array<Lane, schedule::kStreamCount> lanes_;
     // Asynchronous lanes (LaneSync::Event): the events between them and the memory freed while

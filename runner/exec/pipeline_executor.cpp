@@ -60,6 +60,20 @@ std::int64_t threadCpuNs() {
     return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
+// An op between beginOp and endOp: if it throws, the backend abandons it (rank_backend.h).
+struct OpInProgress {
+    OpInProgress(RankBackend* b, int l) : backend(b), lane(l) {}
+    OpInProgress(const OpInProgress&) = delete;
+    OpInProgress& operator=(const OpInProgress&) = delete;
+    ~OpInProgress() {
+        if (backend != nullptr) {
+            backend->abandonOp(lane);
+        }
+    }
+    RankBackend* backend;
+    int lane;
+};
+
 }  // namespace
 
 struct PipelineExecutor::Impl {
@@ -224,6 +238,7 @@ struct PipelineExecutor::Impl {
                     const std::int64_t start = nowNs();
                     const std::int64_t cpu0 = threadCpuNs();
                     rs.backend->beginOp(lane, opKeyId({rank, it, index}), op.label());
+                    OpInProgress in_progress{rs.backend.get(), lane};
                     if (rs.backend->asyncLanes()) {
                         for (int k = b; k < e; ++k) {
                             const int dep = g.start_deps[static_cast<std::size_t>(k)];
@@ -242,6 +257,7 @@ struct PipelineExecutor::Impl {
                     first = false;
                     rs.comm[static_cast<std::size_t>(lane)]->setActivity(where());
                     const std::int64_t bytes = detail::runOp(run, rank, it, op);
+                    in_progress.backend = nullptr;  // endOp cleans up even when it throws
                     rs.backend->endOp(lane, rs.backend->asyncLanes()
                                                 ? run.awaited[static_cast<std::size_t>(node)]
                                                 : 0);

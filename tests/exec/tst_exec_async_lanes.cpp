@@ -197,6 +197,12 @@ class CheckedComm final : public exec::Comm {
     int lane_;
 };
 
+// How the interpreter bracketed a rank's ops: every beginOp is followed by one endOp or one
+// abandonOp (an op that threw), on the same thread and lane.
+struct OpCounts {
+    std::atomic<int> begun{0}, ended{0}, abandoned{0}, stray_abandons{0};
+};
+
 // The CPU backend, claiming asynchronous lanes, every pointer checked on the calling lane.
 class AsyncCheckedBackend final : public exec::RankBackend {
   public:
@@ -204,6 +210,9 @@ class AsyncCheckedBackend final : public exec::RankBackend {
         : cpu_(std::move(cpu)), d_(d) {}
 
     void beginOp(int lane, std::uint64_t op_id, const std::string& label) override {
+        QVERIFY2(t_open_op == 0, "beginOp while the thread's previous op is still open");
+        t_open_op = op_id;
+        counts_->begun.fetch_add(1);
         t_lane = lane;
         t_op = op_id;
         t_issued = false;
@@ -211,9 +220,22 @@ class AsyncCheckedBackend final : public exec::RankBackend {
         cpu_->beginOp(lane, op_id, label);
     }
     void endOp(int lane, int awaited) override {
+        QVERIFY2(t_open_op == t_op, "endOp without its beginOp");
+        t_open_op = 0;
+        counts_->ended.fetch_add(1);
         cpu_->endOp(lane, awaited);
         d_->ended(lane, t_op, awaited);
     }
+    void abandonOp(int lane) noexcept override {
+        if (t_open_op != t_op || lane != t_lane) {
+            counts_->stray_abandons.fetch_add(1);
+        }
+        t_open_op = 0;
+        counts_->abandoned.fetch_add(1);
+        cpu_->abandonOp(lane);
+    }
+    // Where to count how the interpreter brackets this rank's ops (outlives the backend).
+    void setOpCounts(OpCounts* counts) { counts_ = counts; }
     bool asyncLanes() const override { return true; }
     void waitFor(int lane, std::uint64_t op_id) override {
         QVERIFY2(lane == t_lane, "waitFor names another lane than its op's");
@@ -370,7 +392,10 @@ class AsyncCheckedBackend final : public exec::RankBackend {
     static thread_local int t_lane;
     static thread_local std::uint64_t t_op;
     static thread_local bool t_issued;
+    static thread_local std::uint64_t t_open_op;  // begun and neither ended nor abandoned
     std::unique_ptr<exec::CpuRankBackend> cpu_;
+    OpCounts own_counts_;
+    OpCounts* counts_ = &own_counts_;
     RaceDetector* d_;
     std::atomic<int>* aborts_ = nullptr;
     int fail_microbatch_ = -1;
@@ -378,6 +403,7 @@ class AsyncCheckedBackend final : public exec::RankBackend {
 thread_local int AsyncCheckedBackend::t_lane = -1;
 thread_local std::uint64_t AsyncCheckedBackend::t_op = 0;
 thread_local bool AsyncCheckedBackend::t_issued = false;
+thread_local std::uint64_t AsyncCheckedBackend::t_open_op = 0;
 
 std::optional<schedule::Config> tinyConfig(int p, const std::string& sched,
                                            const std::string& vocab) {
@@ -464,7 +490,7 @@ void TstExecAsyncLanes::everyHandOffIsOrdered() {
 void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
     // A backend's own communication (NCCL) may wait for a peer that will never come: a failing
     // op on one rank, or a cancel, reaches every rank's backend once; a run that completes
-    // aborts nothing.
+    // aborts nothing. An op that throws is abandoned (its profiler ranges popped), not left open.
     const int p = 4;
     const auto c = tinyConfig(p, "1f1b", "vocab-2");
     QVERIFY(c);
@@ -473,6 +499,7 @@ void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
     for (const How how : {How::Complete, How::FailOnRank2, How::Cancel}) {
         std::vector<std::unique_ptr<RaceDetector>> detectors;
         std::vector<std::atomic<int>> aborts(p);
+        std::vector<OpCounts> counts(p);
         for (int r = 0; r < p; ++r) {
             detectors.push_back(std::make_unique<RaceDetector>());
         }
@@ -493,6 +520,7 @@ void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
                                                        eo.init_stddev),
                 detectors[static_cast<std::size_t>(rank)].get());
             b->setAbortCount(&aborts[static_cast<std::size_t>(rank)]);
+            b->setOpCounts(&counts[static_cast<std::size_t>(rank)]);
             if (how == How::FailOnRank2 && rank == 2) {
                 b->setFailingMicrobatch(1);
             }
@@ -509,6 +537,16 @@ void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
         }
         for (int r = 0; r < p; ++r) {
             QCOMPARE(aborts[static_cast<std::size_t>(r)].load(), expected);
+            const auto& n = counts[static_cast<std::size_t>(r)];
+            QVERIFY(n.begun.load() > 0);
+            QCOMPARE(n.ended.load() + n.abandoned.load(), n.begun.load());
+            QCOMPARE(n.stray_abandons.load(), 0);
+            if (how == How::Complete) {
+                QCOMPARE(n.abandoned.load(), 0);
+            }
+        }
+        if (how == How::FailOnRank2) {
+            QVERIFY(counts[2].abandoned.load() >= 1);  // the op that threw
         }
     }
 }

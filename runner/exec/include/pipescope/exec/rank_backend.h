@@ -64,6 +64,11 @@ class RankBackend {
     // from the same thread.
     virtual void beginOp(int lane, std::uint64_t op_id, const std::string& label) = 0;
     virtual void endOp(int lane, int awaited) = 0;
+    // The op begun on `lane` threw before endOp was called: undo what beginOp set up on the
+    // calling thread (profiler ranges, the current lane) so that it does not outlive the op. The
+    // run is failing; the op's work need not complete. endOp undoes it itself, even when it
+    // throws, so every beginOp is followed by exactly one of the two.
+    virtual void abandonOp(int /*lane*/) noexcept {}
 
     // Asynchronous lanes: endOp only issues an op's work, and the op begun on `lane` must not
     // start on the device before op `op_id` of another lane (which has ended) has finished there.
