@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <thread>
@@ -34,6 +35,20 @@ CommStatus abortedStatus(const std::string& doing) {
     return CommStatus::error(
         Code::Aborted,
         doing + ": NCCL was aborted (another rank failed, or the run was cancelled)");
+}
+
+// Every communicator is non-blocking: NCCL never waits on the host inside a call (joining a
+// communicator, connecting a channel on its first message: both wait for the peer); the call
+// returns ncclInProgress and the communicator's state says when it is done, so that every such
+// wait is bounded by the timeout (Impl::settle).
+ncclConfig_t nonBlocking() {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    return config;
+}
+
+bool accepted(ncclResult_t r) {
+    return r == ncclSuccess || r == ncclInProgress;
 }
 #endif
 
@@ -146,41 +161,95 @@ struct NcclWorld::Impl {
         }
     }
 
-    // Waits for `stream` (an NCCL operation on `*comm`) within the timeout; on timeout or an
-    // asynchronous NCCL error every communicator is aborted.
-    CommStatus wait(cudaStream_t stream, ncclComm_t* comm, const std::string& what) {
-        const auto deadline = Clock::now() + timeout;
+    // The state of `*comm` (under the abort lock): ncclSuccess, ncclInProgress (a call still
+    // joining or connecting), or an error; nullopt once aborted.
+    std::optional<ncclResult_t> state(ncclComm_t* comm) const {
+        std::shared_lock<std::shared_mutex> lock(abort_m);
+        if (aborted.load() || *comm == nullptr) {
+            return std::nullopt;
+        }
+        ncclResult_t async = ncclSuccess;
+        if (const ncclResult_t r = ncclCommGetAsyncError(*comm, &async); r != ncclSuccess) {
+            return r;
+        }
+        return async;
+    }
+
+    CommStatus timedOut(const std::string& what) {
+        abortAll();
+        return CommStatus::error(Code::Timeout, what + " did not finish within " +
+                                                    std::to_string(timeout.count() / 1000) +
+                                                    " s (NCCL communicators aborted)");
+    }
+
+    // Waits, at most until `deadline`, until `*comm` has no call in progress (its last call has
+    // joined, connected and enqueued its work) and then, unless null, until `stream` (where that
+    // work runs) has finished. On timeout or an NCCL or CUDA error every communicator is aborted.
+    CommStatus waitUntil(ncclComm_t* comm, cudaStream_t stream, Clock::time_point deadline,
+                         const std::string& what) {
         for (;;) {
-            const cudaError_t q = cudaStreamQuery(stream);
-            if (q == cudaSuccess) {
-                return CommStatus::success();
+            const auto st = state(comm);
+            if (!st) {
+                return abortedStatus(what);
             }
-            if (q != cudaErrorNotReady) {
-                abortAll();
-                return CommStatus::error(Code::Aborted, what + ": " + cudaGetErrorString(q));
-            }
-            (void)cudaGetLastError();  // "not ready" is no error for the next launch check
-            ncclResult_t async = ncclSuccess;
-            {
-                std::shared_lock<std::shared_mutex> lock(abort_m);
-                if (aborted.load() || *comm == nullptr) {
-                    return abortedStatus(what);
-                }
-                ncclCommGetAsyncError(*comm, &async);
-            }
-            if (async != ncclSuccess && async != ncclInProgress) {
+            if (*st != ncclSuccess && *st != ncclInProgress) {
                 abortAll();
                 return CommStatus::error(Code::Aborted,
-                                         what + ": NCCL: " + ncclGetErrorString(async));
+                                         what + ": NCCL: " + ncclGetErrorString(*st));
+            }
+            if (*st == ncclSuccess) {
+                if (stream == nullptr) {
+                    return CommStatus::success();
+                }
+                const cudaError_t q = cudaStreamQuery(stream);
+                if (q == cudaSuccess) {
+                    return CommStatus::success();
+                }
+                if (q != cudaErrorNotReady) {
+                    abortAll();
+                    return CommStatus::error(Code::Aborted, what + ": " + cudaGetErrorString(q));
+                }
+                (void)cudaGetLastError();  // "not ready" is no error for the next launch check
             }
             if (Clock::now() > deadline) {
-                abortAll();
-                return CommStatus::error(Code::Timeout, what + " did not finish within " +
-                                                            std::to_string(timeout.count() / 1000) +
-                                                            " s (NCCL communicators aborted)");
+                return timedOut(what);
             }
             std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
+    }
+    CommStatus settle(ncclComm_t* comm, Clock::time_point deadline, const std::string& what) {
+        return waitUntil(comm, nullptr, deadline, what);
+    }
+    // An NCCL operation on `*comm`, issued on `stream`, within the timeout.
+    CommStatus wait(cudaStream_t stream, ncclComm_t* comm, const std::string& what) {
+        return waitUntil(comm, stream, Clock::now() + timeout, what);
+    }
+
+    // Waits for every communicator this process joined to finish joining (bounded by the
+    // timeout; aborts them all otherwise). "" when they have.
+    std::string settleAll(const std::string& what) {
+        const auto deadline = Clock::now() + timeout;
+        std::vector<ncclComm_t*> mine;
+        for (auto& [key, ch] : channels) {
+            for (ncclComm_t& c : ch.comm) {
+                if (c != nullptr) {
+                    mine.push_back(&c);
+                }
+            }
+        }
+        for (auto& comms : coll_comm) {
+            for (ncclComm_t& c : comms) {
+                if (c != nullptr) {
+                    mine.push_back(&c);
+                }
+            }
+        }
+        for (ncclComm_t* c : mine) {
+            if (auto st = settle(c, deadline, what); !st.ok()) {
+                return st.message;
+            }
+        }
+        return {};
     }
 };
 
@@ -243,8 +312,16 @@ class NcclComm final : public exec::Comm {
             }
             r = ncclSend(stage, count, ncclFloat, 1, it->second.comm[0], s);
         }
-        (void)cudaFreeAsync(stage, s);  // after the send, in the channel's stream order
-        return r == ncclSuccess ? CommStatus::success() : ncclFailed(r, "ncclSend of " + what());
+        if (!accepted(r)) {
+            (void)cudaFreeAsync(stage, s);
+            return ncclFailed(r, "ncclSend of " + what());
+        }
+        // The free must come after the send in the channel's stream: wait (bounded) until NCCL
+        // has enqueued it, which on a channel's first message includes connecting to the peer.
+        CommStatus st =
+            w_.settle(&it->second.comm[0], Clock::now() + w_.timeout, "ncclSend of " + what());
+        (void)cudaFreeAsync(stage, s);
+        return st;
     }
 
     CommStatus recv(int peer, std::uint64_t tag, float* data, std::size_t count) override {
@@ -324,7 +401,7 @@ class NcclComm final : public exec::Comm {
             if (w_.aborted.load() || *c == nullptr) {
                 return abortedStatus(doing);
             }
-            if (const ncclResult_t r = op(s, *c); r != ncclSuccess) {
+            if (const ncclResult_t r = op(s, *c); !accepted(r)) {
                 return ncclFailed(r, doing);
             }
         }
@@ -353,34 +430,76 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
     Impl& w = *world->impl_;
     w.device = device_of_rank;
     w.timeout = timeout;
-    const auto fail = [&](const std::string& doing, ncclResult_t r) {
-        *why = doing + ": NCCL: " + ncclGetErrorString(r);
-        return nullptr;
+    // Every rank of every communicator joins in one group (one thread joins for all of them);
+    // the joins then finish in the background, waited for with a bound.
+    ncclConfig_t config = nonBlocking();
+    const auto join = [&](ncclComm_t* comm, int n, const ncclUniqueId& id, int member, int device,
+                          const std::string& what) {
+        cudaSetDevice(device);
+        if (const ncclResult_t r = ncclCommInitRankConfig(comm, n, id, member, &config);
+            !accepted(r)) {
+            *why = "creating " + what + ": NCCL: " + ncclGetErrorString(r);
+        }
     };
+    const auto newId = [&](ncclUniqueId* id) {
+        if (const ncclResult_t r = ncclGetUniqueId(id); r != ncclSuccess) {
+            *why = std::string("ncclGetUniqueId: ") + ncclGetErrorString(r);
+            return false;
+        }
+        return true;
+    };
+    std::vector<std::pair<std::tuple<int, int, bool>, ncclUniqueId>> channel_ids;
     for (const auto& key : channelsOf(schedule)) {
+        ncclUniqueId id;
+        if (!newId(&id)) {
+            return nullptr;
+        }
+        channel_ids.emplace_back(key, id);
+        w.channels[key] = {};
+    }
+    ncclUniqueId coll_id[2];
+    for (ncclUniqueId& id : coll_id) {
+        if (!newId(&id)) {
+            return nullptr;
+        }
+    }
+    ncclGroupStart();
+    for (const auto& [key, id] : channel_ids) {
         const auto [a, b, gradient] = key;
-        Impl::Channel ch;
-        int devs[2] = {w.device[static_cast<std::size_t>(a)],
-                       w.device[static_cast<std::size_t>(b)]};
-        if (const ncclResult_t r = ncclCommInitAll(ch.comm, 2, devs); r != ncclSuccess) {
-            return fail("creating the channel from rank " + std::to_string(a) + " to rank " +
-                            std::to_string(b),
-                        r);
-        }
-        for (int i = 0; i < 2; ++i) {
-            cudaSetDevice(devs[i]);
-            cudaStreamCreateWithFlags(&ch.stream[i], cudaStreamNonBlocking);
-        }
-        w.channels[key] = ch;
+        Impl::Channel& ch = w.channels[key];
+        const std::string what =
+            "the channel from rank " + std::to_string(a) + " to rank " + std::to_string(b);
+        join(&ch.comm[0], 2, id, 0, w.device[static_cast<std::size_t>(a)], what);
+        join(&ch.comm[1], 2, id, 1, w.device[static_cast<std::size_t>(b)], what);
     }
     for (int k = 0; k < 2; ++k) {
         w.coll_comm[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
         w.coll_stream[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
-        if (const ncclResult_t r =
-                ncclCommInitAll(w.coll_comm[k].data(), schedule.ranks, w.device.data());
-            r != ncclSuccess) {
-            return fail("creating the collective communicator", r);
+        for (int r = 0; r < schedule.ranks; ++r) {
+            join(&w.coll_comm[k][static_cast<std::size_t>(r)], schedule.ranks, coll_id[k], r,
+                 w.device[static_cast<std::size_t>(r)], "the collective communicator");
         }
+    }
+    if (const ncclResult_t r = ncclGroupEnd(); !accepted(r) && why->empty()) {
+        *why = std::string("creating the NCCL communicators: ") + ncclGetErrorString(r);
+    }
+    if (why->empty()) {
+        *why = w.settleAll("creating the NCCL communicators");
+    }
+    if (!why->empty()) {
+        w.abortAll();  // what did join is not destroyed: a peer may never have come
+        return nullptr;
+    }
+    for (auto& [key, ch] : w.channels) {
+        const auto [a, b, gradient] = key;
+        const int devs[2] = {w.device[static_cast<std::size_t>(a)],
+                             w.device[static_cast<std::size_t>(b)]};
+        for (int i = 0; i < 2; ++i) {
+            cudaSetDevice(devs[i]);
+            cudaStreamCreateWithFlags(&ch.stream[i], cudaStreamNonBlocking);
+        }
+    }
+    for (int k = 0; k < 2; ++k) {
         for (int r = 0; r < schedule.ranks; ++r) {
             cudaSetDevice(w.device[static_cast<std::size_t>(r)]);
             cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(r)],
@@ -440,7 +559,17 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
         transport.abort(*why);
         return nullptr;
     }
-    // Every communicator of this rank in one group: no order to agree on between processes.
+    // Every communicator of this rank in one group: no order to agree on between processes. The
+    // joins finish in the background (non-blocking communicators) and are waited for with a
+    // bound, so that a process that never joins stops the others.
+    ncclConfig_t config = nonBlocking();
+    ncclResult_t first_error = ncclSuccess;
+    const auto join = [&](ncclComm_t* comm, int n, const ncclUniqueId& id, int member) {
+        if (const ncclResult_t r = ncclCommInitRankConfig(comm, n, id, member, &config);
+            !accepted(r) && first_error == ncclSuccess) {
+            first_error = r;
+        }
+    };
     ncclGroupStart();
     std::size_t i = 0;
     for (const auto& key : channels) {
@@ -448,7 +577,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
         if (a == rank || b == rank) {
             const int side = a == rank ? 0 : 1;
             Impl::Channel& ch = w.channels[key];
-            ncclCommInitRank(&ch.comm[side], 2, idAt(i), side);
+            join(&ch.comm[side], 2, idAt(i), side);
             cudaStreamCreateWithFlags(&ch.stream[side], cudaStreamNonBlocking);
         }
         ++i;
@@ -456,13 +585,21 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
     for (int k = 0; k < 2; ++k) {
         w.coll_comm[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
         w.coll_stream[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
-        ncclCommInitRank(&w.coll_comm[k][static_cast<std::size_t>(rank)], schedule.ranks,
-                         idAt(channels.size() + static_cast<std::size_t>(k)), rank);
+        join(&w.coll_comm[k][static_cast<std::size_t>(rank)], schedule.ranks,
+             idAt(channels.size() + static_cast<std::size_t>(k)), rank);
         cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(rank)],
                                   cudaStreamNonBlocking);
     }
-    if (const ncclResult_t r = ncclGroupEnd(); r != ncclSuccess) {
-        *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(r);
+    if (const ncclResult_t r = ncclGroupEnd(); !accepted(r) && first_error == ncclSuccess) {
+        first_error = r;
+    }
+    if (first_error != ncclSuccess) {
+        *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(first_error);
+    } else {
+        *why = w.settleAll("joining the NCCL communicators (rank " + std::to_string(rank) + ")");
+    }
+    if (!why->empty()) {
+        w.abortAll();
         transport.abort(*why);
         return nullptr;
     }

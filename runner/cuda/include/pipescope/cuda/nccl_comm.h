@@ -11,7 +11,9 @@
 //   collective: non-blocking); every rank meets them in one order on one stream.
 // - every wait is bounded: a receive or collective that does not finish within the timeout
 //   aborts the communicators and fails naming the op; so does an asynchronous NCCL error, and
-//   abort() (a failure elsewhere, a cancel).
+//   abort() (a failure elsewhere, a cancel). The communicators are non-blocking, so that joining
+//   them and connecting a channel on its first message (both wait for the peer) are bounded
+//   by the timeout as well.
 //
 // Across processes (one rank and GPU each), the communicators' ids travel over the rendezvous
 // connection of the socket transport.
