@@ -143,6 +143,13 @@ int runCompare(const cli::Options& o, const schedule::Config& base, int iteratio
 
 int runSweep(const cli::Options& o, const std::string& command_line) {
     (void)command_line;
+    // A file that cannot be read or is not JSON is wrong for every point: say so once, with
+    // its line and column, instead of in every row.
+    if (const auto base = schedule::loadConfigFile(o.config_path, o.overrides);
+        !base.ok() && !base.issues.empty() && base.issues.front().path.empty()) {
+        std::cerr << "pipescope-run: " << base.errorText() << "\n";
+        return kExitBadInput;
+    }
     std::vector<std::size_t> index(o.sweeps.size(), 0);
     std::vector<std::string> headers;
     for (const auto& a : o.sweeps) {

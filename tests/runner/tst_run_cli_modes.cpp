@@ -162,6 +162,24 @@ void TestRunCliModes::sweepAllPointsFail() {
     QVERIFY2(r.out.contains("error: model.vocb: unknown key (did you mean \"model.vocab\"?)"),
              qPrintable(describe(r)));
     QVERIFY2(r.err.contains("every point of the sweep failed"), qPrintable(describe(r)));
+
+    // A config file that is missing or not JSON fails every point for one reason: said once,
+    // with the file (and the line), before any row.
+    const QString missing = dir_.filePath("missing.json");
+    const ProcessResult gone = runBinary(kRun, {missing, "--sweep", "model.vocab=32000,64000"});
+    QVERIFY2(gone.exit_code == 2, qPrintable(describe(gone)));
+    QVERIFY2(gone.err.contains(missing.toUtf8() + ": no such file"), qPrintable(describe(gone)));
+    QVERIFY2(gone.out.isEmpty(), qPrintable(describe(gone)));
+    const QString bad = dir_.filePath("bad.json");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"model\": {\"layers\": 8,}");
+    f.close();
+    const ProcessResult syntax = runBinary(kRun, {bad, "--sweep", "model.vocab=32000,64000"});
+    QVERIFY2(syntax.exit_code == 2, qPrintable(describe(syntax)));
+    QVERIFY2(syntax.err.contains(bad.toUtf8() + ":1:24: syntax error"),
+             qPrintable(describe(syntax)));
+    QVERIFY2(syntax.out.isEmpty(), qPrintable(describe(syntax)));
 }
 
 void TestRunCliModes::compareTable() {
