@@ -1,5 +1,7 @@
 #include "sweep_view.h"
 
+#include <algorithm>
+#include <array>
 #include <map>
 
 #include <QHBoxLayout>
@@ -122,7 +124,18 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     }
     double mfu_top = 0;
     double mem_top = 0;
-    for (const auto& m : order) {
+    // Methods often land on one another (interlaced and vocab-1 nearly always do): a marker
+    // shape of its own keeps each visible where the lines coincide.
+    static constexpr std::array kMarkers = {QCPScatterStyle::ssCircle,
+                                            QCPScatterStyle::ssSquare,
+                                            QCPScatterStyle::ssTriangle,
+                                            QCPScatterStyle::ssDiamond,
+                                            QCPScatterStyle::ssTriangleInverted,
+                                            QCPScatterStyle::ssCross,
+                                            QCPScatterStyle::ssPlus,
+                                            QCPScatterStyle::ssStar};
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const std::string& m = order[i];
         auto* g =
             plot->addGraph(mfu_rect->axis(QCPAxis::atBottom), mfu_rect->axis(QCPAxis::atLeft));
         auto* h =
@@ -130,7 +143,7 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
         for (auto* graph : {g, h}) {
             graph->setName(QString::fromStdString(m));
             graph->setPen(QPen(methodColor(m), 2));
-            graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+            graph->setScatterStyle(QCPScatterStyle(kMarkers[i % kMarkers.size()], 8));
         }
         // The legend made above became the plot's legend (QCPLegend takes that role when the
         // plot has none), so addGraph put both curves in it: keep the MFU one only.
