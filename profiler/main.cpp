@@ -61,8 +61,9 @@ const Command kCommands[] = {
      "  --iteration N   figures for iteration N only (peak memory within its window)\n",
      runStats},
     {"compare", "compare A.db B.db [MORE.db ...] [--json]",
-     "Runs side by side: iteration time, MFU, tokens/s, mean bubble ratio, busy time and peak\n"
-     "memory per rank, each with its delta against the first run and whether it is better.\n"
+     "Runs side by side: iteration time, MFU, tokens/s, mean bubble ratio, max peak memory,\n"
+     "busy and memory imbalance, then busy time and peak memory per rank, each with its delta\n"
+     "against the first run and whether it is better (per rank: only whether it changed).\n"
      "  --json          JSON instead of a table\n",
      runCompare},
     {"export-chrome", "export-chrome RUN.db OUT.json",

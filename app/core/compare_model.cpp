@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include <QCoreApplication>
@@ -14,6 +15,18 @@
 namespace pipescope::app {
 
 namespace {
+
+// Memory rows whose values are all under 1 GiB read in MiB: 0.05 against 0.04 GiB hides a 20%
+// change, and a delta of 5 MiB shows as 0.00 GiB.
+std::string displayUnit(const analysis::QuantityComparison& q) {
+    if (q.unit != "bytes") {
+        return q.unit;
+    }
+    const bool small = std::all_of(q.values.begin(), q.values.end(), [](const auto& v) {
+        return !v || std::fabs(*v) < kBytesPerGiB;
+    });
+    return small ? "bytes:MiB" : q.unit;
+}
 
 QString missing() {
     return QStringLiteral("\u2014");
@@ -122,11 +135,17 @@ QString CompareModel::formatValue(double value, const std::string& unit) {
     if (unit == "bytes") {
         return QStringLiteral("%1 GiB").arg(value / kBytesPerGiB, 0, 'f', 2);
     }
+    if (unit == "bytes:MiB") {
+        return QStringLiteral("%1 MiB").arg(value / kBytesPerMiB, 0, 'f', 1);
+    }
     if (unit == "ratio") {
         return QStringLiteral("%1%").arg(value * 100, 0, 'f', 1);
     }
     if (unit == "tokens/s") {
         return QLocale(QLocale::English).toString(value, 'f', 0) + QStringLiteral(" tokens/s");
+    }
+    if (unit == "factor") {
+        return QString::number(value, 'f', 3);  // an imbalance, max / mean, as in the summary
     }
     return QString::number(value, 'g', 6) + QLatin1Char(' ') + QString::fromStdString(unit);
 }
@@ -171,11 +190,11 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
             }
             switch (col.kind) {
                 case ColumnKind::Delta:
-                    return formatDelta(*number, q.unit);
+                    return formatDelta(*number, displayUnit(q));
                 case ColumnKind::Relative:
                     return signedNumber(*number * 100, 1) + QLatin1Char('%');
                 default:
-                    return formatValue(*number, q.unit);
+                    return formatValue(*number, displayUnit(q));
             }
         case ValueRole:
             if (col.kind == ColumnKind::Label) {
@@ -198,7 +217,11 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                                         : Qt::AlignRight | Qt::AlignVCenter);
         case Qt::ToolTipRole: {
             const QString better =
-                tr("%1 is better").arg(QString::fromLatin1(analysis::toString(q.better)));
+                q.better == analysis::Better::Neither
+                    ? tr("neither way is better for one rank: methods move work and memory "
+                         "between ranks; the max peak and the imbalances say which spread is "
+                         "better")
+                    : tr("%1 is better").arg(QString::fromLatin1(analysis::toString(q.better)));
             if (col.kind == ColumnKind::Label) {
                 return tr("%1 (%2)").arg(QString::fromStdString(q.label), better);
             }
@@ -207,11 +230,17 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                                     : runName(col.run);
             }
             switch (verdict) {
+                case analysis::Verdict::Same:
+                    if (q.better == analysis::Better::Neither) {
+                        return tr("same (%1) as %2").arg(better, runName(0));
+                    }
+                    [[fallthrough]];
                 case analysis::Verdict::Better:
                 case analysis::Verdict::Worse:
-                case analysis::Verdict::Same:
                     return tr("%1 (%2) than %3")
                         .arg(QString::fromLatin1(analysis::toString(verdict)), better, runName(0));
+                case analysis::Verdict::Changed:
+                    return tr("changed (%1) from %2").arg(better, runName(0));
                 default:
                     return tr("no comparison: %1 or %2 has no value")
                         .arg(runName(col.run), runName(0));

@@ -7,7 +7,15 @@
 namespace pipescope::analysis {
 
 const char* toString(Better b) {
-    return b == Better::Lower ? "lower" : "higher";
+    switch (b) {
+        case Better::Lower:
+            return "lower";
+        case Better::Higher:
+            return "higher";
+        case Better::Neither:
+            return "neither";
+    }
+    return "neither";
 }
 
 const char* toString(Verdict v) {
@@ -20,6 +28,8 @@ const char* toString(Verdict v) {
             return "better";
         case Verdict::Worse:
             return "worse";
+        case Verdict::Changed:
+            return "changed";
         case Verdict::Unknown:
             return "unknown";
     }
@@ -55,6 +65,8 @@ void fillDeltas(QuantityComparison* q) {
         const double scale = std::max(std::fabs(*base), std::fabs(*v));
         if (std::fabs(d) <= kSameTolerance * scale) {
             q->verdicts.push_back(Verdict::Same);
+        } else if (q->better == Better::Neither) {
+            q->verdicts.push_back(Verdict::Changed);
         } else {
             const bool lower = d < 0;
             q->verdicts.push_back(lower == (q->better == Better::Lower) ? Verdict::Better
@@ -78,6 +90,17 @@ QuantityComparison quantity(const std::vector<RunStats>& runs, std::string key, 
     }
     fillDeltas(&q);
     return q;
+}
+
+// The highest peak memory of any rank that recorded memory; empty when none did.
+std::optional<double> maxPeakMemory(const RunStats& r) {
+    std::optional<double> top;
+    for (const RankStats& s : r.ranks) {
+        if (s.peak_memory.present) {
+            top = std::max(top.value_or(0.0), static_cast<double>(s.peak_memory.bytes));
+        }
+    }
+    return top;
 }
 
 const RankStats* findRank(const RunStats& r, int rank) {
@@ -106,6 +129,15 @@ RunComparison compareRuns(const std::vector<RunStats>& runs) {
     c.quantities.push_back(quantity(runs, "bubble_ratio", "mean bubble ratio", "ratio", -1,
                                     Better::Lower,
                                     [](const RunStats& r) { return r.mean_bubble_ratio; }));
+    c.quantities.push_back(quantity(runs, "max_peak_memory_bytes", "max peak memory", "bytes", -1,
+                                    Better::Lower,
+                                    [](const RunStats& r) { return maxPeakMemory(r); }));
+    c.quantities.push_back(quantity(runs, "busy_imbalance", "busy imbalance", "factor", -1,
+                                    Better::Lower,
+                                    [](const RunStats& r) { return r.imbalance.busy; }));
+    c.quantities.push_back(quantity(runs, "memory_imbalance", "memory imbalance", "factor", -1,
+                                    Better::Lower,
+                                    [](const RunStats& r) { return r.imbalance.peak_memory; }));
     // Every rank that any run has, in rank order.
     std::vector<int> ranks;
     for (const RunStats& r : runs) {
@@ -117,7 +149,8 @@ RunComparison compareRuns(const std::vector<RunStats>& runs) {
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     for (int rank : ranks) {
         const std::string name = "rank " + std::to_string(rank);
-        c.quantities.push_back(quantity(runs, "busy_ns", name + " busy", "ns", rank, Better::Lower,
+        c.quantities.push_back(quantity(runs, "busy_ns", name + " busy", "ns", rank,
+                                        Better::Neither,
                                         [rank](const RunStats& r) -> std::optional<double> {
                                             const RankStats* s = findRank(r, rank);
                                             if (!s || !r.iteration_time_ns) {
@@ -129,7 +162,7 @@ RunComparison compareRuns(const std::vector<RunStats>& runs) {
     for (int rank : ranks) {
         const std::string name = "rank " + std::to_string(rank);
         c.quantities.push_back(quantity(runs, "peak_memory_bytes", name + " peak memory", "bytes",
-                                        rank, Better::Lower,
+                                        rank, Better::Neither,
                                         [rank](const RunStats& r) -> std::optional<double> {
                                             const RankStats* s = findRank(r, rank);
                                             if (!s || !s->peak_memory.present) {

@@ -31,6 +31,9 @@ Display displayFor(const QuantityComparison& q) {
     if (q.unit == "ratio") {
         return {"%", 100.0, 1, true};
     }
+    if (q.unit == "factor") {
+        return {"", 1, 3, false};  // an imbalance: max / mean
+    }
     return {"", 1, 0, false};  // counts such as tokens/s: the label names the unit
 }
 

@@ -422,11 +422,20 @@ void TestAnalysis::comparison_data() {
     QTest::newRow("tokens/s") << "tokens_per_s" << -1 << 1e8 << 1.25e8 << 0.25 << "better";
     QTest::newRow("bubble ratio") << "bubble_ratio" << -1 << 113.0 / 216 << 113.0 / 216 << 0.0
                                   << "same";
-    QTest::newRow("rank 1 busy") << "busy_ns" << 1 << 36000.0 << 28800.0 << -0.2 << "better";
+    // The spread over the ranks: a lower maximum and imbalance are better...
+    QTest::newRow("max peak memory")
+        << "max_peak_memory_bytes" << -1 << 4096.0 * kMiB << 4096.0 * kMiB << 0.0 << "same";
+    QTest::newRow("busy imbalance")
+        << "busy_imbalance" << -1 << 132.0 / 103 << 132.0 / 103 << 0.0 << "same";
+    // peaks 4096, 1792, 3584 MiB: 4096 / 3157.3 against 4096 / 2816
+    QTest::newRow("memory imbalance") << "memory_imbalance" << -1 << 4096.0 / 2816 << 12288.0 / 9472
+                                      << (12288.0 / 9472) / (4096.0 / 2816) - 1 << "better";
+    // ... but one rank's share has no better direction: only changed or the same.
+    QTest::newRow("rank 1 busy") << "busy_ns" << 1 << 36000.0 << 28800.0 << -0.2 << "changed";
     QTest::newRow("rank 0 memory")
         << "peak_memory_bytes" << 0 << 4096.0 * kMiB << 4096.0 * kMiB << 0.0 << "same";
     QTest::newRow("rank 2 memory")
-        << "peak_memory_bytes" << 2 << 2560.0 * kMiB << 3584.0 * kMiB << 0.4 << "worse";
+        << "peak_memory_bytes" << 2 << 2560.0 * kMiB << 3584.0 * kMiB << 0.4 << "changed";
 }
 
 // A change too small to show in the relative column (under 0.05%) is no verdict of better or
@@ -444,10 +453,10 @@ void TestAnalysis::comparisonSameWithinRounding() {
     QFETCH(double, relative);
     QFETCH(QString, verdict);
     analysis::RunStats b = stats_a_;
-    b.ranks[0].busy_ns = stats_a_.ranks[0].busy_ns * (1 + relative);
+    b.iteration_time_ns = *stats_a_.iteration_time_ns * (1 + relative);
     const analysis::RunComparison c = analysis::compareRuns({stats_a_, b});
     const auto it = std::find_if(c.quantities.begin(), c.quantities.end(),
-                                 [](const auto& q) { return q.key == "busy_ns" && q.rank == 0; });
+                                 [](const auto& q) { return q.key == "iteration_time_ns"; });
     QVERIFY(it != c.quantities.end());
     QCOMPARE(QString(analysis::toString(it->verdicts[1])), verdict);
     // The table prints a change that rounds to zero without a sign.

@@ -44,6 +44,7 @@ class TstAppcoreModels : public QObject {
     void summarySortsByValue();
     void compareCells_data();
     void compareCells();
+    void compareSmallMemoryInMiB();
     void deltaText_data();
     void deltaText();
     void compareThreeRuns();
@@ -244,6 +245,9 @@ int TstAppcoreModels::compareRow(const CompareModel& model, const char* key, int
 }
 
 void TstAppcoreModels::compareCells_data() {
+    const QString kNeither = QStringLiteral(
+        "neither way is better for one rank: methods move work and memory between ranks; the "
+        "max peak and the imbalances say which spread is better");
     QTest::addColumn<QString>("key");
     QTest::addColumn<int>("rank");
     QTest::addColumn<QStringList>("texts");  // value a, value b, delta, delta %
@@ -263,15 +267,17 @@ void TstAppcoreModels::compareCells_data() {
                               << "better (higher is better) than ";
     QTest::newRow("rank 2 peak memory")
         << "peak_memory_bytes" << 2 << QStringList{"2.50 GiB", "3.50 GiB", "+1.00 GiB", "+40.0%"}
-        << "#c62828"
-        << "worse (lower is better) than ";
+        << "" << QString("changed (%1) from ").arg(kNeither);
     QTest::newRow("rank 0 peak memory")
         << "peak_memory_bytes" << 0 << QStringList{"4.00 GiB", "4.00 GiB", "0.00 GiB", "0.0%"} << ""
-        << "same (lower is better) than ";
+        << QString("same (%1) as ").arg(kNeither);
     QTest::newRow("rank 1 busy") << "busy_ns" << 1
-                                 << QStringList{"0.036 ms", "0.029 ms", "-0.007 ms", "-20.0%"}
-                                 << "#1a7f37"
-                                 << "better (lower is better) than ";
+                                 << QStringList{"0.036 ms", "0.029 ms", "-0.007 ms", "-20.0%"} << ""
+                                 << QString("changed (%1) from ").arg(kNeither);
+    QTest::newRow("memory imbalance")
+        << "memory_imbalance" << -1 << QStringList{"1.455", "1.297", "-0.157", "-10.8%"}
+        << "#1a7f37"
+        << "better (lower is better) than ";
 }
 
 void TstAppcoreModels::compareCells() {
@@ -337,6 +343,8 @@ void TstAppcoreModels::deltaText_data() {
                                          << "0.0 pp";
     QTest::newRow("tiny negative memory") << -1.0 << "bytes"
                                           << "0.00 GiB";
+    QTest::newRow("memory in MiB") << -5.0 * 1024 * 1024 << "bytes:MiB"
+                                   << "-5.0 MiB";
     QTest::newRow("tiny negative rate") << -0.3 << "tokens/s"
                                         << "0 tokens/s";
     QTest::newRow("rate") << 1500.0 << "tokens/s"
@@ -348,6 +356,31 @@ void TstAppcoreModels::deltaText() {
     QFETCH(QString, unit);
     QFETCH(QString, text);
     QCOMPARE(CompareModel::formatDelta(delta, unit.toStdString()), text);
+}
+
+void TstAppcoreModels::compareSmallMemoryInMiB() {
+    // Runs of a small model: peaks of a few MiB read in MiB, where GiB would show 0.00.
+    analysis::RunStats a = a_, b = b_;
+    for (auto* run : {&a, &b}) {
+        for (auto& r : run->ranks) {
+            r.peak_memory.bytes /= 1024;
+        }
+    }
+    CompareModel model;
+    model.setComparison(analysis::compareRuns({a, b}));
+    const int row = compareRow(model, "peak_memory_bytes", 2);
+    QVERIFY(row >= 0);
+    QStringList got;
+    for (int c = 1; c <= 3; ++c) {
+        got << model.index(row, c).data().toString();
+    }
+    QCOMPARE(got, (QStringList{"2.5 MiB", "3.5 MiB", "+1.0 MiB"}));
+    // A row with a value of 1 GiB or more stays in GiB, for every run alike.
+    const int big = compareRow(model, "peak_memory_bytes", 2);
+    b.ranks[2].peak_memory.bytes = std::int64_t{3} << 30;
+    model.setComparison(analysis::compareRuns({a, b}));
+    QCOMPARE(model.index(big, 1).data().toString(), QString("0.00 GiB"));
+    QCOMPARE(model.index(big, 2).data().toString(), QString("3.00 GiB"));
 }
 
 void TstAppcoreModels::compareThreeRuns() {
@@ -405,8 +438,8 @@ void TstAppcoreModels::compareCsv() {
     QVERIFY2(lines.contains("iteration_time_ns,iteration time,ns,lower,72000,57600,-14400,-0.2,"
                             "better"),
              qPrintable(lines.join('\n')));
-    QVERIFY2(lines.contains("peak_memory_bytes,rank 2 peak memory,bytes,lower,2684354560,"
-                            "3758096384,1073741824,0.4,worse"),
+    QVERIFY2(lines.contains("peak_memory_bytes,rank 2 peak memory,bytes,neither,2684354560,"
+                            "3758096384,1073741824,0.4,changed"),
              qPrintable(lines.join('\n')));
     model.setComparison(analysis::compareRuns({a_, bare_}));
     QVERIFY2(model.toCsv().contains("\r\nmfu,MFU,ratio,higher,0.5,,,,unknown\r\n"),

@@ -218,7 +218,7 @@ void TestTraceCli::compare() {
              qPrintable(out));
     QVERIFY2(
         out.contains(QRegularExpression("\nrank 2 peak memory GiB +2\\.500 +3\\.500 +\\+1\\.000 "
-                                        "+\\+40\\.0% +worse\n")),
+                                        "+\\+40\\.0% +changed\n")),
         qPrintable(out));
 
     const ProcessResult j = runBinary(kCli, {"compare", "--json", good_, fast_, good_});

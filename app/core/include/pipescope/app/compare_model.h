@@ -51,7 +51,8 @@ class CompareModel : public QAbstractTableModel {
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
-    // A value in its unit for people: ns as ms, bytes as GiB, ratios as %, tokens/s.
+    // A value in its unit for people: ns as ms, bytes as GiB (unit "bytes") or MiB ("bytes:MiB",
+    // what the table uses for a row whose values are all under 1 GiB), ratios as %, tokens/s.
     static QString formatValue(double value, const std::string& unit);
     // A change with its sign: "+1.250 ms", "-0.50 GiB"; a ratio's change in percentage points.
     static QString formatDelta(double delta, const std::string& unit);

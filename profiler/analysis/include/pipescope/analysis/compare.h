@@ -10,7 +10,10 @@
 
 namespace pipescope::analysis {
 
-enum class Better { Lower, Higher };
+// Which way a quantity improves. Neither: a change is only a change (how a method spreads work
+// and memory over the ranks: one rank's busy time or peak rising is not worse by itself; the
+// run-level maximum and imbalance say whether the spread is better).
+enum class Better { Lower, Higher, Neither };
 
 // How a run's value compares with the baseline's.
 enum class Verdict {
@@ -18,16 +21,18 @@ enum class Verdict {
     Same,
     Better,
     Worse,
+    Changed,  // a quantity without a better direction, not the same
     Unknown,  // a value is missing on either side
 };
 
-const char* toString(Better b);   // "lower", "higher"
-const char* toString(Verdict v);  // "baseline", "same", "better", "worse", "unknown"
+const char* toString(Better b);  // "lower", "higher", "neither"
+// "baseline", "same", "better", "worse", "changed", "unknown"
+const char* toString(Verdict v);
 
 struct QuantityComparison {
     std::string key;    // "iteration_time_ns", "mfu", "busy_ns", ...
     std::string label;  // for tables: "iteration time", "rank 0 busy", ...
-    std::string unit;   // "ns", "ratio", "bytes", "tokens/s"
+    std::string unit;   // "ns", "ratio", "bytes", "tokens/s", "factor" (max / mean)
     int rank = -1;      // per-rank quantities; -1 for run-level ones
     Better better = Better::Lower;
     std::vector<std::optional<double>> values;    // one per run
@@ -43,9 +48,11 @@ struct RunComparison {
     std::vector<QuantityComparison> quantities;
 };
 
-// Compares `runs` against runs[0]: iteration time, MFU, tokens/s, mean bubble ratio, then busy
-// time and peak memory of every rank (ranks missing from a run are empty there). Lower time,
-// bubble and memory are better; higher MFU and tokens/s are better.
+// Compares `runs` against runs[0]: iteration time, MFU, tokens/s, mean bubble ratio, the
+// highest peak memory of a rank, busy and memory imbalance, then busy time and peak memory of
+// every rank (ranks missing from a run are empty there). Lower time, bubble, memory and
+// imbalance are better, higher MFU and tokens/s; a single rank's busy time and peak memory
+// have no better direction.
 RunComparison compareRuns(const std::vector<RunStats>& runs);
 
 }  // namespace pipescope::analysis
