@@ -13,11 +13,22 @@ QString missing() {
 
 }  // namespace
 
+MemoryUnit memoryUnitOf(const analysis::RunStats& stats) {
+    std::int64_t peak = 0;
+    for (const auto& r : stats.ranks) {
+        if (r.peak_memory.present) {
+            peak = std::max(peak, r.peak_memory.bytes);
+        }
+    }
+    return memoryUnitFor(static_cast<double>(peak));
+}
+
 SummaryModel::SummaryModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void SummaryModel::setStats(const analysis::RunStats& stats) {
     beginResetModel();
     stats_ = stats;
+    memory_unit_ = memoryUnitOf(stats_);
     endResetModel();
 }
 
@@ -129,7 +140,7 @@ QVariant SummaryModel::data(const QModelIndex& index, int role) const {
                 case BubbleRatio:
                     return QString::number(*v * 100, 'f', 1);
                 case PeakMemory:
-                    return QString::number(*v / kBytesPerGiB, 'f', 2);
+                    return QString::number(memory_unit_.of(*v), 'f', memory_unit_.decimals);
                 default:
                     return QString::number(*v / kNsPerMs, 'f', 3);
             }
@@ -174,7 +185,7 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
             case GpuBusy:
                 return tr("GPU busy (ms)");
             case PeakMemory:
-                return tr("peak memory (GiB)");
+                return tr("peak memory (%1)").arg(QLatin1String(memory_unit_.name));
             default:
                 return {};
         }
@@ -200,7 +211,8 @@ QVariant SummaryModel::headerData(int section, Qt::Orientation orientation, int 
                     "its first kernel's start to its last one's end, overlaps counted once), in "
                     "ms; the device's own figure when host spans are issue times");
             case PeakMemory:
-                return tr("Highest summed memory of the rank over the iteration, in GiB");
+                return tr("Highest summed memory of the rank over the iteration, in %1")
+                    .arg(QLatin1String(memory_unit_.name));
             default:
                 return {};
         }

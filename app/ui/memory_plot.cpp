@@ -5,6 +5,7 @@
 
 #include <QFontMetrics>
 
+#include <pipescope/app/summary_model.h>
 #include <pipescope/app/units.h>
 
 #include "timeline_plot.h"
@@ -106,7 +107,11 @@ void MemoryLayer::rebuild() {
     QCPAxis* y = rect_->axis(QCPAxis::atLeft);
     rect_->axis(QCPAxis::atTop)->setVisible(false);
     double top = 0;
+    const MemoryUnit unit = memoryUnitOf(run_->stats());
+    const QString unit_name = QLatin1String(unit.name);
+    y->setLabel(QObject::tr("memory (%1)").arg(unit_name));
     curves_ = new MemoryCurves(x, y);
+    curves_->setBytesPerUnit(unit.bytes);
     curves_->setName(rank_ < 0 ? QObject::tr("memory per rank")
                                : QObject::tr("rank %1 memory by category").arg(rank_));
     curves_->removeFromLegend();
@@ -125,12 +130,12 @@ void MemoryLayer::rebuild() {
         if (!rs.peak_memory.present || (rank_ >= 0 && rs.rank != rank_)) {
             continue;
         }
-        const double gib = static_cast<double>(rs.peak_memory.bytes) / kBytesPerGiB;
-        top = std::max(top, gib);
+        const double peak = unit.of(static_cast<double>(rs.peak_memory.bytes));
+        top = std::max(top, peak);
         auto* tracer = new QCPItemTracer(plot_);
         tracer->setClipAxisRect(rect_);
         tracer->position->setAxes(x, y);
-        tracer->position->setCoords(static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs, gib);
+        tracer->position->setCoords(static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs, peak);
         tracer->setStyle(QCPItemTracer::tsCircle);
         tracer->setSize(7);
         tracer->setPen(QPen(rank_ < 0 ? rankColor(rs.rank) : QColor(Qt::black), 1.5));
@@ -140,18 +145,21 @@ void MemoryLayer::rebuild() {
             auto* label = new QCPItemText(plot_);
             label->setClipAxisRect(rect_);
             label->position->setAxes(x, y);
-            label->position->setCoords(static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs, gib);
+            label->position->setCoords(static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs, peak);
             label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
             label->setPadding(QMargins(4, 0, 0, 2));
-            label->setText(
-                rank_ < 0
-                    ? QObject::tr("highest peak: rank %1, %2 GiB").arg(rs.rank).arg(gib, 0, 'f', 2)
-                    : QObject::tr("peak %1 GiB").arg(gib, 0, 'f', 2));
+            const QString amount =
+                QStringLiteral("%1 %2").arg(peak, 0, 'f', unit.decimals).arg(unit_name);
+            label->setText(rank_ < 0
+                               ? QObject::tr("highest peak: rank %1, %2").arg(rs.rank).arg(amount)
+                               : QObject::tr("peak %1").arg(amount));
             label->setFont(QFont(plot_->font().family(), 7));
             items_.push_back(label);
         }
     }
-    const double capacity = static_cast<double>(run_->memoryCapacity()) / kBytesPerGiB;
+    // The device's capacity is named in GiB whatever the axis unit.
+    const double capacity_gib = static_cast<double>(run_->memoryCapacity()) / kBytesPerGiB;
+    const double capacity = unit.of(static_cast<double>(run_->memoryCapacity()));
     // The capacity is drawn as a line when it is within reach of the curves; far above them it
     // would flatten them, so it is then named in a corner instead.
     const bool on_scale = capacity <= 2.5 * top;
@@ -175,12 +183,12 @@ void MemoryLayer::rebuild() {
         note->setBasePen(Qt::NoPen);
         note->setLabelPadding(2);
         note->setLabelColor(QColor(0xc6, 0x28, 0x28));
-        note->setLabel(on_scale
-                           ? QObject::tr("device capacity %1 GiB (dashed)").arg(capacity, 0, 'f', 1)
-                           : QObject::tr("device capacity %1 GiB: %2× the highest peak, off "
-                                         "scale")
-                                 .arg(capacity, 0, 'f', 1)
-                                 .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
+        note->setLabel(
+            on_scale ? QObject::tr("device capacity %1 GiB (dashed)").arg(capacity_gib, 0, 'f', 1)
+                     : QObject::tr("device capacity %1 GiB: %2× the highest peak, off "
+                                   "scale")
+                           .arg(capacity_gib, 0, 'f', 1)
+                           .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
     }
     top_ = top;
     fitHeadroom();
@@ -277,7 +285,7 @@ QCPRange MemoryCurves::getValueRange(bool& found, QCP::SignDomain domain,
         }
     }
     found = lods_ != nullptr;
-    return QCPRange(0, top / kBytesPerGiB);
+    return QCPRange(0, top / bytes_per_unit_);
 }
 
 void MemoryCurves::draw(QCPPainter* painter) {
@@ -289,7 +297,7 @@ void MemoryCurves::draw(QCPPainter* painter) {
     const double left = clip.left() - 1;
     const double right = clip.right() + 1;
     const auto ypix = [&](double bytes) {
-        return std::round(mValueAxis->coordToPixel(bytes / kBytesPerGiB));
+        return std::round(mValueAxis->coordToPixel(bytes / bytes_per_unit_));
     };
     // Boxes that continue the previous one (same colour and rows, touching) are merged.
     struct Pending {

@@ -8,6 +8,7 @@
 #include <qcustomplot.h>
 
 #include <pipescope/app/run_data.h>
+#include <pipescope/app/units.h>
 
 #include "background_lod.h"
 
@@ -27,6 +28,8 @@ class MemoryCurves : public QCPAbstractPlottable {
     void setData(std::shared_ptr<const std::vector<trace::MemoryLodResult>> lods, bool stacked,
                  int first_rank = 0);
     std::int64_t lastBoxesDrawn() const { return last_boxes_; }
+    // Bytes per unit of the value axis (MemoryUnit::bytes); GiB by default.
+    void setBytesPerUnit(double bytes) { bytes_per_unit_ = bytes; }
 
     double selectTest(const QPointF& pos, bool only_selectable,
                       QVariant* details = nullptr) const override;
@@ -43,6 +46,7 @@ class MemoryCurves : public QCPAbstractPlottable {
     bool stacked_ = false;
     int first_rank_ = 0;
     std::int64_t last_boxes_ = 0;
+    double bytes_per_unit_ = kBytesPerGiB;
 };
 
 class MemoryLayer {
@@ -77,7 +81,7 @@ class MemoryLayer {
     MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
     bool background_ = false;
-    double top_ = 0;          // highest value to show (GiB): peaks, or the capacity on scale
+    double top_ = 0;  // highest value to show (in the run's MemoryUnit): peaks, or the capacity
     int fitted_height_ = -1;  // the rect height fitHeadroom last fitted
     QMetaObject::Connection on_layout_;
     // Per rank (every rank's total) or one entry (the chosen rank by category).

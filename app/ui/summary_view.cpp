@@ -66,8 +66,10 @@ QString headline(const RunData& run) {
         peak = std::max(peak, r.peak_memory.present ? r.peak_memory.bytes : 0);
     }
     if (peak > 0) {
-        parts << QObject::tr("max peak %1 GiB")
-                     .arg(static_cast<double>(peak) / kBytesPerGiB, 0, 'f', 2);
+        const MemoryUnit unit = memoryUnitFor(static_cast<double>(peak));
+        parts << QObject::tr("max peak %1 %2")
+                     .arg(unit.of(static_cast<double>(peak)), 0, 'f', unit.decimals)
+                     .arg(QLatin1String(unit.name));
     }
     return parts.join(QStringLiteral(" · "));
 }
@@ -116,12 +118,14 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     auto* sub = new QCPLayoutGrid;
     plot->plotLayout()->addElement(1, 0, sub);
 
-    // Per rank: busy stacked with bubble (ms), and peak memory (GiB) with capacity.
+    // Per rank: busy stacked with bubble (ms), and peak memory (GiB, or MiB for a small run).
     // Each chart's title sits above it rather than along its value axis: in the app the charts
     // can be shorter than such a label, which then lost its first words.
     const QFont title_font(plot->font().family(), 9);
-    for (const auto& [col, text] : {std::pair{0, QObject::tr("time per iteration (ms)")},
-                                    std::pair{1, QObject::tr("peak memory (GiB)")}}) {
+    const MemoryUnit unit = memoryUnitOf(s);
+    for (const auto& [col, text] :
+         {std::pair{0, QObject::tr("time per iteration (ms)")},
+          std::pair{1, QObject::tr("peak memory (%1)").arg(QLatin1String(unit.name))}}) {
         auto* title = new QCPTextElement(plot, text, title_font);
         title->setMargins(QMargins(0, 0, 0, 0));
         sub->addElement(0, col, title);
@@ -162,11 +166,10 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         if (r.peak_memory.present) {
             for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
                 cats[static_cast<std::size_t>(c)]->addData(
-                    r.rank,
-                    static_cast<double>(r.peak_memory.by_category[static_cast<std::size_t>(c)]) /
-                        kBytesPerGiB);
+                    r.rank, unit.of(static_cast<double>(
+                                r.peak_memory.by_category[static_cast<std::size_t>(c)])));
             }
-            mem_top = std::max(mem_top, static_cast<double>(r.peak_memory.bytes) / kBytesPerGiB);
+            mem_top = std::max(mem_top, unit.of(static_cast<double>(r.peak_memory.bytes)));
         }
     }
     time_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(top, 1e-9) * 1.12);

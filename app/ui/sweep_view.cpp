@@ -112,7 +112,15 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
         }
     }
     mfu_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("MFU (%)"));
-    mem_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("max peak memory (GiB)"));
+    double largest = 0;
+    for (const auto& p : points) {
+        if (p.ok) {
+            largest = std::max(largest, static_cast<double>(p.peak_memory_bytes));
+        }
+    }
+    const MemoryUnit unit = memoryUnitFor(largest);
+    mem_rect->axis(QCPAxis::atLeft)
+        ->setLabel(QObject::tr("max peak memory (%1)").arg(QLatin1String(unit.name)));
 
     std::map<std::string, std::vector<const SweepPoint*>> by_method;
     std::vector<std::string> order;
@@ -153,9 +161,9 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
                 continue;
             }
             g->addData(xOf(p->value), p->mfu * 100);
-            h->addData(xOf(p->value), static_cast<double>(p->peak_memory_bytes) / kBytesPerGiB);
+            h->addData(xOf(p->value), unit.of(static_cast<double>(p->peak_memory_bytes)));
             mfu_top = std::max(mfu_top, p->mfu * 100);
-            mem_top = std::max(mem_top, static_cast<double>(p->peak_memory_bytes) / kBytesPerGiB);
+            mem_top = std::max(mem_top, unit.of(static_cast<double>(p->peak_memory_bytes)));
         }
     }
     for (auto* rect : {mfu_rect, mem_rect}) {

@@ -44,7 +44,7 @@ class TstAppcoreModels : public QObject {
     void summarySortsByValue();
     void compareCells_data();
     void compareCells();
-    void compareSmallMemoryInMiB();
+    void smallRunsReadInMiB();
     void deltaText_data();
     void deltaText();
     void compareThreeRuns();
@@ -358,7 +358,7 @@ void TstAppcoreModels::deltaText() {
     QCOMPARE(CompareModel::formatDelta(delta, unit.toStdString()), text);
 }
 
-void TstAppcoreModels::compareSmallMemoryInMiB() {
+void TstAppcoreModels::smallRunsReadInMiB() {
     // Runs of a small model: peaks of a few MiB read in MiB, where GiB would show 0.00.
     analysis::RunStats a = a_, b = b_;
     for (auto* run : {&a, &b}) {
@@ -375,6 +375,14 @@ void TstAppcoreModels::compareSmallMemoryInMiB() {
         got << model.index(row, c).data().toString();
     }
     QCOMPARE(got, (QStringList{"2.5 MiB", "3.5 MiB", "+1.0 MiB"}));
+    // The summary table of such a run too: its header names the unit.
+    SummaryModel summary;
+    summary.setStats(b);
+    QCOMPARE(summary.headerData(SummaryModel::PeakMemory, Qt::Horizontal).toString(),
+             "peak memory (MiB)");
+    QCOMPARE(summary.index(2, SummaryModel::PeakMemory).data().toString(), QString("3.5"));
+    QCOMPARE(summary.index(2, SummaryModel::PeakMemory).data(SummaryModel::ValueRole).toDouble(),
+             3.5 * kMiB);
     // A row with a value of 1 GiB or more stays in GiB, for every run alike.
     const int big = compareRow(model, "peak_memory_bytes", 2);
     b.ranks[2].peak_memory.bytes = std::int64_t{3} << 30;

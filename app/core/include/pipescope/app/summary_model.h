@@ -9,8 +9,12 @@
 #include <QAbstractTableModel>
 
 #include <pipescope/analysis/run_stats.h>
+#include <pipescope/app/units.h>
 
 namespace pipescope::app {
+
+// The unit of a run's memory figures: MiB when every rank's peak is under 1 GiB (memoryUnitFor).
+MemoryUnit memoryUnitOf(const analysis::RunStats& stats);
 
 class SummaryModel : public QAbstractTableModel {
     Q_OBJECT
@@ -37,6 +41,8 @@ class SummaryModel : public QAbstractTableModel {
     // Replaces what the model shows (a model reset).
     void setStats(const analysis::RunStats& stats);
     const analysis::RunStats& stats() const { return stats_; }
+    // The unit the PeakMemory column shows (its header names it).
+    MemoryUnit memoryUnit() const { return memory_unit_; }
     // Whether the GpuBusy column means anything: the run has device spans (a gpu lane).
     bool hasGpuBusy() const { return stats_.gpu_spans; }
     // The row of the "all" summary; -1 when there are no ranks.
@@ -53,6 +59,7 @@ class SummaryModel : public QAbstractTableModel {
     QString cellToolTip(int row, int column) const;
 
     analysis::RunStats stats_;
+    MemoryUnit memory_unit_;
 };
 
 }  // namespace pipescope::app
