@@ -16,6 +16,9 @@ namespace pipescope::app {
 
 namespace {
 
+// Column headers keep at most this many characters of a run's name.
+constexpr qsizetype kHeaderChars = 40;
+
 // Memory rows whose values are all under 1 GiB read in MiB: 0.05 against 0.04 GiB hides a 20%
 // change, and a delta of 5 MiB shows as 0.00 GiB.
 std::string displayUnit(const analysis::QuantityComparison& q) {
@@ -258,18 +261,26 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
     const ColumnInfo col = columnInfo(section);
     const QString name = runName(col.run);
     switch (role) {
-        case Qt::DisplayRole:
+        case Qt::DisplayRole: {
+            // A trace's name ("file.db — its config's name") can be a hundred characters, and
+            // the columns are as wide as their headers: keep its start and its end (where the
+            // names of a pair of runs differ), the whole name in the tooltip.
+            const QString shown = name.size() <= kHeaderChars
+                                      ? name
+                                      : name.left(kHeaderChars / 2 - 1) + QStringLiteral("\u2026") +
+                                            name.right(kHeaderChars / 2);
             switch (col.kind) {
                 case ColumnKind::Label:
                     return tr("quantity");
                 case ColumnKind::Value:
-                    return name;
+                    return shown;
                 case ColumnKind::Delta:
-                    return tr("\u0394 %1").arg(name);
+                    return tr("\u0394 %1").arg(shown);
                 case ColumnKind::Relative:
-                    return tr("\u0394% %1").arg(name);
+                    return tr("\u0394% %1").arg(shown);
             }
             return {};
+        }
         case Qt::ToolTipRole: {
             const auto i = static_cast<std::size_t>(std::max(col.run, 0));
             const QString path =
@@ -277,8 +288,10 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
             switch (col.kind) {
                 case ColumnKind::Label:
                     return tr("What is compared");
-                case ColumnKind::Value:
-                    return col.run == 0 ? tr("%1 (the baseline)").arg(path) : path;
+                case ColumnKind::Value: {
+                    const QString what = path.isEmpty() ? name : name + QLatin1Char('\n') + path;
+                    return col.run == 0 ? tr("%1\n(the baseline)").arg(what) : what;
+                }
                 case ColumnKind::Delta:
                     return tr("%1 minus %2").arg(name, runName(0));
                 case ColumnKind::Relative:

@@ -319,10 +319,13 @@ void RunnerProcess::finish(RunOutcome outcome) {
     emit finished(outcome);
 }
 
-QString newRunPath(const QString& folder, const QString& config_name, const QString& backend) {
-    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start.
+QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
+                   const QString& variant) {
+    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start; the
+    // variant comes after the cut, so that the runs of a pair tell themselves apart.
     QString base = (config_name.isEmpty() ? QStringLiteral("run") : config_name.left(40)) +
-                   QLatin1Char('-') + backend + QLatin1Char('-') +
+                   (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) + QLatin1Char('-') +
+                   backend + QLatin1Char('-') +
                    QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
     static const QRegularExpression unsafe(QStringLiteral("[^A-Za-z0-9._-]+"));
     base.replace(unsafe, QStringLiteral("-"));

@@ -327,8 +327,12 @@ bool RunPage::startNaiveAndVocab2(QString* error) {
     const QString backend = backend_->currentData().toString();
     queue_.clear();
     for (const auto method : {schedule::VocabMethod::Naive, schedule::VocabMethod::Vocab2}) {
+        const QString label = QString::fromStdString(std::string(schedule::toString(method)));
         schedule::Config c = *config_;
         c.parallel.vocab = method;
+        // The method in the run's name too: it heads the comparison's columns and the runs
+        // list, where the config's own name is the same for both.
+        c.name = config_->name + " \u00b7 " + label.toStdString();
         const std::string json = schedule::toJson(c);
         // The config panel's checks, for the changed key (vocab-2 needs a schedule that has it).
         if (const auto parsed = schedule::parseConfig(json, "config"); !parsed.ok()) {
@@ -338,14 +342,13 @@ bool RunPage::startNaiveAndVocab2(QString* error) {
             queue_.clear();
             return false;
         }
-        const QString label = QString::fromStdString(std::string(schedule::toString(method)));
         RunRequest r;
         r.config_json = QString::fromStdString(json);
         r.backend = backend;
         r.iterations = iterations_->value();
         // Both names are taken before either run starts, so they never collide.
-        r.trace_path = newRunPath(
-            runsFolder(), QString::fromStdString(c.name) + QLatin1Char('-') + label, backend);
+        r.trace_path =
+            newRunPath(runsFolder(), QString::fromStdString(config_->name), backend, label);
         if (!queue_.empty() && r.trace_path == queue_.back().request.trace_path) {
             r.trace_path.insert(r.trace_path.size() - 3, QStringLiteral("-b"));
         }

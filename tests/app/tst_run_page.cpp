@@ -247,6 +247,19 @@ void TstRunPage::naiveAndVocab2OpensTheComparison() {
     QCOMPARE(view->runs().size(), std::size_t(2));
     QVERIFY(view->runs()[0]->config()->parallel.vocab == schedule::VocabMethod::Naive);
     QVERIFY(view->runs()[1]->config()->parallel.vocab == schedule::VocabMethod::Vocab2);
+    // Each run says which method it is, in its file's name and in its own (the comparison's
+    // column headers), though the config's name is the same for both.
+    for (const auto& [run, method] : {std::pair{0, "naive"}, std::pair{1, "vocab-2"}}) {
+        const QString name = QString::fromStdString(view->runs()[run]->name());
+        QVERIFY2(name.startsWith(QStringLiteral("tiny-%1-cpu-").arg(method)), qPrintable(name));
+        QVERIFY2(name.endsWith(QStringLiteral(" \u2014 tiny \u00b7 %1").arg(method)),
+                 qPrintable(name));
+        QVERIFY2(view->model()
+                     ->headerData(1 + run, Qt::Horizontal)
+                     .toString()
+                     .endsWith(QStringLiteral("tiny \u00b7 %1").arg(method)),
+                 qPrintable(view->model()->headerData(1 + run, Qt::Horizontal).toString()));
+    }
     // Both from their first measured iteration at t = 0, whatever their start-up took.
     QCOMPARE(app::firstMeasuredStartNs(*view->runs()[0]), std::int64_t(0));
     QCOMPARE(app::firstMeasuredStartNs(*view->runs()[1]), std::int64_t(0));
@@ -372,6 +385,13 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
     const QString b = app::newRunPath(folder, QStringLiteral("Default: 4 stages (vocab-2)"),
                                       QStringLiteral("cpu"));
     QVERIFY(a != b);
+    // A long name is cut, but not the variant after it.
+    const QString c =
+        app::newRunPath(folder, QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive)"),
+                        QStringLiteral("cpu"), QStringLiteral("naive"));
+    QVERIFY2(QFileInfo(c).fileName().startsWith(
+                 QStringLiteral("Default-4-stages-V-32768-vocab-2-vs-n-naive-cpu-")),
+             qPrintable(c));
 }
 
 QTEST_MAIN(TstRunPage)

@@ -117,9 +117,11 @@ class RunnerProcess : public QObject {
     bool done_ = true;
 };
 
-// A file name for a new run in `folder`: CONFIG-BACKEND-yyyyMMdd-HHmmss.db (characters other
+// A file name for a new run in `folder`: CONFIG[-VARIANT]-BACKEND-yyyyMMdd-HHmmss.db (the
+// config's name cut to 40 characters, the variant, such as "naive", kept whole; characters other
 // than letters, digits, '-', '_' and '.' become '-'), with -2, -3, ... when it exists.
-QString newRunPath(const QString& folder, const QString& config_name, const QString& backend);
+QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
+                   const QString& variant = {});
 
 }  // namespace pipescope::app
 
