@@ -154,6 +154,15 @@ int main(int argc, char** argv) {
     t = Clock::now();
     interop::NsysImportOptions options;
     options.overwrite = true;
+    // When the progress the app shows passed each tenth, against the time: an even import
+    // reads 10%, 20%, ... at even steps.
+    std::vector<double> tenths;
+    options.progress = [&](double fraction) {
+        while (tenths.size() < 10 && fraction >= 0.1 * static_cast<double>(tenths.size() + 1)) {
+            tenths.push_back(secondsSince(t));
+        }
+        return true;
+    };
     interop::NsysImportReport result;
     if (const auto st = interop::importNsys(run, {report}, out, options, &result); !st.ok()) {
         die(st.message);
@@ -162,6 +171,12 @@ int main(int argc, char** argv) {
     std::fputs(interop::describeImport(result, out).c_str(), stdout);
     std::printf("import: %.2f s, %.2f M export records/s; peak RSS %ld MiB (%ld MiB before)\n",
                 seconds, static_cast<double>(records) / seconds / 1e6, maxRssMiB(), rss_before);
+    std::printf("progress reached");
+    for (std::size_t i = 0; i < tenths.size(); ++i) {
+        std::printf(" %zu0%%: %.0f%%%s", i + 1, 100 * tenths[i] / seconds,
+                    i + 1 < tenths.size() ? "," : "");
+    }
+    std::printf(" of the time\n");
     std::printf("files: run %.1f MiB, export %.1f MiB, output %.1f MiB\n",
                 static_cast<double>(std::filesystem::file_size(run)) / (1 << 20),
                 static_cast<double>(std::filesystem::file_size(report)) / (1 << 20),

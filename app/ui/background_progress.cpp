@@ -16,8 +16,18 @@ QPointer<QProgressDialog> showBackgroundProgress(
                      [progress] { progress->cancelled = true; });
     // The worker only writes numbers; the dialog's own timer brings them to the screen.
     auto* timer = new QTimer(dialog);
-    QObject::connect(timer, &QTimer::timeout, dialog,
-                     [dialog, progress] { dialog->setValue(progress->permille.load()); });
+    QObject::connect(timer, &QTimer::timeout, dialog, [dialog, progress] {
+        const int done = progress->permille.load();
+        if (done >= progress->uncancellable_from && !progress->cancelled &&
+            !dialog->property("final").toBool()) {
+            dialog->setProperty("final", true);
+            dialog->setCancelButton(nullptr);  // shown no more once it cannot stop the work
+            if (!progress->final_text.isEmpty()) {
+                dialog->setLabelText(progress->final_text);
+            }
+        }
+        dialog->setValue(done);
+    });
     timer->start(100);
     return dialog;
 }

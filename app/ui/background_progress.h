@@ -8,12 +8,17 @@
 
 #include <QPointer>
 #include <QProgressDialog>
+#include <QString>
 
 namespace pipescope::app {
 
 struct BackgroundProgress {
     std::atomic<bool> cancelled{false};
     std::atomic<int> permille{0};
+    // From this far on (0..1000) the work can no longer stop: the dialog drops its Cancel button
+    // and shows `final_text` instead. Set both before the work starts.
+    int uncancellable_from = 1001;
+    QString final_text;
     // For the worker: records `done` (0..1); false once the user cancelled.
     bool report(double done) {
         permille = static_cast<int>(done * 1000);

@@ -204,7 +204,9 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         writer.addOp(row);
     }
     report->gpu_rows = static_cast<std::int64_t>(rows.size());
-    if (st = writer.finish(status, message, end_ns); !st.ok()) {
+    if (st = writer.finish(status, message, end_ns,
+                           [&](double fraction) { progress.finishing(fraction); });
+        !st.ok()) {
         removeTrace(output);
         return st;
     }

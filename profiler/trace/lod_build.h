@@ -1,6 +1,7 @@
 // Builds the indexes and level-of-detail tables of a trace (see lod.h for the rules).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "sqlite_util.h"
@@ -9,7 +10,10 @@ namespace pipescope::trace::detail {
 
 // Runs inside the caller's transaction. Writes op_lod, memory_lod and the pipescope_meta keys
 // the reader needs (op_lod_min_level, memory_lod_min_level, max_dur_level, finalized).
-bool buildIndexesAndLod(Db& db, std::string* error);
+// `progress`, when set, hears the fraction done (0..1) after each index and every few thousand
+// rows of the level-of-detail scans, a few hundred times in all.
+bool buildIndexesAndLod(Db& db, std::string* error,
+                        const std::function<void(double)>& progress = {});
 
 // Meta keys written by buildIndexesAndLod.
 inline constexpr const char* kMetaOpLodMinLevel = "op_lod_min_level";

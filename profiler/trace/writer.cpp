@@ -503,7 +503,8 @@ TraceStatus TraceWriter::flush() {
 }
 
 TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
-                                std::optional<std::int64_t> end_ns) {
+                                std::optional<std::int64_t> end_ns,
+                                const std::function<void(double)>& progress) {
     std::unique_lock lock(impl_->mutex);
     Impl& d = *impl_;
     if (!d.open) {
@@ -511,8 +512,17 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
                    ? TraceStatus::error(TraceStatus::Code::IoError, "trace writer is not open")
                    : d.error;
     }
+    // Committing what is still queued, then the indexes and summary levels: shares of the time
+    // measured with bench/import_bench.
+    constexpr double kCommitShare = 0.15;
+    const auto report = [&](double fraction) {
+        if (progress) {
+            progress(fraction);
+        }
+    };
     d.flushLocked(lock);
     d.stopCommitter(lock);  // the database is this thread's from here on
+    report(kCommitShare);
     if (!d.error.ok()) {
         // Still record why the run ended, so the file says it is incomplete.
         Stmt upd(d.db, "UPDATE run SET status = 'failed', message = ? WHERE id = 1");
@@ -523,7 +533,10 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
         return d.error;
     }
     std::string why;
-    const bool built = d.db.exec("BEGIN") == SQLITE_OK && detail::buildIndexesAndLod(d.db, &why);
+    const bool built =
+        d.db.exec("BEGIN") == SQLITE_OK && detail::buildIndexesAndLod(d.db, &why, [&](double f) {
+            report(kCommitShare + (1 - kCommitShare) * f);
+        });
     Stmt upd(d.db, "UPDATE run SET status = ?, message = ?, end_ns = ? WHERE id = 1");
     upd.bind(1, toString(status));
     if (message.empty()) {

@@ -39,10 +39,16 @@ struct NsysImportReport {
     std::int64_t gpu_rows = 0;  // gpu-lane op rows written
 };
 
+// From this share of the progress on, the import writes its output's indexes and summary
+// levels: it can no longer be cancelled.
+inline constexpr double kNsysImportWritingFrom = 0.65;
+
 struct NsysImportOptions {
     bool overwrite = false;
-    // Called now and then with the share of the rows read so far (0..1); returning false stops
-    // the import, which then fails with Code::Cancelled and leaves no output.
+    // Called now and then with the share of the import done (0..1): reading the inputs up to
+    // kNsysImportWritingFrom, then finishing the output. Returning false while reading stops
+    // the import, which then fails with Code::Cancelled and leaves no output; after that, what
+    // it returns is not heard.
     std::function<bool(double)> progress;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -58,9 +59,12 @@ class TraceWriter {
     TraceStatus flush();
 
     // Commits the rest, records the status (and end time: now when unset), builds indexes and
-    // level-of-detail tables, checkpoints the WAL and closes the file.
+    // level-of-detail tables, checkpoints the WAL and closes the file. For a large trace this
+    // takes seconds: `progress`, when set, hears the fraction of it done (0..1) on the calling
+    // thread, a few hundred times at most.
     TraceStatus finish(RunStatus status, const std::string& message = {},
-                       std::optional<std::int64_t> end_ns = std::nullopt);
+                       std::optional<std::int64_t> end_ns = std::nullopt,
+                       const std::function<void(double)>& progress = {});
 
     const std::string& path() const;
     WriterStats stats() const;
