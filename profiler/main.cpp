@@ -1,7 +1,8 @@
 // pipescope-trace: statistics, comparison, export and repair of trace files (docs/trace-cli.md).
 // Data goes to stdout, messages to stderr. Exit codes: 0 ok, 2 bad arguments or a bad input
-// file, 4 an output could not be written.
+// file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built.
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -9,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 #include <vector>
 
 #include <pipescope/analysis/compare.h>
@@ -31,6 +33,60 @@ namespace trace = pipescope::trace;
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitWriteFailed = 4;
+constexpr int kExitInterrupted = 130;
+
+// Ctrl+C (or SIGTERM) during a long write: the command stops where it can and leaves no
+// half-built output, instead of dying with one.
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void onInterrupt(int) {
+    g_interrupted = 1;
+}
+
+// Catches SIGINT and SIGTERM while it lives.
+class InterruptGuard {
+  public:
+    InterruptGuard() {
+        g_interrupted = 0;
+        int_ = std::signal(SIGINT, onInterrupt);
+        term_ = std::signal(SIGTERM, onInterrupt);
+    }
+    ~InterruptGuard() {
+        std::signal(SIGINT, int_);
+        std::signal(SIGTERM, term_);
+    }
+    InterruptGuard(const InterruptGuard&) = delete;
+    InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+  private:
+    void (*int_)(int) = SIG_DFL;
+    void (*term_)(int) = SIG_DFL;
+};
+
+// A percentage on one line of a terminal's stderr (nothing when stderr is a file or a pipe,
+// whose readers want the result, not the count); clear() wipes it before the result.
+class TerminalProgress {
+  public:
+    explicit TerminalProgress(std::string what) : what_(std::move(what)) {}
+    void show(double fraction) {
+        const int pct = static_cast<int>(fraction * 100);
+        if (tty_ && pct != shown_) {
+            shown_ = pct;
+            std::fprintf(stderr, "\r%s: %d%%", what_.c_str(), pct);
+            std::fflush(stderr);
+        }
+    }
+    void clear() {
+        if (tty_ && shown_ >= 0) {
+            std::fprintf(stderr, "\r%*s\r", static_cast<int>(what_.size()) + 6, "");
+            std::fflush(stderr);
+        }
+    }
+
+  private:
+    std::string what_;
+    bool tty_ = isatty(fileno(stderr)) != 0;
+    int shown_ = -1;
+};
 
 constexpr const char* kProgram = "pipescope-trace";
 #ifndef PIPESCOPE_VERSION
@@ -494,10 +550,21 @@ int runImportNsys(const std::vector<std::string>& args) {
     const std::string& out = p.options.at("-o");
     interop::NsysImportOptions options;
     options.overwrite = p.options.count("--force") > 0;
+    const InterruptGuard interrupts;
+    TerminalProgress progress("import-nsys");
+    options.progress = [&](double fraction) {
+        progress.show(fraction);
+        return g_interrupted == 0;
+    };
     interop::NsysImportReport report;
     const std::vector<std::string> exports(p.positional.begin() + 1, p.positional.end());
     const TraceStatus st =
         interop::importNsys(p.positional.front(), exports, out, options, &report);
+    progress.clear();
+    if (st.code == TraceStatus::Code::Cancelled) {
+        printErr("interrupted: " + out + " not written");
+        return kExitInterrupted;
+    }
     if (!st.ok()) {
         return writeCommandFailed(st);
     }
