@@ -32,6 +32,20 @@ QColor memoryCategoryColor(trace::MemoryCategory c) {
     return Qt::gray;
 }
 
+void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect) {
+    for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+        const auto cat = static_cast<trace::MemoryCategory>(c);
+        auto* entry = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        entry->setName(
+            QObject::tr("%1 (memory)").arg(QString::fromUtf8(trace::toString(cat).data())));
+        entry->setPen(Qt::NoPen);
+        entry->setBrush(memoryCategoryColor(cat));
+        if (plot->legend != nullptr && !entry->addToLegend(plot->legend)) {
+            entry->addToLegend();
+        }
+    }
+}
+
 QColor rankColor(int rank) {
     return QColor::fromHsv((rank * 47) % 360, 200, 200);
 }

@@ -16,6 +16,9 @@ namespace pipescope::app {
 
 QColor memoryCategoryColor(trace::MemoryCategory c);
 QColor rankColor(int rank);
+// Legend entries for the memory categories, "vocab (memory)", ..., on `rect`'s axes: for a chart
+// that stacks one rank's memory by category, whose colours would otherwise read as op kinds'.
+void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect);
 
 // The curves themselves, drawn straight from the per-pixel memory query: for every rank a band
 // from the lowest to the highest level each pixel saw (a step line where memory is flat), or one

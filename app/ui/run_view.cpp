@@ -131,6 +131,9 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 0.001);
         legend->setLayer(QStringLiteral("legend"));
         addKindLegend(this, rects_.front(), runs_);
+        if (memory_rect_ != nullptr && memory_rank_ >= 0) {
+            addMemoryCategoryLegend(this, memory_rect_);
+        }
         fitPlotLegends(this);
     }
     if (keep_view && had_view && old.size() > 0) {
@@ -239,8 +242,11 @@ void TraceChart::prepareExport() {
 }
 
 void TraceChart::setMemoryRank(int rank) {
+    const bool legend_changes = (rank >= 0) != (memory_rank_ >= 0);
     memory_rank_ = rank;
-    if (memory_) {
+    if (legend_changes && !runs_.empty()) {
+        rebuild(true);  // the memory categories join the legend, or leave it
+    } else if (memory_) {
         memory_->setRank(rank);
         replot();
     }
@@ -451,6 +457,8 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(new QLabel(tr("Memory:")));
     memory_rank_ = new QComboBox;
     memory_rank_->setToolTip(tr("Every rank's total, or one rank stacked by category"));
+    // Its items come with each run, after the first show: "rank 12 by category" must not be cut.
+    memory_rank_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     bar->addWidget(memory_rank_);
     auto* fit = new QPushButton(tr("Fit all"));
     fit->setToolTip(tr("Show the whole run (0)"));

@@ -28,6 +28,7 @@ class TstTraceChart : public QObject {
     void exportDrawsItsOwnWindow();
     void newRunDropsTheOldDetail();
     void memoryCoversTheView();
+    void memoryByCategoryNamesItsColours();
     void gpuLaneIsDrawnAndPicked();
     void peakLabelFitsShortCharts_data();
     void peakLabelFitsShortCharts();
@@ -145,6 +146,33 @@ void TstTraceChart::newRunDropsTheOldDetail() {
 }
 
 // The memory curves span the whole view once their detail is in, at every zoom.
+void TstTraceChart::memoryByCategoryNamesItsColours() {
+    // One rank stacked by category: its colours (vocab is orange, as S ops are) join the legend,
+    // and leave it with the every-rank view.
+    const auto names = [&] {
+        QStringList out;
+        for (int i = 0; chart_->legend && i < chart_->legend->itemCount(); ++i) {
+            if (auto* item = dynamic_cast<QCPPlottableLegendItem*>(chart_->legend->item(i))) {
+                out << item->plottable()->name();
+            }
+        }
+        return out;
+    };
+    chart_->setMemoryRank(-1);
+    const QStringList total = names();
+    QVERIFY(!total.isEmpty());
+    QVERIFY(!total.contains(QStringLiteral("vocab (memory)")));
+    chart_->setMemoryRank(1);
+    const QStringList stacked = names();
+    QCOMPARE(stacked.size(), total.size() + trace::kMemoryCategoryCount);
+    QVERIFY(stacked.contains(QStringLiteral("vocab (memory)")));
+    QVERIFY(stacked.contains(QStringLiteral("activations (memory)")));
+    chart_->setMemoryRank(0);  // another rank, the same legend
+    QCOMPARE(names(), stacked);
+    chart_->setMemoryRank(-1);
+    QCOMPARE(names(), total);
+}
+
 void TstTraceChart::memoryCoversTheView() {
     chart_->fitAll();
     chart_->replot();
