@@ -1,10 +1,12 @@
 // pipescope-trace: statistics, comparison, export and repair of trace files (docs/trace-cli.md).
 // Data goes to stdout, messages to stderr. Exit codes: 0 ok, 2 bad arguments or a bad input
-// file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built.
+// file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built
+// (merge, import-nsys).
 #include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -500,6 +502,35 @@ int writeCommandFailed(const TraceStatus& st) {
     return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
 }
 
+// A command that writes a trace for a while (merge, import-nsys): a percentage on a terminal,
+// and Ctrl+C stops it through its progress callback, with no output left behind.
+class LongWrite {
+  public:
+    explicit LongWrite(std::string name) : bar_(std::move(name)) {}
+    std::function<bool(double)> callback() {
+        return [this](double fraction) {
+            bar_.show(fraction);
+            return g_interrupted == 0;
+        };
+    }
+    // The exit code when `st` is a failure (nullopt when it is not), after saying why.
+    std::optional<int> failed(const TraceStatus& st, const std::string& out) {
+        bar_.clear();
+        if (st.code == TraceStatus::Code::Cancelled) {
+            printErr("interrupted: " + out + " not written");
+            return kExitInterrupted;
+        }
+        if (!st.ok()) {
+            return writeCommandFailed(st);
+        }
+        return std::nullopt;
+    }
+
+  private:
+    InterruptGuard interrupts_;
+    TerminalProgress bar_;
+};
+
 int runMerge(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("merge");
     const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
@@ -510,10 +541,12 @@ int runMerge(const std::vector<std::string>& args) {
     const std::string& out = p.options.at("-o");
     interop::MergeOptions options;
     options.overwrite = p.options.count("--force") > 0;
+    LongWrite job("merge");
+    options.progress = job.callback();
     interop::MergeReport report;
     const TraceStatus st = interop::mergeTraces(p.positional, out, options, &report);
-    if (!st.ok()) {
-        return writeCommandFailed(st);
+    if (const auto exit = job.failed(st, out)) {
+        return *exit;
     }
     std::string text;
     for (const auto& n : report.notes) {
@@ -550,23 +583,14 @@ int runImportNsys(const std::vector<std::string>& args) {
     const std::string& out = p.options.at("-o");
     interop::NsysImportOptions options;
     options.overwrite = p.options.count("--force") > 0;
-    const InterruptGuard interrupts;
-    TerminalProgress progress("import-nsys");
-    options.progress = [&](double fraction) {
-        progress.show(fraction);
-        return g_interrupted == 0;
-    };
+    LongWrite job("import-nsys");
+    options.progress = job.callback();
     interop::NsysImportReport report;
     const std::vector<std::string> exports(p.positional.begin() + 1, p.positional.end());
     const TraceStatus st =
         interop::importNsys(p.positional.front(), exports, out, options, &report);
-    progress.clear();
-    if (st.code == TraceStatus::Code::Cancelled) {
-        printErr("interrupted: " + out + " not written");
-        return kExitInterrupted;
-    }
-    if (!st.ok()) {
-        return writeCommandFailed(st);
+    if (const auto exit = job.failed(st, out)) {
+        return *exit;
     }
     return printOut(interop::describeImport(report, out));
 }

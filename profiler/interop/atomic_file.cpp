@@ -126,4 +126,68 @@ void AtomicFile::fail(const std::string& what, int err) {
     }
 }
 
+PartialTrace::~PartialTrace() {
+    discard();
+}
+
+void PartialTrace::discard() {
+    if (temp_.empty()) {
+        return;
+    }
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+        std::filesystem::remove(temp_ + suffix, ec);
+    }
+    temp_.clear();
+}
+
+trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwrite) {
+    discard();
+    target_ = target;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) {
+        return trace::TraceStatus::error(Code::IoError,
+                                         target + ": cannot write: it is a directory");
+    }
+    if (!overwrite && fs::exists(target, ec)) {
+        return trace::TraceStatus::error(Code::Exists,
+                                         target + ": file exists (refusing to overwrite it)");
+    }
+    const fs::path path(target);
+    const std::string name = path.filename().string();
+    const fs::path dir = path.parent_path();
+    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
+        const std::string temp_name = "." + name + "." + std::to_string(::getpid()) + "-" +
+                                      std::to_string(attempt) + ".partial";
+        const std::string temp = (dir / temp_name).string();
+        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            ::close(fd);
+            temp_ = temp;
+            return trace::TraceStatus::success();
+        }
+        if (errno != EEXIST) {
+            return trace::TraceStatus::error(Code::IoError,
+                                             target + ": cannot write: " + std::strerror(errno));
+        }
+    }
+    return trace::TraceStatus::error(Code::IoError,
+                                     target + ": cannot write: no free temporary name beside it");
+}
+
+trace::TraceStatus PartialTrace::commit() {
+    if (temp_.empty()) {
+        return trace::TraceStatus::error(Code::IoError, target_ + ": nothing to commit");
+    }
+    if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+        const int err = errno;
+        discard();
+        return trace::TraceStatus::error(Code::IoError,
+                                         target_ + ": cannot replace it: " + std::strerror(err));
+    }
+    temp_.clear();
+    return trace::TraceStatus::success();
+}
+
 }  // namespace pipescope::interop::detail

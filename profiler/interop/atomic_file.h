@@ -37,4 +37,29 @@ class AtomicFile {
     trace::TraceStatus error_;
 };
 
+// The same for a trace that a TraceWriter builds (a merge, an import): it is written under a
+// hidden name beside its target and renamed onto it once finished, so that a job that fails,
+// is cancelled or is killed never leaves a half-built trace at the target, nor destroys the
+// file that --force was to replace.
+class PartialTrace {
+  public:
+    PartialTrace() = default;
+    ~PartialTrace();  // removes the partial trace unless commit() succeeded
+    PartialTrace(const PartialTrace&) = delete;
+    PartialTrace& operator=(const PartialTrace&) = delete;
+
+    // Chooses the hidden name. Refuses a target that is a directory (Code::IoError), or that
+    // exists unless `overwrite` (Code::Exists, as TraceWriter::create words it).
+    trace::TraceStatus prepare(const std::string& target, bool overwrite);
+    // Where the writer writes (create it with overwrite on: the name is reserved empty).
+    const std::string& path() const { return temp_; }
+    // Renames the finished trace onto the target.
+    trace::TraceStatus commit();
+
+  private:
+    void discard();
+    std::string target_;
+    std::string temp_;
+};
+
 }  // namespace pipescope::interop::detail

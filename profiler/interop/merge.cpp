@@ -11,7 +11,9 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "atomic_file.h"
 #include "chrome_lanes.h"
+#include "progress.h"
 
 namespace pipescope::interop {
 
@@ -151,14 +153,28 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         }
     }
 
-    trace::TraceWriter writer;
-    trace::WriterOptions wo;
-    wo.overwrite = options.overwrite;
-    info.status = trace::RunStatus::Running;
-    info.end_ns.reset();
-    if (TraceStatus st = writer.create(output, info, wo); !st.ok()) {
+    detail::Progress progress(options.progress, kMergeWritingFrom, "the merge");
+    for (const auto& i : in) {
+        progress.addTotal(i->reader.opCount() + i->reader.memorySampleCount());
+    }
+    // Written beside `output` and renamed onto it when finished: a merge that cannot finish
+    // leaves no half-merged file, and the file --force replaces stays until then.
+    detail::PartialTrace partial;
+    if (TraceStatus st = partial.prepare(output, options.overwrite); !st.ok()) {
         return st;
     }
+    trace::TraceWriter writer;
+    trace::WriterOptions wo;
+    wo.overwrite = true;  // the partial file's reserved, empty name
+    info.status = trace::RunStatus::Running;
+    info.end_ns.reset();
+    if (TraceStatus st = writer.create(partial.path(), info, wo); !st.ok()) {
+        return st;
+    }
+    const auto fail = [&](const TraceStatus& why) {
+        writer.finish(trace::RunStatus::Failed, why.message);
+        return why;
+    };
     // Times are on rank 0's clock now: the offsets are applied (kept as metrics).
     for (const auto& i : in) {
         for (trace::RankInfo rk : i->own) {
@@ -198,19 +214,21 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                 flows.count(o);
                 p2p.push_back(o);
             }
-            return true;
+            return progress.step();
         });
-        if (!st.ok()) {
-            return st;
+        if (st.ok() && !progress.stopped()) {
+            st = i->reader.forEachMemory([&](const trace::MemorySample& m) {
+                trace::MemorySample s = m;
+                s.t_ns += shift;
+                writer.addMemory(s);
+                return progress.step();
+            });
         }
-        st = i->reader.forEachMemory([&](const trace::MemorySample& m) {
-            trace::MemorySample s = m;
-            s.t_ns += shift;
-            writer.addMemory(s);
-            return true;
-        });
+        if (st.ok() && progress.stopped()) {
+            st = progress.cancelled();
+        }
         if (!st.ok()) {
-            return st;
+            return fail(st);
         }
         // The GPU tables, on rank 0's clock. Each process traced its own device work, so the
         // rows add up; a GPU listed by several files (ranks sharing it) is listed once.
@@ -243,7 +261,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         copyTable(&R::forEachNvtx, &W::addNvtx);
         copyTable(&R::forEachGpuMemoryEvent, &W::addGpuMemoryEvent);
         if (!st.ok()) {
-            return st;
+            return fail(st);
         }
         for (const trace::GpuInfo& g : i->reader.gpus()) {
             if (gpus_seen.insert({g.id, g.uuid, g.bus_location}).second) {
@@ -304,7 +322,12 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                                     : cancelled ? trace::RunStatus::Cancelled
                                                 : trace::RunStatus::Complete;
     std::string message = failed ? failures : (cancelled ? "a process was cancelled" : "");
-    return writer.finish(status, message, s0 + end);
+    if (TraceStatus st = writer.finish(status, message, s0 + end,
+                                       [&](double fraction) { progress.finishing(fraction); });
+        !st.ok()) {
+        return st;
+    }
+    return partial.commit();
 }
 
 }  // namespace pipescope::interop

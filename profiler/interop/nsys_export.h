@@ -18,6 +18,7 @@
 
 // The trace library's SQLite wrappers: reading a foreign SQLite file is the one place outside
 // that library that needs them.
+#include "progress.h"
 #include "sqlite_util.h"
 
 namespace pipescope::trace {
@@ -61,44 +62,6 @@ using GpuSet = std::set<std::tuple<int, std::string, std::string>>;
 
 struct Span {
     std::int64_t start = 0, end = 0;
-};
-
-// How far an import is (NsysImportOptions::progress): rows read over the rows it reads in all.
-class Progress {
-  public:
-    explicit Progress(const std::function<bool(double)>& fn) : fn_(fn) {}
-    void addTotal(std::int64_t rows) { total_ += std::max<std::int64_t>(rows, 0); }
-    // Counts a row read; false once the caller asked to stop. The caller hears of it about 200
-    // times over an import (every row of a small one, every 16384th of a large one).
-    bool step() {
-        if (++done_ >= next_ && fn_ && !stopped_) {
-            next_ = done_ + std::clamp<std::int64_t>(total_ / 200, 1, 16384);
-            const double read =
-                total_ > 0 ? std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_))
-                           : 0.0;
-            stopped_ = !fn_(kReadShare * read);
-        }
-        return !stopped_;
-    }
-    bool stopped() const { return stopped_; }
-    // The writer's finish, after the reading: `fraction` of it done. It cannot be cancelled (the
-    // file would be left half built), so what the caller answers is not heard.
-    void finishing(double fraction) const {
-        if (fn_) {
-            (void)fn_(kReadShare + (1 - kReadShare) * fraction);
-        }
-    }
-    static TraceStatus cancelled() {
-        return TraceStatus::error(Code::Cancelled, "the import was cancelled");
-    }
-
-  private:
-    // Reading is about two thirds of an import (import_bench, 400 000 ops: 4.3 of 6.8 s); the
-    // writer's finish, which builds the indexes and summary levels, the rest (finishing()).
-    static constexpr double kReadShare = kNsysImportWritingFrom;
-    const std::function<bool(double)>& fn_;
-    std::int64_t total_ = 0, done_ = 0, next_ = 0;
-    bool stopped_ = false;
 };
 
 // One Nsight export, opened and checked, with its op ranges and clock offset.
@@ -191,7 +154,7 @@ struct Report {
         while ((rc = s.step()) == SQLITE_ROW) {
             fn(s);
             if (progress && !progress->step()) {
-                return Progress::cancelled();
+                return progress->cancelled();
             }
         }
         return rc == SQLITE_DONE ? TraceStatus::success() : readError(table);

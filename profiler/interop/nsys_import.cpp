@@ -7,6 +7,7 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "atomic_file.h"
 #include "nsys_export.h"
 
 namespace pipescope::interop {
@@ -26,13 +27,6 @@ using Code = TraceStatus::Code;
 bool samePath(const std::string& a, const std::string& b) {
     std::error_code ec;
     return a == b || (std::filesystem::equivalent(a, b, ec) && !ec);
-}
-
-void removeTrace(const std::string& path) {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-        std::filesystem::remove(path + suffix, ec);
-    }
 }
 
 }  // namespace
@@ -92,7 +86,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         return TraceStatus::error(Code::BadInput, run + twice);
     }
     // The exports first, so that the progress counts every row there is to read.
-    Progress progress(options.progress);
+    Progress progress(options.progress, kNsysImportWritingFrom, "the import");
     std::vector<std::unique_ptr<Report>> opened;
     for (const std::string& path : reports) {
         auto r = std::make_unique<Report>();
@@ -124,7 +118,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         return TraceStatus::error(Code::BadInput, run + twice);
     }
     if (progress.stopped()) {
-        return Progress::cancelled();
+        return progress.cancelled();
     }
     for (auto& r : opened) {
         if (st = readRanges(host_ops, run, r.get()); !st.ok()) {
@@ -138,15 +132,21 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     const auto end_ns = info.end_ns;
     info.status = trace::RunStatus::Running;
     info.end_ns.reset();
+    // Written beside `output` and renamed onto it when finished: an import that fails, is
+    // cancelled or is killed leaves no half-built file, and the file --force replaces stays
+    // until then.
+    detail::PartialTrace partial;
+    if (st = partial.prepare(output, options.overwrite); !st.ok()) {
+        return st;
+    }
     trace::TraceWriter writer;
     trace::WriterOptions wo;
-    wo.overwrite = options.overwrite;
-    if (st = writer.create(output, info, wo); !st.ok()) {
+    wo.overwrite = true;  // the partial file's reserved, empty name
+    if (st = writer.create(partial.path(), info, wo); !st.ok()) {
         return st;
     }
     const auto fail = [&](TraceStatus why) {
         writer.finish(trace::RunStatus::Failed, why.message);
-        removeTrace(output);
         return why;
     };
     // The ranks the file lists: one process's file of a multi-process run lists its own.
@@ -167,7 +167,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         });
     }
     if (st.ok() && progress.stopped()) {
-        st = Progress::cancelled();
+        st = progress.cancelled();
     }
     if (!st.ok()) {
         return fail(st);
@@ -207,10 +207,9 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     if (st = writer.finish(status, message, end_ns,
                            [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {
-        removeTrace(output);
         return st;
     }
-    return TraceStatus::success();
+    return partial.commit();
 }
 
 }  // namespace pipescope::interop

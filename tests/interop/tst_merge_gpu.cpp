@@ -1,6 +1,10 @@
 // The merge of a multi-process CUDA run's traces carries every GPU table, each file's rows moved
 // to rank 0's clock, and lists a GPU that several processes share once. (The CPU path of merge
 // is tested with real processes in tests/runner/tst_run_multi.cpp.)
+#include <sqlite3.h>
+
+#include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -173,6 +177,59 @@ class TstMergeGpu : public QObject {
         for (const auto& note : report.notes) {
             QVERIFY2(note.find("not yet") == std::string::npos, note.c_str());
         }
+    }
+
+    void progressCancelAndNoHalfMergedFile() {
+        // Progress rises to 1; a caller that says stop gets Cancelled, and the file --force was
+        // to replace is left as it was, with nothing beside it; a merge that fails on a bad
+        // input does the same.
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        QCOMPARE(writeRankTrace(r1, 1), QString());
+        const std::vector<std::string> inputs = {r0.toStdString(), r1.toStdString()};
+        const QString out = dir.filePath("run.db");
+        interop::MergeOptions options;
+        std::vector<double> seen;
+        options.progress = [&](double f) {
+            seen.push_back(f);
+            return true;
+        };
+        interop::MergeReport report;
+        auto st = interop::mergeTraces(inputs, out.toStdString(), options, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+        QVERIFY(std::any_of(seen.begin(), seen.end(),
+                            [](double f) { return f > 0 && f <= interop::kMergeWritingFrom; }));
+        QCOMPARE(seen.back(), 1.0);
+
+        QFile before(out);
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        const QByteArray merged = before.readAll();
+        before.close();
+        const auto untouched = [&] {
+            QFile f(out);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QCOMPARE(f.readAll(), merged);
+            QCOMPARE(QDir(dir.path()).entryList(QDir::Files | QDir::Hidden).size(), 3);
+        };
+        options.overwrite = true;
+        options.progress = [](double) { return false; };
+        st = interop::mergeTraces(inputs, out.toStdString(), options, &report);
+        QCOMPARE(st.code, trace::TraceStatus::Code::Cancelled);
+        untouched();
+
+        // An input that breaks after the merge has begun: the ops of rank 1's file are gone.
+        {
+            sqlite3* db = nullptr;
+            QCOMPARE(sqlite3_open(r1.toUtf8().constData(), &db), SQLITE_OK);
+            QCOMPARE(sqlite3_exec(db, "DROP TABLE op", nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+        }
+        options.progress = {};
+        st = interop::mergeTraces(inputs, out.toStdString(), options, &report);
+        QVERIFY(!st.ok());
+        untouched();
     }
 };
 

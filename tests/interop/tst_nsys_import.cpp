@@ -237,6 +237,16 @@ class TstNsysImport : public QObject {
             QVERIFY(st.code == trace::TraceStatus::Code::Cancelled);
             QVERIFY2(!QFile::exists(path("cancelled.db")), "a cancelled import left a file");
         }
+        // A cancelled import over a file it was told to replace leaves that file as it was.
+        options.overwrite = true;
+        options.progress = [](double done) { return done < 0.3; };
+        st =
+            interop::importNsys(path("run.db").toStdString(), {path("report.sqlite").toStdString()},
+                                path("progress.db").toStdString(), options, &report);
+        QVERIFY(st.code == trace::TraceStatus::Code::Cancelled);
+        trace::TraceReader kept;
+        QVERIFY(kept.open(path("progress.db").toStdString()).ok());
+        QVERIFY(kept.kernelCount() > 0);  // the earlier import's output, whole
     }
 
     void oneProcessFileKeepsItsRanks() {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,16 @@ struct MergeReport {
 
 struct MergeOptions {
     bool overwrite = false;
+    // Called now and then with the share of the merge done (0..1): copying the rows up to
+    // kMergeWritingFrom, then finishing the output. Returning false while copying stops the
+    // merge, which then fails with Code::Cancelled and leaves no output; after that, what it
+    // returns is not heard.
+    std::function<bool(double)> progress;
 };
+
+// From this share of the progress on, the merge writes its output's indexes and summary levels:
+// it can no longer be cancelled.
+inline constexpr double kMergeWritingFrom = 0.6;
 
 // Writes `output` from `inputs`. Fails (nothing written) when an input is not a trace, two inputs
 // hold the same rank, or the inputs are not of one run (different configs or world sizes).
