@@ -46,6 +46,21 @@ void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect) {
     }
 }
 
+void addMemoryRankLegend(QCustomPlot* plot, QCPAxisRect* rect, int ranks) {
+    if (ranks > kMemoryRankLegendMax) {
+        return;
+    }
+    for (int r = 0; r < ranks; ++r) {
+        auto* entry = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+        entry->setName(QObject::tr("rank %1 (memory)").arg(r));
+        entry->setPen(Qt::NoPen);
+        entry->setBrush(rankColor(r));
+        if (plot->legend != nullptr && !entry->addToLegend(plot->legend)) {
+            entry->addToLegend();
+        }
+    }
+}
+
 QColor rankColor(int rank) {
     return QColor::fromHsv((rank * 47) % 360, 200, 200);
 }

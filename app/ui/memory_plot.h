@@ -19,6 +19,10 @@ QColor rankColor(int rank);
 // Legend entries for the memory categories, "vocab (memory)", ..., on `rect`'s axes: for a chart
 // that stacks one rank's memory by category, whose colours would otherwise read as op kinds'.
 void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect);
+// Legend entries for the ranks' memory curves, "rank 0 (memory)", ..., when there are at most
+// kMemoryRankLegendMax ranks (more would crowd the legend; the highest peak stays labelled).
+inline constexpr int kMemoryRankLegendMax = 16;
+void addMemoryRankLegend(QCustomPlot* plot, QCPAxisRect* rect, int ranks);
 
 // The curves themselves, drawn straight from the per-pixel memory query: for every rank a band
 // from the lowest to the highest level each pixel saw (a step line where memory is flat), or one

@@ -103,6 +103,7 @@ void TraceChart::rebuild(bool keep_view) {
         connect(rect->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                 this, &TraceChart::onRangeChanged);
     }
+    bool has_memory = false;
     if (show_memory_ && !runs_.empty()) {
         memory_rect_ = new QCPAxisRect(this);
         memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
@@ -112,8 +113,10 @@ void TraceChart::rebuild(bool keep_view) {
         memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
         memory_->setBackgroundQueries(true);
         const auto& ranks = runs_.front()->stats().ranks;
-        if (std::none_of(ranks.begin(), ranks.end(),
-                         [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
+        has_memory = std::any_of(ranks.begin(), ranks.end(), [](const analysis::RankStats& r) {
+            return r.peak_memory.present;
+        });
+        if (!has_memory) {
             markEmpty(memory_rect_, tr("no memory samples in this trace"));
         }
         connect(memory_rect_->axis(QCPAxis::atBottom),
@@ -133,6 +136,8 @@ void TraceChart::rebuild(bool keep_view) {
         addKindLegend(this, rects_.front(), runs_);
         if (memory_rect_ != nullptr && memory_rank_ >= 0) {
             addMemoryCategoryLegend(this, memory_rect_);
+        } else if (memory_rect_ != nullptr && has_memory) {
+            addMemoryRankLegend(this, memory_rect_, runs_.front()->rankCount());
         }
         fitPlotLegends(this);
     }

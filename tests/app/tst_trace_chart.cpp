@@ -148,7 +148,7 @@ void TstTraceChart::newRunDropsTheOldDetail() {
 // The memory curves span the whole view once their detail is in, at every zoom.
 void TstTraceChart::memoryByCategoryNamesItsColours() {
     // One rank stacked by category: its colours (vocab is orange, as S ops are) join the legend,
-    // and leave it with the every-rank view.
+    // and leave it with the every-rank view, whose ranks' colours are named instead.
     const auto names = [&] {
         QStringList out;
         for (int i = 0; chart_->legend && i < chart_->legend->itemCount(); ++i) {
@@ -162,9 +162,14 @@ void TstTraceChart::memoryByCategoryNamesItsColours() {
     const QStringList total = names();
     QVERIFY(!total.isEmpty());
     QVERIFY(!total.contains(QStringLiteral("vocab (memory)")));
+    // Every rank's total: a curve per rank, each named in its colour.
+    const int ranks = chart_->runs().front()->rankCount();
+    QVERIFY(total.contains(QStringLiteral("rank 0 (memory)")));
+    QVERIFY(total.contains(QStringLiteral("rank %1 (memory)").arg(ranks - 1)));
     chart_->setMemoryRank(1);
     const QStringList stacked = names();
-    QCOMPARE(stacked.size(), total.size() + trace::kMemoryCategoryCount);
+    QCOMPARE(stacked.size(), total.size() - ranks + trace::kMemoryCategoryCount);
+    QVERIFY(!stacked.contains(QStringLiteral("rank 0 (memory)")));
     QVERIFY(stacked.contains(QStringLiteral("vocab (memory)")));
     QVERIFY(stacked.contains(QStringLiteral("activations (memory)")));
     chart_->setMemoryRank(0);  // another rank, the same legend
