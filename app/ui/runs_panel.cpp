@@ -1,5 +1,7 @@
 #include "runs_panel.h"
 
+#include <memory>
+
 #include <QDesktopServices>
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -16,6 +18,8 @@
 
 #include <pipescope/app/runs_library.h>
 #include <pipescope/interop/merge.h>
+
+#include "background_progress.h"
 
 namespace pipescope::app {
 
@@ -184,10 +188,24 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
         files.push_back(f.toStdString());
     }
     using Result = std::pair<QString, QString>;  // (summary, error)
+    // Merging a long run's traces takes seconds: a dialog shows how far it is, and Cancel stops
+    // it (leaving no half-merged file) until the output's indexes are being written.
+    auto shared = std::make_shared<BackgroundProgress>();
+    shared->uncancellable_from = static_cast<int>(interop::kMergeWritingFrom * 1000) + 1;
+    shared->final_text =
+        tr("Writing %1: its indexes and summary levels…").arg(QFileInfo(merged).fileName());
+    const QPointer<QProgressDialog> progress = showBackgroundProgress(
+        this,
+        tr("Merging %n per-rank trace(s) into %1…", nullptr, static_cast<int>(inputs.size()))
+            .arg(QFileInfo(merged).fileName()),
+        shared);
     auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged] {
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged, progress] {
         const auto [summary, failure] = watcher->result();
         watcher->deleteLater();
+        if (progress) {
+            progress->deleteLater();
+        }
         library_->refresh();
         if (!failure.isEmpty()) {
             emit message(failure);
@@ -201,9 +219,10 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
     });
     emit message(tr("Merging %n trace(s)…", nullptr, static_cast<int>(inputs.size())));
     const std::string out = merged.toStdString();
-    watcher->setFuture(QtConcurrent::run([files, out] {
+    watcher->setFuture(QtConcurrent::run([files, out, shared] {
         interop::MergeOptions options;
-        options.overwrite = true;
+        options.overwrite = true;  // the merged file is written anew, replaced only when whole
+        options.progress = [&](double done) { return shared->report(done); };
         interop::MergeReport report;
         const auto st = interop::mergeTraces(files, out, options, &report);
         if (!st.ok()) {
