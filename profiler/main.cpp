@@ -142,9 +142,10 @@ const Command kCommands[] = {
      "Joins the traces a multi-process run wrote, one per process, into one trace on rank 0's\n"
      "clock (each process measured its offset to rank 0 at start), then checks causality: no\n"
      "receive may end before its send started. Violations are listed (exit 0: the merged trace\n"
-     "is written and says how many in its causality_violations metric).\n"
+     "is written and says how many in its causality_violations metric). OUT.db appears only\n"
+     "when complete; Ctrl+C stops the merge with nothing written (exit 130).\n"
      "  -o OUT.db       the merged trace\n"
-     "  --force         replace OUT.db if it exists\n",
+     "  --force         replace OUT.db if it exists (kept until the new one is complete)\n",
      runMerge},
     {"import-nsys", "import-nsys RUN.db REPORT.sqlite [MORE.sqlite ...] -o OUT.db [--force]",
      "Adds what Nsight Systems recorded of a CUDA run to the run's trace. Under nsys, run with\n"
@@ -152,9 +153,10 @@ const Command kCommands[] = {
      "import it: OUT.db is RUN.db plus the export's kernels, copies, memsets, runtime calls,\n"
      "synchronizations, NVTX events and GPUs, on the run's clock, and a gpu-lane row per op\n"
      "(found through the op's NVTX range and the correlation ids of the calls made in it).\n"
-     "One export for the whole run, or one per process.\n"
+     "One export for the whole run, or one per process. OUT.db appears only when complete;\n"
+     "Ctrl+C stops the import with nothing written (exit 130).\n"
      "  -o OUT.db       the trace to write\n"
-     "  --force         replace OUT.db if it exists\n",
+     "  --force         replace OUT.db if it exists (kept until the new one is complete)\n",
      runImportNsys},
 };
 
