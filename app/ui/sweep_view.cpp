@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 
 #include <QHBoxLayout>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <pipescope/app/units.h>
@@ -32,7 +34,81 @@ QColor methodColor(const std::string& m) {
     return QColor(0x34, 0xa8, 0x53);
 }
 
+// Where a sweep's values sit on the x axis: the numbers themselves, or, when any value is not a
+// number, 0, 1, 2, ... in the order they first appear (with their text as tick labels).
+struct SweepAxis {
+    std::vector<std::string> values;
+    bool numeric = true;
+
+    explicit SweepAxis(const std::vector<SweepPoint>& points) {
+        for (const auto& p : points) {
+            if (std::find(values.begin(), values.end(), p.value) == values.end()) {
+                values.push_back(p.value);
+            }
+            bool ok = false;
+            QString::fromStdString(p.value).toDouble(&ok);
+            numeric = numeric && ok;
+        }
+    }
+    double x(const std::string& v) const {
+        if (numeric) {
+            return QString::fromStdString(v).toDouble();
+        }
+        return static_cast<double>(std::find(values.begin(), values.end(), v) - values.begin());
+    }
+};
+
 }  // namespace
+
+QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
+                             const QString& key_label, const QPointF& pos) {
+    // The data point nearest to `pos`, within a few pixels, on either chart.
+    constexpr double kReachPx = 10;
+    const QCPGraph* best = nullptr;
+    double best_key = 0;
+    double best_distance = kReachPx;
+    for (int i = 0; i < plot->graphCount(); ++i) {
+        const QCPGraph* g = plot->graph(i);
+        if (!g->keyAxis()->axisRect()->rect().contains(pos.toPoint())) {
+            continue;
+        }
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+            const double dx = g->keyAxis()->coordToPixel(it->key) - pos.x();
+            const double dy = g->valueAxis()->coordToPixel(it->value) - pos.y();
+            if (const double d = std::hypot(dx, dy); d < best_distance) {
+                best = g;
+                best_key = it->key;
+                best_distance = d;
+            }
+        }
+    }
+    if (best == nullptr) {
+        return {};
+    }
+    const SweepAxis axis(points);
+    const std::string method = best->name().toStdString();
+    double largest = 0;
+    for (const auto& p : points) {
+        if (p.ok) {
+            largest = std::max(largest, static_cast<double>(p.peak_memory_bytes));
+        }
+    }
+    const MemoryUnit unit = memoryUnitFor(largest);
+    for (const auto& p : points) {
+        if (p.ok && p.method == method && axis.x(p.value) == best_key) {
+            return QObject::tr(
+                       "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
+                       "memory %7 %8")
+                .arg(QString::fromStdString(p.method), key_label, QString::fromStdString(p.value))
+                .arg(p.mfu * 100, 0, 'f', 1)
+                .arg(p.iteration_ms, 0, 'f', 1)
+                .arg(p.bubble_ratio * 100, 0, 'f', 1)
+                .arg(unit.of(static_cast<double>(p.peak_memory_bytes)), 0, 'f', unit.decimals)
+                .arg(QLatin1String(unit.name));
+        }
+    }
+    return {};
+}
 
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
     std::vector<std::string> out;
@@ -85,22 +161,10 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     legend->setLayer(QStringLiteral("legend"));
 
     // X positions: the numbers themselves, or indices with text ticks.
-    std::vector<std::string> values;
-    bool numeric = true;
-    for (const auto& p : points) {
-        if (std::find(values.begin(), values.end(), p.value) == values.end()) {
-            values.push_back(p.value);
-        }
-        bool ok = false;
-        QString::fromStdString(p.value).toDouble(&ok);
-        numeric = numeric && ok;
-    }
-    const auto xOf = [&](const std::string& v) {
-        if (numeric) {
-            return QString::fromStdString(v).toDouble();
-        }
-        return static_cast<double>(std::find(values.begin(), values.end(), v) - values.begin());
-    };
+    const SweepAxis axis(points);
+    const std::vector<std::string>& values = axis.values;
+    const bool numeric = axis.numeric;
+    const auto xOf = [&](const std::string& v) { return axis.x(v); };
     for (auto* rect : {mfu_rect, mem_rect}) {
         rect->axis(QCPAxis::atBottom)->setLabel(key_label);
         if (!numeric) {
@@ -230,6 +294,15 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
                            QFont(plot_->font().family(), 10)));
     layout->addWidget(plot_, 1);
 
+    // Hovering a point says what it measured.
+    connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        const QString text = describeSweepPointAt(plot_, points_, points_key_, event->position());
+        if (text.isEmpty()) {
+            QToolTip::hideText();
+        } else {
+            QToolTip::showText(event->globalPosition().toPoint(), text, plot_);
+        }
+    });
     connect(run_, &QPushButton::clicked, this, &SweepView::run);
     connect(values_, &QLineEdit::returnPressed, this, &SweepView::run);
     connect(cancel_, &QPushButton::clicked, controller_, &SimulationController::cancel);
@@ -255,7 +328,9 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
                 tr("%1 points in %2 ms.").arg(out->sweep.size()).arg(out->elapsed_ms, 0, 'f', 0) +
                 (errors.isEmpty() ? QString()
                                   : QStringLiteral("\n") + errors.join(QStringLiteral("\n"))));
-            fillSweepPlot(plot_, out->sweep, key_->currentText());
+            points_ = out->sweep;
+            points_key_ = key_->currentText();
+            fillSweepPlot(plot_, points_, points_key_);
             emit finished();
         });
 }

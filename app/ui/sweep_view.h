@@ -19,6 +19,11 @@ namespace pipescope::app {
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
                    const QString& key_label);
 
+// What the sweep point nearest to `pos` (within a few pixels) measured, for a tooltip: its
+// method and value, MFU, iteration time, bubble and peak memory. Empty away from every point.
+QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
+                             const QString& key_label, const QPointF& pos);
+
 // Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
 
@@ -31,6 +36,8 @@ class SweepView : public QWidget {
     // Starts the sweep with the keys and values in the controls.
     void run();
     QCustomPlot* plot() const { return plot_; }
+    // The points of the sweep on the chart.
+    const std::vector<SweepPoint>& points() const { return points_; }
     bool busy() const;
 
   signals:
@@ -46,6 +53,8 @@ class SweepView : public QWidget {
     QProgressBar* progress_;
     QLabel* status_;
     QCustomPlot* plot_;
+    std::vector<SweepPoint> points_;  // the sweep on the chart, for its tooltips
+    QString points_key_;
 };
 
 }  // namespace pipescope::app

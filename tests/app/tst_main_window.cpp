@@ -129,6 +129,17 @@ void TstMainWindow::sweepsTheVocabulary() {
     };
     QVERIFY(mfu_at(0, 3) < mfu_at(0, 0));  // naive
     QVERIFY(mfu_at(8, 3) > mfu_at(0, 3));  // vocab-2 above naive at the largest vocabulary
+    // Hovering a point says what it measured; away from every point, nothing.
+    plot->replot();
+    const QCPGraph* g = plot->graph(8);
+    const auto last = g->data()->constEnd() - 1;
+    const QPointF at(g->keyAxis()->coordToPixel(last->key),
+                     g->valueAxis()->coordToPixel(last->value));
+    const auto& points = window_->sweep()->points();
+    const QString tip = app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(3, -2));
+    QVERIFY2(tip.startsWith("vocab-2 at model.vocab = 256000\nMFU "), qPrintable(tip));
+    QVERIFY2(tip.contains("max peak memory"), qPrintable(tip));
+    QVERIFY(app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(40, 0)).isEmpty());
     QVERIFY(!window_->showView("nonsense"));
 }
 
