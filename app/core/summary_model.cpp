@@ -14,13 +14,7 @@ QString missing() {
 }  // namespace
 
 MemoryUnit memoryUnitOf(const analysis::RunStats& stats) {
-    std::int64_t peak = 0;
-    for (const auto& r : stats.ranks) {
-        if (r.peak_memory.present) {
-            peak = std::max(peak, r.peak_memory.bytes);
-        }
-    }
-    return memoryUnitFor(static_cast<double>(peak));
+    return memoryUnitFor(static_cast<double>(stats.maxPeakMemory().value_or(0)));
 }
 
 SummaryModel::SummaryModel(QObject* parent) : QAbstractTableModel(parent) {}

@@ -61,14 +61,10 @@ QString headline(const RunData& run) {
     if (s.imbalance.peak_memory) {
         parts << QObject::tr("memory imbalance %1").arg(*s.imbalance.peak_memory, 0, 'f', 3);
     }
-    std::int64_t peak = 0;
-    for (const auto& r : s.ranks) {
-        peak = std::max(peak, r.peak_memory.present ? r.peak_memory.bytes : 0);
-    }
-    if (peak > 0) {
-        const MemoryUnit unit = memoryUnitFor(static_cast<double>(peak));
+    if (const auto peak = s.maxPeakMemory(); peak && *peak > 0) {
+        const MemoryUnit unit = memoryUnitOf(s);
         parts << QObject::tr("max peak %1 %2")
-                     .arg(unit.of(static_cast<double>(peak)), 0, 'f', unit.decimals)
+                     .arg(unit.of(static_cast<double>(*peak)), 0, 'f', unit.decimals)
                      .arg(QLatin1String(unit.name));
     }
     return parts.join(QStringLiteral(" · "));

@@ -58,6 +58,17 @@ struct SweepAxis {
     }
 };
 
+// The unit of a sweep's memory figures: MiB when every point's peak is under 1 GiB.
+MemoryUnit memoryUnitOf(const std::vector<SweepPoint>& points) {
+    double largest = 0;
+    for (const auto& p : points) {
+        if (p.ok) {
+            largest = std::max(largest, static_cast<double>(p.peak_memory_bytes));
+        }
+    }
+    return memoryUnitFor(largest);
+}
+
 }  // namespace
 
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
@@ -87,13 +98,7 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     }
     const SweepAxis axis(points);
     const std::string method = best->name().toStdString();
-    double largest = 0;
-    for (const auto& p : points) {
-        if (p.ok) {
-            largest = std::max(largest, static_cast<double>(p.peak_memory_bytes));
-        }
-    }
-    const MemoryUnit unit = memoryUnitFor(largest);
+    const MemoryUnit unit = memoryUnitOf(points);
     for (const auto& p : points) {
         if (p.ok && p.method == method && axis.x(p.value) == best_key) {
             return QObject::tr(
@@ -176,13 +181,7 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
         }
     }
     mfu_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("MFU (%)"));
-    double largest = 0;
-    for (const auto& p : points) {
-        if (p.ok) {
-            largest = std::max(largest, static_cast<double>(p.peak_memory_bytes));
-        }
-    }
-    const MemoryUnit unit = memoryUnitFor(largest);
+    const MemoryUnit unit = memoryUnitOf(points);
     mem_rect->axis(QCPAxis::atLeft)
         ->setLabel(QObject::tr("max peak memory (%1)").arg(QLatin1String(unit.name)));
 

@@ -92,17 +92,6 @@ QuantityComparison quantity(const std::vector<RunStats>& runs, std::string key, 
     return q;
 }
 
-// The highest peak memory of any rank that recorded memory; empty when none did.
-std::optional<double> maxPeakMemory(const RunStats& r) {
-    std::optional<double> top;
-    for (const RankStats& s : r.ranks) {
-        if (s.peak_memory.present) {
-            top = std::max(top.value_or(0.0), static_cast<double>(s.peak_memory.bytes));
-        }
-    }
-    return top;
-}
-
 const RankStats* findRank(const RunStats& r, int rank) {
     const auto it = std::find_if(r.ranks.begin(), r.ranks.end(),
                                  [rank](const RankStats& s) { return s.rank == rank; });
@@ -130,8 +119,12 @@ RunComparison compareRuns(const std::vector<RunStats>& runs) {
                                     Better::Lower,
                                     [](const RunStats& r) { return r.mean_bubble_ratio; }));
     c.quantities.push_back(quantity(runs, "max_peak_memory_bytes", "max peak memory", "bytes", -1,
-                                    Better::Lower,
-                                    [](const RunStats& r) { return maxPeakMemory(r); }));
+                                    Better::Lower, [](const RunStats& r) -> std::optional<double> {
+                                        if (const auto top = r.maxPeakMemory()) {
+                                            return static_cast<double>(*top);
+                                        }
+                                        return std::nullopt;
+                                    }));
     c.quantities.push_back(quantity(runs, "busy_imbalance", "busy imbalance", "factor", -1,
                                     Better::Lower,
                                     [](const RunStats& r) { return r.imbalance.busy; }));

@@ -289,6 +289,16 @@ std::string describeIterations(const std::vector<Window>& windows) {
 
 }  // namespace
 
+std::optional<std::int64_t> RunStats::maxPeakMemory() const {
+    std::optional<std::int64_t> top;
+    for (const RankStats& r : ranks) {
+        if (r.peak_memory.present) {
+            top = std::max(top.value_or(0), r.peak_memory.bytes);
+        }
+    }
+    return top;
+}
+
 trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOptions& options,
                               RunStats* out) {
     RunStats s;

@@ -101,6 +101,8 @@ struct RunStats {
     // Host spans are issue times (asynchronous lanes): busy, bubble and waits describe the host,
     // and the device's own busy time is the gpu lane's.
     bool hostSpansAreIssueTimes() const { return inputs.lane_sync_event.value_or(0) == 1; }
+    // The highest peak memory of a rank that recorded memory, in bytes; empty when none did.
+    std::optional<std::int64_t> maxPeakMemory() const;
     std::optional<double> mfu;           // 0..1
     std::optional<double> tokens_per_s;  // tokens per second of iteration time
 };
