@@ -8,6 +8,7 @@
 #include <pipescope/app/summary_model.h>
 #include <pipescope/app/units.h>
 
+#include "plot_layout.h"
 #include "timeline_plot.h"
 
 namespace pipescope::app {
@@ -30,35 +31,6 @@ QColor memoryCategoryColor(trace::MemoryCategory c) {
             return QColor(0x9e, 0x9e, 0x9e);
     }
     return Qt::gray;
-}
-
-void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect) {
-    for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
-        const auto cat = static_cast<trace::MemoryCategory>(c);
-        auto* entry = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-        entry->setName(
-            QObject::tr("%1 (memory)").arg(QString::fromUtf8(trace::toString(cat).data())));
-        entry->setPen(Qt::NoPen);
-        entry->setBrush(memoryCategoryColor(cat));
-        if (plot->legend != nullptr && !entry->addToLegend(plot->legend)) {
-            entry->addToLegend();
-        }
-    }
-}
-
-void addMemoryRankLegend(QCustomPlot* plot, QCPAxisRect* rect, int ranks) {
-    if (ranks > kMemoryRankLegendMax) {
-        return;
-    }
-    for (int r = 0; r < ranks; ++r) {
-        auto* entry = new QCPBars(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-        entry->setName(QObject::tr("rank %1 (memory)").arg(r));
-        entry->setPen(Qt::NoPen);
-        entry->setBrush(rankColor(r));
-        if (plot->legend != nullptr && !entry->addToLegend(plot->legend)) {
-            entry->addToLegend();
-        }
-    }
 }
 
 QColor rankColor(int rank) {
@@ -129,6 +101,10 @@ void MemoryLayer::rebuild() {
         plot_->removeItem(item);
     }
     items_.clear();
+    for (auto* entry : legend_entries_) {
+        plot_->removePlottable(entry);
+    }
+    legend_entries_.clear();
     if (!run_) {
         return;
     }
@@ -220,8 +196,38 @@ void MemoryLayer::rebuild() {
                            .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
     }
     top_ = top;
+    addLegendEntries();
     fitHeadroom();
     refresh();
+}
+
+void MemoryLayer::addLegendEntries() {
+    if (plot_->legend == nullptr) {
+        return;
+    }
+    const auto add = [&](const QString& name, const QColor& colour) {
+        auto* entry = new QCPBars(rect_->axis(QCPAxis::atBottom), rect_->axis(QCPAxis::atLeft));
+        entry->setName(name);
+        entry->setPen(Qt::NoPen);
+        entry->setBrush(colour);
+        entry->addToLegend(plot_->legend);
+        legend_entries_.push_back(entry);
+    };
+    const auto& ranks = run_->stats().ranks;
+    if (rank_ >= 0) {
+        for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
+            const auto cat = static_cast<trace::MemoryCategory>(c);
+            add(QObject::tr("%1 (memory)").arg(QString::fromUtf8(trace::toString(cat).data())),
+                memoryCategoryColor(cat));
+        }
+    } else if (run_->rankCount() <= kMemoryRankLegendMax &&
+               std::any_of(ranks.begin(), ranks.end(),
+                           [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
+        for (int r = 0; r < run_->rankCount(); ++r) {
+            add(QObject::tr("rank %1 (memory)").arg(r), rankColor(r));
+        }
+    }
+    fitPlotLegends(plot_);  // the legend may have gained or lost a row
 }
 
 void MemoryLayer::refresh(bool in_place) {

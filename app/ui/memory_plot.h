@@ -16,13 +16,9 @@ namespace pipescope::app {
 
 QColor memoryCategoryColor(trace::MemoryCategory c);
 QColor rankColor(int rank);
-// Legend entries for the memory categories, "vocab (memory)", ..., on `rect`'s axes: for a chart
-// that stacks one rank's memory by category, whose colours would otherwise read as op kinds'.
-void addMemoryCategoryLegend(QCustomPlot* plot, QCPAxisRect* rect);
-// Legend entries for the ranks' memory curves, "rank 0 (memory)", ..., when there are at most
-// kMemoryRankLegendMax ranks (more would crowd the legend; the highest peak stays labelled).
+// Up to this many ranks, the every-rank memory chart names each rank's colour in the legend
+// (more would crowd it; the highest peak stays labelled).
 inline constexpr int kMemoryRankLegendMax = 16;
-void addMemoryRankLegend(QCustomPlot* plot, QCPAxisRect* rect, int ranks);
 
 // The curves themselves, drawn straight from the per-pixel memory query: for every rank a band
 // from the lowest to the highest level each pixel saw (a step line where memory is flat), or one
@@ -76,6 +72,10 @@ class MemoryLayer {
 
   private:
     void rebuild();
+    // The plot legend's entries for what is drawn: each rank's colour ("rank 0 (memory)") for
+    // every rank's total, the categories' ("vocab (memory)", not to be read as op kinds') for one
+    // rank stacked. Nothing when the plot has no legend.
+    void addLegendEntries();
     // Sets the value range so the peak's label fits above the highest curve at the rect's
     // current height (a fixed share of the range is too little in a short chart).
     void fitHeadroom();
@@ -87,6 +87,7 @@ class MemoryLayer {
     bool show_capacity_ = true;
     MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
+    std::vector<QCPAbstractPlottable*> legend_entries_;  // drawn nothing: legend entries only
     bool background_ = false;
     double top_ = 0;  // highest value to show (in the run's MemoryUnit): peaks, or the capacity
     int fitted_height_ = -1;  // the rect height fitHeadroom last fitted

@@ -103,7 +103,6 @@ void TraceChart::rebuild(bool keep_view) {
         connect(rect->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
                 this, &TraceChart::onRangeChanged);
     }
-    bool has_memory = false;
     if (show_memory_ && !runs_.empty()) {
         memory_rect_ = new QCPAxisRect(this);
         memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
@@ -113,10 +112,8 @@ void TraceChart::rebuild(bool keep_view) {
         memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
         memory_->setBackgroundQueries(true);
         const auto& ranks = runs_.front()->stats().ranks;
-        has_memory = std::any_of(ranks.begin(), ranks.end(), [](const analysis::RankStats& r) {
-            return r.peak_memory.present;
-        });
-        if (!has_memory) {
+        if (std::none_of(ranks.begin(), ranks.end(),
+                         [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
             markEmpty(memory_rect_, tr("no memory samples in this trace"));
         }
         connect(memory_rect_->axis(QCPAxis::atBottom),
@@ -134,11 +131,6 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 0.001);
         legend->setLayer(QStringLiteral("legend"));
         addKindLegend(this, rects_.front(), runs_);
-        if (memory_rect_ != nullptr && memory_rank_ >= 0) {
-            addMemoryCategoryLegend(this, memory_rect_);
-        } else if (memory_rect_ != nullptr && has_memory) {
-            addMemoryRankLegend(this, memory_rect_, runs_.front()->rankCount());
-        }
         fitPlotLegends(this);
     }
     if (keep_view && had_view && old.size() > 0) {
@@ -247,11 +239,8 @@ void TraceChart::prepareExport() {
 }
 
 void TraceChart::setMemoryRank(int rank) {
-    const bool legend_changes = (rank >= 0) != (memory_rank_ >= 0);
     memory_rank_ = rank;
-    if (legend_changes && !runs_.empty()) {
-        rebuild(true);  // the memory categories join the legend, or leave it
-    } else if (memory_) {
+    if (memory_) {
         memory_->setRank(rank);
         replot();
     }
