@@ -16,6 +16,25 @@ constexpr int kMaxNameAttempts = 100;
 
 using Code = trace::TraceStatus::Code;
 
+// Creates a new, empty hidden file beside `target` (same file system, so that a rename onto the
+// target is atomic): ".NAME.PID-N<suffix>". Its descriptor, open for writing, and its path in
+// `temp`; -1 with errno set when none can be made.
+int createBeside(const std::string& target, const char* suffix, std::string* temp) {
+    const std::filesystem::path path(target);
+    const std::string name = path.filename().string();
+    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
+        *temp = (path.parent_path() / ("." + name + "." + std::to_string(::getpid()) + "-" +
+                                       std::to_string(attempt) + suffix))
+                    .string();
+        const int fd = ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) {
+            return fd;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
 }  // namespace
 
 AtomicFile::~AtomicFile() {
@@ -33,19 +52,7 @@ trace::TraceStatus AtomicFile::open(const std::string& target) {
             trace::TraceStatus::error(Code::IoError, target + ": cannot write: it is a directory");
         return error_;
     }
-    const fs::path path(target);
-    const std::string name = path.filename().string();
-    const fs::path dir = path.parent_path();
-    // A hidden name beside the target: same file system, so the final rename is atomic.
-    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
-        const std::string temp_name =
-            "." + name + "." + std::to_string(::getpid()) + "-" + std::to_string(attempt) + ".tmp";
-        temp_ = (dir / temp_name).string();
-        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd_ >= 0 || errno != EEXIST) {
-            break;
-        }
-    }
+    fd_ = createBeside(target, ".tmp", &temp_);
     if (fd_ < 0) {
         const int err = errno;
         temp_.clear();
@@ -154,26 +161,15 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
         return trace::TraceStatus::error(Code::Exists,
                                          target + ": file exists (refusing to overwrite it)");
     }
-    const fs::path path(target);
-    const std::string name = path.filename().string();
-    const fs::path dir = path.parent_path();
-    for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
-        const std::string temp_name = "." + name + "." + std::to_string(::getpid()) + "-" +
-                                      std::to_string(attempt) + ".partial";
-        const std::string temp = (dir / temp_name).string();
-        const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            ::close(fd);
-            temp_ = temp;
-            return trace::TraceStatus::success();
-        }
-        if (errno != EEXIST) {
-            return trace::TraceStatus::error(Code::IoError,
-                                             target + ": cannot write: " + std::strerror(errno));
-        }
+    std::string temp;
+    const int fd = createBeside(target, ".partial", &temp);
+    if (fd < 0) {
+        return trace::TraceStatus::error(Code::IoError,
+                                         target + ": cannot write: " + std::strerror(errno));
     }
-    return trace::TraceStatus::error(Code::IoError,
-                                     target + ": cannot write: no free temporary name beside it");
+    ::close(fd);  // the writer opens it itself; the name is reserved
+    temp_ = temp;
+    return trace::TraceStatus::success();
 }
 
 trace::TraceStatus PartialTrace::commit() {
