@@ -3,16 +3,13 @@
 // file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built
 // (merge, import-nsys).
 #include <charconv>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 #include <vector>
 
 #include <pipescope/analysis/compare.h>
@@ -25,70 +22,20 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "long_write.h"
+
 namespace {
 
 using pipescope::trace::TraceStatus;
 namespace analysis = pipescope::analysis;
 namespace interop = pipescope::interop;
 namespace trace = pipescope::trace;
+namespace cli = pipescope::cli;
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitWriteFailed = 4;
 constexpr int kExitInterrupted = 130;
-
-// Ctrl+C (or SIGTERM) during a long write: the command stops where it can and leaves no
-// half-built output, instead of dying with one.
-volatile std::sig_atomic_t g_interrupted = 0;
-extern "C" void onInterrupt(int) {
-    g_interrupted = 1;
-}
-
-// Catches SIGINT and SIGTERM while it lives.
-class InterruptGuard {
-  public:
-    InterruptGuard() {
-        g_interrupted = 0;
-        int_ = std::signal(SIGINT, onInterrupt);
-        term_ = std::signal(SIGTERM, onInterrupt);
-    }
-    ~InterruptGuard() {
-        std::signal(SIGINT, int_);
-        std::signal(SIGTERM, term_);
-    }
-    InterruptGuard(const InterruptGuard&) = delete;
-    InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-  private:
-    void (*int_)(int) = SIG_DFL;
-    void (*term_)(int) = SIG_DFL;
-};
-
-// A percentage on one line of a terminal's stderr (nothing when stderr is a file or a pipe,
-// whose readers want the result, not the count); clear() wipes it before the result.
-class TerminalProgress {
-  public:
-    explicit TerminalProgress(std::string what) : what_(std::move(what)) {}
-    void show(double fraction) {
-        const int pct = static_cast<int>(fraction * 100);
-        if (tty_ && pct != shown_) {
-            shown_ = pct;
-            std::fprintf(stderr, "\r%s: %d%%", what_.c_str(), pct);
-            std::fflush(stderr);
-        }
-    }
-    void clear() {
-        if (tty_ && shown_ >= 0) {
-            std::fprintf(stderr, "\r%*s\r", static_cast<int>(what_.size()) + 6, "");
-            std::fflush(stderr);
-        }
-    }
-
-  private:
-    std::string what_;
-    bool tty_ = isatty(fileno(stderr)) != 0;
-    int shown_ = -1;
-};
 
 constexpr const char* kProgram = "pipescope-trace";
 #ifndef PIPESCOPE_VERSION
@@ -504,34 +451,18 @@ int writeCommandFailed(const TraceStatus& st) {
     return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
 }
 
-// A command that writes a trace for a while (merge, import-nsys): a percentage on a terminal,
-// and Ctrl+C stops it through its progress callback, with no output left behind.
-class LongWrite {
-  public:
-    explicit LongWrite(std::string name) : bar_(std::move(name)) {}
-    std::function<bool(double)> callback() {
-        return [this](double fraction) {
-            bar_.show(fraction);
-            return g_interrupted == 0;
-        };
+// A long write's failure: interrupted (exit 130, nothing written) or as writeCommandFailed.
+std::optional<int> longWriteFailed(cli::LongWrite& job, const TraceStatus& st,
+                                   const std::string& out) {
+    if (job.interrupted(st)) {
+        printErr("interrupted: " + out + " not written");
+        return kExitInterrupted;
     }
-    // The exit code when `st` is a failure (nullopt when it is not), after saying why.
-    std::optional<int> failed(const TraceStatus& st, const std::string& out) {
-        bar_.clear();
-        if (st.code == TraceStatus::Code::Cancelled) {
-            printErr("interrupted: " + out + " not written");
-            return kExitInterrupted;
-        }
-        if (!st.ok()) {
-            return writeCommandFailed(st);
-        }
-        return std::nullopt;
+    if (!st.ok()) {
+        return writeCommandFailed(st);
     }
-
-  private:
-    InterruptGuard interrupts_;
-    TerminalProgress bar_;
-};
+    return std::nullopt;
+}
 
 int runMerge(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("merge");
@@ -543,11 +474,11 @@ int runMerge(const std::vector<std::string>& args) {
     const std::string& out = p.options.at("-o");
     interop::MergeOptions options;
     options.overwrite = p.options.count("--force") > 0;
-    LongWrite job("merge");
+    cli::LongWrite job("merge");
     options.progress = job.callback();
     interop::MergeReport report;
     const TraceStatus st = interop::mergeTraces(p.positional, out, options, &report);
-    if (const auto exit = job.failed(st, out)) {
+    if (const auto exit = longWriteFailed(job, st, out)) {
         return *exit;
     }
     std::string text;
@@ -585,13 +516,13 @@ int runImportNsys(const std::vector<std::string>& args) {
     const std::string& out = p.options.at("-o");
     interop::NsysImportOptions options;
     options.overwrite = p.options.count("--force") > 0;
-    LongWrite job("import-nsys");
+    cli::LongWrite job("import-nsys");
     options.progress = job.callback();
     interop::NsysImportReport report;
     const std::vector<std::string> exports(p.positional.begin() + 1, p.positional.end());
     const TraceStatus st =
         interop::importNsys(p.positional.front(), exports, out, options, &report);
-    if (const auto exit = job.failed(st, out)) {
+    if (const auto exit = longWriteFailed(job, st, out)) {
         return *exit;
     }
     return printOut(interop::describeImport(report, out));
