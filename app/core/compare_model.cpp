@@ -25,10 +25,11 @@ std::string displayUnit(const analysis::QuantityComparison& q) {
     if (q.unit != "bytes") {
         return q.unit;
     }
-    const bool small = std::all_of(q.values.begin(), q.values.end(), [](const auto& v) {
-        return !v || std::fabs(*v) < kBytesPerGiB;
-    });
-    return small ? "bytes:MiB" : q.unit;
+    double largest = 0;
+    for (const auto& v : q.values) {
+        largest = std::max(largest, v ? std::fabs(*v) : 0.0);
+    }
+    return memoryUnitFor(largest).bytes == kBytesPerMiB ? "bytes:MiB" : q.unit;
 }
 
 QString missing() {
