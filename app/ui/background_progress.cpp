@@ -16,18 +16,18 @@ QPointer<QProgressDialog> showBackgroundProgress(
                      [progress] { progress->cancelled = true; });
     // The worker only writes numbers; the dialog's own timer brings them to the screen.
     auto* timer = new QTimer(dialog);
-    QObject::connect(timer, &QTimer::timeout, dialog, [dialog, progress] {
-        const int done = progress->permille.load();
-        if (done >= progress->uncancellable_from && !progress->cancelled &&
-            !dialog->property("final").toBool()) {
-            dialog->setProperty("final", true);
-            dialog->setCancelButton(nullptr);  // shown no more once it cannot stop the work
-            if (!progress->final_text.isEmpty()) {
-                dialog->setLabelText(progress->final_text);
+    QObject::connect(
+        timer, &QTimer::timeout, dialog, [dialog, progress, final_shown = false]() mutable {
+            const int done = progress->permille.load();
+            if (done >= progress->uncancellable_from && !progress->cancelled && !final_shown) {
+                final_shown = true;
+                dialog->setCancelButton(nullptr);  // shown no more once it cannot stop the work
+                if (!progress->final_text.isEmpty()) {
+                    dialog->setLabelText(progress->final_text);
+                }
             }
-        }
-        dialog->setValue(done);
-    });
+            dialog->setValue(done);
+        });
     timer->start(100);
     return dialog;
 }
