@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <pipescope/app/time_axis.h>
@@ -21,6 +22,21 @@ QColor bubbleColor() {
 }
 
 }  // namespace
+
+std::optional<QFont> labelFontFor(const QFont& base, double band_px) {
+    if (QFontMetricsF(base).height() < band_px) {
+        return base;
+    }
+    constexpr int kSmallestPx = 7;
+    QFont small = base;
+    for (int px = static_cast<int>(std::floor(band_px)); px >= kSmallestPx; --px) {
+        small.setPixelSize(px);
+        if (QFontMetricsF(small).height() < band_px) {
+            return small;
+        }
+    }
+    return std::nullopt;
+}
 
 QColor opKindColor(OpKind kind) {
     switch (kind) {
@@ -274,8 +290,7 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
         // Folded ops are lighter, so a run of tiny ops never reads as one long op.
         colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
     }
-    const QFontMetrics fm(painter->font());
-    const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
+    const QFont base_font = painter->font();
     const double left = clip.left() - 1;
     const double right = clip.right() + 1;
     for (const trace::LaneLod& lane : lod.lanes) {
@@ -284,6 +299,14 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
         const double y1 = std::round(mValueAxis->coordToPixel(band.bottom));
         const double top = std::min(y0, y1);
         const double height = std::abs(y1 - y0);
+        // Micro-batch labels shrink to the band (down to a legible 7 px) so that a short
+        // window, where a rank's band is thinner than a line of text, still shows them.
+        const std::optional<QFont> label_font = labelFontFor(base_font, height);
+        const QFontMetrics fm(label_font.value_or(base_font));
+        const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
+        if (label_font) {
+            painter->setFont(*label_font);
+        }
         for (const trace::LodEntry& e : lane.entries) {
             double x0 = mKeyAxis->coordToPixel(static_cast<double>(e.start_ns) / kNsPerMs);
             double x1 = mKeyAxis->coordToPixel(static_cast<double>(e.end_ns) / kNsPerMs);
@@ -301,10 +324,10 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
             const int shade = e.count > 1 ? (e.mixed ? 2 : 1) : 0;
             painter->fillRect(box, kind < colours.size() ? colours[kind][shade] : Qt::black);
             ++last_entries_;
-            if (e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute &&
+            if (label_font && e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute &&
                 box.width() > label_min_width) {
                 const QString label = QString::number(e.microbatch);
-                if (fm.horizontalAdvance(label) + 4 < box.width() && fm.height() < box.height()) {
+                if (fm.horizontalAdvance(label) + 4 < box.width()) {
                     painter->setPen(Qt::white);
                     painter->drawText(box, Qt::AlignCenter, label);
                     painter->setPen(Qt::NoPen);
@@ -312,6 +335,7 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
             }
         }
     }
+    painter->setFont(base_font);
 }
 
 void TimelinePlottable::drawLegendIcon(QCPPainter* painter, const QRectF& rect) const {

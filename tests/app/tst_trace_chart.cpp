@@ -36,6 +36,8 @@ class TstTraceChart : public QObject {
     void summaryTitleSetsLongNamesApart();
     void chartTitleFitsItsWidth_data();
     void chartTitleFitsItsWidth();
+    void labelFontFitsTheBand_data();
+    void labelFontFitsTheBand();
 
   private:
     QTemporaryDir dir_;
@@ -408,3 +410,37 @@ void TstTraceChart::chartTitleFitsItsWidth() {
 }
 
 #include "tst_trace_chart.moc"
+
+// Micro-batch labels: a band taller than a line keeps the painter's font; a thinner one (a rank's
+// compute lane in a short window) gets a smaller font that fits, down to 7 px; thinner than
+// that, no label.
+void TstTraceChart::labelFontFitsTheBand_data() {
+    QTest::addColumn<double>("band");
+    QTest::newRow("roomy") << 40.0;
+    QTest::newRow("one line") << QFontMetricsF(QFont()).height() + 0.5;
+    QTest::newRow("thin") << 12.0;
+    QTest::newRow("smallest") << 9.0;
+    QTest::newRow("too thin") << 5.0;
+}
+
+void TstTraceChart::labelFontFitsTheBand() {
+    QFETCH(double, band);
+    const QFont base;
+    const std::optional<QFont> font = app::labelFontFor(base, band);
+    const double base_height = QFontMetricsF(base).height();
+    if (band < 8.0) {
+        QVERIFY2(!font, qPrintable(QString("band %1 px got a %2 px font")
+                                       .arg(band)
+                                       .arg(font ? QFontMetricsF(*font).height() : 0)));
+        return;
+    }
+    QVERIFY2(font, qPrintable(QString("band %1 px got no font").arg(band)));
+    const double height = QFontMetricsF(*font).height();
+    QVERIFY2(height < band,
+             qPrintable(QString("%1 px font in a %2 px band").arg(height).arg(band)));
+    if (base_height < band) {
+        QCOMPARE(*font, base);
+    } else {
+        QVERIFY(font->pixelSize() >= 7);
+    }
+}
