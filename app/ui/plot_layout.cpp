@@ -14,8 +14,12 @@ void fitLegendColumns(QCPLegend* legend, int width) {
     // The grid's cells, some of them empty after a wrap.
     int count = 0;
     int widest = 1;
+    // QCustomPlot makes an entry exactly a line of text tall and clips to it, which cuts off an
+    // underscore ("SEND_F" read "SEND F"): it sits below the font's descent.
+    const QMargins below(0, 0, 0, QFontMetrics(legend->font()).descent() / 2 + 1);
     for (int i = 0; i < legend->itemCount(); ++i) {
         if (QCPAbstractLegendItem* item = legend->item(i)) {
+            item->setMargins(below);
             ++count;
             widest = std::max(widest, item->minimumOuterSizeHint().width());
         }
