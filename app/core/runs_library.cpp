@@ -67,8 +67,17 @@ RunEntry readRunEntry(const QString& path) {
 }
 
 QString defaultRunsFolder() {
-    return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
-        .filePath(QStringLiteral("runs"));
+    // <data>/PipeScope/runs. Qt's own app-data folder names the organization and the app, both
+    // "PipeScope" (<data>/PipeScope/PipeScope), where earlier versions kept their runs: a user
+    // who has runs there keeps them there until the new folder exists.
+    const QString data = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    const QString folder = QDir(data).filePath(QStringLiteral("PipeScope/runs"));
+    const QString legacy = QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation))
+                               .filePath(QStringLiteral("runs"));
+    if (!QFileInfo::exists(folder) && legacy != folder && QFileInfo(legacy).isDir()) {
+        return legacy;
+    }
+    return folder;
 }
 
 RunsLibrary::RunsLibrary(QObject* parent) : QAbstractTableModel(parent) {

@@ -13,6 +13,7 @@
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/app/compare_model.h>
 #include <pipescope/app/recent_files.h>
+#include <pipescope/app/runs_library.h>
 #include <pipescope/app/summary_model.h>
 
 #include "trace_fixture.h"
@@ -51,6 +52,7 @@ class TstAppcoreModels : public QObject {
     void compareCsv();
     void recentFiles();
     void recentFilesSameFileTwoWays();
+    void defaultRunsFolderKeepsOldRuns();
 
   private:
     analysis::RunStats analyze(const QString& name, const test::FixtureOptions& options);
@@ -517,6 +519,36 @@ void TstAppcoreModels::recentFilesSameFileTwoWays() {
     recent.remove("run.db");
     QVERIFY(QDir::setCurrent(old_cwd));
     QVERIFY(recent.files(false).isEmpty());
+}
+
+// ---- Runs folder --------------------------------------------------------------------------------
+
+// The default runs folder is <data>/PipeScope/runs; a user whose runs are in the folder earlier
+// versions used (<data>/PipeScope/PipeScope/runs, Qt's app-data folder) keeps using it until the
+// new one exists.
+void TstAppcoreModels::defaultRunsFolderKeepsOldRuns() {
+    QTemporaryDir data;
+    QVERIFY(data.isValid());
+    const QByteArray old_data = qgetenv("XDG_DATA_HOME");
+    const QString old_org = QCoreApplication::organizationName();
+    const QString old_app = QCoreApplication::applicationName();
+    qputenv("XDG_DATA_HOME", data.path().toUtf8());
+    QCoreApplication::setOrganizationName("PipeScope");
+    QCoreApplication::setApplicationName("PipeScope");
+    const QString fresh = data.filePath("PipeScope/runs");
+    const QString legacy = data.filePath("PipeScope/PipeScope/runs");
+    const QString none = app::defaultRunsFolder();
+    const bool made_legacy = QDir().mkpath(legacy);
+    const QString with_legacy = app::defaultRunsFolder();
+    const bool made_fresh = QDir().mkpath(fresh);
+    const QString with_both = app::defaultRunsFolder();
+    qputenv("XDG_DATA_HOME", old_data);
+    QCoreApplication::setOrganizationName(old_org);
+    QCoreApplication::setApplicationName(old_app);
+    QCOMPARE(none, fresh);
+    QVERIFY(made_legacy && made_fresh);
+    QCOMPARE(with_legacy, legacy);
+    QCOMPARE(with_both, fresh);
 }
 
 QTEST_GUILESS_MAIN(TstAppcoreModels)

@@ -31,7 +31,8 @@ struct RunEntry {
 // Reads one run's entry (a few small queries, no full analysis).
 RunEntry readRunEntry(const QString& path);
 
-// The default runs folder: <app data>/runs.
+// The default runs folder: <data>/PipeScope/runs (~/.local/share/PipeScope/runs), or the one
+// earlier versions used, <data>/PipeScope/PipeScope/runs, while only that one exists.
 QString defaultRunsFolder();
 
 class RunsLibrary : public QAbstractTableModel {
