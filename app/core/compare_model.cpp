@@ -93,9 +93,72 @@ QString csvNumber(const std::optional<double>& v) {
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+std::vector<QString> CompareModel::headerNames(const std::vector<QString>& names) {
+    std::vector<QString> shown = names;
+    const auto all_distinct = [](const std::vector<QString>& v) {
+        std::vector<QString> sorted = v;
+        std::sort(sorted.begin(), sorted.end());
+        return std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+    };
+    if (names.size() >= 2) {
+        // "file.db — run name": the file's name is made from the run's name and a time stamp,
+        // so the run's names alone tell the runs apart when they differ.
+        const QString dash = QStringLiteral(" \u2014 ");
+        std::vector<QString> tails;
+        for (const QString& n : names) {
+            const qsizetype at = n.indexOf(dash);
+            if (at < 0) {
+                break;
+            }
+            tails.push_back(n.mid(at + dash.size()));
+        }
+        if (tails.size() == names.size() && all_distinct(tails)) {
+            shown = tails;
+        }
+        // What every name starts with (cut after a separator, so no word is split) says
+        // nothing about which column is which: a pair run from one config differs only at
+        // its end ("... · naive", "... · vocab-2").
+        if (all_distinct(shown)) {
+            qsizetype common = shown.front().size();
+            for (const QString& n : shown) {
+                qsizetype i = 0;
+                while (i < common && i < n.size() && n[i] == shown.front()[i]) {
+                    ++i;
+                }
+                common = i;
+            }
+            static const QString separators = QStringLiteral(" -_.,:;()/\u00b7\u2014");
+            while (common > 0 && !separators.contains(shown.front()[common - 1])) {
+                --common;
+            }
+            constexpr qsizetype kWorthCutting = 8;
+            const bool leaves_all = std::all_of(shown.begin(), shown.end(), [&](const QString& n) {
+                return !n.mid(common).trimmed().isEmpty();
+            });
+            if (common >= kWorthCutting && leaves_all) {
+                for (QString& n : shown) {
+                    n = QStringLiteral("\u2026") + n.mid(common).trimmed();
+                }
+            }
+        }
+    }
+    // A long name keeps its start and its end (where the names of runs differ most often).
+    for (QString& n : shown) {
+        if (n.size() > kHeaderChars) {
+            n = n.left(kHeaderChars / 2 - 1) + QStringLiteral("\u2026") + n.right(kHeaderChars / 2);
+        }
+    }
+    return shown;
+}
+
 void CompareModel::setComparison(const analysis::RunComparison& comparison) {
     beginResetModel();
     cmp_ = comparison;
+    std::vector<QString> names;
+    for (int i = 0; i < runCount(); ++i) {
+        names.push_back(runName(i));
+    }
+    header_names_ = headerNames(names);
     endResetModel();
 }
 
@@ -264,12 +327,10 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
     switch (role) {
         case Qt::DisplayRole: {
             // A trace's name ("file.db — its config's name") can be a hundred characters, and
-            // the columns are as wide as their headers: keep its start and its end (where the
-            // names of a pair of runs differ), the whole name in the tooltip.
-            const QString shown = name.size() <= kHeaderChars
-                                      ? name
-                                      : name.left(kHeaderChars / 2 - 1) + QStringLiteral("\u2026") +
-                                            name.right(kHeaderChars / 2);
+            // the columns are as wide as their headers: headerNames() keeps what tells the runs
+            // apart, the whole name is in the tooltip.
+            const auto i = static_cast<std::size_t>(col.run);
+            const QString shown = i < header_names_.size() ? header_names_[i] : name;
             switch (col.kind) {
                 case ColumnKind::Label:
                     return tr("quantity");

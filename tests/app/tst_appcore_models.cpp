@@ -49,6 +49,8 @@ class TstAppcoreModels : public QObject {
     void deltaText_data();
     void deltaText();
     void compareThreeRuns();
+    void compareHeadersTellRunsApart_data();
+    void compareHeadersTellRunsApart();
     void compareCsv();
     void recentFiles();
     void recentFilesSameFileTwoWays();
@@ -454,6 +456,46 @@ void TstAppcoreModels::compareCsv() {
     model.setComparison(analysis::compareRuns({a_, bare_}));
     QVERIFY2(model.toCsv().contains("\r\nmfu,MFU,ratio,higher,0.5,,,,unknown\r\n"),
              qPrintable(model.toCsv()));
+}
+
+// Column headers keep what tells the runs apart: the run names of two traces written from one
+// config ("file — run name"), without the words they share, at most 40 characters.
+void TstAppcoreModels::compareHeadersTellRunsApart_data() {
+    QTest::addColumn<QStringList>("names");
+    QTest::addColumn<QStringList>("headers");
+    const QString pair = QString::fromUtf8("Default: 4 stages, V=32768 (vocab-2 vs naive) \u00b7 ");
+    const QString dash = QString::fromUtf8(" \u2014 ");
+    const QString cut = QString::fromUtf8("\u2026");
+    QTest::newRow("methods") << QStringList{"naive", "redistributed", "vocab-2"}
+                             << QStringList{"naive", "redistributed", "vocab-2"};
+    QTest::newRow("short shared start")
+        << QStringList{"run-a.db", "run-b.db"} << QStringList{"run-a.db", "run-b.db"};
+    QTest::newRow("pair from one config")
+        << QStringList{"Default-4-stages-naive-cpu-20261125-111317.db" + dash + pair + "naive",
+                       "Default-4-stages-vocab-2-cpu-20261125-111317.db" + dash + pair + "vocab-2"}
+        << QStringList{cut + "naive", cut + "vocab-2"};
+    QTest::newRow("same run name, two files")
+        << QStringList{"gpt-small-naive-cpu-1.db" + dash + "gpt small",
+                       "gpt-small-naive-cpu-2.db" + dash + "gpt small"}
+        << QStringList{cut + "1.db" + dash + "gpt small", cut + "2.db" + dash + "gpt small"};
+    QTest::newRow("one name") << QStringList{"x" + dash + QString(60, 'a')}
+                              << QStringList{"x" + dash + QString(15, 'a') + cut +
+                                             QString(20, 'a')};
+    QTest::newRow("long distinct ends")
+        << QStringList{"alpha " + QString(50, 'b') + " one", "beta " + QString(50, 'b') + " two"}
+        << QStringList{"alpha " + QString(13, 'b') + cut + QString(16, 'b') + " one",
+                       "beta " + QString(14, 'b') + cut + QString(16, 'b') + " two"};
+}
+
+void TstAppcoreModels::compareHeadersTellRunsApart() {
+    QFETCH(QStringList, names);
+    QFETCH(QStringList, headers);
+    const std::vector<QString> shown =
+        CompareModel::headerNames(std::vector<QString>(names.begin(), names.end()));
+    QCOMPARE(QStringList(shown.begin(), shown.end()), headers);
+    for (const QString& h : shown) {
+        QVERIFY2(h.size() <= 40, qPrintable(h));
+    }
 }
 
 // ---- RecentFiles --------------------------------------------------------------------------------
