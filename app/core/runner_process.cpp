@@ -321,11 +321,17 @@ void RunnerProcess::finish(RunOutcome outcome) {
 
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
                    const QString& variant) {
-    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start; the
-    // variant comes after the cut, so that the runs of a pair tell themselves apart.
-    QString base = (config_name.isEmpty() ? QStringLiteral("run") : config_name.left(40)) +
-                   (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) + QLatin1Char('-') +
-                   backend + QLatin1Char('-') +
+    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start, cut
+    // between words where one ends in the last half; the variant comes after the cut, so that
+    // the runs of a pair tell themselves apart.
+    constexpr qsizetype kNameChars = 40;
+    QString name = config_name.isEmpty() ? QStringLiteral("run") : config_name;
+    if (name.size() > kNameChars) {
+        const qsizetype space = name.lastIndexOf(QLatin1Char(' '), kNameChars);
+        name.truncate(space >= kNameChars / 2 ? space : kNameChars);
+    }
+    QString base = name + (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) +
+                   QLatin1Char('-') + backend + QLatin1Char('-') +
                    QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
     static const QRegularExpression unsafe(QStringLiteral("[^A-Za-z0-9._-]+"));
     base.replace(unsafe, QStringLiteral("-"));

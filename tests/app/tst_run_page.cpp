@@ -385,13 +385,19 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
     const QString b = app::newRunPath(folder, QStringLiteral("Default: 4 stages (vocab-2)"),
                                       QStringLiteral("cpu"));
     QVERIFY(a != b);
-    // A long name is cut, but not the variant after it.
+    // A long name is cut between words, but not the variant after it.
     const QString c =
         app::newRunPath(folder, QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive)"),
                         QStringLiteral("cpu"), QStringLiteral("naive"));
     QVERIFY2(QFileInfo(c).fileName().startsWith(
-                 QStringLiteral("Default-4-stages-V-32768-vocab-2-vs-n-naive-cpu-")),
+                 QStringLiteral("Default-4-stages-V-32768-vocab-2-vs-naive-cpu-")),
              qPrintable(c));
+    // A name whose only space is in its first half is cut at 40 characters.
+    const QString d =
+        app::newRunPath(folder, QString(10, 'a') + ' ' + QString(50, 'b'), QStringLiteral("cpu"));
+    QVERIFY2(
+        QFileInfo(d).fileName().startsWith(QString(10, 'a') + '-' + QString(29, 'b') + "-cpu-"),
+        qPrintable(d));
 }
 
 QTEST_MAIN(TstRunPage)
