@@ -33,6 +33,15 @@ QColor memoryCategoryColor(trace::MemoryCategory c) {
     return Qt::gray;
 }
 
+QString memoryCategoryName(trace::MemoryCategory c) {
+    // The trace's names, but "comm buffers" for people (the trace keeps "comm_buffers").
+    if (c == trace::MemoryCategory::CommBuffers) {
+        return QObject::tr("comm buffers");
+    }
+    return QString::fromUtf8(trace::toString(c).data(),
+                             static_cast<qsizetype>(trace::toString(c).size()));
+}
+
 QColor rankColor(int rank) {
     return QColor::fromHsv((rank * 47) % 360, 200, 200);
 }
@@ -217,8 +226,7 @@ void MemoryLayer::addLegendEntries() {
     if (rank_ >= 0) {
         for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
             const auto cat = static_cast<trace::MemoryCategory>(c);
-            add(QObject::tr("%1 (memory)").arg(QString::fromUtf8(trace::toString(cat).data())),
-                memoryCategoryColor(cat));
+            add(QObject::tr("%1 (memory)").arg(memoryCategoryName(cat)), memoryCategoryColor(cat));
         }
     } else if (run_->rankCount() <= kMemoryRankLegendMax &&
                std::any_of(ranks.begin(), ranks.end(),

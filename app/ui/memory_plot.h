@@ -15,6 +15,8 @@
 namespace pipescope::app {
 
 QColor memoryCategoryColor(trace::MemoryCategory c);
+// "weights", ..., "comm buffers": a category's name in legends.
+QString memoryCategoryName(trace::MemoryCategory c);
 QColor rankColor(int rank);
 // Up to this many ranks, the every-rank memory chart names each rank's colour in the legend
 // (more would crowd it; the highest peak stays labelled).

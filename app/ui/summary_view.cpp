@@ -147,8 +147,7 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     std::vector<QCPBars*> cats;
     for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
         const auto cat = static_cast<trace::MemoryCategory>(c);
-        auto* b = bars(mem_rect, QString::fromUtf8(trace::toString(cat).data()),
-                       memoryCategoryColor(cat));
+        auto* b = bars(mem_rect, memoryCategoryName(cat), memoryCategoryColor(cat));
         if (!cats.empty()) {
             b->moveAbove(cats.back());
         }

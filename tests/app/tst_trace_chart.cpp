@@ -174,6 +174,7 @@ void TstTraceChart::memoryByCategoryNamesItsColours() {
     QVERIFY(!stacked.contains(QStringLiteral("rank 0 (memory)")));
     QVERIFY(stacked.contains(QStringLiteral("vocab (memory)")));
     QVERIFY(stacked.contains(QStringLiteral("activations (memory)")));
+    QVERIFY(stacked.contains(QStringLiteral("comm buffers (memory)")));  // not comm_buffers
     chart_->setMemoryRank(0);  // another rank, the same legend
     QCOMPARE(names(), stacked);
     chart_->setMemoryRank(-1);
