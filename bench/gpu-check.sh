@@ -15,18 +15,44 @@
 # 8. where Nsight Systems is installed, profiles vocab-2 under nsys and imports the export into
 #    the run's trace (pipescope-trace import-nsys), to compare with step 5's CUPTI trace.
 # Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
+#
+# A call that is cut off (the device tool stops a command after 10 minutes) keeps what it wrote
+# to $OUT, but not the steps after it, so the steps can be run a few at a time, on a machine
+# that keeps the build folder between calls:
+#   bench/gpu-check.sh build/gpu versions,build      then
+#   bench/gpu-check.sh build/gpu tests               then
+#   bench/gpu-check.sh build/gpu runs,events         then
+#   bench/gpu-check.sh build/gpu gemm,processes,nsys
+# Steps: versions, build, tests, runs, events, gemm, processes, nsys (default: all of them).
+# "events" compares with the traces "runs" wrote, so it runs after it, in one $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/gpu}
+steps=${2:-versions,build,tests,runs,events,gemm,processes,nsys}
 out=${OUT:-/tmp/pipescope-gpu-check}
 mkdir -p "$out"
 jobs=$(nproc 2>/dev/null || echo 4)
+for s in ${steps//,/ }; do
+    case $s in
+        versions | build | tests | runs | events | gemm | processes | nsys) ;;
+        *) echo "gpu-check: unknown step '$s' (steps: versions, build, tests, runs, events, gemm, processes, nsys)" >&2; exit 2 ;;
+    esac
+done
+want() { [[ ",$steps," == *",$1,"* ]]; }
+if ! want build && [ ! -x "$build/bin/pipescope-run" ]; then
+    echo "gpu-check: $build/bin/pipescope-run is missing: run the build step first" >&2
+    exit 2
+fi
+status=0
 
+if want versions; then
 echo "== versions"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: not available"
 nvcc --version | tail -1
 grep -hE "#define NCCL_(MAJOR|MINOR|PATCH) " /usr/include/nccl.h /usr/local/cuda/include/nccl.h 2>/dev/null | awk '{printf "%s=%s ", $2, $3} END {print ""}'
+fi
 
+if want build; then
 echo "== build ($build)"
 start=$(date +%s)
 generator=()
@@ -36,8 +62,9 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
+fi
 
-status=0
+if want tests; then
 echo "== kernels against the CPU kernels"
 "$build/bin/tst_kernels_cuda" | tee "$out/tst_kernels_cuda.log" | grep -E "^(FAIL|SKIP|device|---)|checks" || true
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
@@ -50,6 +77,7 @@ rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
 echo "== CUPTI tracing"
 "$build/bin/tst_gpu_trace" | tee "$out/tst_gpu_trace.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
 # One preset's run traced with CUPTI (stats of its trace) and untraced (for the overhead).
 iteration_ms() {
@@ -77,6 +105,7 @@ run_traced_and_not() {
     echo "-- $name: iteration time with CUPTI $on ms, without $off ms (mean of the measured iterations)"
     grep -E "^iteration" "$out/run-$name-nocupti.log" | tr '\n' ' ' | sed 's/iteration *//g'; echo
 }
+if want runs; then
 echo "== naive and vocab-2, 4 stages on one GPU: the small presets (launch-bound)"
 for method in naive vocab-2; do
     run_traced_and_not "4stage-$method" "resources/presets/small-4stage-$method.json" 20
@@ -85,6 +114,7 @@ echo "== naive and vocab-2, 4 stages on one GPU: h=1024, V=64k (gpu-4stage-*)"
 for method in naive vocab-2; do
     run_traced_and_not "gpu-4stage-$method" "resources/presets/gpu-4stage-$method.json" 10
 done
+fi
 # The same runs with asynchronous lanes: host spans are issue times there, so the figures to
 # compare are the iteration time and the GPU busy time of the CUPTI trace (gpu busy ms).
 run_events() {
@@ -101,6 +131,7 @@ run_events() {
     echo "   last losses: events $(grep -E '^iteration' "$out/run-$name-events.log" | tail -1), per op $(grep -E '^iteration' "$out/run-$name.log" | tail -1)"
     "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-$name-events.txt"
 }
+if want events; then
 echo "== asynchronous lanes (--lane-sync event) against a stream synchronize per op"
 for size in 4stage gpu-4stage; do
     for method in naive vocab-2; do
@@ -109,6 +140,9 @@ for size in 4stage gpu-4stage; do
         run_events "$size-$method" "$preset" "$([ "$size" = gpu-4stage ] && echo 10 || echo 20)"
     done
 done
+fi
+
+if want gemm; then
 echo "== GEMM throughput of the runner against a plain cuBLAS GEMM of the same shape"
 for method in naive vocab-2; do
     "$build/bin/pipescope-run" "resources/presets/gpu-4stage-$method.json" --backend cuda \
@@ -124,6 +158,9 @@ done
 echo "-- gpu-4stage-naive on one rank (pipeline 1)"
 grep -E "^iteration +4/" "$out/gemm-1rank.log"
 sed -n '/^GEMMs inside/,$p' "$out/gemm-1rank.log"
+fi
+
+if want processes; then
 echo "== one process per rank: vocab-2, 4 processes sharing the GPU (socket transport), merged"
 for r in 0 1 2 3; do
     "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json --backend cuda \
@@ -137,6 +174,9 @@ else
     tail -n 3 "$out"/mp-rank*.log
     status=1
 fi
+fi
+
+if want nsys; then
 echo "== Nsight Systems: vocab-2 under nsys, its export imported into the run's trace"
 if command -v nsys > /dev/null; then
     nsys --version
@@ -155,6 +195,7 @@ if command -v nsys > /dev/null; then
     fi
 else
     echo "nsys is not installed here: skipped"
+fi
 fi
 echo "== done (status $status); logs and traces in $out"
 exit $status
