@@ -31,12 +31,6 @@ bool isGradient(std::uint64_t tag) {
     return (tag >> 32) % 64 == 1;
 }
 
-CommStatus abortedStatus(const std::string& doing) {
-    return CommStatus::error(
-        Code::Aborted,
-        doing + ": NCCL was aborted (another rank failed, or the run was cancelled)");
-}
-
 // Every communicator is non-blocking: NCCL never waits on the host inside a call (joining a
 // communicator, connecting a channel on its first message: both wait for the peer); the call
 // returns ncclInProgress and the communicator's state says when it is done, so that every such
@@ -49,6 +43,32 @@ ncclConfig_t nonBlocking() {
 
 bool accepted(ncclResult_t r) {
     return r == ncclSuccess || r == ncclInProgress;
+}
+
+// Makes a non-blocking stream on `device`; on failure says so in `*why` (the first failure).
+void newStream(int device, cudaStream_t* stream, std::string* why) {
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking) != cudaSuccess) {
+        *stream = nullptr;
+        if (why->empty()) {
+            *why = "creating a stream for NCCL on device " + std::to_string(device) + ": " +
+                   cudaGetErrorString(cudaGetLastError());
+        }
+    }
+}
+
+// A send stages its buffer with cudaMallocAsync on its lane's stream and frees it on the
+// channel's stream once NCCL has the send. By default the device's pool may hand a block freed
+// there, whose send has not finished, to the next allocation on the lane's stream by making the
+// lane's stream wait for that send: every send would then wait for the one before it to be
+// received, which can deadlock a schedule. Without it the pool takes other memory instead.
+void keepStagingApart(int device) {
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+        int allow = 0;
+        (void)cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &allow);
+    }
+    (void)cudaGetLastError();
 }
 #endif
 
@@ -110,24 +130,70 @@ struct NcclWorld::Impl {
     // communicator NCCL has freed, and the destructor does not free it twice.
     mutable std::shared_mutex abort_m;
     std::atomic<bool> aborted{false};
+    // Why the first abortAll() aborted (taken after abort_m, never before it).
+    mutable std::mutex reason_m;
+    std::string abort_reason;
+
+    // NCCL: "it is not safe to issue NCCL operations in parallel to independent communicators
+    // located on the same device with multiple threads". A rank's three lanes each use their
+    // own communicators, so each enqueue takes its device's lock (not the wait that follows).
+    // Made before the ranks start, read-only after.
+    std::map<int, std::mutex> enqueue_m;
+    std::mutex& enqueueLock(int dev) { return enqueue_m[dev]; }
+
+    // Every communicator this process holds (not aborted).
+    std::vector<ncclComm_t*> held() {
+        std::vector<ncclComm_t*> mine;
+        for (auto& [key, ch] : channels) {
+            for (ncclComm_t& c : ch.comm) {
+                if (c != nullptr) {
+                    mine.push_back(&c);
+                }
+            }
+        }
+        for (auto& comms : coll_comm) {
+            for (ncclComm_t& c : comms) {
+                if (c != nullptr) {
+                    mine.push_back(&c);
+                }
+            }
+        }
+        return mine;
+    }
 
     ~Impl() {
-        for (auto& [key, ch] : channels) {
-            for (int i = 0; i < 2; ++i) {
-                if (ch.comm[i] != nullptr) {
-                    ncclCommDestroy(ch.comm[i]);
+        // One thread holds several ranks' communicators: NCCL asks that their finalize calls
+        // be grouped (else it may hang), and that a communicator be destroyed once finalized.
+        // One that does not finish within the timeout is aborted instead.
+        const std::vector<ncclComm_t*> mine = held();
+        if (!mine.empty()) {
+            ncclGroupStart();
+            for (ncclComm_t* c : mine) {
+                (void)ncclCommFinalize(*c);
+            }
+            (void)ncclGroupEnd();
+            const auto deadline = Clock::now() + timeout;
+            for (ncclComm_t* c : mine) {
+                ncclResult_t st = ncclInProgress;
+                while (ncclCommGetAsyncError(*c, &st) == ncclSuccess && st == ncclInProgress &&
+                       Clock::now() < deadline) {
+                    std::this_thread::sleep_for(std::chrono::microseconds(100));
                 }
-                if (ch.stream[i] != nullptr) {
-                    cudaStreamDestroy(ch.stream[i]);
+                if (st == ncclSuccess) {
+                    ncclCommDestroy(*c);
+                } else {
+                    ncclCommAbort(*c);
+                }
+            }
+        }
+        for (auto& [key, ch] : channels) {
+            for (cudaStream_t s : ch.stream) {
+                if (s != nullptr) {
+                    cudaStreamDestroy(s);
                 }
             }
         }
         for (int k = 0; k < 2; ++k) {
-            for (ncclComm_t c : coll_comm[k]) {
-                if (c != nullptr) {
-                    ncclCommDestroy(c);
-                }
-            }
             for (cudaStream_t s : coll_stream[k]) {
                 if (s != nullptr) {
                     cudaStreamDestroy(s);
@@ -136,12 +202,35 @@ struct NcclWorld::Impl {
         }
     }
 
+    // What a call on an aborted communicator says: why it was aborted.
+    CommStatus abortedStatus(const std::string& doing) const {
+        std::lock_guard<std::mutex> lock(reason_m);
+        return CommStatus::error(Code::Aborted,
+                                 doing + ": NCCL was aborted (" +
+                                     (abort_reason.empty() ? std::string("another rank failed, or "
+                                                                         "the run was cancelled")
+                                                           : abort_reason) +
+                                     ")");
+    }
+
+    // A failure of this process's own NCCL or CUDA call: aborts every communicator (so that
+    // the other lanes and ranks stop waiting) and is reported as this run's failure.
+    CommStatus failure(const std::string& message) {
+        abortAll(message);
+        return CommStatus::error(Code::Failed, message);
+    }
+
     // Aborts every communicator of this process (idempotent): NCCL's kernels waiting for a peer
     // end, so no lane, and no device synchronize at teardown, waits for a rank that has failed.
-    void abortAll() {
+    // Never call it while holding `abort_m`.
+    void abortAll(const std::string& why = {}) {
         std::unique_lock<std::shared_mutex> lock(abort_m);
         if (aborted.exchange(true)) {
             return;
+        }
+        {
+            std::lock_guard<std::mutex> reason_lock(reason_m);
+            abort_reason = why;
         }
         for (auto& [key, ch] : channels) {
             for (ncclComm_t& c : ch.comm) {
@@ -176,10 +265,11 @@ struct NcclWorld::Impl {
     }
 
     CommStatus timedOut(const std::string& what) {
-        abortAll();
-        return CommStatus::error(Code::Timeout, what + " did not finish within " +
-                                                    std::to_string(timeout.count() / 1000) +
-                                                    " s (NCCL communicators aborted)");
+        const std::string message = what + " did not finish within " +
+                                    std::to_string(timeout.count() / 1000) +
+                                    " s (NCCL communicators aborted)";
+        abortAll(message);
+        return CommStatus::error(Code::Timeout, message);
     }
 
     // Waits, at most until `deadline`, until `*comm` has no call in progress (its last call has
@@ -193,9 +283,7 @@ struct NcclWorld::Impl {
                 return abortedStatus(what);
             }
             if (*st != ncclSuccess && *st != ncclInProgress) {
-                abortAll();
-                return CommStatus::error(Code::Aborted,
-                                         what + ": NCCL: " + ncclGetErrorString(*st));
+                return failure(what + ": NCCL: " + ncclGetErrorString(*st));
             }
             if (*st == ncclSuccess) {
                 if (stream == nullptr) {
@@ -206,8 +294,7 @@ struct NcclWorld::Impl {
                     return CommStatus::success();
                 }
                 if (q != cudaErrorNotReady) {
-                    abortAll();
-                    return CommStatus::error(Code::Aborted, what + ": " + cudaGetErrorString(q));
+                    return failure(what + ": " + cudaGetErrorString(q));
                 }
                 (void)cudaGetLastError();  // "not ready" is no error for the next launch check
             }
@@ -229,22 +316,7 @@ struct NcclWorld::Impl {
     // timeout; aborts them all otherwise). "" when they have.
     std::string settleAll(const std::string& what) {
         const auto deadline = Clock::now() + timeout;
-        std::vector<ncclComm_t*> mine;
-        for (auto& [key, ch] : channels) {
-            for (ncclComm_t& c : ch.comm) {
-                if (c != nullptr) {
-                    mine.push_back(&c);
-                }
-            }
-        }
-        for (auto& comms : coll_comm) {
-            for (ncclComm_t& c : comms) {
-                if (c != nullptr) {
-                    mine.push_back(&c);
-                }
-            }
-        }
-        for (ncclComm_t* c : mine) {
+        for (ncclComm_t* c : held()) {
             if (auto st = settle(c, deadline, what); !st.ok()) {
                 return st.message;
             }
@@ -271,7 +343,11 @@ std::set<std::tuple<int, int, bool>> channelsOf(const schedule::Schedule& schedu
 class NcclComm final : public exec::Comm {
   public:
     NcclComm(NcclWorld::Impl& w, int rank, int lane, cudaStream_t lane_stream)
-        : w_(w), rank_(rank), lane_(lane), lane_stream_(lane_stream) {
+        : w_(w),
+          rank_(rank),
+          lane_(lane),
+          lane_stream_(lane_stream),
+          enqueue_lock_(&w.enqueue_m.at(w.device[static_cast<std::size_t>(rank)])) {
         cudaSetDevice(w_.device[static_cast<std::size_t>(rank)]);
         cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming);
     }
@@ -297,24 +373,19 @@ class NcclComm final : public exec::Comm {
         if (!ok(cudaSetDevice(device())) || !ok(cudaMallocAsync(&stage, bytes, lane_stream_)) ||
             !ok(cudaMemcpyAsync(stage, data, bytes, cudaMemcpyDeviceToDevice, lane_stream_)) ||
             !ok(cudaEventRecord(ready_, lane_stream_)) || !ok(cudaStreamWaitEvent(s, ready_, 0))) {
-            const CommStatus st = failed("staging " + what());
+            const std::string message = cudaFailure("staging " + what());
             if (stage != nullptr) {
                 (void)cudaFreeAsync(stage, lane_stream_);
             }
-            return st;
+            return w_.failure(message);
         }
-        ncclResult_t r = ncclInvalidUsage;
-        {
-            std::shared_lock<std::shared_mutex> lock(w_.abort_m);
-            if (w_.aborted.load() || it->second.comm[0] == nullptr) {
-                (void)cudaFreeAsync(stage, s);
-                return abortedStatus("ncclSend of " + what());
-            }
-            r = ncclSend(stage, count, ncclFloat, 1, it->second.comm[0], s);
-        }
-        if (!accepted(r)) {
+        const auto r = enqueue(&it->second.comm[0], [&](ncclComm_t c) {
+            return ncclSend(stage, count, ncclFloat, 1, c, s);
+        });
+        if (!r || !accepted(*r)) {
             (void)cudaFreeAsync(stage, s);
-            return ncclFailed(r, "ncclSend of " + what());
+            return r ? ncclFailure(*r, "ncclSend of " + what())
+                     : w_.abortedStatus("ncclSend of " + what());
         }
         // The free must come after the send in the channel's stream: wait (bounded) until NCCL
         // has enqueued it, which on a channel's first message includes connecting to the peer.
@@ -371,12 +442,23 @@ class NcclComm final : public exec::Comm {
                std::to_string(rank_) + ")";
     }
     static bool ok(cudaError_t e) { return e == cudaSuccess; }
-    CommStatus failed(const std::string& doing) const {
-        const cudaError_t e = cudaGetLastError();
-        return CommStatus::error(Code::Aborted, doing + ": " + cudaGetErrorString(e));
+    // The message of a CUDA call that failed while `doing`.
+    static std::string cudaFailure(const std::string& doing) {
+        return doing + ": " + cudaGetErrorString(cudaGetLastError());
     }
-    static CommStatus ncclFailed(ncclResult_t r, const std::string& doing) {
-        return CommStatus::error(Code::Aborted, doing + ": NCCL: " + ncclGetErrorString(r));
+    CommStatus ncclFailure(ncclResult_t r, const std::string& doing) {
+        return w_.failure(doing + ": NCCL: " + ncclGetErrorString(r));
+    }
+    // Issues one NCCL call on `*c` under the abort lock (shared) and this device's enqueue
+    // lock; nullopt when the communicators were aborted.
+    template <typename Call>
+    std::optional<ncclResult_t> enqueue(ncclComm_t* c, Call call) {
+        std::shared_lock<std::shared_mutex> lock(w_.abort_m);
+        if (w_.aborted.load() || *c == nullptr) {
+            return std::nullopt;
+        }
+        std::lock_guard<std::mutex> device_lock(*enqueue_lock_);
+        return call(*c);
     }
     int collectiveIndex() const {
         return lane_ == static_cast<int>(schedule::Stream::Collective) ? 1 : 0;
@@ -394,16 +476,14 @@ class NcclComm final : public exec::Comm {
     CommStatus run(cudaStream_t s, ncclComm_t* c, const std::string& doing, Op op) {
         if (!ok(cudaSetDevice(device())) || !ok(cudaEventRecord(ready_, lane_stream_)) ||
             !ok(cudaStreamWaitEvent(s, ready_, 0))) {
-            return failed(doing);
+            return w_.failure(cudaFailure(doing));
         }
-        {
-            std::shared_lock<std::shared_mutex> lock(w_.abort_m);
-            if (w_.aborted.load() || *c == nullptr) {
-                return abortedStatus(doing);
-            }
-            if (const ncclResult_t r = op(s, *c); !accepted(r)) {
-                return ncclFailed(r, doing);
-            }
+        const auto r = enqueue(c, [&](ncclComm_t comm) { return op(s, comm); });
+        if (!r) {
+            return w_.abortedStatus(doing);
+        }
+        if (!accepted(*r)) {
+            return ncclFailure(*r, doing);
         }
         return w_.wait(s, c, doing);
     }
@@ -412,6 +492,7 @@ class NcclComm final : public exec::Comm {
     int rank_;
     int lane_;
     cudaStream_t lane_stream_;
+    std::mutex* enqueue_lock_;
     cudaEvent_t ready_ = nullptr;
     std::string activity_;
 };
@@ -487,7 +568,7 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
         *why = w.settleAll("creating the NCCL communicators");
     }
     if (!why->empty()) {
-        w.abortAll();  // what did join is not destroyed: a peer may never have come
+        w.abortAll(*why);  // what did join is not destroyed: a peer may never have come
         return nullptr;
     }
     for (auto& [key, ch] : w.channels) {
@@ -495,16 +576,22 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
         const int devs[2] = {w.device[static_cast<std::size_t>(a)],
                              w.device[static_cast<std::size_t>(b)]};
         for (int i = 0; i < 2; ++i) {
-            cudaSetDevice(devs[i]);
-            cudaStreamCreateWithFlags(&ch.stream[i], cudaStreamNonBlocking);
+            newStream(devs[i], &ch.stream[i], why);
         }
     }
     for (int k = 0; k < 2; ++k) {
         for (int r = 0; r < schedule.ranks; ++r) {
-            cudaSetDevice(w.device[static_cast<std::size_t>(r)]);
-            cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(r)],
-                                      cudaStreamNonBlocking);
+            newStream(w.device[static_cast<std::size_t>(r)],
+                      &w.coll_stream[k][static_cast<std::size_t>(r)], why);
         }
+    }
+    for (int d : w.device) {
+        w.enqueueLock(d);
+        keepStagingApart(d);
+    }
+    if (!why->empty()) {
+        w.abortAll(*why);
+        return nullptr;
     }
     return world;
 }
@@ -578,7 +665,7 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
             const int side = a == rank ? 0 : 1;
             Impl::Channel& ch = w.channels[key];
             join(&ch.comm[side], 2, idAt(i), side);
-            cudaStreamCreateWithFlags(&ch.stream[side], cudaStreamNonBlocking);
+            newStream(device, &ch.stream[side], why);
         }
         ++i;
     }
@@ -587,19 +674,22 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
         w.coll_stream[k].assign(static_cast<std::size_t>(schedule.ranks), nullptr);
         join(&w.coll_comm[k][static_cast<std::size_t>(rank)], schedule.ranks,
              idAt(channels.size() + static_cast<std::size_t>(k)), rank);
-        cudaStreamCreateWithFlags(&w.coll_stream[k][static_cast<std::size_t>(rank)],
-                                  cudaStreamNonBlocking);
+        newStream(device, &w.coll_stream[k][static_cast<std::size_t>(rank)], why);
     }
     if (const ncclResult_t r = ncclGroupEnd(); !accepted(r) && first_error == ncclSuccess) {
         first_error = r;
     }
-    if (first_error != ncclSuccess) {
+    w.enqueueLock(device);
+    keepStagingApart(device);
+    if (!why->empty()) {
+        // a stream could not be made: the communicators are aborted below
+    } else if (first_error != ncclSuccess) {
         *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(first_error);
     } else {
         *why = w.settleAll("joining the NCCL communicators (rank " + std::to_string(rank) + ")");
     }
     if (!why->empty()) {
-        w.abortAll();
+        w.abortAll(*why);
         transport.abort(*why);
         return nullptr;
     }

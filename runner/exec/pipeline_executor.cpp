@@ -120,12 +120,15 @@ struct PipelineExecutor::Impl {
         return failed || cancelled;
     }
 
-    void fail(const std::string& message, bool consequence) {
+    void fail(const std::string& message) {
         bool first = false;
         {
             std::lock_guard<std::mutex> lock(state_m);
-            // An aborted wait is the consequence of an error already recorded (or of a cancel).
-            if (!failed && !cancelled && !consequence) {
+            // The first failure is the run's. An aborted wait is most often the consequence of
+            // a failure recorded before the abort (or of a cancel) and adds nothing then; one
+            // with no cause recorded (a transport that stopped on its own, another process's
+            // failure) is this run's failure, with its own message, never a silent success.
+            if (!failed && !cancelled) {
                 failed = first = true;
                 result.message = message;
                 if (run.options.transport != nullptr) {
@@ -273,24 +276,20 @@ struct PipelineExecutor::Impl {
                     fail(e.status.code == CommStatus::Code::Deadlock ||
                                  e.status.code == CommStatus::Code::Timeout
                              ? e.what()
-                             : where() + ": " + e.what(),
-                         // Another process's failure reaches this one as an abort: it is
-                         // this run's failure too, with that process's reason.
-                         e.status.code == CommStatus::Code::Aborted &&
-                             run.options.transport == nullptr);
+                             : where() + ": " + e.what());
                     run.fabric->laneFinished(rank, lane);
                     return;
                 } catch (const OpError& e) {
-                    fail(where() + ": " + e.what(), false);
+                    fail(where() + ": " + e.what());
                     run.fabric->laneFinished(rank, lane);
                     return;
                 } catch (const std::bad_alloc&) {
-                    fail(where() + ": out of memory", false);
+                    fail(where() + ": out of memory");
                     run.fabric->laneFinished(rank, lane);
                     return;
                 } catch (const std::exception& e) {
                     // The backend's own errors (a failed CUDA call, a full device arena).
-                    fail(where() + ": " + e.what(), false);
+                    fail(where() + ": " + e.what());
                     run.fabric->laneFinished(rank, lane);
                     return;
                 }

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -188,13 +189,25 @@ class CheckedComm final : public exec::Comm {
     exec::CommStatus allReduce(const std::vector<int>& group, std::uint64_t tag, float* data,
                                std::size_t count, exec::ReduceOp op) override {
         d_->access(lane_, data, true, "all-reduce");
+        if (fail_code_ && --fail_countdown_ == 0) {
+            // A transport's own call failing (NCCL, CUDA) before it meets its peers: it says so
+            // and nothing else reports it.
+            return exec::CommStatus::error(*fail_code_, "injected transport failure");
+        }
         return inner_->allReduce(group, tag, data, count, op);
+    }
+    // The `nth` all-reduce on this lane returns `code` instead of reducing.
+    void failAllReduce(int nth, exec::CommStatus::Code code) {
+        fail_countdown_ = nth;
+        fail_code_ = code;
     }
 
   private:
     std::unique_ptr<exec::Comm> inner_;
     RaceDetector* d_;
     int lane_;
+    int fail_countdown_ = 0;
+    std::optional<exec::CommStatus::Code> fail_code_;
 };
 
 // How the interpreter bracketed a rank's ops: every beginOp is followed by one endOp or one
@@ -376,7 +389,16 @@ class AsyncCheckedBackend final : public exec::RankBackend {
         cpu_->optimizerStep(config, step);
     }
     std::unique_ptr<exec::Comm> comm(std::unique_ptr<exec::Comm> host, int lane) override {
-        return std::make_unique<CheckedComm>(cpu_->comm(std::move(host), lane), d_, lane);
+        auto c = std::make_unique<CheckedComm>(cpu_->comm(std::move(host), lane), d_, lane);
+        if (comm_fail_code_) {
+            c->failAllReduce(comm_fail_nth_, *comm_fail_code_);
+        }
+        return c;
+    }
+    // Every lane's `nth` all-reduce fails with `code` (CheckedComm::failAllReduce).
+    void setFailingAllReduce(int nth, exec::CommStatus::Code code) {
+        comm_fail_nth_ = nth;
+        comm_fail_code_ = code;
     }
 
   private:
@@ -399,11 +421,24 @@ class AsyncCheckedBackend final : public exec::RankBackend {
     RaceDetector* d_;
     std::atomic<int>* aborts_ = nullptr;
     int fail_microbatch_ = -1;
+    int comm_fail_nth_ = 0;
+    std::optional<exec::CommStatus::Code> comm_fail_code_;
 };
 thread_local int AsyncCheckedBackend::t_lane = -1;
 thread_local std::uint64_t AsyncCheckedBackend::t_op = 0;
 thread_local bool AsyncCheckedBackend::t_issued = false;
 thread_local std::uint64_t AsyncCheckedBackend::t_open_op = 0;
+
+// A CPU backend for `rank` behind the asynchronous-lane checks, seen by `detector`.
+std::unique_ptr<AsyncCheckedBackend> checkedBackend(const schedule::Config& config,
+                                                    const schedule::Schedule& sch, int rank,
+                                                    exec::MemoryTracker* tracker,
+                                                    const exec::ExecOptions& eo,
+                                                    RaceDetector* detector) {
+    return std::make_unique<AsyncCheckedBackend>(
+        std::make_unique<exec::CpuRankBackend>(config, sch, rank, eo.seed, tracker, eo.init_stddev),
+        detector);
+}
 
 std::optional<schedule::Config> tinyConfig(int p, const std::string& sched,
                                            const std::string& vocab) {
@@ -420,6 +455,8 @@ class TstExecAsyncLanes : public QObject {
     void everyHandOffIsOrdered();
     void aMissingWaitIsSeen();
     void failureAndCancelAbortEveryBackend();
+    void aTransportFailureFailsTheRun_data();
+    void aTransportFailureFailsTheRun();
 };
 
 void TstExecAsyncLanes::everyHandOffIsOrdered_data() {
@@ -460,10 +497,8 @@ void TstExecAsyncLanes::everyHandOffIsOrdered() {
     exec::ExecOptions eo = plain;
     eo.backend = [&](const schedule::Config& config, const schedule::Schedule& sch, int rank,
                      exec::MemoryTracker* tracker) -> std::unique_ptr<exec::RankBackend> {
-        return std::make_unique<AsyncCheckedBackend>(
-            std::make_unique<exec::CpuRankBackend>(config, sch, rank, eo.seed, tracker,
-                                                   eo.init_stddev),
-            detectors[static_cast<std::size_t>(rank)].get());
+        return checkedBackend(config, sch, rank, tracker, eo,
+                              detectors[static_cast<std::size_t>(rank)].get());
     };
     const auto checked = exec::PipelineExecutor(*c, s, eo).run();
     QCOMPARE(checked.status, exec::ExecResult::Status::Complete);
@@ -515,10 +550,8 @@ void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
         };
         eo.backend = [&](const schedule::Config& config, const schedule::Schedule& sch, int rank,
                          exec::MemoryTracker* tracker) -> std::unique_ptr<exec::RankBackend> {
-            auto b = std::make_unique<AsyncCheckedBackend>(
-                std::make_unique<exec::CpuRankBackend>(config, sch, rank, eo.seed, tracker,
-                                                       eo.init_stddev),
-                detectors[static_cast<std::size_t>(rank)].get());
+            auto b = checkedBackend(config, sch, rank, tracker, eo,
+                                    detectors[static_cast<std::size_t>(rank)].get());
             b->setAbortCount(&aborts[static_cast<std::size_t>(rank)]);
             b->setOpCounts(&counts[static_cast<std::size_t>(rank)]);
             if (how == How::FailOnRank2 && rank == 2) {
@@ -548,6 +581,49 @@ void TstExecAsyncLanes::failureAndCancelAbortEveryBackend() {
         if (how == How::FailOnRank2) {
             QVERIFY(counts[2].abandoned.load() >= 1);  // the op that threw
         }
+    }
+}
+
+// A transport whose own call fails (NCCL and CUDA errors come back as Failed) fails the run with
+// its message and stops every rank. An abort with no failure recorded before it fails the run
+// too: nothing may end as a complete run with iterations missing.
+void TstExecAsyncLanes::aTransportFailureFailsTheRun_data() {
+    QTest::addColumn<int>("code");
+    QTest::newRow("failed") << int(exec::CommStatus::Code::Failed);
+    QTest::newRow("aborted, nothing recorded") << int(exec::CommStatus::Code::Aborted);
+}
+
+void TstExecAsyncLanes::aTransportFailureFailsTheRun() {
+    QFETCH(int, code);
+    const int p = 4;
+    const auto c = tinyConfig(p, "1f1b", "vocab-2");
+    QVERIFY(c);
+    const auto s = *schedule::generateSchedule(*c).schedule;
+    std::vector<std::unique_ptr<RaceDetector>> detectors;
+    std::vector<std::atomic<int>> aborts(p);
+    for (int r = 0; r < p; ++r) {
+        detectors.push_back(std::make_unique<RaceDetector>());
+    }
+    exec::ExecOptions eo;
+    eo.iterations = 3;
+    eo.seed = c->run.seed;
+    eo.backend = [&](const schedule::Config& config, const schedule::Schedule& sch, int rank,
+                     exec::MemoryTracker* tracker) -> std::unique_ptr<exec::RankBackend> {
+        auto b = checkedBackend(config, sch, rank, tracker, eo,
+                                detectors[static_cast<std::size_t>(rank)].get());
+        b->setAbortCount(&aborts[static_cast<std::size_t>(rank)]);
+        if (rank == 1) {
+            b->setFailingAllReduce(3, static_cast<exec::CommStatus::Code>(code));
+        }
+        return b;
+    };
+    const auto result = exec::PipelineExecutor(*c, s, eo).run();
+    QCOMPARE(result.status, exec::ExecResult::Status::Failed);
+    QVERIFY2(result.message.find("injected transport failure") != std::string::npos,
+             result.message.c_str());
+    QVERIFY(result.losses.size() < 3);
+    for (int r = 0; r < p; ++r) {
+        QCOMPARE(aborts[static_cast<std::size_t>(r)].load(), 1);
     }
 }
 

@@ -14,8 +14,11 @@
 namespace pipescope::exec {
 
 // How a communication call ended; `message` names the ranks and what each waits for.
+// Aborted means the transport was stopped because of a failure already reported elsewhere (or a
+// cancel); a transport whose own device or library call fails says Failed, so that the run
+// fails with that message instead of waiting for another report that never comes.
 struct CommStatus {
-    enum class Code { Ok, Deadlock, PeerGone, Timeout, Aborted, BadCall };
+    enum class Code { Ok, Deadlock, PeerGone, Timeout, Aborted, BadCall, Failed };
     Code code = Code::Ok;
     std::string message;
 
