@@ -102,17 +102,15 @@ std::vector<QString> CompareModel::headerNames(const std::vector<QString>& names
     };
     if (names.size() >= 2) {
         // "file.db — run name": the file's name is made from the run's name and a time stamp,
-        // so the run's names alone tell the runs apart when they differ.
+        // so the run's names alone tell the runs apart when they differ (beside a prediction
+        // named "calibrated", too).
         const QString dash = QStringLiteral(" \u2014 ");
         std::vector<QString> tails;
         for (const QString& n : names) {
             const qsizetype at = n.indexOf(dash);
-            if (at < 0) {
-                break;
-            }
-            tails.push_back(n.mid(at + dash.size()));
+            tails.push_back(at < 0 ? n : n.mid(at + dash.size()));
         }
-        if (tails.size() == names.size() && all_distinct(tails)) {
+        if (all_distinct(tails)) {
             shown = tails;
         }
         // What every name starts with (cut after a separator, so no word is split) says

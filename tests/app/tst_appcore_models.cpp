@@ -478,6 +478,9 @@ void TstAppcoreModels::compareHeadersTellRunsApart_data() {
         << QStringList{"gpt-small-naive-cpu-1.db" + dash + "gpt small",
                        "gpt-small-naive-cpu-2.db" + dash + "gpt small"}
         << QStringList{cut + "1.db" + dash + "gpt small", cut + "2.db" + dash + "gpt small"};
+    QTest::newRow("measured and predicted")
+        << QStringList{"run-cpu-1.db" + dash + "gpt small", "calibrated", "analytic"}
+        << QStringList{"gpt small", "calibrated", "analytic"};
     QTest::newRow("one name") << QStringList{"x" + dash + QString(60, 'a')}
                               << QStringList{"x" + dash + QString(15, 'a') + cut +
                                              QString(20, 'a')};

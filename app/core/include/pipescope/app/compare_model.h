@@ -45,10 +45,10 @@ class CompareModel : public QAbstractTableModel {
     ColumnInfo columnInfo(int column) const;
     // The name of a run for people: its name, else its file's name, else "run N".
     QString runName(int run) const;
-    // Column headers for runs named `names`: for runs named "file.db — run name" whose run names
-    // differ, those; then without the start every name shares (at least 8 characters, cut after
-    // a separator, "…" in its place) when what is left still tells them apart; then at most 40
-    // characters, the first and last 20.
+    // Column headers for runs named `names`: runs named "file.db — run name" go by their run
+    // names when that leaves every header different; then without the start every name shares (at
+    // least 8 characters, cut after a separator, "…" in its place) when what is left still tells
+    // them apart; then at most 40 characters, the first and last 20.
     static std::vector<QString> headerNames(const std::vector<QString>& names);
 
     int rowCount(const QModelIndex& parent = {}) const override;
