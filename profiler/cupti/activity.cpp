@@ -2,8 +2,10 @@
 #include <cstdlib>
 #include <cupti.h>
 #include <cxxabi.h>
+#include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 
 #include <pipescope/cupti/activity.h>
 
@@ -83,17 +85,49 @@ bool driverLaunchesNothing(CUpti_CallbackId cbid) {
     }
 }
 
-const std::string& runtimeName(CUpti_CallbackId cbid) {
-    thread_local std::unordered_map<CUpti_CallbackId, std::string> cache;
-    auto it = cache.find(cbid);
+// Driver calls that put work on a stream: cuBLAS and NCCL launch through them, and their
+// kernels' correlation ids are theirs, so they are written beside the runtime calls (as
+// Nsight's export does) for a kernel's row to find the call that launched it.
+bool driverLaunchesWork(CUpti_CallbackId cbid) {
+    switch (cbid) {
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+        case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// The name of a runtime or driver call ("cudaLaunchKernel_v7000", "cuLaunchKernel").
+const std::string& apiName(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    thread_local std::map<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>, std::string> cache;
+    auto it = cache.find({domain, cbid});
     if (it == cache.end()) {
         const char* name = nullptr;
         std::string text =
-            cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-                    name != nullptr
+            cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && name != nullptr
                 ? std::string(name)
-                : "cudaRuntimeApi_" + std::to_string(cbid);
-        it = cache.emplace(cbid, std::move(text)).first;
+                : (domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuDriverApi_" : "cudaRuntimeApi_") +
+                      std::to_string(cbid);
+        it = cache.emplace(std::make_pair(domain, cbid), std::move(text)).first;
     }
     return it->second;
 }
@@ -257,33 +291,40 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 out->memsets.push_back(r);
                 break;
             }
-            case CUPTI_ACTIVITY_KIND_RUNTIME: {
+            case CUPTI_ACTIVITY_KIND_RUNTIME:
+            case CUPTI_ACTIVITY_KIND_DRIVER: {
+                // Every runtime call is written; of the driver calls (cuBLAS's and NCCL's, and
+                // the runtime's own), those that put work on a stream.
                 const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+                const bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+                if (driver ? driverLaunchesNothing(a->cbid) : runtimeLaunchesNothing(a->cbid)) {
+                    no_work.push_back(a->correlationId);
+                }
+                if (driver && !driverLaunchesWork(a->cbid)) {
+                    ++out->skipped;
+                    break;
+                }
+                if (!timed(a->start, a->end)) {
+                    ++out->untimed;
+                    break;
+                }
                 trace::RuntimeRecord r;
                 r.start = traceTime(a->start, origin_ns_);
                 r.end = traceTime(a->end, origin_ns_);
                 r.global_tid = global_pid_ | static_cast<std::int64_t>(a->threadId & 0xffffff);
                 r.correlation_id = a->correlationId;
-                r.name = runtimeName(a->cbid);
+                r.name = apiName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 a->cbid);
                 r.return_value = static_cast<int>(a->returnValue);
                 out->runtime.push_back(std::move(r));
-                if (runtimeLaunchesNothing(a->cbid)) {
-                    no_work.push_back(a->correlationId);
-                }
-                break;
-            }
-            case CUPTI_ACTIVITY_KIND_DRIVER: {
-                // Not written (Nsight's export keeps runtime calls); read for the correlations
-                // of the calls cuBLAS and NCCL make through the driver.
-                const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-                if (driverLaunchesNothing(a->cbid)) {
-                    no_work.push_back(a->correlationId);
-                }
-                ++out->skipped;
                 break;
             }
             case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
                 const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+                if (!timed(s->start, s->end)) {
+                    ++out->untimed;
+                    break;
+                }
                 trace::SyncRecord r;
                 r.start = traceTime(s->start, origin_ns_);
                 r.end = traceTime(s->end, origin_ns_);

@@ -38,8 +38,9 @@ constexpr CUpti_ActivityKind kKinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_RUNTIME,
-    // Libraries such as cuBLAS may launch through the driver API: its records carry the
-    // external correlation of those launches (the parser counts them as skipped).
+    // Libraries such as cuBLAS and NCCL launch through the driver API: its records carry the
+    // external correlation of those launches, and the launches are written beside the runtime
+    // calls (the parser counts the other driver calls as skipped).
     CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,

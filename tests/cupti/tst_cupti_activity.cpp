@@ -305,6 +305,15 @@ void TstCuptiActivity::untimedRecordsAreLeftOut() {
     for (std::uint32_t c = 400; c <= 405; ++c) {
         buf.add(external(c, 30));
     }
+    CUpti_ActivityAPI call{};  // a runtime call without timestamps
+    call.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    call.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    call.correlationId = 406;
+    buf.add(call);
+    CUpti_ActivitySynchronization2 wait{};  // and a synchronization
+    wait.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    wait.correlationId = 407;
+    buf.add(wait);
     const cupti::ActivityParser parser(kPid, kOrigin);
     cupti::ParsedActivity out;
     QVERIFY(parser.parse(buf.data(), buf.size(), &out).empty());
@@ -312,7 +321,9 @@ void TstCuptiActivity::untimedRecordsAreLeftOut() {
     QCOMPARE(out.kernels[0].short_name, std::string("fine"));
     QVERIFY(out.memcpys.empty());
     QVERIFY(out.memsets.empty());
-    QCOMPARE(out.untimed, std::int64_t(5));
+    QVERIFY(out.runtime.empty());
+    QVERIFY(out.syncs.empty());
+    QCOMPARE(out.untimed, std::int64_t(7));
     const auto spans = cupti::gpuSpansByExternalId(out);
     QCOMPARE(spans.at(30).start, std::int64_t(1'000));
     QCOMPARE(spans.at(30).end, std::int64_t(1'200));
@@ -347,7 +358,12 @@ void TstCuptiActivity::callsWithoutDeviceWorkKeepNoCorrelation() {
     const cupti::ActivityParser parser(kPid, kOrigin);
     cupti::ParsedActivity out;
     QVERIFY(parser.parse(buf.data(), buf.size(), &out).empty());
-    QCOMPARE(out.runtime.size(), std::size_t(3));  // every runtime call stays in the table
+    // Every runtime call stays in the table, and a driver call that launches work (cuBLAS's
+    // and NCCL's kernels carry its correlation id) joins it; other driver calls do not.
+    QCOMPARE(out.runtime.size(), std::size_t(4));
+    QCOMPARE(out.runtime.back().name, std::string("cuLaunchKernel"));
+    QCOMPARE(out.runtime.back().correlation_id, std::int64_t(504));
+    QCOMPARE(out.skipped, std::int64_t(1));  // cuCtxGetCurrent
     QCOMPARE(out.external.size(), std::size_t(2));
     QVERIFY(out.external.count(503) == 1 && out.external.count(504) == 1);
 
