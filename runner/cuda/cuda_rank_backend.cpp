@@ -167,10 +167,9 @@ void CudaRankBackend::teardown() noexcept {
     output_w_ = {};
     events_.reset();  // gives back the memory it holds; the device is idle
     for (Lane& lane : lanes_) {
-        for (float* p : lane.deferred) {
-            release(p);
+        for (void* p : lane.frees.takeAll()) {
+            release(static_cast<float*>(p));
         }
-        lane.deferred.clear();
         lane.staging.reset();
         lane.blas.reset();
         if (lane.stream != nullptr) {
@@ -230,7 +229,7 @@ void CudaRankBackend::leaveOp() noexcept {
 void CudaRankBackend::abandonOp(int lane) noexcept {
     // What the op freed stays on its lane's list until teardown releases it: its kernels may
     // still be running.
-    (void)lane;
+    lanes_[idx(lane)].frees.abandonOp();
     if (t_backend == this) {
         leaveOp();
     }
@@ -244,25 +243,21 @@ void CudaRankBackend::endOp(int lane, int awaited) {
     if (!events_) {
         e = cudaStreamSynchronize(l.stream);
     }
-    std::vector<float*> freed;
-    {
-        std::lock_guard<std::mutex> lock(l.deferred_m);
-        freed.swap(l.deferred);
-    }
     std::string failure;
-    if (events_) {
-        try {
-            events_->ended(lane, t_op_id, awaited, std::vector<void*>(freed.begin(), freed.end()));
+    try {
+        std::vector<void*> freed = l.frees.endOp();
+        if (events_) {
+            events_->ended(lane, t_op_id, awaited, std::move(freed));
             events_->collect();
-        } catch (const std::exception& x) {
-            failure = x.what();
+        } else {
+            for (void* p : freed) {
+                release(static_cast<float*>(p));
+            }
         }
-    } else {
-        for (float* p : freed) {
-            release(p);
-        }
+    } catch (const std::exception& x) {
+        failure = x.what();
     }
-    leaveOp();
+    leaveOp();  // whatever happened above
     check(e, "the op's kernels");
     if (!failure.empty()) {
         throw std::runtime_error(failure);
@@ -276,6 +271,13 @@ void CudaRankBackend::release(float* p) {
 
 Buffer CudaRankBackend::allocate(std::int64_t floats, MemoryCategory category) {
     const std::int64_t bytes = floats * static_cast<std::int64_t>(sizeof(float));
+    Lane* op_lane = t_backend == this && t_lane >= 0 ? &lanes_[idx(t_lane)] : nullptr;
+    // Inside an op: memory of the same size that this op allocated and freed again.
+    if (op_lane != nullptr && bytes > 0) {
+        if (void* reused = op_lane->frees.reuse(bytes)) {
+            return wrap(static_cast<float*>(reused), floats, bytes, category);
+        }
+    }
     const auto place = [&] {
         std::lock_guard<std::mutex> lock(arena_m_);
         return arena_->allocate(bytes);
@@ -298,13 +300,32 @@ Buffer CudaRankBackend::allocate(std::int64_t floats, MemoryCategory category) {
                                  " do not fit (" + arena_->describe() + ")");
     }
     float* p = reinterpret_cast<float*>(static_cast<char*>(base_) + *offset);
+    if (op_lane != nullptr && bytes > 0) {
+        try {
+            op_lane->frees.allocated(p, bytes);
+        } catch (...) {
+            release(p);
+            throw;
+        }
+    }
+    return wrap(p, floats, bytes, category);
+}
+
+Buffer CudaRankBackend::wrap(float* p, std::int64_t floats, std::int64_t bytes,
+                             MemoryCategory category) {
     Buffer b;
     b.memory = {p, [this](float* q) {
+                    bool held = false;
                     if (t_backend == this && t_lane >= 0) {
-                        Lane& l = lanes_[idx(t_lane)];
-                        std::lock_guard<std::mutex> lock(l.deferred_m);
-                        l.deferred.push_back(q);
-                    } else {
+                        try {
+                            lanes_[idx(t_lane)].frees.freed(q);
+                            held = true;
+                        } catch (...) {
+                            // Out of host memory for the list (a deleter must not throw):
+                            // release it the slow way below.
+                        }
+                    }
+                    if (!held) {
                         // Outside an op: nothing of ours may still be running on it.
                         cudaSetDevice(device_);
                         cudaDeviceSynchronize();
@@ -329,9 +350,10 @@ Buffer CudaRankBackend::upload(const void* host, std::int64_t floats, MemoryCate
     return b;
 }
 
-Buffer CudaRankBackend::tokensOnDevice(const std::vector<std::int32_t>& ids) {
+Buffer CudaRankBackend::tokensOnDevice(const std::vector<std::int32_t>& ids,
+                                       MemoryCategory category) {
     static_assert(sizeof(std::int32_t) == sizeof(float));
-    Buffer b = allocate(static_cast<std::int64_t>(ids.size()), MemoryCategory::Workspace);
+    Buffer b = allocate(static_cast<std::int64_t>(ids.size()), category);
     const std::size_t bytes = ids.size() * sizeof(std::int32_t);
     Lane* lane = t_backend == this && t_lane >= 0 ? &lanes_[idx(t_lane)] : nullptr;
     if (bytes > 0 && (lane == nullptr || lane->staging == nullptr ||

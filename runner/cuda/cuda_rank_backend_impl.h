@@ -17,6 +17,7 @@
 #include <pipescope/cuda/arena.h>
 #include <pipescope/cuda/cuda_rank_backend.h>
 #include <pipescope/cuda/lane_events.h>
+#include <pipescope/cuda/lane_frees.h>
 #include <pipescope/cuda/nccl_comm.h>
 #include <pipescope/exec/rank_model.h>
 #include <pipescope/kernels/cuda/ops.h>
@@ -189,8 +190,14 @@ class CudaRankBackend final : public exec::RankBackend {
     const kg::Exec& exec() const;
     DParam makeParam(const exec::Param<float>& host, std::optional<MemoryCategory> category);
     Buffer upload(const void* host, std::int64_t floats, MemoryCategory category);
-    Buffer tokensOnDevice(const std::vector<std::int32_t>& ids);
+    // Token ids on the device, counted as `category` (Workspace while an op uses them, Vocab
+    // for the targets an output-layer record keeps, as the CPU backend counts them).
+    Buffer tokensOnDevice(const std::vector<std::int32_t>& ids,
+                          MemoryCategory category = MemoryCategory::Workspace);
     void release(float* p);
+    // A Buffer over `p` (taken from the arena), tracked as `category`, zeroed on the op's
+    // stream; its deleter hands it to the freeing lane's LaneFrees.
+    Buffer wrap(float* p, std::int64_t floats, std::int64_t bytes, MemoryCategory category);
     // Pops the op's NVTX range and CUPTI id and clears the calling thread's op (endOp, abandonOp).
     void leaveOp() noexcept;
     // Frees what the constructor made, in order; the destructor, and a constructor that fails.
@@ -217,8 +224,7 @@ class CudaRankBackend final : public exec::RankBackend {
         cudaStream_t stream = nullptr;
         std::unique_ptr<kg::BlasHandle> blas;
         kg::Exec exec;
-        std::mutex deferred_m;
-        std::vector<float*> deferred;            // freed during the current op, released at endOp
+        LaneFrees frees;  // what the lane's ops free, until it may be used again
         std::unique_ptr<PinnedStaging> staging;  // token ids on their way to the device
     };
     std::array<Lane, schedule::kStreamCount> lanes_;

@@ -195,7 +195,7 @@ void CudaRankBackend::outputForwardStats(int microbatch, const float* x, const T
     OutputRecord r;
     r.x = allocate(rows * h, MemoryCategory::Vocab);
     copy(r.x.ptr(), x, rows * h);
-    r.targets = tokensOnDevice(tokens.targets);
+    r.targets = tokensOnDevice(tokens.targets, MemoryCategory::Vocab);
     r.logits = allocate(rows * n, MemoryCategory::Vocab);
     kg::linearForward<float>(exec(), x, output_w_.value.ptr(), nullptr, r.logits.ptr(), rows, h, n);
     kg::vocabShardStats<float>(exec(), r.logits.ptr(),

@@ -146,6 +146,13 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
     for (std::int64_t i = 0; i < rows * h; ++i) {
         dx[i] += r.d_proj[static_cast<std::size_t>(i)];
     }
+    // Held until backwardWeight (a split backward keeps them across other ops): activation
+    // memory, as the CUDA backend counts it.
+    const std::size_t grads = r.d_qkv.size() + r.d_proj.size() + r.d_fc1.size() + r.d_fc2.size() +
+                              r.d_gamma1.size() + r.d_beta1.size() + r.d_gamma2.size() +
+                              r.d_beta2.size();
+    r.grad_bytes = TrackedBytes(tracker_, trace::MemoryCategory::Activations,
+                                static_cast<std::int64_t>(grads * sizeof(T)));
     r.has_input_grad = true;
 }
 

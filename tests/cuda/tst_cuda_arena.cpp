@@ -1,5 +1,6 @@
 // The placement logic of the CUDA backend's per-rank arena (host logic, no GPU needed): aligned,
-// best-fit, merged on release, never overlapping, and full when it says so.
+// best-fit, merged on release, never overlapping, and full when it says so. And LaneFrees, which
+// says when memory a lane's op freed may be used again.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -7,8 +8,10 @@
 #include <QtTest>
 
 #include <pipescope/cuda/arena.h>
+#include <pipescope/cuda/lane_frees.h>
 
 using pipescope::cuda::Arena;
+using pipescope::cuda::LaneFrees;
 
 class TstCudaArena : public QObject {
     Q_OBJECT
@@ -18,6 +21,8 @@ class TstCudaArena : public QObject {
     void bestFitAndMerging();
     void fullIsFull();
     void randomTrafficNeverOverlaps();
+    void scratchIsReusedWithinItsOp();
+    void onlyTheOpsOwnMemoryIsReused();
 };
 
 void TstCudaArena::alignsAndRoundsUp() {
@@ -118,6 +123,65 @@ void TstCudaArena::randomTrafficNeverOverlaps() {
         QVERIFY(a.release(o));
     }
     QCOMPARE(a.largestFree(), a.capacity());  // everything merged back into one range
+}
+
+// An op of several layers frees each layer's scratch as the next layer asks for the same size:
+// the op takes its own freed memory again at once (stream order makes that safe), so it holds
+// one layer's scratch, not one per layer; at its end everything it freed is given back.
+void TstCudaArena::scratchIsReusedWithinItsOp() {
+    LaneFrees frees;
+    char block[4096];
+    void* first = block;
+    frees.allocated(first, 1024);
+    frees.freed(first);
+    QCOMPARE(frees.reuse(512), nullptr);  // another size
+    void* again = frees.reuse(1024);
+    QCOMPARE(again, first);
+    QCOMPARE(frees.reuse(1024), nullptr);  // taken
+    frees.freed(again);                    // counted as the op's again: reusable again
+    QCOMPARE(frees.reuse(1024), first);
+    void* other = block + 1024;
+    frees.allocated(other, 1024);
+    frees.freed(other);
+    frees.freed(first);
+    const std::vector<void*> back = frees.endOp();
+    QCOMPARE(back.size(), std::size_t(2));
+    QVERIFY(std::count(back.begin(), back.end(), first) == 1);
+    QVERIFY(std::count(back.begin(), back.end(), other) == 1);
+    // A new op does not take memory the last one freed: it went back with endOp.
+    QCOMPARE(frees.reuse(1024), nullptr);
+    QVERIFY(frees.endOp().empty());
+}
+
+// Memory an earlier op allocated, freed during this op, may still be read by work queued
+// elsewhere: it waits for the op's end and is never reused within it. An op that throws keeps
+// what it freed until the end of the run.
+void TstCudaArena::onlyTheOpsOwnMemoryIsReused() {
+    LaneFrees frees;
+    char block[4096];
+    void* older = block;
+    void* mine = block + 2048;
+    frees.allocated(older, 256);
+    QVERIFY(frees.endOp().empty());  // still live when its op ended
+    frees.allocated(mine, 256);
+    frees.freed(older);
+    QCOMPARE(frees.reuse(256), nullptr);
+    frees.freed(mine);
+    QCOMPARE(frees.reuse(256), mine);
+    frees.freed(mine);
+    frees.abandonOp();                    // the op threw
+    QCOMPARE(frees.reuse(256), nullptr);  // nothing reusable after it
+    const std::vector<void*> kept = frees.takeAll();
+    QCOMPARE(kept.size(), std::size_t(2));
+    QVERIFY(std::count(kept.begin(), kept.end(), older) == 1);
+    QVERIFY(std::count(kept.begin(), kept.end(), mine) == 1);
+    // An address the arena hands out again, with another size, is counted with its new size.
+    frees.allocated(mine, 256);
+    QVERIFY(frees.endOp().empty());
+    frees.allocated(mine, 512);
+    frees.freed(mine);
+    QCOMPARE(frees.reuse(256), nullptr);
+    QCOMPARE(frees.reuse(512), mine);
 }
 
 QTEST_GUILESS_MAIN(TstCudaArena)

@@ -51,7 +51,8 @@ class TransformerLayer {
         std::vector<T> d_qkv, d_proj, d_fc1, d_fc2;
         std::vector<T> d_gamma1, d_beta1, d_gamma2, d_beta2;
         bool has_input_grad = false;
-        TrackedBytes bytes;
+        TrackedBytes bytes;       // the forward's record
+        TrackedBytes grad_bytes;  // the d_* above, held from backwardInput to backwardWeight
     };
 
     ModelShape shape_;
