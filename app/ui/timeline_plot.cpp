@@ -290,7 +290,20 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
         // Folded ops are lighter, so a run of tiny ops never reads as one long op.
         colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
     }
+    // Micro-batch labels (on compute lanes, all as tall as rank 0's, to a pixel of rounding)
+    // shrink to the band, down to a legible 7 px, so that a short window, where a rank's band
+    // is thinner than a line of text, still shows them.
     const QFont base_font = painter->font();
+    const LaneBand compute = laneBand(0, Lane::Compute, withGpu());
+    const std::optional<QFont> label_font = labelFontFor(
+        base_font,
+        std::abs(mValueAxis->coordToPixel(compute.bottom) - mValueAxis->coordToPixel(compute.top)) -
+            1);
+    const QFontMetrics fm(label_font.value_or(base_font));
+    const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
+    if (label_font) {
+        painter->setFont(*label_font);
+    }
     const double left = clip.left() - 1;
     const double right = clip.right() + 1;
     for (const trace::LaneLod& lane : lod.lanes) {
@@ -299,14 +312,6 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
         const double y1 = std::round(mValueAxis->coordToPixel(band.bottom));
         const double top = std::min(y0, y1);
         const double height = std::abs(y1 - y0);
-        // Micro-batch labels shrink to the band (down to a legible 7 px) so that a short
-        // window, where a rank's band is thinner than a line of text, still shows them.
-        const std::optional<QFont> label_font = labelFontFor(base_font, height);
-        const QFontMetrics fm(label_font.value_or(base_font));
-        const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
-        if (label_font) {
-            painter->setFont(*label_font);
-        }
         for (const trace::LodEntry& e : lane.entries) {
             double x0 = mKeyAxis->coordToPixel(static_cast<double>(e.start_ns) / kNsPerMs);
             double x1 = mKeyAxis->coordToPixel(static_cast<double>(e.end_ns) / kNsPerMs);
