@@ -28,15 +28,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/gpu}
-steps=${2:-versions,build,tests,runs,events,gemm,processes,nsys}
+all_steps=versions,build,tests,runs,events,gemm,processes,nsys
+steps=${2:-$all_steps}
 out=${OUT:-/tmp/pipescope-gpu-check}
 mkdir -p "$out"
 jobs=$(nproc 2>/dev/null || echo 4)
 for s in ${steps//,/ }; do
-    case $s in
-        versions | build | tests | runs | events | gemm | processes | nsys) ;;
-        *) echo "gpu-check: unknown step '$s' (steps: versions, build, tests, runs, events, gemm, processes, nsys)" >&2; exit 2 ;;
-    esac
+    if [[ ",$all_steps," != *",$s,"* ]]; then
+        echo "gpu-check: unknown step '$s' (steps: $all_steps)" >&2
+        exit 2
+    fi
 done
 want() { [[ ",$steps," == *",$1,"* ]]; }
 if ! want build && [ ! -x "$build/bin/pipescope-run" ]; then
