@@ -104,6 +104,13 @@ void CudaRankBackend::layerBackward(int chunk, int layer_index, int microbatch, 
                                  r.rstd1.ptr(), dx, r.d_gamma1.ptr(), r.d_beta1.ptr(), rows, h);
     kg::add<float>(ex, dx, r.d_proj.ptr(), dx, rows * h);
     r.has_input_grad = true;
+    // W reads only the linears' inputs (ln1, attn, ln2, act) besides the gradients above: the
+    // rest of the record goes now, as on the CPU. The memory returns to the lane in stream order
+    // (reused by this op's next allocation of its size, or released when the op ends).
+    for (Buffer* done :
+         {&r.x, &r.mean1, &r.rstd1, &r.qkv, &r.probs, &r.h, &r.mean2, &r.rstd2, &r.fc1}) {
+        *done = Buffer();
+    }
     if (whole) {
         layerBackwardWeight(chunk, layer_index, microbatch);
     }

@@ -49,6 +49,15 @@ TrackedBytes& TrackedBytes::operator=(TrackedBytes&& other) noexcept {
     return *this;
 }
 
+void TrackedBytes::shrinkTo(std::int64_t bytes) {
+    if (bytes < bytes_) {
+        if (tracker_ != nullptr) {
+            tracker_->remove(category_, bytes_ - bytes);
+        }
+        bytes_ = bytes;
+    }
+}
+
 void TrackedBytes::release() {
     if (tracker_ != nullptr) {
         tracker_->remove(category_, bytes_);

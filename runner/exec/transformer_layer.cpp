@@ -151,6 +151,14 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
     const std::size_t grads = r.d_qkv.size() + r.d_proj.size() + r.d_fc1.size() + r.d_fc2.size() +
                               r.d_gamma1.size() + r.d_beta1.size() + r.d_gamma2.size() +
                               r.d_beta2.size();
+    // W reads only the linears' inputs (ln1, attn, ln2, act) besides these gradients: the rest of
+    // the record goes now, which is what lets a zero-bubble schedule defer W within 1F1B's memory.
+    for (std::vector<T>* v :
+         {&r.x, &r.mean1, &r.rstd1, &r.qkv, &r.probs, &r.h, &r.mean2, &r.rstd2, &r.fc1}) {
+        std::vector<T>().swap(*v);
+    }
+    r.bytes.shrinkTo(static_cast<std::int64_t>(
+        (r.ln1.size() + r.attn.size() + r.ln2.size() + r.act.size()) * sizeof(T)));
     r.grad_bytes = TrackedBytes(tracker_, trace::MemoryCategory::Activations,
                                 static_cast<std::int64_t>(grads * sizeof(T)));
     r.has_input_grad = true;

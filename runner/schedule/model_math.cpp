@@ -329,6 +329,14 @@ double layerActivationBytes(const ModelConfig& m) {
     return sb * h(m) * (8 * d(m) + 2) + 2 * d(m) * sb * f(m) + scores;
 }
 
+double layerWeightInputBytes(const ModelConfig& m) {
+    return d(m) * s(m) * b(m) * (3 * h(m) + f(m));
+}
+
+double layerHeldGradBytes(const ModelConfig& m) {
+    return d(m) * (s(m) * b(m) * (5 * h(m) + f(m)) + 4 * h(m));
+}
+
 double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows) {
     return 4 * b(m) * s(m) * static_cast<double>(vocab_rows);
 }

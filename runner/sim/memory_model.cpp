@@ -46,9 +46,14 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
     const auto act_cat = static_cast<int>(MemoryCategory::Activations);
     const auto vocab_cat = static_cast<int>(MemoryCategory::Vocab);
     const auto comm_cat = static_cast<int>(MemoryCategory::CommBuffers);
+    // What a split backward keeps from B to W: W's inputs and the gradients it turns into the
+    // parameters' (model-math.md).
+    const auto layer_held = schedule::layerWeightInputBytes(m) + schedule::layerHeldGradBytes(m);
     std::vector<std::int64_t> act_bytes(pl.layers.size());
+    std::vector<std::int64_t> held_bytes(pl.layers.size());
     for (std::size_t pos = 0; pos < pl.layers.size(); ++pos) {
         act_bytes[pos] = toBytes(pl.layers[pos] * layer_act);
+        held_bytes[pos] = toBytes(pl.layers[pos] * layer_held);
     }
 
     std::vector<RankMemory> out(static_cast<std::size_t>(s.ranks));
@@ -82,8 +87,9 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
             const auto& o = ops[static_cast<std::size_t>(i)];
             const auto& t = timing.times[static_cast<std::size_t>(graph.node(r, i))];
             const int pos = o.kind == OpKind::Opt ? 0 : pl.position(r, o.chunk);
-            const std::int64_t act =
-                pos >= 0 && pos <= last ? act_bytes[static_cast<std::size_t>(pos)] : 0;
+            const bool on_layers = pos >= 0 && pos <= last;
+            const std::int64_t act = on_layers ? act_bytes[static_cast<std::size_t>(pos)] : 0;
+            const std::int64_t held = on_layers ? held_bytes[static_cast<std::size_t>(pos)] : 0;
             std::vector<Change>& lane = lanes[static_cast<std::size_t>(o.stream())];
             switch (o.kind) {
                 case OpKind::F:
@@ -94,15 +100,13 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
                     }
                     break;
                 case OpKind::B:
-                    if (!s.split_backward) {
-                        lane.push_back({t.end, act_cat, -act});
-                    }
+                    lane.push_back({t.end, act_cat, s.split_backward ? held - act : -act});
                     if (!sharded && pos == last) {
                         lane.push_back({t.end, vocab_cat, -full_logits});
                     }
                     break;
                 case OpKind::W:
-                    lane.push_back({t.end, act_cat, -act});
+                    lane.push_back({t.end, act_cat, -held});
                     break;
                 case OpKind::S:
                     // The shard's fp32 logits/softmax until T; vocab-2 also keeps A_d (s*b*h fp32)

@@ -329,8 +329,22 @@ void TstExecModel::memoryIsTrackedByCategory() {
         const auto n = static_cast<std::size_t>(shape.rows() * shape.hidden);
         std::vector<float> x(n, 0.5f), y(n), dx(n);
         layer.forward(0, x.data(), y.data());
-        QVERIFY(tracker.bytes(MemoryCategory::Activations) > 0);
-        layer.backward(0, y.data(), dx.data());
+        // The record: x, ln1, qkv, attn, h, ln2 (8h per row), fc1 and act (2f), four LN
+        // statistics per row and the attention probabilities (b·a·s²), in fp32.
+        const std::int64_t rows = shape.rows();
+        const std::int64_t probs =
+            std::int64_t{shape.micro_batch} * shape.heads * shape.seq_len * shape.seq_len;
+        QCOMPARE(tracker.bytes(MemoryCategory::Activations),
+                 4 * (rows * (8 * h + 2 * f + 4) + probs));
+        // A split backward: B keeps the linears' inputs (ln1, attn, ln2, act: 3h + f per row)
+        // and the gradients W needs (the linears' outputs' 5h + f per row, the LN's 4h).
+        layer.backwardInput(0, y.data(), dx.data());
+        QCOMPARE(tracker.bytes(MemoryCategory::Activations),
+                 4 * (rows * (3 * h + f) + rows * (5 * h + f) + 4 * h));
+        layer.backwardWeight(0);
+        QCOMPARE(tracker.bytes(MemoryCategory::Activations), std::int64_t{0});
+        layer.forward(1, x.data(), y.data());
+        layer.backward(1, y.data(), dx.data());
         QCOMPARE(tracker.bytes(MemoryCategory::Activations), std::int64_t{0});
     }
     QCOMPARE(tracker.total(), std::int64_t{0});

@@ -332,6 +332,13 @@ void TstModelMath::activationAndTensorBytes() {
     QCOMPARE(layerActivationBytes(m), 2176.0 + 2048.0 + 576.0);
     m.flash_attention = true;
     QCOMPARE(layerActivationBytes(m), 2176.0 + 2048.0);
+    // Gradients held from B to W by a split backward: d*(sb*(5h + f) + 4h) = 4*(8*(40 + 32) + 32)
+    // for the tiny model, 2*(2048*9*3072 + 4*3072) for the paper's.
+    QCOMPARE(layerHeldGradBytes(m), 4.0 * (8 * (40 + 32) + 32));
+    QCOMPARE(layerHeldGradBytes(paper), 113270784.0);
+    // W's inputs, d*sb*(3h + f): 4*8*(24 + 32), and 2*2048*7*3072.
+    QCOMPARE(layerWeightInputBytes(m), 4.0 * 8 * (24 + 32));
+    QCOMPARE(layerWeightInputBytes(paper), 88080384.0);
     QCOMPARE(logitsBytes(m, 250), 4.0 * 2 * 4 * 250);
     QCOMPARE(hiddenBytes(m), 4.0 * 64);
     QCOMPARE(hiddenBytes(paper), 2.0 * 6291456);

@@ -72,6 +72,7 @@ class TstSimProperties : public QObject {
     void vocab1BarrierDoesNotWaitForLongOps();
     void interlacedBlocksDoNotStall();
     void zeroBubbleShrinksTheBubble();
+    void splitBackwardDefersWWithinOneF1BsMemory();
     void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
     void memoryReturnsToItsStaticLevel();
@@ -155,11 +156,13 @@ void TstSimProperties::vHalfHalvesAndBalancesActivations() {
         hi = std::max(hi, rank.peak_activation_microbatches);
     }
     // Well below 1F1B's p on stage 0 (the limit is p + 2 + p/4 chunk units, one more per
-    // vocabulary barrier: about 0.6p micro-batches), and about the same on every rank.
+    // vocabulary barrier: about 0.6p micro-batches), and about the same on every rank: within one
+    // micro-batch, plus what a micro-batch between B and W holds less (W's inputs and gradients
+    // are 0.94 of its activations here).
     const int limit_units = p + 2 + (p + 3) / 4 + (vocab == "vocab-2" ? 1 : 0);
     QVERIFY2(hi <= limit_units / 2.0 + 1e-9 && hi < p,
              qPrintable(QString("%1 micro-batches for p = %2").arg(hi).arg(p)));
-    QVERIFY2(hi - lo <= 1.0,
+    QVERIFY2(hi - lo <= 1.1,
              qPrintable(QString("activations from %1 to %2 micro-batches").arg(lo).arg(hi)));
     if (vocab == "vocab-2") {
         // With the vocabulary sharded, memory as a whole is balanced too.
@@ -288,6 +291,63 @@ void TstSimProperties::zeroBubbleShrinksTheBubble() {
         for (const auto& rank : zb.ranks) {
             QVERIFY(rank.peak_activation_microbatches <= p + 1e-9);
         }
+    }
+}
+
+void TstSimProperties::splitBackwardDefersWWithinOneF1BsMemory() {
+    // Between B and W a split backward keeps W's inputs and the output gradients W needs, about
+    // one micro-batch's activations (0.94 of them here): ZB-H1 defers W and still peaks at no
+    // more than 1F1B's activation memory (p micro-batches, on stage 0), on every rank.
+    const int p = 4;
+    const auto onef1b = run(uniform(p, 4 * p, "1f1b", "naive"));
+    const auto zb = run(uniform(p, 4 * p, "zb-h1", "naive"));
+    const auto& m = zb.config.model;
+    const double held = schedule::layerWeightInputBytes(m) + schedule::layerHeldGradBytes(m);
+    const double act = schedule::layerActivationBytes(m);
+    QVERIFY2(held < act && held > 0.9 * act, qPrintable(QString("%1 of %2").arg(held).arg(act)));
+    const auto activationPeak = [](const sim::RankMemory& rm) {
+        std::int64_t peak = 0;
+        for (const auto& l : rm.levels) {
+            if (l.category == trace::MemoryCategory::Activations) {
+                peak = std::max(peak, l.bytes);
+            }
+        }
+        return peak;
+    };
+    for (int rank = 0; rank < p; ++rank) {
+        const auto r = static_cast<std::size_t>(rank);
+        const std::int64_t a = activationPeak(onef1b.memory[0]);
+        const std::int64_t z = activationPeak(zb.memory[r]);
+        QVERIFY2(z <= a && z > 0,
+                 qPrintable(QString("rank %1: zb-h1 %2 bytes, 1f1b %3").arg(rank).arg(z).arg(a)));
+    }
+    // What the last W's frees is W's inputs and gradients of whole micro-batches: the level before
+    // the iteration's activations return to zero is a multiple of them (of the activations under
+    // 1F1B, whose B frees everything).
+    const auto lastLevelBeforeZero = [](const sim::RankMemory& rm) {
+        std::int64_t before = 0, level = 0;
+        for (const auto& l : rm.levels) {
+            if (l.category == trace::MemoryCategory::Activations && l.bytes != level) {
+                before = level;
+                level = l.bytes;
+            }
+        }
+        return level == 0 ? before : -1;
+    };
+    const auto layers = static_cast<std::int64_t>(m.layers / p);
+    const auto unit_zb = layers * static_cast<std::int64_t>(std::llround(held));
+    const auto unit_1f1b = layers * static_cast<std::int64_t>(std::llround(act));
+    for (int rank = 0; rank < p; ++rank) {
+        const auto r = static_cast<std::size_t>(rank);
+        const std::int64_t z = lastLevelBeforeZero(zb.memory[r]);
+        const std::int64_t a = lastLevelBeforeZero(onef1b.memory[r]);
+        QVERIFY2(z > 0 && z % unit_zb == 0 && a > 0 && a % unit_1f1b == 0,
+                 qPrintable(QString("rank %1: zb-h1 %2 (unit %3), 1f1b %4 (unit %5)")
+                                .arg(rank)
+                                .arg(z)
+                                .arg(unit_zb)
+                                .arg(a)
+                                .arg(unit_1f1b)));
     }
 }
 

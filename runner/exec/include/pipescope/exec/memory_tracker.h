@@ -63,6 +63,8 @@ class TrackedBytes {
     TrackedBytes& operator=(const TrackedBytes&) = delete;
 
     std::int64_t bytes() const { return bytes_; }
+    // Gives back all but `bytes` (a buffer freed in part); never grows.
+    void shrinkTo(std::int64_t bytes);
 
   private:
     void release();

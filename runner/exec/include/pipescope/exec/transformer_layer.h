@@ -2,8 +2,9 @@
 //   h = x + proj(attention(qkv(LN1(x)))),   y = h + fc2(gelu(fc1(LN2(h)))).
 // Forward keeps an activation record per micro-batch, so several micro-batches can be in flight
 // (1F1B); the backward is split like zero-bubble schedules split it: backwardInput (B) gives the
-// input gradient and keeps the linears' output gradients, backwardWeight (W) turns those into
-// parameter gradients (accumulated) and frees the record.
+// input gradient, keeps the linears' output gradients and frees the part of the record W does
+// not read (all but the linears' inputs), backwardWeight (W) turns those into parameter
+// gradients (accumulated) and frees the rest.
 #pragma once
 
 #include <array>
@@ -51,7 +52,7 @@ class TransformerLayer {
         std::vector<T> d_qkv, d_proj, d_fc1, d_fc2;
         std::vector<T> d_gamma1, d_beta1, d_gamma2, d_beta2;
         bool has_input_grad = false;
-        TrackedBytes bytes;       // the forward's record
+        TrackedBytes bytes;       // the forward's record (after B: the linears' inputs)
         TrackedBytes grad_bytes;  // the d_* above, held from backwardInput to backwardWeight
     };
 

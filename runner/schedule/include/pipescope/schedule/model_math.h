@@ -111,6 +111,13 @@ double vocabTFlops(const Config& config);
 // f = 4h: Korthikanti et al. 2022). With model.flash_attention (the default) the last term, the
 // attention scores, softmax and dropout mask, is not kept.
 double layerActivationBytes(const ModelConfig& m);
+// What a split backward (zb-h1, v-half) keeps of one layer from B to W: of the activations only
+// the four linear layers' inputs, d*s*b*(3h + f) (layerWeightInputBytes), and beside them the
+// gradients of those layers' outputs (qkv 3h, proj h, fc1 f, fc2 h per token) and of the two
+// layer norms' parameters, d*(s*b*(5h + f) + 4h) (layerHeldGradBytes). Together about one
+// layer's activations, so deferring W costs no memory. A whole backward frees them as it goes.
+double layerWeightInputBytes(const ModelConfig& m);
+double layerHeldGradBytes(const ModelConfig& m);
 double logitsBytes(const ModelConfig& m, std::int64_t vocab_rows);  // fp32: 4*b*s*rows
 double hiddenBytes(const ModelConfig& m);      // one s*b*h tensor in the model dtype
 double hiddenBytesFp32(const ModelConfig& m);  // one s*b*h tensor in fp32
