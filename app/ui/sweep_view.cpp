@@ -4,8 +4,10 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <QHBoxLayout>
+#include <QLineF>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -69,12 +71,69 @@ MemoryUnit memoryUnitOf(const std::vector<SweepPoint>& points) {
     return memoryUnitFor(largest);
 }
 
+// The method a sweep curve shows (its name may carry a note).
+constexpr const char* kMethodProperty = "pipescopeMethod";
+
+// Whether curve `a` lies on `b` as drawn: at every key both have, within 1% of the value axis.
+bool liesOn(const QCPGraph* a, const QCPGraph* b) {
+    const double tolerance = 0.01 * a->valueAxis()->range().size();
+    int common = 0;
+    for (auto it = a->data()->constBegin(); it != a->data()->constEnd(); ++it) {
+        const auto other = b->data()->findBegin(it->key, false);
+        if (other == b->data()->constEnd() || other->key != it->key) {
+            continue;
+        }
+        if (std::abs(other->value - it->value) > tolerance) {
+            return false;
+        }
+        ++common;
+    }
+    return common > 0;
+}
+
+// Names each MFU curve (the legend's) after the first curve drawn over it that hides it, on
+// either chart: "interlaced (≈ vocab-1)", or "(MFU ≈ …)" / "(memory ≈ …)" when only one does.
+void noteCoincidentCurves(const QList<QCPGraph*>& mfu, const QList<QCPGraph*>& mem) {
+    const auto firstAbove = [](const QList<QCPGraph*>& graphs, int i) -> const QCPGraph* {
+        for (int j = i + 1; j < graphs.size(); ++j) {
+            if (liesOn(graphs[i], graphs[j])) {
+                return graphs[j];
+            }
+        }
+        return nullptr;
+    };
+    for (int i = 0; i < mfu.size() && i < mem.size(); ++i) {
+        const QCPGraph* on_mfu = firstAbove(mfu, i);
+        const QCPGraph* on_mem = firstAbove(mem, i);
+        const auto method = [](const QCPGraph* g) {
+            return g->property(kMethodProperty).toString();
+        };
+        QString note;
+        if (on_mfu != nullptr && on_mem != nullptr && method(on_mfu) == method(on_mem)) {
+            note = QObject::tr("≈ %1").arg(method(on_mfu));
+        } else {
+            QStringList parts;
+            if (on_mfu != nullptr) {
+                parts << QObject::tr("MFU ≈ %1").arg(method(on_mfu));
+            }
+            if (on_mem != nullptr) {
+                parts << QObject::tr("memory ≈ %1").arg(method(on_mem));
+            }
+            note = parts.join(QStringLiteral(", "));
+        }
+        if (!note.isEmpty()) {
+            mfu[i]->setName(QStringLiteral("%1 (%2)").arg(method(mfu[i]), note));
+        }
+    }
+}
+
 }  // namespace
 
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
                              const QString& key_label, const QPointF& pos) {
     // The data point nearest to `pos`, within a few pixels, on either chart.
     constexpr double kReachPx = 10;
+    constexpr double kSamePointPx = 2;
     const QCPGraph* best = nullptr;
     double best_key = 0;
     double best_distance = kReachPx;
@@ -96,23 +155,53 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     if (best == nullptr) {
         return {};
     }
-    const SweepAxis axis(points);
-    const std::string method = best->name().toStdString();
-    const MemoryUnit unit = memoryUnitOf(points);
-    for (const auto& p : points) {
-        if (p.ok && p.method == method && axis.x(p.value) == best_key) {
-            return QObject::tr(
-                       "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
-                       "memory %7 %8")
-                .arg(QString::fromStdString(p.method), key_label, QString::fromStdString(p.value))
-                .arg(p.mfu * 100, 0, 'f', 1)
-                .arg(p.iteration_ms, 0, 'f', 1)
-                .arg(p.bubble_ratio * 100, 0, 'f', 1)
-                .arg(unit.of(static_cast<double>(p.peak_memory_bytes)), 0, 'f', unit.decimals)
-                .arg(QLatin1String(unit.name));
+    // Methods whose points land on the best one (interlaced and vocab-1 often do) are all named,
+    // the one drawn on top first.
+    const auto pixelOf = [](const QCPGraph* g, double key, double value) {
+        return QPointF(g->keyAxis()->coordToPixel(key), g->valueAxis()->coordToPixel(value));
+    };
+    const auto valueAt = [](const QCPGraph* g, double key) -> std::optional<double> {
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+            if (it->key == key) {
+                return it->value;
+            }
+        }
+        return std::nullopt;
+    };
+    const QPointF at = pixelOf(best, best_key, *valueAt(best, best_key));
+    std::vector<std::string> methods;
+    for (int i = plot->graphCount() - 1; i >= 0; --i) {
+        const QCPGraph* g = plot->graph(i);
+        if (g->keyAxis()->axisRect() != best->keyAxis()->axisRect()) {
+            continue;
+        }
+        if (const auto v = valueAt(g, best_key);
+            v && QLineF(pixelOf(g, best_key, *v), at).length() <= kSamePointPx) {
+            methods.push_back(g->property(kMethodProperty).toString().toStdString());
         }
     }
-    return {};
+    const SweepAxis axis(points);
+    const MemoryUnit unit = memoryUnitOf(points);
+    QStringList parts;
+    for (const std::string& method : methods) {
+        for (const auto& p : points) {
+            if (p.ok && p.method == method && axis.x(p.value) == best_key) {
+                parts << QObject::tr(
+                             "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
+                             "memory %7 %8")
+                             .arg(QString::fromStdString(p.method), key_label,
+                                  QString::fromStdString(p.value))
+                             .arg(p.mfu * 100, 0, 'f', 1)
+                             .arg(p.iteration_ms, 0, 'f', 1)
+                             .arg(p.bubble_ratio * 100, 0, 'f', 1)
+                             .arg(unit.of(static_cast<double>(p.peak_memory_bytes)), 0, 'f',
+                                  unit.decimals)
+                             .arg(QLatin1String(unit.name));
+                break;
+            }
+        }
+    }
+    return parts.join(QStringLiteral("\n\n"));
 }
 
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
@@ -196,7 +285,8 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     double mfu_top = 0;
     double mem_top = 0;
     // Methods often land on one another (interlaced and vocab-1 nearly always do): a marker
-    // shape of its own keeps each visible where the lines coincide.
+    // shape of its own, larger for the curves drawn first (underneath), keeps each visible where
+    // the lines coincide, and the legend says which ones do.
     static constexpr std::array kMarkers = {QCPScatterStyle::ssCircle,
                                             QCPScatterStyle::ssSquare,
                                             QCPScatterStyle::ssTriangle,
@@ -211,10 +301,13 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
             plot->addGraph(mfu_rect->axis(QCPAxis::atBottom), mfu_rect->axis(QCPAxis::atLeft));
         auto* h =
             plot->addGraph(mem_rect->axis(QCPAxis::atBottom), mem_rect->axis(QCPAxis::atLeft));
+        const double marker_px =
+            6 + 2 * static_cast<double>(std::min<std::size_t>(order.size() - 1 - i, 4));
         for (auto* graph : {g, h}) {
             graph->setName(QString::fromStdString(m));
+            graph->setProperty(kMethodProperty, QString::fromStdString(m));
             graph->setPen(QPen(methodColor(m), 2));
-            graph->setScatterStyle(QCPScatterStyle(kMarkers[i % kMarkers.size()], 8));
+            graph->setScatterStyle(QCPScatterStyle(kMarkers[i % kMarkers.size()], marker_px));
         }
         // The legend made above became the plot's legend (QCPLegend takes that role when the
         // plot has none), so addGraph put both curves in it: keep the MFU one only.
@@ -245,6 +338,7 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     }
     mfu_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mfu_top * 1.12, 1.0));
     mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top * 1.12, 1e-3));
+    noteCoincidentCurves(mfu_rect->graphs(), mem_rect->graphs());
     fitPlotLegends(plot);
     plot->replot();
 }

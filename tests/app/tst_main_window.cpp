@@ -39,6 +39,7 @@ class TstMainWindow : public QObject {
     void comparesMethods();
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
+    void sweepNamesCurvesThatCoincide();
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
@@ -141,6 +142,49 @@ void TstMainWindow::sweepsTheVocabulary() {
     QVERIFY2(tip.contains("max peak memory"), qPrintable(tip));
     QVERIFY(app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(40, 0)).isEmpty());
     QVERIFY(!window_->showView("nonsense"));
+}
+
+// Curves that lie on one another: the legend says so, the hidden one's markers are larger, and
+// hovering the shared point describes every method there, the one on top first.
+void TstMainWindow::sweepNamesCurvesThatCoincide() {
+    const auto point = [](const char* method, const char* value, double mfu, double mib) {
+        app::SweepPoint p;
+        p.method = method;
+        p.value = value;
+        p.ok = true;
+        p.iteration_ms = 100;
+        p.mfu = mfu;
+        p.peak_memory_bytes = static_cast<std::int64_t>(mib * 1024 * 1024);
+        return p;
+    };
+    // interlaced lies on vocab-1 in both charts, vocab-1 on vocab-2 in memory only (0.2% of the
+    // axis apart), naive on nothing.
+    const std::vector<app::SweepPoint> points = {
+        point("naive", "1000", 0.10, 300),      point("naive", "2000", 0.08, 500),
+        point("interlaced", "1000", 0.40, 100), point("interlaced", "2000", 0.41, 150),
+        point("vocab-1", "1000", 0.40, 100),    point("vocab-1", "2000", 0.41, 150),
+        point("vocab-2", "1000", 0.45, 100.5),  point("vocab-2", "2000", 0.46, 151),
+    };
+    QCustomPlot plot;
+    plot.resize(1000, 400);
+    app::fillSweepPlot(&plot, points, QStringLiteral("model.vocab"));
+    plot.replot();
+    QCOMPARE(plot.graphCount(), 8);
+    QCOMPARE(plot.graph(0)->name(), QStringLiteral("naive"));
+    QCOMPARE(plot.graph(2)->name(), QStringLiteral("interlaced (≈ vocab-1)"));
+    QCOMPARE(plot.graph(4)->name(), QStringLiteral("vocab-1 (memory ≈ vocab-2)"));
+    QCOMPARE(plot.graph(6)->name(), QStringLiteral("vocab-2"));
+    QVERIFY(plot.graph(2)->scatterStyle().size() > plot.graph(4)->scatterStyle().size());
+    // Hover interlaced's (hidden) MFU point: vocab-1, drawn over it, is named first.
+    const QCPGraph* g = plot.graph(2);
+    const auto first = g->data()->constBegin();
+    const QPointF at(g->keyAxis()->coordToPixel(first->key),
+                     g->valueAxis()->coordToPixel(first->value));
+    const QString tip = app::describeSweepPointAt(&plot, points, "model.vocab", at);
+    QVERIFY2(tip.startsWith("vocab-1 at model.vocab = 1000\n") &&
+                 tip.contains("\n\ninterlaced at model.vocab = 1000\n") &&
+                 !tip.contains("vocab-2") && !tip.contains("naive"),
+             qPrintable(tip));
 }
 
 // Before its first sweep the tab says what it does, instead of showing an empty pair of axes.
