@@ -225,7 +225,27 @@ ParseResult loadConfigFile(const std::string& path, const std::vector<Override>&
     if (in.bad()) {
         return fail("could not read the whole file");
     }
-    return parseConfig(text.str(), overrides, path);
+    ParseResult r = parseConfig(text.str(), overrides, path);
+    if (r.ok() && r.config->name != detail::deriveName(*r.config)) {
+        std::string changes;
+        for (const Override& o : overrides) {
+            if (o.path == "name") {
+                return r;  // the command line named it
+            }
+            if (o.path.rfind("run.", 0) == 0) {
+                continue;
+            }
+            std::string value = o.value_json;
+            if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+                value = value.substr(1, value.size() - 2);
+            }
+            changes += (changes.empty() ? "" : ", ") + o.path + "=" + value;
+        }
+        if (!changes.empty()) {
+            r.config->name += " [" + changes + "]";
+        }
+    }
+    return r;
 }
 
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error) {

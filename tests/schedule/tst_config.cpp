@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <pipescope/schedule/config_parse.h>
@@ -459,6 +460,32 @@ void TstConfig::overridesApply() {
     QVERIFY2(file.ok(), file.errorText().c_str());
     QVERIFY(file.config->parallel.vocab == VocabMethod::Vocab1);
     QCOMPARE(file.source_name, path);
+    // The file's own name says naive: the run's name adds what the command line changed (but
+    // not how long it runs), unless the command line names it.
+    QCOMPARE(file.config->name,
+             std::string("Paper 4B, s=2048, V=256k, naive (8×A100) [parallel.vocab=vocab-1]"));
+    const auto set = [](const char* kv) {
+        return *pipescope::schedule::parseOverride(kv, nullptr);
+    };
+    const ParseResult two = loadConfigFile(
+        path, {set("parallel.schedule=zb-h1"), set("run.iterations=3"), set("hardware.name=H100")});
+    QVERIFY2(two.ok(), two.errorText().c_str());
+    QCOMPARE(two.config->name, std::string("Paper 4B, s=2048, V=256k, naive (8×A100) "
+                                           "[parallel.schedule=zb-h1, hardware.name=H100]"));
+    const ParseResult named = loadConfigFile(path, {set("parallel.vocab=vocab-2"), set("name=x")});
+    QVERIFY2(named.ok(), named.errorText().c_str());
+    QCOMPARE(named.config->name, std::string("x"));
+    // A file with no name gets one derived from what it holds, overrides included.
+    QTemporaryDir dir;
+    const QString unnamed = dir.filePath("unnamed.json");
+    QFile out(unnamed);
+    QVERIFY(out.open(QIODevice::WriteOnly) && out.write(kMinimal) > 0);
+    out.close();
+    const ParseResult derived = loadConfigFile(unnamed.toStdString(), {set("model.vocab=2000")});
+    QVERIFY2(derived.ok(), derived.errorText().c_str());
+    QVERIFY2(derived.config->name.find('[') == std::string::npos &&
+                 derived.config->name.find("2000") != std::string::npos,
+             derived.config->name.c_str());
 }
 
 void TstConfig::roundTrip_data() {
