@@ -14,43 +14,89 @@
 # 7. runs vocab-2 as four processes (one rank each) on the GPU and merges their traces;
 # 8. where Nsight Systems is installed, profiles vocab-2 under nsys and imports the export into
 #    the run's trace (pipescope-trace import-nsys), to compare with step 5's CUPTI trace.
-# Output goes to stdout and to $OUT when set (the device tool's result folder), else /tmp.
+# Output goes to stdout; logs and traces to $GPU_CHECK_WORK (default /tmp/pipescope-gpu-check).
+# When $OUT is set (the device tool's result folder, which brings back at most 8 files), the
+# call leaves there its own output (gpu-check-STEPS.log) and its logs, summaries and small
+# traces in one gpu-check-STEPS.tar.gz.
+#
+# What a bare GPU host lacks to build: SQLite's header and library and nlohmann/json's headers.
+# Run bench/gpu-deps.sh here first; it puts them in .gpu-deps/ (ignored by git), and the device
+# tool takes them along with carry=[".gpu-deps"]. NCCL comes from the toolkit, $NCCL_HOME, or the
+# nvidia-nccl pip package of the host's python3.
 #
 # A call that is cut off (the device tool stops a command after 10 minutes) keeps what it wrote
-# to $OUT, but not the steps after it, so the steps can be run a few at a time, on a machine
-# that keeps the build folder between calls:
-#   bench/gpu-check.sh build/gpu versions,build      then
-#   bench/gpu-check.sh build/gpu tests               then
-#   bench/gpu-check.sh build/gpu runs,events         then
+# to $OUT, but not the steps after it, so the steps can be run a few at a time:
+#   bench/gpu-check.sh build/gpu versions,build,tests      then
+#   bench/gpu-check.sh build/gpu runs,events               then
 #   bench/gpu-check.sh build/gpu gemm,processes,nsys
+# A step that needs the build makes it first when it is missing (the device machine goes back
+# 30 s after a call, and a new one starts bare).
 # Steps: versions, build, tests, runs, events, gemm, processes, nsys (default: all of them).
-# "events" compares with the traces "runs" wrote, so it runs after it, in one $OUT.
+# "events" compares with the traces "runs" wrote, so it runs after it, in one call.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/gpu}
 all_steps=versions,build,tests,runs,events,gemm,processes,nsys
 steps=${2:-$all_steps}
-out=${OUT:-/tmp/pipescope-gpu-check}
-mkdir -p "$out"
-jobs=$(nproc 2>/dev/null || echo 4)
 for s in ${steps//,/ }; do
     if [[ ",$all_steps," != *",$s,"* ]]; then
         echo "gpu-check: unknown step '$s' (steps: $all_steps)" >&2
         exit 2
     fi
 done
+out=${GPU_CHECK_WORK:-/tmp/pipescope-gpu-check}
+mkdir -p "$out"
+jobs=$(nproc 2>/dev/null || echo 4)
 want() { [[ ",$steps," == *",$1,"* ]]; }
-if ! want build && [ ! -x "$build/bin/pipescope-run" ]; then
-    echo "gpu-check: $build/bin/pipescope-run is missing: run the build step first" >&2
-    exit 2
+tag=${steps//,/-}
+# Everything printed goes to the result folder too, and what the steps wrote is packed there at
+# the end (the device tool brings back 8 files at most).
+if [ -n "${OUT:-}" ]; then
+    exec > >(tee "$OUT/gpu-check-$tag.log") 2>&1
+    pack() {
+        local tarball="$OUT/gpu-check-$tag.tar.gz"
+        (cd "$out" && find . -maxdepth 1 -type f \( -name '*.log' -o -name '*.txt' -o -name '*.json' \
+            -o \( -name '*.db' -size -4M \) \) -print0 | tar --null -czf "$tarball" -T -) || true
+        # Over the tool's 16 MiB a file: without the traces.
+        if [ "$(stat -c %s "$tarball" 2> /dev/null || echo 0)" -gt $((15 << 20)) ]; then
+            (cd "$out" && find . -maxdepth 1 -type f \( -name '*.log' -o -name '*.txt' -o -name '*.json' \) \
+                -print0 | tar --null -czf "$tarball" -T -) || true
+        fi
+    }
+    trap pack EXIT
+fi
+needs_build=0
+for s in tests runs events gemm processes nsys; do
+    want "$s" && needs_build=1
+done
+if ! want build && [ $needs_build -eq 1 ] && [ ! -x "$build/bin/pipescope-run" ]; then
+    echo "gpu-check: $build has no build (a fresh machine): building it first"
+    steps="build,$steps"
 fi
 status=0
+
+# What a bare host lacks: SQLite and nlohmann/json from .gpu-deps (bench/gpu-deps.sh), NCCL
+# from the pip package when the toolkit has none.
+deps=()
+if [ -d .gpu-deps ]; then
+    deps+=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps")
+fi
+if [ -z "${NCCL_HOME:-}" ] && ! ls /usr/include/nccl.h /usr/local/cuda/include/nccl.h > /dev/null 2>&1; then
+    pip_nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2> /dev/null || true)
+    if [ -n "$pip_nccl" ] && [ -f "$pip_nccl/include/nccl.h" ]; then
+        export NCCL_HOME=$pip_nccl
+    fi
+fi
 
 if want versions; then
 echo "== versions"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: not available"
 nvcc --version | tail -1
-grep -hE "#define NCCL_(MAJOR|MINOR|PATCH) " /usr/include/nccl.h /usr/local/cuda/include/nccl.h 2>/dev/null | awk '{printf "%s=%s ", $2, $3} END {print ""}'
+echo "NCCL headers: ${NCCL_HOME:-the CUDA toolkit or /usr/include}"
+grep -hE "#define NCCL_(MAJOR|MINOR|PATCH) " /usr/include/nccl.h /usr/local/cuda/include/nccl.h \
+    ${NCCL_HOME:+"$NCCL_HOME/include/nccl.h"} 2>/dev/null | awk '{printf "%s=%s ", $2, $3} END {print ""}'
+echo "$(g++ --version | head -1); $(cmake --version | head -1)"
+echo ".gpu-deps: $([ -d .gpu-deps ] && echo "carried ($(ls .gpu-deps/lib | tr '\n' ' '))" || echo "not here")"
 fi
 
 if want build; then
@@ -59,7 +105,9 @@ start=$(date +%s)
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_BUILD_APP=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" > "$out/configure.log" 2>&1 || { tail -n 30 "$out/configure.log"; exit 1; }
+    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" "${deps[@]}" > "$out/configure.log" 2>&1 ||
+    { tail -n 30 "$out/configure.log"; exit 1; }
+grep -E "^-- (CUDA|NCCL)|^ \* (CUDA|NCCL|CUPTI)|not found" "$out/configure.log" | head -20
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
@@ -198,5 +246,5 @@ else
     echo "nsys is not installed here: skipped"
 fi
 fi
-echo "== done (status $status); logs and traces in $out"
+echo "== done (status $status); logs and traces in $out${OUT:+, packed in \$OUT/gpu-check-$tag.tar.gz}"
 exit $status

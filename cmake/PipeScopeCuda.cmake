@@ -28,7 +28,8 @@ if(PIPESCOPE_HAVE_CUDA)
         PURPOSE "CUDA kernels, cuBLAS GEMMs and the runner's cuda backend")
     find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME
               PATH_SUFFIXES include)
-    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME
+    # The pip package (nvidia-nccl-cu13) has only the versioned libnccl.so.2.
+    find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${CUDAToolkit_LIBRARY_DIR} ENV NCCL_HOME
                  PATH_SUFFIXES lib lib64)
     if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
         set(PIPESCOPE_HAVE_NCCL ON)
