@@ -90,10 +90,14 @@ Json configToJson(const Config& c) {
     j["parallel"] = {{"pipeline", p.pipeline},
                      {"microbatches", p.microbatches},
                      {"schedule", toString(p.schedule)},
-                     {"virtual_stages", p.virtual_stages},
                      {"vocab", toString(p.vocab)},
                      {"first_stage_layers", optionalJson(p.first_stage_layers)},
                      {"last_stage_layers", optionalJson(p.last_stage_layers)}};
+    // Only interleaved-1f1b takes it; the other schedules imply theirs (1, or 2 for v-half), and
+    // writing it would refuse the document once a variant or sweep changes the schedule.
+    if (p.schedule == ScheduleKind::Interleaved1F1B) {
+        j["parallel"]["virtual_stages"] = p.virtual_stages;
+    }
     const HardwareConfig& h = c.hardware;
     j["hardware"] = {{"name", h.name},
                      {"peak_tflops", h.peak_tflops},
@@ -167,6 +171,23 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
             continue;
         }
         detail::forgetPositions(doc.positions, o.path);
+    }
+    // virtual_stages belongs to interleaved-1f1b: an override that moves to another schedule
+    // without naming it drops it, so that a sweep or variant over the schedule works from an
+    // interleaved config.
+    const auto names = [&](const char* path) {
+        return std::any_of(overrides.begin(), overrides.end(),
+                           [&](const Override& o) { return o.path == path; });
+    };
+    if (names("parallel.schedule") && !names("parallel.virtual_stages") && doc.value.is_object() &&
+        doc.value.contains("parallel") && doc.value["parallel"].is_object()) {
+        Json& parallel = doc.value["parallel"];
+        const auto schedule = parallel.find("schedule");
+        if (schedule != parallel.end() && schedule->is_string() &&
+            schedule->get<std::string>() != toString(ScheduleKind::Interleaved1F1B)) {
+            parallel.erase("virtual_stages");
+            detail::forgetPositions(doc.positions, "parallel.virtual_stages");
+        }
     }
     detail::Validation v = detail::validateDocument(doc.value, doc.positions, allow_compare);
     found.insert(found.end(), std::make_move_iterator(v.issues.begin()),

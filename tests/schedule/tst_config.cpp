@@ -130,6 +130,7 @@ class TstConfig : public QObject {
     void malformedOverrides_data();
     void malformedOverrides();
     void overridesApply();
+    void scheduleOverridesLeaveVirtualStagesBehind();
     void roundTrip_data();
     void roundTrip();
     void toJsonWritesEveryKey();
@@ -488,6 +489,52 @@ void TstConfig::overridesApply() {
              derived.config->name.c_str());
 }
 
+// virtual_stages belongs to interleaved-1f1b: a sweep or variant over the schedule, from a config
+// written out again (toJson, as the app's sweeps do) or from an interleaved file, must not trip on
+// it. Naming it with the schedule still gets it checked.
+void TstConfig::scheduleOverridesLeaveVirtualStagesBehind() {
+    const auto set = [](const char* kv) {
+        return *pipescope::schedule::parseOverride(kv, nullptr);
+    };
+    const ParseResult base = parseConfig(kMinimal);
+    QVERIFY2(base.ok(), base.errorText().c_str());
+    for (const char* sched : {"v-half", "interleaved-1f1b", "zb-h1", "gpipe"}) {
+        const std::string kv = std::string("parallel.schedule=") + sched;
+        const ParseResult r = parseConfig(toJson(*base.config), {set(kv.c_str())});
+        QVERIFY2(r.ok(), (kv + ": " + r.errorText()).c_str());
+        QCOMPARE(
+            r.config->parallel.virtual_stages,
+            std::string(sched) == "v-half" || std::string(sched) == "interleaved-1f1b" ? 2 : 1);
+        // And back, from the written-out result.
+        const ParseResult back = parseConfig(toJson(*r.config), {set("parallel.schedule=1f1b")});
+        QVERIFY2(back.ok(), (kv + " and back: " + back.errorText()).c_str());
+        QCOMPARE(back.config->parallel.virtual_stages, 1);
+        // A compare variant over the schedule, too.
+        Variant v;
+        v.label = sched;
+        v.overrides = {set(kv.c_str())};
+        const ParseResult variant = applyVariant(*base.config, v);
+        QVERIFY2(variant.ok(), (kv + " as a variant: " + variant.errorText()).c_str());
+    }
+    const std::string interleaved = R"({
+      "model": {"layers": 12, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 1000},
+      "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "interleaved-1f1b",
+                   "virtual_stages": 3}
+    })";
+    const ParseResult three = parseConfig(interleaved);
+    QVERIFY2(three.ok(), three.errorText().c_str());
+    QCOMPARE(three.config->parallel.virtual_stages, 3);
+    const ParseResult plain = parseConfig(interleaved, {set("parallel.schedule=1f1b")});
+    QVERIFY2(plain.ok(), plain.errorText().c_str());
+    QCOMPARE(plain.config->parallel.virtual_stages, 1);
+    const ParseResult named =
+        parseConfig(interleaved, {set("parallel.schedule=1f1b"), set("parallel.virtual_stages=3")});
+    QVERIFY(!named.ok());
+    QVERIFY2(
+        named.errorText().find("only interleaved-1f1b takes virtual_stages") != std::string::npos,
+        named.errorText().c_str());
+}
+
 void TstConfig::roundTrip_data() {
     QTest::addColumn<QString>("file");  // a preset, or "" for kFull
     QTest::newRow("every key") << QString();
@@ -529,9 +576,16 @@ void TstConfig::toJsonWritesEveryKey() {
     QCOMPARE(keys(o["model"].toObject()),
              sorted({"layers", "hidden", "ffn_hidden", "heads", "seq_len", "vocab", "micro_batch",
                      "dtype", "flash_attention"}));
+    // virtual_stages only for interleaved-1f1b, the one schedule that takes it.
     QCOMPARE(keys(o["parallel"].toObject()),
-             sorted({"pipeline", "microbatches", "schedule", "virtual_stages", "vocab",
-                     "first_stage_layers", "last_stage_layers"}));
+             sorted({"pipeline", "microbatches", "schedule", "vocab", "first_stage_layers",
+                     "last_stage_layers"}));
+    const QJsonObject interleaved =
+        QJsonDocument::fromJson(
+            QByteArray::fromStdString(
+                toJson(*parseConfig(kMinimal, {{"parallel.schedule", "interleaved-1f1b"}}).config)))
+            .object();
+    QCOMPARE(interleaved["parallel"].toObject()["virtual_stages"].toInt(), 2);
     QCOMPARE(keys(o["hardware"].toObject()),
              sorted({"name", "peak_tflops", "memory_gib", "p2p_gbps", "allreduce_gbps",
                      "latency_us", "memory_gbps", "gemm_efficiency"}));
