@@ -171,6 +171,8 @@ int runSweep(const cli::Options& o, const std::string& command_line) {
             overrides.push_back(*ov);
             row.labels.push_back(value);
         }
+        // The file's compare variants are not the point's, and its values may not suit them.
+        overrides.push_back({"compare", "[]"});
         auto cfg = schedule::loadConfigFile(o.config_path, overrides);
         if (!cfg.ok()) {
             // A point outside what the config allows (say, vocab-1 with interleaved): report it

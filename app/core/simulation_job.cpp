@@ -12,10 +12,13 @@ namespace pipescope::app {
 
 namespace {
 
-// The config with overrides applied (through the JSON form, so every rule is checked again).
+// The config with overrides applied (through the JSON form, so every rule is checked again),
+// without its compare variants: they are not the point's, and its values may not suit them.
 schedule::ParseResult withOverrides(const schedule::Config& base,
                                     const std::vector<schedule::Override>& overrides) {
-    return schedule::parseConfig(schedule::toJson(base), overrides, "<current config>");
+    schedule::Config point = base;
+    point.compare.clear();
+    return schedule::parseConfig(schedule::toJson(point), overrides, "<current config>");
 }
 
 std::string quoted(std::string_view s) {

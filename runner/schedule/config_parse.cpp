@@ -140,6 +140,46 @@ Json configToJson(const Config& c) {
     return j;
 }
 
+// Keys that belong to one value of another key: virtual_stages to interleaved-1f1b, and
+// first_stage_layers / last_stage_layers to the redistributed method. An override that moves that
+// key to another value without naming them drops the document's, so that a sweep, a compare
+// variant or the app's method comparison works from any config (a key the override names is
+// checked as usual).
+void dropKeysTheOverridesLeftBehind(detail::JsonReadResult& doc,
+                                    const std::vector<Override>& overrides) {
+    const auto names = [&](const std::string& path) {
+        return std::any_of(overrides.begin(), overrides.end(),
+                           [&](const Override& o) { return o.path == path; });
+    };
+    if (!doc.value.is_object() || !doc.value.contains("parallel") ||
+        !doc.value["parallel"].is_object()) {
+        return;
+    }
+    Json& parallel = doc.value["parallel"];
+    struct Owned {
+        const char* key;
+        const char* owner;
+        std::string_view owner_value;
+    };
+    const Owned owned[] = {
+        {"virtual_stages", "schedule", toString(ScheduleKind::Interleaved1F1B)},
+        {"first_stage_layers", "vocab", toString(VocabMethod::Redistributed)},
+        {"last_stage_layers", "vocab", toString(VocabMethod::Redistributed)},
+    };
+    for (const Owned& o : owned) {
+        const std::string key_path = std::string("parallel.") + o.key;
+        if (!names(std::string("parallel.") + o.owner) || names(key_path)) {
+            continue;
+        }
+        const auto owner = parallel.find(o.owner);
+        if (owner != parallel.end() && owner->is_string() &&
+            owner->get<std::string>() != o.owner_value) {
+            parallel.erase(o.key);
+            detail::forgetPositions(doc.positions, key_path);
+        }
+    }
+}
+
 // Applies the overrides to a read document, validates it and orders the issues: override
 // problems first (they come from the command line), then the document's in source order.
 ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& overrides,
@@ -172,23 +212,7 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
         }
         detail::forgetPositions(doc.positions, o.path);
     }
-    // virtual_stages belongs to interleaved-1f1b: an override that moves to another schedule
-    // without naming it drops it, so that a sweep or variant over the schedule works from an
-    // interleaved config.
-    const auto names = [&](const char* path) {
-        return std::any_of(overrides.begin(), overrides.end(),
-                           [&](const Override& o) { return o.path == path; });
-    };
-    if (names("parallel.schedule") && !names("parallel.virtual_stages") && doc.value.is_object() &&
-        doc.value.contains("parallel") && doc.value["parallel"].is_object()) {
-        Json& parallel = doc.value["parallel"];
-        const auto schedule = parallel.find("schedule");
-        if (schedule != parallel.end() && schedule->is_string() &&
-            schedule->get<std::string>() != toString(ScheduleKind::Interleaved1F1B)) {
-            parallel.erase("virtual_stages");
-            detail::forgetPositions(doc.positions, "parallel.virtual_stages");
-        }
-    }
+    dropKeysTheOverridesLeftBehind(doc, overrides);
     detail::Validation v = detail::validateDocument(doc.value, doc.positions, allow_compare);
     found.insert(found.end(), std::make_move_iterator(v.issues.begin()),
                  std::make_move_iterator(v.issues.end()));
@@ -253,7 +277,7 @@ ParseResult loadConfigFile(const std::string& path, const std::vector<Override>&
             if (o.path == "name") {
                 return r;  // the command line named it
             }
-            if (o.path.rfind("run.", 0) == 0) {
+            if (o.path.rfind("run.", 0) == 0 || o.path == "compare") {
                 continue;
             }
             std::string value = o.value_json;

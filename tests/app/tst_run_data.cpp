@@ -20,6 +20,7 @@ class TstRunData : public QObject {
     void simMatchesItsTrace();
     void receiveDependsOnItsSend();
     void methodsRequestGivesEveryMethod();
+    void methodsAndSweepsWorkFromAnyConfig();
     void badTraceNamesTheFile();
     void openReportsProgressAndCancels();
     void lodQueriesFromWorkerThreads();
@@ -124,6 +125,45 @@ void TstRunData::methodsRequestGivesEveryMethod() {
     QCOMPARE(QString::fromStdString(out.runs.front()->name()), QString("naive"));
     // vocab-2 beats naive on this preset (the output layer is ~20 layers' worth of compute).
     QVERIFY(*out.runs.back()->stats().mfu > *out.runs.front()->stats().mfu);
+}
+
+// The comparison and the sweep switch the method (and the sweep a key) of the current config:
+// from the authors' redistributed preset (which fixes the last stage's layers, a key of that
+// method only), and from the default over the schedule and a pipeline its compare list does not
+// suit, every point that is valid on its own must come out.
+void TstRunData::methodsAndSweepsWorkFromAnyConfig() {
+    auto redistributed =
+        schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                 "/resources/presets/paper-s2048-v256k-redistributed.json");
+    QVERIFY(redistributed.ok());
+    app::SimRequest methods;
+    methods.kind = app::SimRequest::Kind::Methods;
+    methods.config = *redistributed.config;
+    const auto compared = app::runSimRequest(methods);
+    QVERIFY2(compared.errors.empty(),
+             compared.errors.empty() ? "" : compared.errors.front().c_str());
+    QCOMPARE(compared.runs.size(), std::size_t{5});
+
+    auto base = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                         "/resources/presets/default.json");
+    QVERIFY(base.ok());
+    QVERIFY(!base.config->compare.empty());
+    app::SimRequest sweep;
+    sweep.kind = app::SimRequest::Kind::Sweep;
+    sweep.config = *base.config;
+    sweep.sweep_key = "parallel.schedule";
+    sweep.sweep_values = {R"("1f1b")", R"("v-half")", R"("interleaved-1f1b")"};
+    for (const auto& p : app::runSimRequest(sweep).sweep) {
+        // Interleaved 1F1B has no vocab-1 (the authors' barriers need one chunk per rank).
+        const bool unsupported = p.value == R"("interleaved-1f1b")" && p.method == "vocab-1";
+        QVERIFY2(p.ok != unsupported, (p.method + " at " + p.value + ": " + p.error).c_str());
+    }
+    // 8 layers over 3 stages: only redistributed can place them, whatever the compare list says.
+    sweep.sweep_key = "parallel.pipeline";
+    sweep.sweep_values = {"3"};
+    for (const auto& p : app::runSimRequest(sweep).sweep) {
+        QVERIFY2(p.ok == (p.method == "redistributed"), (p.method + ": " + p.error).c_str());
+    }
 }
 
 void TstRunData::badTraceNamesTheFile() {

@@ -527,6 +527,23 @@ void TstConfig::scheduleOverridesLeaveVirtualStagesBehind() {
     const ParseResult plain = parseConfig(interleaved, {set("parallel.schedule=1f1b")});
     QVERIFY2(plain.ok(), plain.errorText().c_str());
     QCOMPARE(plain.config->parallel.virtual_stages, 1);
+    // The same for the redistributed method's layer counts: the authors' preset fixes the last
+    // stage's, and comparing methods from it must work.
+    const std::string redistributed =
+        pipescope::test::sourcePath(
+            QStringLiteral("resources/presets/paper-s2048-v256k-redistributed.json"))
+            .toStdString();
+    for (const char* method : {"naive", "interlaced", "vocab-1", "vocab-2"}) {
+        const std::string kv = std::string("parallel.vocab=") + method;
+        const ParseResult r = loadConfigFile(redistributed, {set(kv.c_str())});
+        QVERIFY2(r.ok(), (kv + ": " + r.errorText()).c_str());
+        QVERIFY(!r.config->parallel.last_stage_layers && !r.config->parallel.first_stage_layers);
+    }
+    const ParseResult layers = loadConfigFile(
+        redistributed, {set("parallel.vocab=naive"), set("parallel.last_stage_layers=2")});
+    QVERIFY(!layers.ok());
+    QVERIFY2(layers.errorText().find("only used with parallel.vocab") != std::string::npos,
+             layers.errorText().c_str());
     const ParseResult named =
         parseConfig(interleaved, {set("parallel.schedule=1f1b"), set("parallel.virtual_stages=3")});
     QVERIFY(!named.ok());
@@ -613,8 +630,15 @@ void TstConfig::variantsApply() {
     QCOMPARE(naive.config->costs.calibrated_path, std::string("runs/a b.db"));
     QCOMPARE(naive.config->parallel.virtual_stages, 3);
     QVERIFY(!naive.config->parallel.first_stage_layers);
-    // Leaving the base's first_stage_layers in place would make the naive variant invalid.
-    const ParseResult kept = applyVariant(base, Variant{"x", {{"parallel.vocab", R"("naive")"}}});
+    // A variant that leaves redistributed drops the base's layer counts without being told; one
+    // that sets them anyway is told they do not apply.
+    const ParseResult dropped =
+        applyVariant(base, Variant{"x", {{"parallel.vocab", R"("naive")"}}});
+    QVERIFY2(dropped.ok(), dropped.errorText().c_str());
+    QVERIFY(!dropped.config->parallel.first_stage_layers);
+    const ParseResult kept = applyVariant(
+        base,
+        Variant{"x", {{"parallel.vocab", R"("naive")"}, {"parallel.first_stage_layers", "2"}}});
     QCOMPARE(QString::fromStdString(kept.errorText()),
              QStringLiteral(R"(compare variant "x": parallel.first_stage_layers: only used with )"
                             R"(parallel.vocab "redistributed", but parallel.vocab is "naive"; )"

@@ -43,9 +43,9 @@ ParseResult parseConfig(std::string_view json_text, const std::vector<Override>&
                         std::string_view source_name = "<config>");
 
 // Reads a file and parses it; a missing or unreadable file is an issue that names the file. A name
-// the file chose describes the file's contents, so the overrides that change them (all but name
-// and run.*) are added to it: "Small 4-stage [parallel.schedule=zb-h1]". A name derived from the
-// contents (the file has none) already describes the result.
+// the file chose describes the file's contents, so the overrides that change them (all but name,
+// run.* and compare) are added to it: "Small 4-stage [parallel.schedule=zb-h1]". A name derived
+// from the contents (the file has none) already describes the result.
 ParseResult loadConfigFile(const std::string& path, const std::vector<Override>& overrides = {});
 
 // Parses "model.vocab=256000" into an Override; nullopt (and *error set) when malformed.
