@@ -112,14 +112,25 @@ void TstRunData::receiveDependsOnItsSend() {
     QVERIFY(checked);
 }
 
-void TstRunData::methodsRequestGivesEveryMethod() {
+namespace {
+
+// A method comparison of a preset, as the Compare tab asks for it.
+app::SimRequest methodsOf(const char* preset) {
     auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                           "/resources/presets/default.json");
-    QVERIFY(parsed.ok());
+                                           "/resources/presets/" + preset);
+    if (!parsed.ok()) {
+        qFatal("%s", parsed.errorText().c_str());
+    }
     app::SimRequest req;
     req.kind = app::SimRequest::Kind::Methods;
     req.config = *parsed.config;
-    const auto out = app::runSimRequest(req);
+    return req;
+}
+
+}  // namespace
+
+void TstRunData::methodsRequestGivesEveryMethod() {
+    const auto out = app::runSimRequest(methodsOf("default.json"));
     QCOMPARE(out.runs.size(), std::size_t{5});
     QVERIFY(out.errors.empty());
     QCOMPARE(QString::fromStdString(out.runs.front()->name()), QString("naive"));
@@ -132,25 +143,14 @@ void TstRunData::methodsRequestGivesEveryMethod() {
 // method only), and from the default over the schedule and a pipeline its compare list does not
 // suit, every point that is valid on its own must come out.
 void TstRunData::methodsAndSweepsWorkFromAnyConfig() {
-    auto redistributed =
-        schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                 "/resources/presets/paper-s2048-v256k-redistributed.json");
-    QVERIFY(redistributed.ok());
-    app::SimRequest methods;
-    methods.kind = app::SimRequest::Kind::Methods;
-    methods.config = *redistributed.config;
-    const auto compared = app::runSimRequest(methods);
+    const auto compared = app::runSimRequest(methodsOf("paper-s2048-v256k-redistributed.json"));
     QVERIFY2(compared.errors.empty(),
              compared.errors.empty() ? "" : compared.errors.front().c_str());
     QCOMPARE(compared.runs.size(), std::size_t{5});
 
-    auto base = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                         "/resources/presets/default.json");
-    QVERIFY(base.ok());
-    QVERIFY(!base.config->compare.empty());
-    app::SimRequest sweep;
+    app::SimRequest sweep = methodsOf("default.json");
+    QVERIFY(!sweep.config.compare.empty());
     sweep.kind = app::SimRequest::Kind::Sweep;
-    sweep.config = *base.config;
     sweep.sweep_key = "parallel.schedule";
     sweep.sweep_values = {R"("1f1b")", R"("v-half")", R"("interleaved-1f1b")"};
     for (const auto& p : app::runSimRequest(sweep).sweep) {
