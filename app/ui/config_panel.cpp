@@ -26,6 +26,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     presets_ = new QComboBox;
+    presets_->setObjectName(QStringLiteral("presets"));
     presets_->setToolTip(
         tr("Built-in configs: the authors' 8-GPU setups, small CPU models and "
            "the default comparison"));
@@ -238,7 +239,18 @@ bool ConfigPanel::loadFile(const QString& path) {
         emit configInvalid(issues_->text());
         return false;
     }
-    return loadJson(QString::fromUtf8(bytes), path);
+    if (!loadJson(QString::fromUtf8(bytes), path)) {
+        return false;
+    }
+    // A file of the user's: the preset list no longer names what is loaded, the label does.
+    presets_->setCurrentIndex(0);
+    if (!path.startsWith(QLatin1Char(':'))) {
+        source_->setText(tr("%1\n(%2)").arg(source_->text(), QFileInfo(path).fileName()));
+        source_->setToolTip(QFileInfo(path).absoluteFilePath());
+    } else {
+        source_->setToolTip(QString());
+    }
+    return true;
 }
 
 bool ConfigPanel::loadPreset(const QString& resource_name) {
@@ -254,8 +266,20 @@ void ConfigPanel::reparse() {
     if (assigning_ || base_json_.empty()) {
         return;
     }
+    // The stage layer counts belong to the redistributed method: under another one their fields
+    // are greyed out and left out (the config drops the file's), and keep their values for a
+    // switch back.
+    const auto vocab = fields_.find(QStringLiteral("parallel.vocab"));
+    const bool redistributed =
+        vocab == fields_.end() || vocab->second.json() == "\"redistributed\"";
     std::vector<schedule::Override> overrides;
     for (const auto& [key, f] : fields_) {
+        const bool layers = key == QLatin1String("parallel.first_stage_layers") ||
+                            key == QLatin1String("parallel.last_stage_layers");
+        f.widget->setEnabled(!layers || redistributed);
+        if (layers && !redistributed) {
+            continue;
+        }
         overrides.push_back({key.toStdString(), f.json()});
     }
     const auto parsed = schedule::parseConfig(base_json_, overrides, source_name_.toStdString());

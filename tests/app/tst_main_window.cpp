@@ -40,6 +40,7 @@ class TstMainWindow : public QObject {
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
+    void stageLayersFollowTheMethod();
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
@@ -185,6 +186,29 @@ void TstMainWindow::sweepNamesCurvesThatCoincide() {
                  tip.contains("\n\ninterlaced at model.vocab = 1000\n") &&
                  !tip.contains("vocab-2") && !tip.contains("naive"),
              qPrintable(tip));
+}
+
+// The authors' redistributed preset fixes the last stage's layers. Switching the method away
+// greys those fields out and leaves them out (no error), switching back brings their value back.
+void TstMainWindow::stageLayersFollowTheMethod() {
+    app::ConfigPanel panel;
+    QVERIFY(
+        panel.loadFile(test::sourcePath("resources/presets/paper-s2048-v256k-redistributed.json")));
+    QVERIFY(panel.config() && panel.config()->parallel.last_stage_layers == 0);
+    // The preset list does not claim a file loaded from disk.
+    const auto* presets = panel.findChild<QComboBox*>(QStringLiteral("presets"));
+    QVERIFY(presets && presets->currentIndex() == 0);
+    QWidget* last = panel.field("parallel.last_stage_layers");
+    QVERIFY(last->isEnabled());
+    QVERIFY(panel.setField("parallel.vocab", "vocab-2"));
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+    QVERIFY(panel.config()->parallel.vocab == schedule::VocabMethod::Vocab2);
+    QVERIFY(!panel.config()->parallel.last_stage_layers);
+    QVERIFY(!last->isEnabled());
+    QVERIFY(panel.setField("parallel.vocab", "redistributed"));
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+    QVERIFY(last->isEnabled());
+    QCOMPARE(panel.config()->parallel.last_stage_layers, std::optional<int>(0));
 }
 
 // Before its first sweep the tab says what it does, instead of showing an empty pair of axes.
