@@ -46,6 +46,17 @@ void TraceChart::setTitle(const QString& title) {
 }
 
 void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view) {
+    // A view that showed everything goes on showing everything: a changed setting that makes the
+    // iteration shorter or longer refits instead of keeping the old span. A zoomed view stays.
+    if (keep_view && !rects_.empty()) {
+        const QCPRange view = timeRangeMs();
+        const QCPRange all = fullRange();
+        const double tolerance = 0.005 * all.size();
+        if (std::abs(view.lower - all.lower) <= tolerance &&
+            std::abs(view.upper - all.upper) <= tolerance) {
+            keep_view = false;
+        }
+    }
     runs_ = std::move(runs);
     show_memory_ = show_memory;
     selected_.reset();

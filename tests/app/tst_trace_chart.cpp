@@ -27,6 +27,7 @@ class TstTraceChart : public QObject {
     void panWithinTheMarginNeedsNoQuery();
     void exportDrawsItsOwnWindow();
     void newRunDropsTheOldDetail();
+    void aFittedViewFollowsTheRun();
     void memoryCoversTheView();
     void memoryByCategoryNamesItsColours();
     void gpuLaneIsDrawnAndPicked();
@@ -145,6 +146,39 @@ void TstTraceChart::newRunDropsTheOldDetail() {
     QCOMPARE(timeline()->backgroundQueries(), 0);
     QTest::qWait(50);
     QVERIFY(timeline()->lastDrawCurrent());
+}
+
+// A setting change keeps a zoomed view, but a view that showed the whole iteration goes on
+// showing the whole (shorter or longer) iteration.
+void TstTraceChart::aFittedViewFollowsTheRun() {
+    const auto simulated = [](int microbatches) -> app::RunDataPtr {
+        auto parsed = schedule::loadConfigFile(
+            std::string(PIPESCOPE_SOURCE_DIR) + "/resources/presets/default.json",
+            {{"parallel.microbatches", std::to_string(microbatches)}});
+        auto sim = sim::simulate(*parsed.config);
+        return std::make_shared<app::SimRunData>(std::move(*sim.result), "m");
+    };
+    const auto longer = simulated(16);
+    const auto shorter = simulated(8);
+    const auto endMs = [](const app::RunDataPtr& r) {
+        return static_cast<double>(r->timeRange().end_ns) / 1e6;
+    };
+    QVERIFY(endMs(longer) > 1.5 * endMs(shorter));
+    app::TraceChart chart;
+    chart.resize(800, 500);
+    chart.setRuns({longer}, true);
+    QVERIFY(std::abs(chart.timeRangeMs().upper - endMs(longer)) < 0.02 * endMs(longer));
+    chart.setRuns({shorter}, true, true);
+    QVERIFY2(std::abs(chart.timeRangeMs().upper - endMs(shorter)) < 0.02 * endMs(shorter),
+             qPrintable(QString("view ends at %1 ms, the run at %2 ms")
+                            .arg(chart.timeRangeMs().upper)
+                            .arg(endMs(shorter))));
+    // Zoomed in: the view stays where the user put it.
+    const QCPRange zoomed(1.0, endMs(shorter) / 4);
+    chart.setTimeRangeMs(zoomed);
+    chart.setRuns({longer}, true, true);
+    QVERIFY(std::abs(chart.timeRangeMs().lower - zoomed.lower) < 1e-6 &&
+            std::abs(chart.timeRangeMs().upper - zoomed.upper) < 1e-6);
 }
 
 // The memory curves span the whole view once their detail is in, at every zoom.
