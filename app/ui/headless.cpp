@@ -252,6 +252,10 @@ int runHeadless(const QStringList& argv) {
             err(QStringLiteral("--sweep: expected KEY=V1,V2,..., got \"%1\"").arg(spec));
             return kExitBadInput;
         }
+        if (const QString problem = sweepKeyProblem(spec.left(eq).trimmed()); !problem.isEmpty()) {
+            err(QStringLiteral("--sweep: ") + problem);
+            return kExitBadInput;
+        }
         auto values = parseSweepValues(spec.mid(eq + 1), &error);
         if (!values) {
             err(error);

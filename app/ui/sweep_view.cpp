@@ -204,6 +204,23 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     return parts.join(QStringLiteral("\n\n"));
 }
 
+QString sweepKeyProblem(const QString& key) {
+    if (key.isEmpty()) {
+        return QObject::tr("sweep key: name a config key, such as model.vocab");
+    }
+    if (key == QLatin1String("parallel.vocab") || key == QLatin1String("parallel")) {
+        return QObject::tr(
+                   "sweep key %1: the sweep already draws one line per vocabulary method; "
+                   "sweep another key (model.vocab, parallel.pipeline, "
+                   "parallel.schedule, ...)")
+            .arg(key);
+    }
+    if (key == QLatin1String("compare") || key.startsWith(QLatin1String("compare."))) {
+        return QObject::tr("sweep key %1: the compare list is not a setting to sweep").arg(key);
+    }
+    return {};
+}
+
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
     std::vector<std::string> out;
     for (QString v : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -441,7 +458,11 @@ void SweepView::run() {
         status_->setText(tr("No valid config to sweep: fix the config first."));
         return;
     }
-    QString error;
+    QString error = sweepKeyProblem(key_->currentText().trimmed());
+    if (!error.isEmpty()) {
+        status_->setText(error);
+        return;
+    }
     auto values = parseSweepValues(values_->text(), &error);
     if (!values) {
         status_->setText(error);

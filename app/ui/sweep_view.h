@@ -24,6 +24,10 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
                              const QString& key_label, const QPointF& pos);
 
+// Why `key` cannot be swept (empty when it can): the sweep draws one line per vocabulary method,
+// so parallel.vocab is already its lines, and compare is no setting of the model.
+QString sweepKeyProblem(const QString& key);
+
 // Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
 
@@ -39,6 +43,8 @@ class SweepView : public QWidget {
     // The points of the sweep on the chart.
     const std::vector<SweepPoint>& points() const { return points_; }
     bool busy() const;
+    // What the line under the controls says (progress, or why a sweep did not start).
+    QString statusText() const { return status_->text(); }
 
   signals:
     void finished();

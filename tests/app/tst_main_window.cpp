@@ -219,6 +219,18 @@ void TstMainWindow::sweepExplainsItselfFirst() {
     auto* hint = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0));
     QVERIFY(hint);
     QVERIFY2(hint->text().contains(QLatin1String("Run sweep")), qPrintable(hint->text()));
+    // Sweeping the method would draw every method's line flat: refused, saying why.
+    QVERIFY(window_->configPanel()->config());
+    view.setConfig(*window_->configPanel()->config());
+    auto* key = view.findChild<QComboBox*>();
+    QVERIFY(key);
+    key->setEditText(QStringLiteral("parallel.vocab"));
+    view.run();
+    QVERIFY(!view.busy());
+    QVERIFY2(view.statusText().contains(QLatin1String("one line per vocabulary method")),
+             qPrintable(view.statusText()));
+    QVERIFY(app::sweepKeyProblem(QStringLiteral("model.vocab")).isEmpty());
+    QVERIFY(!app::sweepKeyProblem(QString()).isEmpty());
 }
 
 // Nothing in the window asks for more than the smallest screen the app must work on.
