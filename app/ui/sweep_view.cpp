@@ -74,16 +74,30 @@ MemoryUnit memoryUnitOf(const std::vector<SweepPoint>& points) {
 // The method a sweep curve shows (its name may carry a note).
 constexpr const char* kMethodProperty = "pipescopeMethod";
 
+// Where a curve's point is drawn.
+QPointF pixelOf(const QCPGraph* g, double key, double value) {
+    return {g->keyAxis()->coordToPixel(key), g->valueAxis()->coordToPixel(value)};
+}
+
+// A curve's value at exactly `key`, if it has a point there.
+std::optional<double> valueAt(const QCPGraph* g, double key) {
+    const auto it = g->data()->findBegin(key, false);
+    if (it == g->data()->constEnd() || it->key != key) {
+        return std::nullopt;
+    }
+    return it->value;
+}
+
 // Whether curve `a` lies on `b` as drawn: at every key both have, within 1% of the value axis.
 bool liesOn(const QCPGraph* a, const QCPGraph* b) {
     const double tolerance = 0.01 * a->valueAxis()->range().size();
     int common = 0;
     for (auto it = a->data()->constBegin(); it != a->data()->constEnd(); ++it) {
-        const auto other = b->data()->findBegin(it->key, false);
-        if (other == b->data()->constEnd() || other->key != it->key) {
+        const auto other = valueAt(b, it->key);
+        if (!other) {
             continue;
         }
-        if (std::abs(other->value - it->value) > tolerance) {
+        if (std::abs(*other - it->value) > tolerance) {
             return false;
         }
         ++common;
@@ -135,6 +149,7 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     constexpr double kReachPx = 10;
     constexpr double kSamePointPx = 2;
     const QCPGraph* best = nullptr;
+    QPointF best_px;
     double best_key = 0;
     double best_distance = kReachPx;
     for (int i = 0; i < plot->graphCount(); ++i) {
@@ -143,10 +158,10 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
             continue;
         }
         for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
-            const double dx = g->keyAxis()->coordToPixel(it->key) - pos.x();
-            const double dy = g->valueAxis()->coordToPixel(it->value) - pos.y();
-            if (const double d = std::hypot(dx, dy); d < best_distance) {
+            const QPointF px = pixelOf(g, it->key, it->value);
+            if (const double d = QLineF(px, pos).length(); d < best_distance) {
                 best = g;
+                best_px = px;
                 best_key = it->key;
                 best_distance = d;
             }
@@ -157,18 +172,6 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     }
     // Methods whose points land on the best one (interlaced and vocab-1 often do) are all named,
     // the one drawn on top first.
-    const auto pixelOf = [](const QCPGraph* g, double key, double value) {
-        return QPointF(g->keyAxis()->coordToPixel(key), g->valueAxis()->coordToPixel(value));
-    };
-    const auto valueAt = [](const QCPGraph* g, double key) -> std::optional<double> {
-        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
-            if (it->key == key) {
-                return it->value;
-            }
-        }
-        return std::nullopt;
-    };
-    const QPointF at = pixelOf(best, best_key, *valueAt(best, best_key));
     std::vector<std::string> methods;
     for (int i = plot->graphCount() - 1; i >= 0; --i) {
         const QCPGraph* g = plot->graph(i);
@@ -176,7 +179,7 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
             continue;
         }
         if (const auto v = valueAt(g, best_key);
-            v && QLineF(pixelOf(g, best_key, *v), at).length() <= kSamePointPx) {
+            v && QLineF(pixelOf(g, best_key, *v), best_px).length() <= kSamePointPx) {
             methods.push_back(g->property(kMethodProperty).toString().toStdString());
         }
     }
