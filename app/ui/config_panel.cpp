@@ -266,21 +266,22 @@ void ConfigPanel::reparse() {
     if (assigning_ || base_json_.empty()) {
         return;
     }
-    // The stage layer counts belong to the redistributed method: under another one their fields
-    // are greyed out and left out (the config drops the file's), and keep their values for a
-    // switch back.
-    const auto vocab = fields_.find(QStringLiteral("parallel.vocab"));
-    const bool redistributed =
-        vocab == fields_.end() || vocab->second.json() == "\"redistributed\"";
+    // A key that applies to one value of another alone (the stage layer counts to redistributed)
+    // is greyed out and left out under any other value (the config then drops the file's), and
+    // keeps its value for a switch back.
     std::vector<schedule::Override> overrides;
     for (const auto& [key, f] : fields_) {
-        const bool layers = key == QLatin1String("parallel.first_stage_layers") ||
-                            key == QLatin1String("parallel.last_stage_layers");
-        f.widget->setEnabled(!layers || redistributed);
-        if (layers && !redistributed) {
-            continue;
+        bool applies = true;
+        if (const auto owner = schedule::ownerOf(key.toStdString())) {
+            const auto it = fields_.find(
+                QString::fromUtf8(owner->path.data(), static_cast<int>(owner->path.size())));
+            applies =
+                it == fields_.end() || it->second.json() == "\"" + std::string(owner->value) + "\"";
         }
-        overrides.push_back({key.toStdString(), f.json()});
+        f.widget->setEnabled(applies);
+        if (applies) {
+            overrides.push_back({key.toStdString(), f.json()});
+        }
     }
     const auto parsed = schedule::parseConfig(base_json_, overrides, source_name_.toStdString());
     for (auto& [key, f] : fields_) {

@@ -140,14 +140,11 @@ Json configToJson(const Config& c) {
     return j;
 }
 
-// Keys that belong to one value of another key: virtual_stages to interleaved-1f1b, and
-// first_stage_layers / last_stage_layers to the redistributed method. An override that moves that
-// key to another value without naming them drops the document's, so that a sweep, a compare
-// variant or the app's method comparison works from any config (a key the override names is
-// checked as usual).
+// Drops the document's keys whose owner an override moved to another value (ownerOf), unless an
+// override names them too.
 void dropKeysTheOverridesLeftBehind(detail::JsonReadResult& doc,
                                     const std::vector<Override>& overrides) {
-    const auto names = [&](const std::string& path) {
+    const auto names = [&](std::string_view path) {
         return std::any_of(overrides.begin(), overrides.end(),
                            [&](const Override& o) { return o.path == path; });
     };
@@ -156,26 +153,18 @@ void dropKeysTheOverridesLeftBehind(detail::JsonReadResult& doc,
         return;
     }
     Json& parallel = doc.value["parallel"];
-    struct Owned {
-        const char* key;
-        const char* owner;
-        std::string_view owner_value;
-    };
-    const Owned owned[] = {
-        {"virtual_stages", "schedule", toString(ScheduleKind::Interleaved1F1B)},
-        {"first_stage_layers", "vocab", toString(VocabMethod::Redistributed)},
-        {"last_stage_layers", "vocab", toString(VocabMethod::Redistributed)},
-    };
-    for (const Owned& o : owned) {
-        const std::string key_path = std::string("parallel.") + o.key;
-        if (!names(std::string("parallel.") + o.owner) || names(key_path)) {
+    for (const char* key : {"virtual_stages", "first_stage_layers", "last_stage_layers"}) {
+        const std::string path = std::string("parallel.") + key;
+        const auto owner = ownerOf(path);
+        if (!owner || !names(owner->path) || names(path)) {
             continue;
         }
-        const auto owner = parallel.find(o.owner);
-        if (owner != parallel.end() && owner->is_string() &&
-            owner->get<std::string>() != o.owner_value) {
-            parallel.erase(o.key);
-            detail::forgetPositions(doc.positions, key_path);
+        const auto value =
+            parallel.find(std::string(owner->path.substr(owner->path.find('.') + 1)));
+        if (value != parallel.end() && value->is_string() &&
+            value->get<std::string>() != owner->value) {
+            parallel.erase(key);
+            detail::forgetPositions(doc.positions, path);
         }
     }
 }
@@ -291,6 +280,16 @@ ParseResult loadConfigFile(const std::string& path, const std::vector<Override>&
         }
     }
     return r;
+}
+
+std::optional<KeyOwner> ownerOf(std::string_view path) {
+    if (path == "parallel.virtual_stages") {
+        return KeyOwner{"parallel.schedule", toString(ScheduleKind::Interleaved1F1B)};
+    }
+    if (path == "parallel.first_stage_layers" || path == "parallel.last_stage_layers") {
+        return KeyOwner{"parallel.vocab", toString(VocabMethod::Redistributed)};
+    }
+    return std::nullopt;
 }
 
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error) {

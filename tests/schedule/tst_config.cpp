@@ -496,6 +496,9 @@ void TstConfig::scheduleOverridesLeaveVirtualStagesBehind() {
     const auto set = [](const char* kv) {
         return *pipescope::schedule::parseOverride(kv, nullptr);
     };
+    QCOMPARE(ownerOf("parallel.virtual_stages")->path, std::string_view("parallel.schedule"));
+    QCOMPARE(ownerOf("parallel.last_stage_layers")->value, std::string_view("redistributed"));
+    QVERIFY(!ownerOf("model.vocab"));
     const ParseResult base = parseConfig(kMinimal);
     QVERIFY2(base.ok(), base.errorText().c_str());
     for (const char* sched : {"v-half", "interleaved-1f1b", "zb-h1", "gpipe"}) {

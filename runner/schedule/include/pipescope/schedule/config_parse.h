@@ -38,7 +38,9 @@ struct ParseResult {
 ParseResult parseConfig(std::string_view json_text, std::string_view source_name = "<config>");
 
 // As parseConfig, after applying overrides to the JSON document (an override's path may name a
-// key the document leaves out; an unknown path is an issue that names it).
+// key the document leaves out; an unknown path is an issue that names it). An override that moves
+// a key to another value drops the keys that belong to its old value (ownerOf) unless it names
+// them too, so that a sweep, a compare variant or a method comparison works from any config.
 ParseResult parseConfig(std::string_view json_text, const std::vector<Override>& overrides,
                         std::string_view source_name = "<config>");
 
@@ -48,10 +50,20 @@ ParseResult parseConfig(std::string_view json_text, const std::vector<Override>&
 // from the contents (the file has none) already describes the result.
 ParseResult loadConfigFile(const std::string& path, const std::vector<Override>& overrides = {});
 
+// The key and value a key applies to alone: parallel.virtual_stages to parallel.schedule
+// "interleaved-1f1b", parallel.first_stage_layers and last_stage_layers to parallel.vocab
+// "redistributed". nullopt for every other key.
+struct KeyOwner {
+    std::string_view path;
+    std::string_view value;
+};
+std::optional<KeyOwner> ownerOf(std::string_view path);
+
 // Parses "model.vocab=256000" into an Override; nullopt (and *error set) when malformed.
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error);
 
-// The config as JSON that parseConfig reads back into an equal Config (all keys written).
+// The config as JSON that parseConfig reads back into an equal Config (all keys written, but
+// virtual_stages only for interleaved-1f1b: the other schedules imply theirs).
 std::string toJson(const Config& config, int indent = 2);
 
 // The applied form of a compare variant: the config with that variant's overrides, validated.
