@@ -1,8 +1,18 @@
 #include "background_progress.h"
 
+#include <QFileInfo>
 #include <QTimer>
 
 namespace pipescope::app {
+
+std::shared_ptr<BackgroundProgress> traceWritingProgress(double writing_from,
+                                                         const QString& output) {
+    auto progress = std::make_shared<BackgroundProgress>();
+    progress->uncancellable_from = static_cast<int>(writing_from * 1000) + 1;
+    progress->final_text = QProgressDialog::tr("Writing %1: its indexes and summary levels…")
+                               .arg(QFileInfo(output).fileName());
+    return progress;
+}
 
 QPointer<QProgressDialog> showBackgroundProgress(
     QWidget* parent, const QString& text, const std::shared_ptr<BackgroundProgress>& progress) {

@@ -26,6 +26,12 @@ struct BackgroundProgress {
     }
 };
 
+// The progress of a job that builds the trace `output` (a merge, an import): cancellable until
+// `writing_from` (0..1, the interop library's k*WritingFrom), from where the output's indexes are
+// written and the dialog says so.
+std::shared_ptr<BackgroundProgress> traceWritingProgress(double writing_from,
+                                                         const QString& output);
+
 // The dialog for `progress`, showing `text`; delete it (deleteLater) when the work is done.
 QPointer<QProgressDialog> showBackgroundProgress(
     QWidget* parent, const QString& text, const std::shared_ptr<BackgroundProgress>& progress);

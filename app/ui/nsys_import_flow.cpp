@@ -70,10 +70,7 @@ void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exp
         reports.push_back(e.toStdString());
     }
     // A long run's export takes seconds: a dialog shows how far it is and Cancel stops it.
-    auto shared = std::make_shared<BackgroundProgress>();
-    shared->uncancellable_from = static_cast<int>(interop::kNsysImportWritingFrom * 1000) + 1;
-    shared->final_text =
-        tr("Writing %1: its indexes and summary levels…").arg(QFileInfo(output).fileName());
+    const auto shared = traceWritingProgress(interop::kNsysImportWritingFrom, output);
     const QPointer<QProgressDialog> progress = showBackgroundProgress(
         parent_,
         tr("Importing the Nsight Systems export into %1…").arg(QFileInfo(run_path).fileName()),

@@ -190,10 +190,7 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
     using Result = std::pair<QString, QString>;  // (summary, error)
     // Merging a long run's traces takes seconds: a dialog shows how far it is, and Cancel stops
     // it (leaving no half-merged file) until the output's indexes are being written.
-    auto shared = std::make_shared<BackgroundProgress>();
-    shared->uncancellable_from = static_cast<int>(interop::kMergeWritingFrom * 1000) + 1;
-    shared->final_text =
-        tr("Writing %1: its indexes and summary levels…").arg(QFileInfo(merged).fileName());
+    const auto shared = traceWritingProgress(interop::kMergeWritingFrom, merged);
     const QPointer<QProgressDialog> progress = showBackgroundProgress(
         this,
         tr("Merging %n per-rank trace(s) into %1…", nullptr, static_cast<int>(inputs.size()))
