@@ -319,16 +319,34 @@ void RunnerProcess::finish(RunOutcome outcome) {
     emit finished(outcome);
 }
 
+QString withoutClosingNote(const QString& config_name) {
+    QString name = config_name.trimmed();
+    if (name.endsWith(QLatin1Char(')'))) {
+        if (const qsizetype open = name.lastIndexOf(QLatin1Char('(')); open > 0) {
+            name = name.left(open).trimmed();
+        }
+    }
+    return name;
+}
+
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
                    const QString& variant) {
-    // Long config names ("Default: 4 stages, V=32768 (vocab-2 vs naive)") keep their start, cut
-    // between words where one ends in the last half; the variant comes after the cut, so that
-    // the runs of a pair tell themselves apart.
+    // Long config names ("Default: 4 stages, V=32768") keep their start, cut between words
+    // where one ends in the last half, and never inside a parenthesis left open; the variant
+    // comes after the cut, so that the runs of a pair tell themselves apart. A variant run drops
+    // the name's closing "(vocab-2 vs naive)": it describes the pair, not this run.
     constexpr qsizetype kNameChars = 40;
-    QString name = config_name.isEmpty() ? QStringLiteral("run") : config_name;
+    QString name = variant.isEmpty() ? config_name.trimmed() : withoutClosingNote(config_name);
     if (name.size() > kNameChars) {
         const qsizetype space = name.lastIndexOf(QLatin1Char(' '), kNameChars);
         name.truncate(space >= kNameChars / 2 ? space : kNameChars);
+        const qsizetype open = name.lastIndexOf(QLatin1Char('('));
+        if (open > 0 && name.indexOf(QLatin1Char(')'), open) < 0) {
+            name = name.left(open).trimmed();
+        }
+    }
+    if (name.isEmpty()) {
+        name = QStringLiteral("run");
     }
     QString base = name + (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) +
                    QLatin1Char('-') + backend + QLatin1Char('-') +

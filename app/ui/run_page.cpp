@@ -150,6 +150,11 @@ RunPage::RunPage(bool restore, QWidget* parent)
     loss_->graph(0)->setLineStyle(QCPGraph::lsLine);
     loss_->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));
     loss_->xAxis->setLabel(tr("iteration"));
+    // Iterations are counted: ticks at whole numbers (1, 2, 3, … or multiples), never 2.5.
+    auto whole = QSharedPointer<QCPAxisTickerFixed>::create();
+    whole->setTickStep(1.0);
+    whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    loss_->xAxis->setTicker(whole);
     loss_->yAxis->setLabel(tr("loss"));
     loss_->setToolTip(
         tr("Mean loss over the iteration's micro-batches, as the runner reports "
@@ -331,8 +336,10 @@ bool RunPage::startNaiveAndVocab2(QString* error) {
         schedule::Config c = *config_;
         c.parallel.vocab = method;
         // The method in the run's name too: it heads the comparison's columns and the runs
-        // list, where the config's own name is the same for both.
-        c.name = config_->name + " \u00b7 " + label.toStdString();
+        // list, where the config's own name is the same for both (and its "(vocab-2 vs
+        // naive)", if it has one, would misname either run).
+        c.name = withoutClosingNote(QString::fromStdString(config_->name)).toStdString() +
+                 " \u00b7 " + label.toStdString();
         const std::string json = schedule::toJson(c);
         // The config panel's checks, for the changed key (vocab-2 needs a schedule that has it).
         if (const auto parsed = schedule::parseConfig(json, "config"); !parsed.ok()) {
@@ -381,6 +388,9 @@ bool RunPage::startNext(QString* error) {
         last_error_ = *error;
         return false;
     }
+    // The runs folder exists now (the request's config is written there): the list follows it
+    // from here, so the new run shows up as running instead of only when it ends.
+    library_->refresh();
     status_->setText(
         next.label.isEmpty()
             ? tr("starting %1…").arg(QFileInfo(next.request.trace_path).fileName())

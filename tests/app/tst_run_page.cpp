@@ -385,13 +385,26 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
     const QString b = app::newRunPath(folder, QStringLiteral("Default: 4 stages (vocab-2)"),
                                       QStringLiteral("cpu"));
     QVERIFY(a != b);
-    // A long name is cut between words, but not the variant after it.
+    QCOMPARE(app::withoutClosingNote(QStringLiteral("Default: 4 stages (vocab-2 vs naive) ")),
+             QStringLiteral("Default: 4 stages"));
+    QCOMPARE(app::withoutClosingNote(QStringLiteral("(x)")), QStringLiteral("(x)"));
+    QCOMPARE(app::withoutClosingNote(QStringLiteral("gpt (2) small")),
+             QStringLiteral("gpt (2) small"));
+    // A variant run drops the name's "(vocab-2 vs naive)", which describes the pair: the naive
+    // run's file must not read "vocab-2-vs-naive".
     const QString c =
         app::newRunPath(folder, QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive)"),
                         QStringLiteral("cpu"), QStringLiteral("naive"));
-    QVERIFY2(QFileInfo(c).fileName().startsWith(
-                 QStringLiteral("Default-4-stages-V-32768-vocab-2-vs-naive-cpu-")),
-             qPrintable(c));
+    QVERIFY2(
+        QFileInfo(c).fileName().startsWith(QStringLiteral("Default-4-stages-V-32768-naive-cpu-")),
+        qPrintable(c));
+    // A long name is cut between words, not inside a parenthesis left open, and the variant
+    // after it stays whole.
+    const QString e =
+        app::newRunPath(folder, QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive)"),
+                        QStringLiteral("cpu"));
+    QVERIFY2(QFileInfo(e).fileName().startsWith(QStringLiteral("Default-4-stages-V-32768-cpu-")),
+             qPrintable(e));
     // A name whose only space is in its first half is cut at 40 characters.
     const QString d =
         app::newRunPath(folder, QString(10, 'a') + ' ' + QString(50, 'b'), QStringLiteral("cpu"));

@@ -117,9 +117,14 @@ class RunnerProcess : public QObject {
     bool done_ = true;
 };
 
+// `config_name` without a closing parenthetical: "Default: 4 stages (vocab-2 vs naive)" gives
+// "Default: 4 stages". The note describes a pair of methods; one run of the pair drops it.
+QString withoutClosingNote(const QString& config_name);
+
 // A file name for a new run in `folder`: CONFIG[-VARIANT]-BACKEND-yyyyMMdd-HHmmss.db (the
-// config's name cut to 40 characters, the variant, such as "naive", kept whole; characters other
-// than letters, digits, '-', '_' and '.' become '-'), with -2, -3, ... when it exists.
+// config's name cut to 40 characters, never inside an open parenthesis, and without its closing
+// parenthetical when a variant is given; the variant, such as "naive", kept whole; characters
+// other than letters, digits, '-', '_' and '.' become '-'), with -2, -3, ... when it exists.
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
                    const QString& variant = {});
 
