@@ -20,6 +20,10 @@ class CompareView : public QWidget {
     explicit CompareView(QWidget* parent = nullptr);
     // `notes`: what could not be compared (a method the schedule does not support, ...).
     void setRuns(std::vector<RunDataPtr> runs, const QStringList& notes, bool keep_view);
+    // Zooms the shared time axis to the first measured iteration of each run (the longest of
+    // them), where a whole measured run would shrink a one-iteration simulation to a sliver and
+    // its own iterations to a barcode. 0 in the chart fits everything again.
+    void showFirstIterations();
     TraceChart* chart() const { return chart_; }
     QTableView* table() const { return table_; }
     CompareModel* model() const { return model_; }

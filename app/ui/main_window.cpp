@@ -458,10 +458,11 @@ void MainWindow::compareTraces(const QStringList& paths, const QString& title) {
         }
         notes << tr(
             "Each run is drawn from its first measured iteration (after its warm-up) at "
-            "0 ms.");
+            "0 ms; the view shows that iteration. Press 0 in the chart for the whole runs.");
         statusBar()->clearMessage();
         auto* view = new CompareView;
         view->setRuns(runs, notes, false);
+        view->showFirstIterations();
         tabs_->setCurrentIndex(tabs_->addTab(view, title));
         emit comparisonOpened(view);
     });
@@ -514,14 +515,16 @@ void MainWindow::predictVsMeasured(const QString& path) {
         }
         notes << tr(
             "The measured run is drawn from its first measured iteration at 0 ms beside "
-            "one simulated iteration of each model; the calibrated iteration-time error "
-            "uses the mean over timings drawn from the run's op times. The analytic "
-            "model assumes the config's hardware section, not this machine.");
+            "one simulated iteration of each model (press 0 in the chart for the whole "
+            "run); the calibrated iteration-time error uses the mean over timings drawn "
+            "from the run's op times. The analytic model assumes the config's hardware "
+            "section, not this machine.");
         auto runs = prediction->runs();
         runs.front() = alignedAtFirstMeasured(runs.front());
         statusBar()->clearMessage();
         auto* view = new CompareView;
         view->setRuns(runs, notes, false);
+        view->showFirstIterations();
         const int index = tabs_->addTab(view, tr("Predicted vs measured: %1").arg(name));
         tabs_->setTabToolTip(index, tr("%1 (measured) beside its simulation with costs calibrated "
                                        "from it and with the analytic model")

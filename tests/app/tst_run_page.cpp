@@ -27,6 +27,7 @@
 #include "config_panel.h"
 #include "main_window.h"
 #include "run_page.h"
+#include "run_view.h"
 #include "runs_panel.h"
 #include "testsupport.h"
 
@@ -41,6 +42,29 @@ const QString kTiny = QStringLiteral(R"({
   "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "1f1b", "vocab": "naive"},
   "run": {"iterations": 3, "warmup": 1, "seed": 5}
 })");
+
+// A comparison opens on the first measured iteration of its runs (the longest of them), not
+// on whole runs, whose later iterations would shrink it to a barcode.
+void checkShowsFirstIterations(const app::CompareView& view) {
+    double end_ms = 0;
+    double run_end_ms = 0;
+    for (const auto& run : view.runs()) {
+        for (const auto& it : run->stats().iterations) {
+            if (it.measured) {
+                end_ms = std::max(end_ms, static_cast<double>(it.end_ns) / 1e6);
+                break;
+            }
+        }
+        run_end_ms = std::max(run_end_ms, static_cast<double>(run->timeRange().end_ns) / 1e6);
+    }
+    const QCPRange shown = view.chart()->timeRangeMs();
+    QVERIFY2(shown.lower < 0 && shown.upper >= end_ms && shown.upper < 1.1 * end_ms,
+             qPrintable(QStringLiteral("shown %1..%2 ms, first iterations end at %3 ms")
+                            .arg(shown.lower)
+                            .arg(shown.upper)
+                            .arg(end_ms)));
+    QVERIFY(shown.upper < run_end_ms);  // the later iterations are there to scroll to
+}
 
 }  // namespace
 
@@ -264,6 +288,7 @@ void TstRunPage::naiveAndVocab2OpensTheComparison() {
     QCOMPARE(app::firstMeasuredStartNs(*view->runs()[0]), std::int64_t(0));
     QCOMPARE(app::firstMeasuredStartNs(*view->runs()[1]), std::int64_t(0));
     QVERIFY(view->runs()[0]->timeRange().start_ns < 0);  // the warm-up comes before
+    checkShowsFirstIterations(*view);
     QCOMPARE(page()->library()->rowCount(), before + 2);
     QCOMPARE(window_->tabs()->currentWidget(), view);
 }
@@ -282,6 +307,7 @@ void TstRunPage::predictedVersusMeasured() {
     QCOMPARE(QString::fromStdString(view->runs()[1]->name()), QStringLiteral("calibrated"));
     QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
     QVERIFY(view->model()->rowCount() > 0);
+    checkShowsFirstIterations(*view);
 
     std::string error;
     const auto p = app::predictRun(first_run_.toStdString(), &error);
