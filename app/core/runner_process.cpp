@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include <QCoreApplication>
@@ -348,19 +349,39 @@ QString newRunPath(const QString& folder, const QString& config_name, const QStr
     if (name.isEmpty()) {
         name = QStringLiteral("run");
     }
-    QString base = name + (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) +
-                   QLatin1Char('-') + backend + QLatin1Char('-') +
-                   QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    const QString base =
+        safeFileStem(name + (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) +
+                     QLatin1Char('-') + backend + QLatin1Char('-') +
+                     QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+    return uniquePath(QDir(folder), base, {QStringLiteral(".db"), QStringLiteral(".json")});
+}
+
+QString safeFileStem(const QString& text) {
     static const QRegularExpression unsafe(QStringLiteral("[^A-Za-z0-9._-]+"));
-    base.replace(unsafe, QStringLiteral("-"));
     static const QRegularExpression repeated(QStringLiteral("-{2,}"));
-    base.replace(repeated, QStringLiteral("-"));
-    const QDir dir(folder);
-    QString path = dir.filePath(base + QStringLiteral(".db"));
-    for (int n = 2; QFileInfo::exists(path) || QFileInfo::exists(siblingPath(path, ".json")); ++n) {
-        path = dir.filePath(base + QLatin1Char('-') + QString::number(n) + QStringLiteral(".db"));
+    QString stem = text;
+    stem.replace(unsafe, QStringLiteral("-"));
+    stem.replace(repeated, QStringLiteral("-"));
+    while (stem.startsWith(QLatin1Char('-')) || stem.startsWith(QLatin1Char('.'))) {
+        stem.remove(0, 1);
     }
-    return path;
+    while (stem.endsWith(QLatin1Char('-')) || stem.endsWith(QLatin1Char('.'))) {
+        stem.chop(1);
+    }
+    return stem.isEmpty() ? QStringLiteral("pipescope") : stem;
+}
+
+QString uniquePath(const QDir& dir, const QString& stem, const QStringList& suffixes) {
+    const auto taken = [&](const QString& candidate) {
+        return std::any_of(suffixes.begin(), suffixes.end(), [&](const QString& suffix) {
+            return QFileInfo::exists(dir.filePath(candidate + suffix));
+        });
+    };
+    QString candidate = stem;
+    for (int n = 2; taken(candidate); ++n) {
+        candidate = stem + QLatin1Char('-') + QString::number(n);
+    }
+    return dir.filePath(candidate + (suffixes.isEmpty() ? QString() : suffixes.front()));
 }
 
 }  // namespace pipescope::app

@@ -6,8 +6,11 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
+
+#include <pipescope/app/runner_process.h>
 
 namespace pipescope::app {
 
@@ -18,7 +21,8 @@ constexpr double kMaxMegapixels = static_cast<double>(kExportMaxPngPixels) / 1e6
 
 }  // namespace
 
-ExportDialog::ExportDialog(int default_height, QWidget* parent) : QDialog(parent) {
+ExportDialog::ExportDialog(int default_height, const QString& stem, QWidget* parent)
+    : QDialog(parent) {
     setWindowTitle(tr("Export chart"));
     QSettings settings;
     auto* form = new QFormLayout;
@@ -26,8 +30,10 @@ ExportDialog::ExportDialog(int default_height, QWidget* parent) : QDialog(parent
     path_ = new QLineEdit;
     const QString dir = settings.value(QStringLiteral("export/dir"), QDir::homePath()).toString();
     const QString suffix = settings.value(QStringLiteral("export/suffix"), "png").toString();
-    path_->setText(QDir(dir).filePath(QStringLiteral("pipescope.") + suffix));
+    // A new name each time: two exports in a row never silently share a file.
+    path_->setText(uniquePath(QDir(dir), safeFileStem(stem), {QLatin1Char('.') + suffix}));
     path_->setToolTip(tr("The file's suffix picks the format: .png, .svg or .pdf"));
+    path_->setMinimumWidth(420);  // a folder and a name, readable without scrolling
     auto* browse = new QPushButton(tr("Browse…"));
     auto* file_row = new QHBoxLayout;
     file_row->addWidget(path_, 1);
@@ -99,7 +105,19 @@ void ExportDialog::browse() {
         QFileDialog::getSaveFileName(this, tr("Export chart"), path(), exportFileFilter());
     if (!chosen.isEmpty()) {
         path_->setText(chosen);
+        confirmed_ = chosen;
     }
+}
+
+void ExportDialog::accept() {
+    const QString target = path();
+    if (QFileInfo::exists(target) && target != confirmed_ &&
+        QMessageBox::question(this, windowTitle(),
+                              tr("%1 already exists. Replace it?").arg(target)) !=
+            QMessageBox::Yes) {
+        return;
+    }
+    QDialog::accept();
 }
 
 // What the file will be, or why it cannot be written; Save is off while it cannot.

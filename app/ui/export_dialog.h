@@ -17,8 +17,11 @@ class ExportDialog : public QDialog {
     Q_OBJECT
 
   public:
-    // `default_height`: what suits the current tab (a stack of charts is taller).
-    explicit ExportDialog(int default_height, QWidget* parent = nullptr);
+    // `default_height`: what suits the current tab (a stack of charts is taller). `stem`: the
+    // file name the chart suggests ("Default-4-stages-explore"), in the last export's folder
+    // with the last format, numbered so that it names no existing file.
+    explicit ExportDialog(int default_height, const QString& stem = QStringLiteral("pipescope"),
+                          QWidget* parent = nullptr);
 
     QString path() const { return path_->text().trimmed(); }
     ExportOptions options() const;
@@ -26,6 +29,9 @@ class ExportDialog : public QDialog {
 
     // Stores the choices for next time (called on accept).
     void remember() const;
+
+    // Save asks before replacing a file typed in the path (Browse… has asked already).
+    void accept() override;
 
   private:
     void browse();
@@ -37,6 +43,7 @@ class ExportDialog : public QDialog {
     QDoubleSpinBox* dpi_;
     QLabel* result_;
     QDialogButtonBox* buttons_;
+    QString confirmed_;  // the path whose replacement the file dialog confirmed
 };
 
 }  // namespace pipescope::app

@@ -91,6 +91,11 @@ class MainWindow : public QMainWindow {
     void importNsysDialog();
     // The run of the current tab: a trace tab's, else the explorer's.
     RunDataPtr shownRun() const;
+    // The charts an export of the current tab draws, each with its share of the height; none
+    // on the Run page.
+    std::vector<std::pair<QCustomPlot*, int>> exportedCharts() const;
+    // The file name an export of the current tab suggests.
+    QString exportStem() const;
     void openTraceDialog();
     void openConfigDialog();
     void saveConfigDialog();

@@ -1,10 +1,13 @@
 // What leaves and enters the main window as files: chart and trace exports of the current tab,
 // and the import of Nsight Systems exports into a run.
 #include <QFileDialog>
+#include <QInputDialog>
 #include <QMessageBox>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTemporaryDir>
 
+#include <pipescope/app/runner_process.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/interop/chrome_export.h>
@@ -35,41 +38,66 @@ constexpr int kSingleChartHeight = 900;
 
 }  // namespace
 
-int MainWindow::defaultExportHeight() const {
+std::vector<std::pair<QCustomPlot*, int>> MainWindow::exportedCharts() const {
     QWidget* w = tabs_->currentWidget();
-    const bool stacked = w == explore_tab_ || dynamic_cast<RunTab*>(w) != nullptr;
-    return stacked ? kStackedChartHeight + kStackedSummaryHeight : kSingleChartHeight;
+    if (w == explore_tab_) {
+        return {{explore_view_->chart(), kStackedChartHeight},
+                {explore_summary_->plot(), kStackedSummaryHeight}};
+    }
+    if (auto* tab = dynamic_cast<RunTab*>(w)) {
+        return {{tab->view->chart(), kStackedChartHeight},
+                {tab->summary->plot(), kStackedSummaryHeight}};
+    }
+    if (w == sweep_view_) {
+        return {{sweep_view_->plot(), kSingleChartHeight}};
+    }
+    if (auto* cmp = dynamic_cast<CompareView*>(w)) {  // the methods' comparison too
+        return {{cmp->chart(), kSingleChartHeight}};
+    }
+    return {};  // the Run page: its loss plot is a progress display
+}
+
+int MainWindow::defaultExportHeight() const {
+    int height = 0;
+    for (const auto& [plot, h] : exportedCharts()) {
+        height += h;
+    }
+    return height > 0 ? height : kSingleChartHeight;
+}
+
+QString MainWindow::exportStem() const {
+    QWidget* w = tabs_->currentWidget();
+    const QString config = withoutClosingNote(QString::fromStdString(
+        current_ && current_->config() ? current_->config()->name : std::string("pipescope")));
+    if (w == explore_tab_) {
+        return config + QStringLiteral("-timeline");
+    }
+    if (w == methods_view_) {
+        return config + QStringLiteral("-methods");
+    }
+    if (w == sweep_view_) {
+        return config + QStringLiteral("-sweep");
+    }
+    if (auto* tab = dynamic_cast<RunTab*>(w)) {
+        return QFileInfo(QString::fromStdString(tab->view->run()->origin())).completeBaseName();
+    }
+    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& options,
                                     QString* error) {
-    QWidget* w = tabs_->currentWidget();
-    QCustomPlot* plot = nullptr;
-    std::vector<std::pair<QCustomPlot*, int>> stacked;
-    if (w == explore_tab_) {
-        stacked = {{explore_view_->chart(), kStackedChartHeight},
-                   {explore_summary_->plot(), kStackedSummaryHeight}};
-    } else if (w == methods_view_) {
-        plot = methods_view_->chart();
-    } else if (w == sweep_view_) {
-        plot = sweep_view_->plot();
-    } else if (auto* tab = dynamic_cast<RunTab*>(w)) {
-        stacked = {{tab->view->chart(), kStackedChartHeight},
-                   {tab->summary->plot(), kStackedSummaryHeight}};
-    } else if (auto* cmp = dynamic_cast<CompareView*>(w)) {
-        plot = cmp->chart();
-    }
+    const auto charts = exportedCharts();
     // Memory curves still waiting for their detail are fetched now: a file is always exact.
-    for (QCustomPlot* p : {plot, stacked.empty() ? nullptr : stacked.front().first}) {
-        if (auto* chart = qobject_cast<TraceChart*>(p)) {
+    if (!charts.empty()) {
+        if (auto* chart = qobject_cast<TraceChart*>(charts.front().first)) {
             chart->prepareExport();
         }
     }
     ExportResult r;
-    if (!stacked.empty()) {
-        r = exportPlots(stacked, path, options);
-    } else if (plot) {
-        r = exportPlot(plot, path, options);
+    if (charts.size() > 1) {
+        r = exportPlots(charts, path, options);
+    } else if (charts.size() == 1) {
+        r = exportPlot(charts.front().first, path, options);
     } else {
         r.error = tr("nothing to export in this tab");
     }
@@ -80,7 +108,13 @@ bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& op
 }
 
 void MainWindow::exportChartDialog() {
-    ExportDialog dialog(defaultExportHeight(), this);
+    if (exportedCharts().empty()) {
+        QMessageBox::information(this, tr("Export chart"),
+                                 tr("This tab has no chart to export. Export from Explore, a "
+                                    "comparison, the sweep or a run's tab."));
+        return;
+    }
+    ExportDialog dialog(defaultExportHeight(), exportStem(), this);
     while (dialog.exec() == QDialog::Accepted) {
         QString error;
         if (exportCurrentChart(dialog.path(), dialog.options(), &error)) {
@@ -113,23 +147,65 @@ void MainWindow::importNsysDialog() {
 }
 
 void MainWindow::exportTraceDialog() {
-    RunDataPtr run = shownRun();
-    if (!run) {
+    // The run of the current tab; a comparison asks which of its runs.
+    QWidget* w = tabs_->currentWidget();
+    std::vector<RunDataPtr> candidates;
+    if (auto* cmp = dynamic_cast<CompareView*>(w)) {
+        candidates = cmp->runs();
+    } else if (auto* tab = dynamic_cast<RunTab*>(w)) {
+        candidates = {tab->view->run()};
+    } else if (w == explore_tab_ && current_) {
+        candidates = {current_};
+    }
+    if (candidates.empty()) {
+        QMessageBox::information(this, tr("Export trace"),
+                                 tr("This tab shows no run. Export the trace from Explore, a "
+                                    "run's tab or a comparison."));
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"),
-                                                      QStringLiteral("pipescope-trace.json"),
-                                                      tr("Perfetto / Chrome JSON (*.json)"));
+    RunDataPtr run = candidates.front();
+    if (candidates.size() > 1) {
+        QStringList names;
+        for (const auto& c : candidates) {
+            names << QString::fromStdString(c->name());
+        }
+        bool ok = false;
+        const QString chosen =
+            QInputDialog::getItem(this, tr("Export trace"),
+                                  tr("This comparison shows %n runs; export the trace of:", nullptr,
+                                     static_cast<int>(names.size())),
+                                  names, 0, false, &ok);
+        if (!ok) {
+            return;
+        }
+        run = candidates[static_cast<std::size_t>(std::max<qsizetype>(0, names.indexOf(chosen)))];
+    }
+    // A comparison draws measured runs shifted to their first measured iteration; the file
+    // keeps the run's own clock.
+    if (auto* shifted = dynamic_cast<const ShiftedRunData*>(run.get())) {
+        run = shifted->inner();
+    }
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("export/trace_dir"), QDir::homePath()).toString();
+    const auto* trace = dynamic_cast<const TraceRunData*>(run.get());
+    const QString stem =
+        trace ? QFileInfo(QString::fromStdString(trace->origin())).completeBaseName()
+              : withoutClosingNote(QString::fromStdString(run->name())) + QStringLiteral("-sim");
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export trace"), uniquePath(QDir(dir), safeFileStem(stem), {".json"}),
+        tr("Perfetto / Chrome JSON (*.json)"));
     if (path.isEmpty()) {
         return;
     }
+    settings.setValue(QStringLiteral("export/trace_dir"), QFileInfo(path).absolutePath());
     trace::TraceStatus st;
-    if (auto* t = dynamic_cast<const TraceRunData*>(run.get())) {
-        st = interop::exportChrome(t->reader(), path.toStdString());
+    if (trace) {
+        st = interop::exportChrome(trace->reader(), path.toStdString());
     } else if (auto* s = dynamic_cast<const SimRunData*>(run.get())) {
         // A simulated run has no file yet: write one to a temporary folder and export it.
-        QTemporaryDir dir;
-        const std::string db = dir.filePath(QStringLiteral("run.db")).toStdString();
+        QTemporaryDir tmp;
+        const std::string db = tmp.filePath(QStringLiteral("run.db")).toStdString();
         st = saveSimTrace(*s, db, 1, true);
         if (st.ok()) {
             trace::TraceReader reader;
@@ -138,6 +214,9 @@ void MainWindow::exportTraceDialog() {
                 st = interop::exportChrome(reader, path.toStdString());
             }
         }
+    } else {
+        st = trace::TraceStatus::error(trace::TraceStatus::Code::BadInput,
+                                       "this run has no trace to export");
     }
     if (st.ok()) {
         statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);

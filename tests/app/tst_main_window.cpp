@@ -3,10 +3,15 @@
 // exports the chart and reports a file that is not a trace.
 #include <sqlite3.h>
 
+#include <QApplication>
 #include <QImage>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <pipescope/app/sim_run_data.h>
@@ -44,6 +49,7 @@ class TstMainWindow : public QObject {
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
+    void exportDialogNeverReplacesSilently();
     void opensTracesAndComparesThem();
     void refusesANonTrace();
     void refusesANewerTrace();
@@ -264,7 +270,7 @@ void TstMainWindow::exportsTheChart() {
 
 void TstMainWindow::exportDialogNamesTheLimits() {
     QTemporaryDir dir;
-    app::ExportDialog dialog(880, window_.get());
+    app::ExportDialog dialog(880, QStringLiteral("chart"), window_.get());
     auto* save = dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Save);
     auto* label = [&] {
         for (auto* l : dialog.findChildren<QLabel*>()) {
@@ -313,6 +319,36 @@ void TstMainWindow::exportDialogNamesTheLimits() {
     const QImage image(dialog.path());
     QCOMPARE(image.size(), QSize(1600, 1200));
     QCOMPARE(qRound(image.dotsPerMeterX() * 0.0254), 192);
+}
+
+// The suggested name names no existing file, and Save asks before replacing a typed one.
+void TstMainWindow::exportDialogNeverReplacesSilently() {
+    QTemporaryDir dir;
+    QSettings settings;
+    settings.setValue("export/dir", dir.path());
+    settings.setValue("export/suffix", "png");
+    QFile earlier(dir.filePath("Default-timeline.png"));
+    QVERIFY(earlier.open(QIODevice::WriteOnly));
+    earlier.write("an earlier export");
+    earlier.close();
+    app::ExportDialog dialog(880, QStringLiteral("Default: timeline"), window_.get());
+    QCOMPARE(dialog.path(), dir.filePath("Default-timeline-2.png"));
+
+    dialog.setPath(earlier.fileName());
+    const auto answer = [](QMessageBox::StandardButton button) {
+        QTimer::singleShot(0, [button] {
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            QVERIFY(box);
+            QVERIFY2(box->text().contains("already exists"), qPrintable(box->text()));
+            box->button(button)->click();
+        });
+    };
+    answer(QMessageBox::No);
+    dialog.accept();
+    QCOMPARE(dialog.result(), int(QDialog::Rejected));
+    answer(QMessageBox::Yes);
+    dialog.accept();
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
 }
 
 void TstMainWindow::opensTracesAndComparesThem() {

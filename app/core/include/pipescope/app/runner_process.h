@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QList>
 #include <QObject>
@@ -127,6 +128,14 @@ QString withoutClosingNote(const QString& config_name);
 // other than letters, digits, '-', '_' and '.' become '-'), with -2, -3, ... when it exists.
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
                    const QString& variant = {});
+
+// `text` as a file name's stem: characters other than letters, digits, '-', '_' and '.' become
+// one '-', none leads or trails ("pipescope" if nothing is left).
+QString safeFileStem(const QString& text);
+
+// dir/STEM + the first suffix, or dir/STEM-2, -3, ... when a file of that stem with any of the
+// suffixes exists (a run's .db and its .json are taken together).
+QString uniquePath(const QDir& dir, const QString& stem, const QStringList& suffixes);
 
 }  // namespace pipescope::app
 
