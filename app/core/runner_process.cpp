@@ -322,12 +322,20 @@ void RunnerProcess::finish(RunOutcome outcome) {
 
 QString withoutClosingNote(const QString& config_name) {
     QString name = config_name.trimmed();
+    // The overrides a command line appended ("... [parallel.schedule=v-half]") stay.
+    QString overrides;
+    if (name.endsWith(QLatin1Char(']'))) {
+        if (const qsizetype open = name.lastIndexOf(QStringLiteral(" [")); open > 0) {
+            overrides = name.mid(open);
+            name = name.left(open).trimmed();
+        }
+    }
     if (name.endsWith(QLatin1Char(')'))) {
         if (const qsizetype open = name.lastIndexOf(QLatin1Char('(')); open > 0) {
             name = name.left(open).trimmed();
         }
     }
-    return name;
+    return name + overrides;
 }
 
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,

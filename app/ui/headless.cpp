@@ -4,6 +4,7 @@
 
 #include <QFileInfo>
 
+#include <pipescope/app/runner_process.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/simulation_job.h>
 #include <pipescope/app/trace_run_data.h>
@@ -31,6 +32,7 @@ struct Args {
     QString out;
     QString config;
     QStringList traces;
+    std::vector<schedule::Override> overrides;  // --set KEY=VALUE, applied to --config
     QString sweep = QStringLiteral("model.vocab=32000,64000,128000,256000");
     int width = 1600;
     int height = 0;
@@ -79,6 +81,18 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
                 return std::nullopt;
             }
             a.config = *v;
+        } else if (s == QLatin1String("--set")) {
+            auto v = value("--set");
+            if (!v) {
+                return std::nullopt;
+            }
+            std::string why;
+            auto o = schedule::parseOverride(v->toStdString(), &why);
+            if (!o) {
+                *error = QStringLiteral("--set %1: %2").arg(*v, QString::fromStdString(why));
+                return std::nullopt;
+            }
+            a.overrides.push_back(std::move(*o));
         } else if (s == QLatin1String("--sweep")) {
             auto v = value("--sweep");
             if (!v) {
@@ -122,6 +136,10 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
         *error = QStringLiteral("give either --config CONFIG.json or one or more RUN.db files");
         return std::nullopt;
     }
+    if (!a.overrides.empty() && a.config.isEmpty()) {
+        *error = QStringLiteral("--set changes a config: give --config CONFIG.json");
+        return std::nullopt;
+    }
     if (a.view == QLatin1String("sweep") && a.config.isEmpty()) {
         *error = QStringLiteral("--export sweep needs --config CONFIG.json");
         return std::nullopt;
@@ -136,7 +154,8 @@ QString headlessUsage() {
         "usage: pipescope [--show explore|compare|sweep|run] [RUN.db | CONFIG.json ...]\n"
         "       pipescope --export VIEW --out FILE.{png,svg,pdf} (--config CONFIG.json | RUN.db "
         "...)\n"
-        "                 [--width PX] [--height PX] [--dpi N] [--sweep KEY=V1,V2,...]\n"
+        "                 [--set KEY=VALUE ...] [--width PX] [--height PX] [--dpi N]\n"
+        "                 [--sweep KEY=V1,V2,...]\n"
         "VIEW: timeline, memory, summary, compare, sweep. With --config the config is simulated;\n"
         "compare uses the config's \"compare\" list (or every vocabulary method when it has "
         "none),\n"
@@ -165,7 +184,7 @@ int runHeadless(const QStringList& argv) {
     std::vector<RunDataPtr> runs;
     std::optional<schedule::Config> config;
     if (!a->config.isEmpty()) {
-        auto parsed = schedule::loadConfigFile(a->config.toStdString());
+        auto parsed = schedule::loadConfigFile(a->config.toStdString(), a->overrides);
         if (!parsed.ok()) {
             err(QString::fromStdString(parsed.errorText()));
             return kExitBadInput;
@@ -201,8 +220,13 @@ int runHeadless(const QStringList& argv) {
                 err(QString::fromStdString(sim.error));
                 return kExitBadInput;
             }
+            // The image stands alone: its title names the config, schedule and method, not just
+            // the method as the explorer (beside its config panel) does.
             runs.push_back(std::make_shared<SimRunData>(
-                std::move(*sim.result), std::string(toString(config->parallel.vocab))));
+                std::move(*sim.result),
+                withoutClosingNote(QString::fromStdString(config->name)).toStdString() +
+                    " \u00b7 " + std::string(toString(config->parallel.schedule)) + " \u00b7 " +
+                    std::string(toString(config->parallel.vocab))));
         }
     } else {
         for (const QString& path : a->traces) {
@@ -234,7 +258,9 @@ int runHeadless(const QStringList& argv) {
             chart.setTitle(QString::fromStdString(runs.front()->name()) + QStringLiteral(" — ") +
                            headline(*runs.front()));
         } else {
-            chart.setTitle(QStringLiteral("Comparison"));
+            chart.setTitle(config ? withoutClosingNote(QString::fromStdString(config->name)) +
+                                        QStringLiteral(" \u2014 vocabulary methods")
+                                  : QStringLiteral("Comparison of %1 runs").arg(runs.size()));
         }
         chart.setRuns(runs, memory || compare ? memory : false);
         options.height = height;

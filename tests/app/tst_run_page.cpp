@@ -414,6 +414,8 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
     QCOMPARE(app::withoutClosingNote(QStringLiteral("Default: 4 stages (vocab-2 vs naive) ")),
              QStringLiteral("Default: 4 stages"));
     QCOMPARE(app::withoutClosingNote(QStringLiteral("(x)")), QStringLiteral("(x)"));
+    QCOMPARE(app::withoutClosingNote(QStringLiteral("Default (vocab-2 vs naive) [a=1, b=2]")),
+             QStringLiteral("Default [a=1, b=2]"));
     QCOMPARE(app::withoutClosingNote(QStringLiteral("gpt (2) small")),
              QStringLiteral("gpt (2) small"));
     // A variant run drops the name's "(vocab-2 vs naive)", which describes the pair: the naive

@@ -119,7 +119,8 @@ class RunnerProcess : public QObject {
 };
 
 // `config_name` without a closing parenthetical: "Default: 4 stages (vocab-2 vs naive)" gives
-// "Default: 4 stages". The note describes a pair of methods; one run of the pair drops it.
+// "Default: 4 stages", and "... (vocab-2 vs naive) [parallel.schedule=v-half]" keeps its
+// overrides. The note describes a pair of methods; one run of the pair drops it.
 QString withoutClosingNote(const QString& config_name);
 
 // A file name for a new run in `folder`: CONFIG[-VARIANT]-BACKEND-yyyyMMdd-HHmmss.db (the

@@ -1,0 +1,118 @@
+// `pipescope --export`: the headless renderer behind .ci/start and scripts. What it writes for a
+// config (with --set overrides) and how it refuses bad arguments without touching the output.
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "headless.h"
+#include "testsupport.h"
+
+using namespace pipescope;
+
+namespace {
+
+QString preset() {
+    return test::sourcePath(QStringLiteral("resources/presets/default.json"));
+}
+
+int run(const QStringList& args) {
+    return app::runHeadless(QStringList{QStringLiteral("pipescope")} + args);
+}
+
+QString readText(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+}  // namespace
+
+class TstHeadless : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void timelineNamesConfigScheduleAndMethod();
+    void compareIsTitledAfterTheConfig();
+    void badArgumentsLeaveTheOutputAlone_data();
+    void badArgumentsLeaveTheOutputAlone();
+
+  private:
+    QTemporaryDir dir_;
+};
+
+void TstHeadless::timelineNamesConfigScheduleAndMethod() {
+    // SVG keeps text as text: the title can be read back.
+    const QString svg = dir_.filePath(QStringLiteral("timeline.svg"));
+    QCOMPARE(run({"--export", "timeline", "--config", preset(), "--set", "parallel.schedule=v-half",
+                  "--out", svg}),
+             0);
+    const QString text = readText(svg);
+    // The config's name without its "(vocab-2 vs naive)", which describes its compare list,
+    // then the override, the schedule and the method.
+    QVERIFY2(text.contains(QString::fromUtf8(
+                 "Default: 4 stages, V=32768 [parallel.schedule=v-half] \u00b7 v-half \u00b7 "
+                 "vocab-2 \u2014 iteration")),
+             qPrintable(text.left(4000)));
+
+    const QString png = dir_.filePath(QStringLiteral("timeline.png"));
+    QCOMPARE(run({"--export", "timeline", "--config", preset(), "--out", png, "--width", "800",
+                  "--height", "300", "--dpi", "192"}),
+             0);
+    QCOMPARE(QImage(png).size(), QSize(1600, 600));
+}
+
+void TstHeadless::compareIsTitledAfterTheConfig() {
+    const QString svg = dir_.filePath(QStringLiteral("compare.svg"));
+    QCOMPARE(run({"--export", "compare", "--config", preset(), "--out", svg}), 0);
+    const QString text = readText(svg);
+    QVERIFY2(
+        text.contains(QString::fromUtf8("Default: 4 stages, V=32768 \u2014 vocabulary methods")),
+        qPrintable(text.left(4000)));
+    // The default config compares naive and vocab-2: one timeline each.
+    QVERIFY(text.contains(QStringLiteral(">naive<")));
+    QVERIFY(text.contains(QStringLiteral(">vocab-2<")));
+}
+
+void TstHeadless::badArgumentsLeaveTheOutputAlone_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("out");
+    const QString cfg = preset();
+    QTest::newRow("--set without --config")
+        << QStringList{"--export", "timeline", "--set", "model.vocab=64000", "x.db"} << "keep.png";
+    QTest::newRow("--set of an unknown key")
+        << QStringList{"--export", "timeline", "--config", cfg, "--set", "parallel.bogus=1"}
+        << "keep.png";
+    QTest::newRow("--set without =")
+        << QStringList{"--export", "timeline", "--config", cfg, "--set", "model.vocab"}
+        << "keep.png";
+    QTest::newRow("--set to an invalid value")
+        << QStringList{"--export", "timeline", "--config", cfg, "--set", "parallel.pipeline=0"}
+        << "keep.png";
+    QTest::newRow("unknown view") << QStringList{"--export", "gantt", "--config", cfg}
+                                  << "keep.png";
+    QTest::newRow("unknown image type")
+        << QStringList{"--export", "timeline", "--config", cfg} << "keep.bmp";
+    QTest::newRow("sweep over the method")
+        << QStringList{"--export", "sweep", "--config", cfg, "--sweep", "parallel.vocab=naive"}
+        << "keep.png";
+    QTest::newRow("missing config")
+        << QStringList{"--export", "timeline", "--config", dir_.filePath("none.json")}
+        << "keep.png";
+}
+
+void TstHeadless::badArgumentsLeaveTheOutputAlone() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, out);
+    const QString path = dir_.filePath(out);
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("an earlier export");
+    }
+    QCOMPARE(run(args + QStringList{"--out", path}), 2);
+    QCOMPARE(readText(path), QStringLiteral("an earlier export"));
+}
+
+QTEST_MAIN(TstHeadless)
+#include "tst_headless.moc"
