@@ -20,12 +20,14 @@ namespace pipescope::app {
 
 namespace {
 
+// One hue per method: naive grey (the baseline), the others far apart on the colour wheel, so
+// that naive and redistributed, which run close together, stay apart.
 QColor methodColor(const std::string& m) {
     if (m == "naive") {
         return QColor(0x75, 0x75, 0x75);
     }
     if (m == "redistributed") {
-        return QColor(0x8d, 0x6e, 0x63);
+        return QColor(0xb0, 0x3a, 0xc8);
     }
     if (m == "interlaced") {
         return QColor(0xf5, 0x9e, 0x0b);
@@ -51,6 +53,23 @@ struct SweepAxis {
             QString::fromStdString(p.value).toDouble(&ok);
             numeric = numeric && ok;
         }
+    }
+    // At most 12 positive values whose largest is at least 8 times the smallest.
+    bool spansDecades() const {
+        if (!numeric || values.size() < 3 || values.size() > 12) {
+            return false;
+        }
+        double lo = 0;
+        double hi = 0;
+        for (const auto& v : values) {
+            const double d = x(v);
+            if (!(d > 0)) {
+                return false;
+            }
+            lo = lo > 0 ? std::min(lo, d) : d;
+            hi = std::max(hi, d);
+        }
+        return hi >= 8 * lo;
     }
     double x(const std::string& v) const {
         if (numeric) {
@@ -279,14 +298,23 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     const std::vector<std::string>& values = axis.values;
     const bool numeric = axis.numeric;
     const auto xOf = [&](const std::string& v) { return axis.x(v); };
+    // Values that span a factor of 8 or more (vocabularies of 32k to 256k, doubling) sit on a
+    // logarithmic axis, ticked at the values swept: on a linear one the small ones crowd
+    // together at the left.
+    const bool logarithmic = numeric && axis.spansDecades();
     for (auto* rect : {mfu_rect, mem_rect}) {
-        rect->axis(QCPAxis::atBottom)->setLabel(key_label);
-        if (!numeric) {
+        QCPAxis* x = rect->axis(QCPAxis::atBottom);
+        x->setLabel(key_label);
+        if (!numeric || logarithmic) {
             QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
             for (std::size_t i = 0; i < values.size(); ++i) {
-                ticker->addTick(static_cast<double>(i), QString::fromStdString(values[i]));
+                ticker->addTick(xOf(values[i]), QString::fromStdString(values[i]));
             }
-            rect->axis(QCPAxis::atBottom)->setTicker(ticker);
+            ticker->setSubTickCount(0);
+            x->setTicker(ticker);
+        }
+        if (logarithmic) {
+            x->setScaleType(QCPAxis::stLogarithmic);
         }
     }
     mfu_rect->axis(QCPAxis::atLeft)->setLabel(QObject::tr("MFU (%)"));
@@ -353,8 +381,13 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
                 any = true;
             }
         }
-        const double pad = std::max(keys.size() * 0.05, 0.5);
-        rect->axis(QCPAxis::atBottom)->setRange(keys.lower - pad, keys.upper + pad);
+        if (logarithmic) {
+            const double factor = std::pow(keys.upper / keys.lower, 0.05);
+            rect->axis(QCPAxis::atBottom)->setRange(keys.lower / factor, keys.upper * factor);
+        } else {
+            const double pad = std::max(keys.size() * 0.05, 0.5);
+            rect->axis(QCPAxis::atBottom)->setRange(keys.lower - pad, keys.upper + pad);
+        }
     }
     mfu_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mfu_top * 1.12, 1.0));
     mem_rect->axis(QCPAxis::atLeft)->setRange(0, std::max(mem_top * 1.12, 1e-3));

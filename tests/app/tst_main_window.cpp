@@ -192,6 +192,31 @@ void TstMainWindow::sweepNamesCurvesThatCoincide() {
                  tip.contains("\n\ninterlaced at model.vocab = 1000\n") &&
                  !tip.contains("vocab-2") && !tip.contains("naive"),
              qPrintable(tip));
+    // Two values a factor of 2 apart: a linear axis.
+    QCOMPARE(plot.graph(0)->keyAxis()->scaleType(), QCPAxis::stLinear);
+
+    // Doubling vocabularies from 32k to 256k: a logarithmic axis ticked at the values swept,
+    // and hovering still finds the point.
+    std::vector<app::SweepPoint> doubling;
+    for (const char* v : {"32000", "64000", "128000", "256000"}) {
+        doubling.push_back(point("vocab-2", v, 0.4, 100));
+    }
+    QCustomPlot wide;
+    wide.resize(1000, 400);
+    app::fillSweepPlot(&wide, doubling, QStringLiteral("model.vocab"));
+    wide.replot();
+    QCPAxis* x = wide.graph(0)->keyAxis();
+    QCOMPARE(x->scaleType(), QCPAxis::stLogarithmic);
+    auto ticker = x->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QCOMPARE(ticker->ticks().keys(), QList<double>({32000, 64000, 128000, 256000}));
+    // Evenly spaced: each doubling the same number of pixels.
+    const double step = x->coordToPixel(64000) - x->coordToPixel(32000);
+    QVERIFY(std::abs(x->coordToPixel(256000) - x->coordToPixel(128000) - step) < 1);
+    const QPointF third(x->coordToPixel(128000), wide.graph(0)->valueAxis()->coordToPixel(40));
+    QVERIFY2(app::describeSweepPointAt(&wide, doubling, "model.vocab", third)
+                 .startsWith("vocab-2 at model.vocab = 128000\n"),
+             qPrintable(app::describeSweepPointAt(&wide, doubling, "model.vocab", third)));
 }
 
 // The authors' redistributed preset fixes the last stage's layers. Switching the method away
