@@ -154,6 +154,7 @@ void ConfigPanel::addInt(QFormLayout* form, const QString& key, const QString& l
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return std::to_string(spin->value()); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
+                    [spin](const std::string& json) { spin->setValue(std::stoi(json)); },
                     spin->toolTip()};
     connect(spin, &QSpinBox::valueChanged, this, [this] { reparse(); });
 }
@@ -168,6 +169,9 @@ void ConfigPanel::addDouble(QFormLayout* form, const QString& key, const QString
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return QString::number(spin->value(), 'g', 12).toStdString(); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
+                    [spin](const std::string& json) {
+                        spin->setValue(QString::fromStdString(json).toDouble());
+                    },
                     spin->toolTip()};
     connect(spin, &QDoubleSpinBox::valueChanged, this, [this] { reparse(); });
 }
@@ -179,11 +183,15 @@ void ConfigPanel::addChoice(QFormLayout* form, const QString& key, const QString
     combo->addItems(items);
     combo->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
     form->addRow(label, combo);
-    fields_[key] = {combo, [combo] { return quoted(combo->currentText()); },
-                    [combo, get](const schedule::Config& c) {
-                        combo->setCurrentText(QString::fromStdString(get(c)));
-                    },
-                    combo->toolTip()};
+    fields_[key] = {
+        combo, [combo] { return quoted(combo->currentText()); },
+        [combo, get](const schedule::Config& c) {
+            combo->setCurrentText(QString::fromStdString(get(c)));
+        },
+        [combo](const std::string& json) {  // "1f1b" with its quotes
+            combo->setCurrentText(QString::fromStdString(json.substr(1, json.size() - 2)));
+        },
+        combo->toolTip()};
     connect(combo, &QComboBox::currentIndexChanged, this, [this] { reparse(); });
 }
 
@@ -199,6 +207,7 @@ void ConfigPanel::addOptionalInt(QFormLayout* form, const QString& key, const QS
         spin,
         [spin] { return spin->value() < 0 ? std::string("null") : std::to_string(spin->value()); },
         [spin, get](const schedule::Config& c) { spin->setValue(get(c).value_or(-1)); },
+        [spin](const std::string& json) { spin->setValue(json == "null" ? -1 : std::stoi(json)); },
         spin->toolTip()};
     connect(spin, &QSpinBox::valueChanged, this, [this] { reparse(); });
 }
@@ -212,6 +221,11 @@ void ConfigPanel::assignFields(const schedule::Config& c) {
 }
 
 bool ConfigPanel::loadJson(const QString& json, const QString& source_name) {
+    return load(json, source_name, QString(), 0);
+}
+
+bool ConfigPanel::load(const QString& json, const QString& source_name, const QString& file_name,
+                       int preset_index) {
     const auto parsed = schedule::parseConfig(json.toStdString(), source_name.toStdString());
     if (!parsed.ok()) {
         issues_->setText(QString::fromStdString(parsed.errorText()));
@@ -220,46 +234,171 @@ bool ConfigPanel::loadJson(const QString& json, const QString& source_name) {
     }
     base_json_ = json.toStdString();
     source_name_ = source_name;
-    source_->setText(QString::fromStdString(parsed.config->name));
+    // A file of the user's: the preset list no longer names what is loaded, the label does.
+    const QString name = QString::fromStdString(parsed.config->name);
+    source_->setText(file_name.isEmpty() ? name : tr("%1\n(%2)").arg(name, file_name));
+    source_->setToolTip(file_name.isEmpty() ? QString()
+                                            : QFileInfo(source_name).absoluteFilePath());
+    presets_->setCurrentIndex(preset_index);
     assignFields(*parsed.config);
     reparse();
     return true;
 }
 
-bool ConfigPanel::loadFile(const QString& path) {
+namespace {
+
+// The bytes of a config file, or an error that names the file.
+std::optional<QByteArray> readConfigBytes(const QString& path, QString* error) {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) {
-        issues_->setText(tr("%1: cannot read the file: %2").arg(path, f.errorString()));
-        emit configInvalid(issues_->text());
-        return false;
+        *error = QObject::tr("%1: cannot read the file: %2").arg(path, f.errorString());
+        return std::nullopt;
     }
     const QByteArray bytes = f.read(64 * 1024 * 1024 + 1);
     if (bytes.size() > 64 * 1024 * 1024) {
-        issues_->setText(tr("%1: a config over 64 MiB is not a config").arg(path));
+        *error = QObject::tr("%1: a config over 64 MiB is not a config").arg(path);
+        return std::nullopt;
+    }
+    return bytes;
+}
+
+}  // namespace
+
+bool ConfigPanel::loadFile(const QString& path) {
+    QString error;
+    const auto bytes = readConfigBytes(path, &error);
+    if (!bytes) {
+        issues_->setText(error);
         emit configInvalid(issues_->text());
         return false;
     }
-    if (!loadJson(QString::fromUtf8(bytes), path)) {
-        return false;
-    }
-    // A file of the user's: the preset list no longer names what is loaded, the label does.
-    presets_->setCurrentIndex(0);
-    if (!path.startsWith(QLatin1Char(':'))) {
-        source_->setText(tr("%1\n(%2)").arg(source_->text(), QFileInfo(path).fileName()));
-        source_->setToolTip(QFileInfo(path).absoluteFilePath());
-    } else {
-        source_->setToolTip(QString());
-    }
-    return true;
+    return load(QString::fromUtf8(*bytes), path,
+                path.startsWith(QLatin1Char(':')) ? QString() : QFileInfo(path).fileName(), 0);
 }
 
 bool ConfigPanel::loadPreset(const QString& resource_name) {
-    const bool ok = loadFile(QStringLiteral(":/presets/") + resource_name);
-    if (ok) {
-        const int index = presets_->findData(resource_name);
-        presets_->setCurrentIndex(std::max(0, index));
+    const QString path = QStringLiteral(":/presets/") + resource_name;
+    QString error;
+    const auto bytes = readConfigBytes(path, &error);
+    if (!bytes) {
+        issues_->setText(error);
+        emit configInvalid(issues_->text());
+        return false;
     }
-    return ok;
+    return load(QString::fromUtf8(*bytes), path, QString(),
+                std::max(0, presets_->findData(resource_name)));
+}
+
+ConfigPanel::State ConfigPanel::snapshot() const {
+    State s;
+    s.base_json = base_json_;
+    s.source_name = source_name_;
+    s.label = source_->text();
+    s.label_tip = source_->toolTip();
+    s.preset_index = presets_->currentIndex();
+    for (const auto& [key, f] : fields_) {
+        s.values[key] = f.json();
+    }
+    return s;
+}
+
+void ConfigPanel::restore(const State& s) {
+    restoring_ = true;
+    assigning_ = true;
+    base_json_ = s.base_json;
+    source_name_ = s.source_name;
+    source_->setText(s.label);
+    source_->setToolTip(s.label_tip);
+    presets_->setCurrentIndex(s.preset_index);
+    for (auto& [key, f] : fields_) {
+        if (const auto it = s.values.find(key); it != s.values.end()) {
+            f.restore(it->second);
+        }
+    }
+    assigning_ = false;
+    reparse();
+    restoring_ = false;
+}
+
+void ConfigPanel::commit() {
+    State now = snapshot();
+    if (!committed_) {
+        committed_ = std::move(now);
+        return;
+    }
+    if (now == *committed_) {
+        return;
+    }
+    // One field stepped several times in a row (a spin box's arrows, typing digits) is one
+    // step of the history.
+    QStringList changed;
+    for (const auto& [key, value] : now.values) {
+        const auto it = committed_->values.find(key);
+        if (it == committed_->values.end() || it->second != value) {
+            changed << key;
+        }
+    }
+    const bool same_document =
+        now.base_json == committed_->base_json && now.source_name == committed_->source_name;
+    const bool coalesce = !restoring_ && same_document && changed.size() == 1 &&
+                          changed == last_changed_ && since_commit_.isValid() &&
+                          since_commit_.elapsed() < 1500 && !undo_.empty();
+    if (!restoring_) {
+        if (!coalesce) {
+            undo_.push_back(*committed_);
+            if (undo_.size() > kHistoryLimit) {
+                undo_.erase(undo_.begin());
+            }
+        }
+        redo_.clear();
+        last_changed_ = same_document ? changed : QStringList();
+        since_commit_.start();
+    }
+    committed_ = std::move(now);
+    emit historyChanged();
+}
+
+bool ConfigPanel::canUndo() const {
+    return !undo_.empty() || (committed_ && !config_valid_);
+}
+
+bool ConfigPanel::canRedo() const {
+    return !redo_.empty();
+}
+
+void ConfigPanel::undo() {
+    if (!committed_) {
+        return;
+    }
+    if (!config_valid_) {
+        // An edit the validator refused: back to the last valid config, the edit kept for redo.
+        redo_.push_back(snapshot());
+        restore(*committed_);
+    } else if (!undo_.empty()) {
+        State target = std::move(undo_.back());
+        undo_.pop_back();
+        redo_.push_back(*committed_);
+        restore(target);
+    }
+    last_changed_.clear();
+    emit historyChanged();
+}
+
+void ConfigPanel::redo() {
+    if (redo_.empty()) {
+        return;
+    }
+    State target = std::move(redo_.back());
+    redo_.pop_back();
+    const std::optional<State> before = config_valid_ ? committed_ : std::nullopt;
+    restore(target);
+    // Redoing a refused edit leaves the last valid config where it was: undo returns to it
+    // without a step of its own.
+    if (before && config_valid_) {
+        undo_.push_back(*before);
+    }
+    last_changed_.clear();
+    emit historyChanged();
 }
 
 void ConfigPanel::reparse() {
@@ -301,11 +440,15 @@ void ConfigPanel::reparse() {
             }
         }
         issues_->setText(lines.join(QStringLiteral("\n")));
+        config_valid_ = false;
         emit configInvalid(issues_->text());
+        emit historyChanged();
         return;
     }
     issues_->clear();
     config_ = parsed.config;
+    config_valid_ = true;
+    commit();
     emit configChanged(*config_);
 }
 

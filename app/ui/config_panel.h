@@ -8,9 +8,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
 #include <QFormLayout>
 #include <QLabel>
 #include <QSpinBox>
@@ -43,17 +45,46 @@ class ConfigPanel : public QWidget {
     bool setField(const QString& key, const QVariant& value);
     QWidget* field(const QString& key) const;
 
+    // The history of valid configs: every edit, preset and file loaded is a step (a field
+    // stepped again within 1.5 s is the same step). Undo after an edit the validator refused
+    // goes back to the last valid config.
+    bool canUndo() const;
+    bool canRedo() const;
+    void undo();
+    void redo();
+
   signals:
     void configChanged(const pipescope::schedule::Config& config);
     void configInvalid(const QString& message);
+    // canUndo or canRedo may have changed.
+    void historyChanged();
 
   private:
     struct Field {
         QWidget* widget = nullptr;
         std::function<std::string()> json;                    // the value as JSON text
         std::function<void(const schedule::Config&)> assign;  // from a parsed config
+        std::function<void(const std::string&)> restore;      // from json()'s text
         QString tooltip;
     };
+    // What the panel shows: the document, its label and the fields' values.
+    struct State {
+        std::string base_json;
+        QString source_name;
+        QString label;
+        QString label_tip;
+        int preset_index = 0;
+        std::map<QString, std::string> values;
+        bool operator==(const State&) const = default;
+    };
+    static constexpr std::size_t kHistoryLimit = 200;
+
+    bool load(const QString& json, const QString& source_name, const QString& file_name,
+              int preset_index);
+    State snapshot() const;
+    void restore(const State& state);
+    // Records a valid config that differs from the last one.
+    void commit();
     void addInt(QFormLayout* form, const QString& key, const QString& label, int min, int max,
                 const QString& tip, std::function<int(const schedule::Config&)> get);
     void addDouble(QFormLayout* form, const QString& key, const QString& label, double min,
@@ -75,7 +106,14 @@ class ConfigPanel : public QWidget {
     std::string base_json_;
     QString source_name_;
     std::optional<schedule::Config> config_;
+    bool config_valid_ = false;  // the fields as they stand parse (config_ may be older)
     bool assigning_ = false;
+    bool restoring_ = false;
+    std::optional<State> committed_;  // the last valid state
+    std::vector<State> undo_;
+    std::vector<State> redo_;
+    QStringList last_changed_;  // the field(s) the last step changed
+    QElapsedTimer since_commit_;
 };
 
 }  // namespace pipescope::app

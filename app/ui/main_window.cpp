@@ -188,6 +188,21 @@ void MainWindow::buildMenus() {
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+    // The config's history. A field being typed in keeps Ctrl+Z for its own text; the menu
+    // steps through whole configs.
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* undo =
+        edit->addAction(tr("&Undo config change"), QKeySequence::Undo, config_, &ConfigPanel::undo);
+    undo->setToolTip(tr("Back to the config before the last change (a preset, a file, an edit)"));
+    QAction* redo =
+        edit->addAction(tr("&Redo config change"), QKeySequence::Redo, config_, &ConfigPanel::redo);
+    const auto update_history = [this, undo, redo] {
+        undo->setEnabled(config_->canUndo());
+        redo->setEnabled(config_->canRedo());
+    };
+    connect(config_, &ConfigPanel::historyChanged, this, update_history);
+    update_history();
+
     QMenu* tools = menuBar()->addMenu(tr("&Tools"));
     tools->addAction(tr("Compare &vocabulary methods"), QKeySequence(Qt::CTRL | Qt::Key_M), this,
                      &MainWindow::compareMethods);
@@ -236,6 +251,7 @@ void MainWindow::showShortcuts() {
            "<tr><td><b>drag</b></td><td>select a time range and show its statistics</td></tr>"
            "<tr><td><b>click</b></td><td>select an op and outline what it waits for</td></tr>"
            "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
+           "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo / redo a config change</td></tr>"
            "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"
            "<tr><td><b>Ctrl+R</b></td><td>run the config on the runner</td></tr>"
            "<tr><td><b>Ctrl+Shift+R</b></td><td>run naive and vocab-2, then compare</td></tr>"

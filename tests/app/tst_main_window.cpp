@@ -46,6 +46,7 @@ class TstMainWindow : public QObject {
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
     void stageLayersFollowTheMethod();
+    void configHistoryUndoesAndRedoes();
     void fitsAt1280x800();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
@@ -217,6 +218,64 @@ void TstMainWindow::sweepNamesCurvesThatCoincide() {
     QVERIFY2(app::describeSweepPointAt(&wide, doubling, "model.vocab", third)
                  .startsWith("vocab-2 at model.vocab = 128000\n"),
              qPrintable(app::describeSweepPointAt(&wide, doubling, "model.vocab", third)));
+}
+
+// Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
+// preset loaded; undo after a refused edit returns to the last valid config.
+void TstMainWindow::configHistoryUndoesAndRedoes() {
+    app::ConfigPanel panel;
+    QSignalSpy changed(&panel, &app::ConfigPanel::configChanged);
+    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
+    QVERIFY(!panel.canUndo() && !panel.canRedo());
+    const auto config = [&] { return *panel.config(); };
+    QCOMPARE(config().parallel.microbatches, 8);
+
+    QVERIFY(panel.setField("parallel.schedule", "zb-h1"));
+    QVERIFY(panel.canUndo());
+    // Three steps of one field in a row: one step of the history.
+    for (int m : {9, 10, 11}) {
+        QVERIFY(panel.setField("parallel.microbatches", m));
+    }
+    panel.undo();
+    QCOMPARE(config().parallel.microbatches, 8);
+    QVERIFY(config().parallel.schedule == schedule::ScheduleKind::ZBH1);
+    panel.undo();
+    QVERIFY(config().parallel.schedule == schedule::ScheduleKind::OneF1B);
+    QVERIFY(!panel.canUndo() && panel.canRedo());
+    const int before = static_cast<int>(changed.count());
+    panel.undo();  // nothing left: no change
+    QCOMPARE(changed.count(), before);
+    panel.redo();
+    panel.redo();
+    QCOMPARE(config().parallel.microbatches, 11);
+    QVERIFY(!panel.canRedo());
+
+    // A refused edit (4 heads do not divide hidden 130): undo restores the last valid config,
+    // redo brings the refused value back, and a new edit drops the redo.
+    QVERIFY(panel.setField("model.hidden", 130));
+    QVERIFY(!panel.issuesText().isEmpty());
+    QVERIFY(panel.canUndo());
+    panel.undo();
+    QVERIFY(panel.issuesText().isEmpty());
+    QCOMPARE(qobject_cast<QSpinBox*>(panel.field("model.hidden"))->value(), 128);
+    panel.redo();
+    QCOMPARE(qobject_cast<QSpinBox*>(panel.field("model.hidden"))->value(), 130);
+    QVERIFY(!panel.issuesText().isEmpty());
+    panel.undo();
+    QCOMPARE(config().parallel.microbatches, 11);
+    QVERIFY(panel.setField("model.layers", 16));
+    QVERIFY(!panel.canRedo());
+
+    // Loading a preset is a step: undo brings back the fields and the label.
+    const QString label = panel.findChildren<QLabel*>().front()->text();
+    QVERIFY(panel.loadPreset(QStringLiteral("small-2stage-naive.json")));
+    QCOMPARE(config().parallel.pipeline, 2);
+    panel.undo();
+    QCOMPARE(config().parallel.pipeline, 4);
+    QCOMPARE(config().model.layers, 16);
+    QCOMPARE(panel.findChildren<QLabel*>().front()->text(), label);
+    QCOMPARE(panel.findChild<QComboBox*>(QStringLiteral("presets"))->currentText(),
+             QStringLiteral("default"));
 }
 
 // The authors' redistributed preset fixes the last stage's layers. Switching the method away
