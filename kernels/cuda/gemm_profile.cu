@@ -76,6 +76,9 @@ struct ThreadState {
         } else {
             const cudaError_t q = cudaEventQuery(p.stop);
             if (q == cudaErrorNotReady) {
+                // Not an error, but the runtime may keep it as the thread's last one, and the
+                // next launch check (the bias after this GEMM) would then report it.
+                (void)cudaGetLastError();
                 return false;
             }
             PIPESCOPE_CUDA_CHECK(q);

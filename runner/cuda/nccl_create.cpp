@@ -1,6 +1,7 @@
 // Creating the NCCL communicators of a run: every rank's in one process (create), or one
 // rank's per process with the ids shared over the run's transport (createAcrossProcesses).
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -66,6 +67,91 @@ std::set<std::tuple<int, int, bool>> channelsOf(const schedule::Schedule& schedu
         }
     }
     return used;
+}
+
+// Connects every channel end this process holds with a one-float message, all in one group.
+// NCCL connects a channel on its first message, and that send's enqueue waits for the receiver
+// to post: left to the schedule, a rank's first send on a channel would hold its
+// communication lane (and the sends queued behind it) on the host until the peer reached the
+// matching receive. Done here, every channel is ready before the first op. Bounded by the
+// timeout; "" when every channel has connected and its streams have finished.
+std::string connectChannels(NcclWorld::Impl& w) {
+    struct End {
+        ncclComm_t* comm;
+        cudaStream_t stream;
+        int device;
+        int side;  // 0 sends, 1 receives
+        std::string what;
+    };
+    std::vector<End> ends;
+    for (auto& [key, ch] : w.channels) {
+        const auto [a, b, gradient] = key;
+        for (int side = 0; side < 2; ++side) {
+            if (ch.comm[side] != nullptr) {
+                ends.push_back({&ch.comm[side], ch.stream[side],
+                                w.device[static_cast<std::size_t>(side == 0 ? a : b)], side,
+                                "connecting the channel from rank " + std::to_string(a) +
+                                    " to rank " + std::to_string(b)});
+            }
+        }
+    }
+    if (ends.empty()) {
+        return {};
+    }
+    // Two floats per device: one sent, one received into.
+    std::map<int, float*> scratch;
+    std::string why;
+    for (const End& e : ends) {
+        if (scratch.count(e.device) == 0) {
+            float* p = nullptr;
+            if (cudaSetDevice(e.device) != cudaSuccess ||
+                cudaMalloc(reinterpret_cast<void**>(&p), 2 * sizeof(float)) != cudaSuccess ||
+                cudaMemset(p, 0, 2 * sizeof(float)) != cudaSuccess) {
+                why = "allocating a buffer to connect the NCCL channels on device " +
+                      std::to_string(e.device) + ": " + cudaGetErrorString(cudaGetLastError());
+                p = nullptr;
+            }
+            scratch[e.device] = p;
+        }
+    }
+    if (why.empty()) {
+        ncclGroupStart();
+        for (const End& e : ends) {
+            cudaSetDevice(e.device);
+            float* buffer = scratch[e.device];
+            const ncclResult_t r = e.side == 0
+                                       ? ncclSend(buffer, 1, ncclFloat, 1, *e.comm, e.stream)
+                                       : ncclRecv(buffer + 1, 1, ncclFloat, 0, *e.comm, e.stream);
+            if (!nccl_detail::accepted(r) && why.empty()) {
+                why = e.what + ": NCCL: " + ncclGetErrorString(r);
+            }
+        }
+        if (const ncclResult_t r = ncclGroupEnd(); !nccl_detail::accepted(r) && why.empty()) {
+            why = std::string("connecting the NCCL channels: ") + ncclGetErrorString(r);
+        }
+    }
+    if (why.empty()) {
+        const auto deadline = NcclWorld::Impl::Clock::now() + w.timeout;
+        for (const End& e : ends) {
+            cudaSetDevice(e.device);
+            if (auto st = w.waitUntil(e.comm, e.stream, deadline, e.what); !st.ok()) {
+                why = st.message;
+                break;
+            }
+        }
+    }
+    for (const auto& [device, p] : scratch) {
+        if (p != nullptr) {
+            cudaSetDevice(device);
+            // After a failure the communicators are aborted by the caller first; a buffer a
+            // kernel might still touch is left to the process's end rather than freed here.
+            if (why.empty()) {
+                (void)cudaFree(p);
+            }
+        }
+    }
+    (void)cudaGetLastError();
+    return why;
 }
 
 }  // namespace
@@ -159,6 +245,9 @@ std::shared_ptr<NcclWorld> NcclWorld::create(const schedule::Schedule& schedule,
     for (int d : w.device) {
         w.enqueueLock(d);
         keepStagingApart(d);
+    }
+    if (why->empty()) {
+        *why = connectChannels(w);
     }
     if (!why->empty()) {
         w.abortAll(*why);
@@ -258,6 +347,9 @@ std::shared_ptr<NcclWorld> NcclWorld::createAcrossProcesses(const schedule::Sche
         *why = std::string("joining the NCCL communicators: ") + ncclGetErrorString(first_error);
     } else {
         *why = w.settleAll("joining the NCCL communicators (rank " + std::to_string(rank) + ")");
+    }
+    if (why->empty()) {
+        *why = connectChannels(w);  // every process does this at the same point
     }
     if (!why->empty()) {
         w.abortAll(*why);
