@@ -449,10 +449,26 @@ bool MainWindow::compareOpenRuns() {
         statusBar()->showMessage(tr("Open at least one trace to compare with the explorer's run"));
         return false;
     }
-    auto* view = new CompareView;
-    view->setRuns(runs, {}, false);
-    tabs_->setCurrentIndex(tabs_->addTab(view, tr("Compare %1 runs").arg(runs.size())));
+    const QString title = tr("Compare %1 runs").arg(runs.size());
+    openComparison(std::move(runs), title);
     return true;
+}
+
+void MainWindow::openComparison(std::vector<RunDataPtr> runs, const QString& title) {
+    // Each measured run from its first measured iteration at t = 0, so the runs line up
+    // whatever their start-up took (a simulated one starts there already).
+    for (auto& run : runs) {
+        run = alignedAtFirstMeasured(run);
+    }
+    const QStringList notes = {
+        tr("Each run is drawn from its first measured iteration (after its warm-up) at 0 ms; the "
+           "view shows that iteration. Press 0 in the chart for the whole runs.")};
+    statusBar()->clearMessage();
+    auto* view = new CompareView;
+    view->setRuns(std::move(runs), notes, false);
+    view->showFirstIterations();
+    tabs_->setCurrentIndex(tabs_->addTab(view, title));
+    emit comparisonOpened(view);
 }
 
 void MainWindow::compareTraces(const QStringList& paths, const QString& title) {
@@ -466,21 +482,7 @@ void MainWindow::compareTraces(const QStringList& paths, const QString& title) {
             emit traceFailed(error);
             return;
         }
-        // Each run from its first measured iteration at t = 0, so the runs line up whatever
-        // their start-up took.
-        QStringList notes;
-        for (auto& run : runs) {
-            run = alignedAtFirstMeasured(run);
-        }
-        notes << tr(
-            "Each run is drawn from its first measured iteration (after its warm-up) at "
-            "0 ms; the view shows that iteration. Press 0 in the chart for the whole runs.");
-        statusBar()->clearMessage();
-        auto* view = new CompareView;
-        view->setRuns(runs, notes, false);
-        view->showFirstIterations();
-        tabs_->setCurrentIndex(tabs_->addTab(view, title));
-        emit comparisonOpened(view);
+        openComparison(std::move(runs), title);
     });
     std::vector<std::string> files;
     for (const QString& p : paths) {

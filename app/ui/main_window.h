@@ -86,6 +86,9 @@ class MainWindow : public QMainWindow {
     void buildMenus();
     void onConfigChanged(const schedule::Config& config);
     void onSimulated(quint64 id, std::shared_ptr<const SimOutput> output);
+    // A comparison tab of `runs`, the first the baseline, each lined up at its first measured
+    // iteration and shown there; emits comparisonOpened.
+    void openComparison(std::vector<RunDataPtr> runs, const QString& title);
     void exportChartDialog();
     void exportTraceDialog();
     void importNsysDialog();
