@@ -1,7 +1,6 @@
 #include "compare_view.h"
 
 #include <algorithm>
-#include <optional>
 
 #include <QHeaderView>
 #include <QIdentityProxyModel>
@@ -85,27 +84,7 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
 }
 
 void CompareView::showFirstIterations() {
-    std::optional<std::int64_t> lo;
-    std::optional<std::int64_t> hi;
-    for (const auto& run : runs_) {
-        const auto& iterations = run->stats().iterations;
-        const auto first =
-            std::find_if(iterations.begin(), iterations.end(),
-                         [](const analysis::IterationStats& it) { return it.measured; });
-        if (first == iterations.end()) {
-            continue;
-        }
-        lo = std::min(lo.value_or(first->start_ns), first->start_ns);
-        hi = std::max(hi.value_or(first->end_ns), first->end_ns);
-    }
-    if (!lo || !hi || *hi <= *lo) {
-        return;  // nothing measured: the fitted view stays
-    }
-    const double a = static_cast<double>(*lo) / 1e6;
-    const double b = static_cast<double>(*hi) / 1e6;
-    const double margin = 0.03 * (b - a);
-    chart_->setTimeRangeMs(QCPRange(a - margin, b + margin));
-    chart_->replot();
+    chart_->showFirstIterations();
 }
 
 }  // namespace pipescope::app

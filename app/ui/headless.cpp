@@ -260,9 +260,21 @@ int runHeadless(const QStringList& argv) {
         } else {
             chart.setTitle(config ? withoutClosingNote(QString::fromStdString(config->name)) +
                                         QStringLiteral(" \u2014 vocabulary methods")
-                                  : QStringLiteral("Comparison of %1 runs").arg(runs.size()));
+                                  : QStringLiteral("Comparison of %1 runs, from the first measured "
+                                                   "iteration of each")
+                                        .arg(runs.size()));
+        }
+        if (compare && !config) {
+            // Measured runs, as a comparison in the app shows them: lined up at their first
+            // measured iteration and drawn there, not as a barcode of every iteration.
+            for (auto& run : runs) {
+                run = alignedAtFirstMeasured(run);
+            }
         }
         chart.setRuns(runs, memory || compare ? memory : false);
+        if (compare && !config) {
+            chart.showFirstIterations();
+        }
         options.height = height;
         result = exportPlot(&chart, a->out, options);
     } else if (a->view == QLatin1String("summary")) {

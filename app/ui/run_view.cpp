@@ -156,6 +156,31 @@ void TraceChart::rebuild(bool keep_view) {
     replot();
 }
 
+bool TraceChart::showFirstIterations() {
+    std::optional<std::int64_t> lo;
+    std::optional<std::int64_t> hi;
+    for (const auto& run : runs_) {
+        const auto& iterations = run->stats().iterations;
+        const auto first =
+            std::find_if(iterations.begin(), iterations.end(),
+                         [](const analysis::IterationStats& it) { return it.measured; });
+        if (first == iterations.end()) {
+            continue;
+        }
+        lo = std::min(lo.value_or(first->start_ns), first->start_ns);
+        hi = std::max(hi.value_or(first->end_ns), first->end_ns);
+    }
+    if (!lo || !hi || *hi <= *lo) {
+        return false;
+    }
+    const double a = static_cast<double>(*lo) / kNsPerMs;
+    const double b = static_cast<double>(*hi) / kNsPerMs;
+    const double margin = 0.03 * (b - a);
+    setTimeRangeMs(QCPRange(a - margin, b + margin));
+    replot();
+    return true;
+}
+
 QCPRange TraceChart::fullRange() const {
     double lo = 0;
     double hi = 0;

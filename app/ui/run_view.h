@@ -38,6 +38,9 @@ class TraceChart : public QCustomPlot {
     QCPRange timeRangeMs() const;
     void setTimeRangeMs(const QCPRange& range);
     void fitAll();
+    // Zooms to the first measured iteration of each run (the longest of them); false, and the
+    // view as it was, when no run has one.
+    bool showFirstIterations();
     void fitSelection();
     void zoomBy(double factor, std::optional<double> anchor_ms = std::nullopt);
     void panBy(double fraction_of_view);

@@ -6,6 +6,10 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/app/sim_run_data.h>
+#include <pipescope/schedule/config_parse.h>
+#include <pipescope/sim/simulator.h>
+
 #include "headless.h"
 #include "testsupport.h"
 
@@ -17,7 +21,7 @@ QString preset() {
     return test::sourcePath(QStringLiteral("resources/presets/default.json"));
 }
 
-int run(const QStringList& args) {
+int run_(const QStringList& args) {
     return app::runHeadless(QStringList{QStringLiteral("pipescope")} + args);
 }
 
@@ -34,6 +38,7 @@ class TstHeadless : public QObject {
   private slots:
     void timelineNamesConfigScheduleAndMethod();
     void compareIsTitledAfterTheConfig();
+    void compareOfTracesStartsAtTheirFirstMeasuredIteration();
     void badArgumentsLeaveTheOutputAlone_data();
     void badArgumentsLeaveTheOutputAlone();
 
@@ -44,8 +49,8 @@ class TstHeadless : public QObject {
 void TstHeadless::timelineNamesConfigScheduleAndMethod() {
     // SVG keeps text as text: the title can be read back.
     const QString svg = dir_.filePath(QStringLiteral("timeline.svg"));
-    QCOMPARE(run({"--export", "timeline", "--config", preset(), "--set", "parallel.schedule=v-half",
-                  "--out", svg}),
+    QCOMPARE(run_({"--export", "timeline", "--config", preset(), "--set",
+                   "parallel.schedule=v-half", "--out", svg}),
              0);
     const QString text = readText(svg);
     // The config's name without its "(vocab-2 vs naive)", which describes its compare list,
@@ -56,15 +61,15 @@ void TstHeadless::timelineNamesConfigScheduleAndMethod() {
              qPrintable(text.left(4000)));
 
     const QString png = dir_.filePath(QStringLiteral("timeline.png"));
-    QCOMPARE(run({"--export", "timeline", "--config", preset(), "--out", png, "--width", "800",
-                  "--height", "300", "--dpi", "192"}),
+    QCOMPARE(run_({"--export", "timeline", "--config", preset(), "--out", png, "--width", "800",
+                   "--height", "300", "--dpi", "192"}),
              0);
     QCOMPARE(QImage(png).size(), QSize(1600, 600));
 }
 
 void TstHeadless::compareIsTitledAfterTheConfig() {
     const QString svg = dir_.filePath(QStringLiteral("compare.svg"));
-    QCOMPARE(run({"--export", "compare", "--config", preset(), "--out", svg}), 0);
+    QCOMPARE(run_({"--export", "compare", "--config", preset(), "--out", svg}), 0);
     const QString text = readText(svg);
     QVERIFY2(
         text.contains(QString::fromUtf8("Default: 4 stages, V=32768 \u2014 vocabulary methods")),
@@ -72,6 +77,28 @@ void TstHeadless::compareIsTitledAfterTheConfig() {
     // The default config compares naive and vocab-2: one timeline each.
     QVERIFY(text.contains(QStringLiteral(">naive<")));
     QVERIFY(text.contains(QStringLiteral(">vocab-2<")));
+}
+
+void TstHeadless::compareOfTracesStartsAtTheirFirstMeasuredIteration() {
+    // Two traces of the default config's simulation: a warm-up iteration, then a measured one.
+    const auto config = schedule::loadConfigFile(preset().toStdString());
+    QVERIFY(config.ok());
+    auto sim = sim::simulate(*config.config);
+    QVERIFY(sim.result);
+    const app::SimRunData run(std::move(*sim.result), "vocab-2");
+    QStringList traces;
+    for (const char* name : {"a.db", "b.db"}) {
+        traces << dir_.filePath(QString::fromLatin1(name));
+        QVERIFY(app::saveSimTrace(run, traces.back().toStdString(), 2, true).ok());
+    }
+    const QString svg = dir_.filePath(QStringLiteral("traces.svg"));
+    QCOMPARE(run_({QStringList{"--export", "compare", "--out", svg} + traces}), 0);
+    const QString text = readText(svg);
+    QVERIFY2(text.contains(
+                 QStringLiteral("Comparison of 2 runs, from the first measured iteration of each")),
+             qPrintable(text.left(4000)));
+    // The warm-up iteration, drawn from -T to 0, is off the chart: no negative time tick.
+    QVERIFY2(!text.contains(QStringLiteral(">-")), "a negative time tick: the warm-up is drawn");
 }
 
 void TstHeadless::badArgumentsLeaveTheOutputAlone_data() {
@@ -110,7 +137,7 @@ void TstHeadless::badArgumentsLeaveTheOutputAlone() {
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("an earlier export");
     }
-    QCOMPARE(run(args + QStringList{"--out", path}), 2);
+    QCOMPARE(run_(args + QStringList{"--out", path}), 2);
     QCOMPARE(readText(path), QStringLiteral("an earlier export"));
 }
 
