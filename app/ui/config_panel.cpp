@@ -245,48 +245,31 @@ bool ConfigPanel::load(const QString& json, const QString& source_name, const QS
     return true;
 }
 
-namespace {
-
-// The bytes of a config file, or an error that names the file.
-std::optional<QByteArray> readConfigBytes(const QString& path, QString* error) {
+bool ConfigPanel::loadPath(const QString& path, const QString& file_name, int preset_index) {
     QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-        *error = QObject::tr("%1: cannot read the file: %2").arg(path, f.errorString());
-        return std::nullopt;
-    }
-    const QByteArray bytes = f.read(64 * 1024 * 1024 + 1);
-    if (bytes.size() > 64 * 1024 * 1024) {
-        *error = QObject::tr("%1: a config over 64 MiB is not a config").arg(path);
-        return std::nullopt;
-    }
-    return bytes;
-}
-
-}  // namespace
-
-bool ConfigPanel::loadFile(const QString& path) {
     QString error;
-    const auto bytes = readConfigBytes(path, &error);
-    if (!bytes) {
+    QByteArray bytes;
+    if (!f.open(QIODevice::ReadOnly)) {
+        error = tr("%1: cannot read the file: %2").arg(path, f.errorString());
+    } else if (bytes = f.read(64 * 1024 * 1024 + 1); bytes.size() > 64 * 1024 * 1024) {
+        error = tr("%1: a config over 64 MiB is not a config").arg(path);
+    }
+    if (!error.isEmpty()) {
         issues_->setText(error);
         emit configInvalid(issues_->text());
         return false;
     }
-    return load(QString::fromUtf8(*bytes), path,
-                path.startsWith(QLatin1Char(':')) ? QString() : QFileInfo(path).fileName(), 0);
+    return load(QString::fromUtf8(bytes), path, file_name, preset_index);
+}
+
+bool ConfigPanel::loadFile(const QString& path) {
+    return loadPath(path,
+                    path.startsWith(QLatin1Char(':')) ? QString() : QFileInfo(path).fileName(), 0);
 }
 
 bool ConfigPanel::loadPreset(const QString& resource_name) {
-    const QString path = QStringLiteral(":/presets/") + resource_name;
-    QString error;
-    const auto bytes = readConfigBytes(path, &error);
-    if (!bytes) {
-        issues_->setText(error);
-        emit configInvalid(issues_->text());
-        return false;
-    }
-    return load(QString::fromUtf8(*bytes), path, QString(),
-                std::max(0, presets_->findData(resource_name)));
+    return loadPath(QStringLiteral(":/presets/") + resource_name, QString(),
+                    std::max(0, presets_->findData(resource_name)));
 }
 
 ConfigPanel::State ConfigPanel::snapshot() const {

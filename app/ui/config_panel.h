@@ -81,6 +81,8 @@ class ConfigPanel : public QWidget {
 
     bool load(const QString& json, const QString& source_name, const QString& file_name,
               int preset_index);
+    // Reads `path` (at most 64 MiB) and loads it; a read error is shown like a parse error.
+    bool loadPath(const QString& path, const QString& file_name, int preset_index);
     State snapshot() const;
     void restore(const State& state);
     // Records a valid config that differs from the last one.
