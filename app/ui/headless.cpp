@@ -257,16 +257,15 @@ int runHeadless(const QStringList& argv) {
             runs.resize(1);
             chart.setTitle(QString::fromStdString(runs.front()->name()) + QStringLiteral(" — ") +
                            headline(*runs.front()));
+        } else if (config) {
+            chart.setTitle(withoutClosingNote(QString::fromStdString(config->name)) +
+                           QStringLiteral(" \u2014 vocabulary methods"));
         } else {
-            chart.setTitle(config ? withoutClosingNote(QString::fromStdString(config->name)) +
-                                        QStringLiteral(" \u2014 vocabulary methods")
-                                  : QStringLiteral("Comparison of %1 runs, from the first measured "
-                                                   "iteration of each")
-                                        .arg(runs.size()));
-        }
-        if (compare && !config) {
             // Measured runs, as a comparison in the app shows them: lined up at their first
             // measured iteration and drawn there, not as a barcode of every iteration.
+            chart.setTitle(
+                QStringLiteral("Comparison of %1 runs, from the first measured iteration of each")
+                    .arg(runs.size()));
             for (auto& run : runs) {
                 run = alignedAtFirstMeasured(run);
             }

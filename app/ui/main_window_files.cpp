@@ -165,9 +165,11 @@ void MainWindow::exportTraceDialog() {
     }
     RunDataPtr run = candidates.front();
     if (candidates.size() > 1) {
-        QStringList names;
+        QStringList names;  // numbered: two runs may share a name
         for (const auto& c : candidates) {
-            names << QString::fromStdString(c->name());
+            names << QStringLiteral("%1. %2")
+                         .arg(names.size() + 1)
+                         .arg(QString::fromStdString(c->name()));
         }
         bool ok = false;
         const QString chosen =
