@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include <pipescope/analysis/report.h>
+#include <pipescope/trace/units.h>
 
 #include "json_value.h"
 #include "text_table.h"
@@ -26,7 +27,13 @@ Display displayFor(const QuantityComparison& q) {
         return {"ms", 1e-6, 3, false};
     }
     if (q.unit == "bytes") {
-        return {"GiB", 1.0 / (1024.0 * 1024.0 * 1024.0), 3, false};
+        // GiB, or MiB for a row whose values are all under 1 GiB (as in the app's table).
+        double largest = 0;
+        for (const auto& v : q.values) {
+            largest = std::max(largest, v.value_or(0.0));
+        }
+        const trace::MemoryUnit unit = trace::memoryUnitFor(largest);
+        return {unit.name, 1.0 / unit.bytes, unit.decimals + 1, false};
     }
     if (q.unit == "ratio") {
         return {"%", 100.0, 1, true};

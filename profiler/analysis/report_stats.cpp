@@ -1,5 +1,8 @@
 // `stats` output: a table for people, JSON for programs.
+#include <algorithm>
+
 #include <pipescope/analysis/report.h>
+#include <pipescope/trace/units.h>
 
 #include "json_value.h"
 #include "text_table.h"
@@ -13,7 +16,7 @@ using detail::percent;
 namespace {
 
 constexpr double kNsPerMs = 1e6;
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+using trace::kBytesPerGiB;
 constexpr std::size_t kMaxListedIterations = 16;
 
 std::optional<double> toMs(std::optional<double> ns) {
@@ -80,8 +83,8 @@ std::string perIterationLine(const RunStats& s) {
     return out;
 }
 
-std::string gib(const MemoryPeak& p) {
-    return p.present ? fixed(static_cast<double>(p.bytes) / kBytesPerGiB, 2) : "-";
+std::string peakText(const MemoryPeak& p, const trace::MemoryUnit& unit) {
+    return p.present ? fixed(unit.of(static_cast<double>(p.bytes)), unit.decimals) : "-";
 }
 
 }  // namespace
@@ -111,7 +114,15 @@ std::string formatStatsTable(const RunStats& s) {
     if (s.gpu_spans) {
         header.push_back("gpu busy ms");
     }
-    header.push_back("peak memory GiB");
+    // MiB when every rank's peak is under 1 GiB; the capacity below stays in GiB.
+    double largest = 0;
+    for (const RankStats& r : s.ranks) {
+        if (r.peak_memory.present) {
+            largest = std::max(largest, static_cast<double>(r.peak_memory.bytes));
+        }
+    }
+    const trace::MemoryUnit unit = trace::memoryUnitFor(largest);
+    header.push_back(std::string("peak memory ") + unit.name);
     detail::TextTable table(header, 0);
     const bool have = s.iteration_time_ns.has_value();
     for (const RankStats& r : s.ranks) {
@@ -125,7 +136,7 @@ std::string formatStatsTable(const RunStats& s) {
         if (s.gpu_spans) {
             row.push_back(ms(r.gpu_busy_ns));
         }
-        row.push_back(gib(r.peak_memory));
+        row.push_back(peakText(r.peak_memory, unit));
         table.addRow(row);
     }
     out += table.render() + "\n";

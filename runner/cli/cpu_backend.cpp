@@ -30,6 +30,7 @@
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/model_math.h>
 #include <pipescope/sim/simulator.h>
+#include <pipescope/trace/units.h>
 #include <pipescope/trace/writer.h>
 #if PIPESCOPE_HAVE_CUDA
 #include <pipescope/cuda/cuda_rank_backend.h>
@@ -104,10 +105,15 @@ ClockPair readClockPair() {
     return best;
 }
 
-std::string gib(double bytes) {
+// "44.6 MiB", "9.54 GiB": in `unit`, or by default in the unit that suits the figure itself.
+std::string memoryText(double bytes, const trace::MemoryUnit& unit) {
     std::ostringstream s;
-    s << std::fixed << std::setprecision(bytes < (1 << 30) ? 3 : 2) << bytes / (1 << 30) << " GiB";
+    s << std::fixed << std::setprecision(unit.decimals) << unit.of(bytes) << " " << unit.name;
     return s.str();
+}
+
+std::string memoryText(double bytes) {
+    return memoryText(bytes, trace::memoryUnitFor(bytes));
 }
 
 }  // namespace
@@ -252,10 +258,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             const std::int64_t need = (*estimate)[static_cast<std::size_t>(r)];
             if (need > share) {
                 std::cerr << "pipescope-run: rank " << r << " needs about "
-                          << gib(static_cast<double>(need)) << " on device " << d
+                          << memoryText(static_cast<double>(need)) << " on device " << d
                           << " (fp32 weights, gradients, AdamW state and activations) but its "
                              "share of the device's free memory is "
-                          << gib(static_cast<double>(share)) << " (" << ranks_on[d]
+                          << memoryText(static_cast<double>(share)) << " (" << ranks_on[d]
                           << " ranks on it); make the model smaller or use more GPUs\n";
                 return refused(kExitBadInput);
             }
@@ -264,12 +270,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
 #endif
     const std::int64_t available = availableMemory();
     if (!cuda && available > 0 && total > available * 9 / 10) {
-        std::cerr << "pipescope-run: this config needs about " << gib(static_cast<double>(total))
-                  << " for its " << schedule.ranks
+        std::cerr << "pipescope-run: this config needs about "
+                  << memoryText(static_cast<double>(total)) << " for its " << schedule.ranks
                   << " ranks on the CPU backend (fp32 weights, gradients, AdamW state and "
                      "activations; the largest rank "
-                  << gib(static_cast<double>(*std::max_element(estimate->begin(), estimate->end())))
-                  << ") but only " << gib(static_cast<double>(available))
+                  << memoryText(
+                         static_cast<double>(*std::max_element(estimate->begin(), estimate->end())))
+                  << ") but only " << memoryText(static_cast<double>(available))
                   << " of memory is available; make the model smaller (model.layers, "
                      "model.hidden, model.vocab, model.seq_len) or use fewer "
                      "parallel.microbatches\n";
@@ -547,11 +554,19 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     } else if (result.status == exec::ExecResult::Status::Cancelled) {
         std::cerr << "pipescope-run: " << result.message << "\n";
     }
+    // One unit for the line, so ranks and their estimates read side by side.
+    double largest = 0;
+    for (int r : local) {
+        const auto i = static_cast<std::size_t>(r);
+        largest = std::max({largest, static_cast<double>(result.peak_bytes[i]),
+                            static_cast<double>((*estimate)[i])});
+    }
+    const trace::MemoryUnit unit = trace::memoryUnitFor(largest);
     human << "\npeak memory per rank (measured / estimated):";
     for (int r : local) {
         const auto i = static_cast<std::size_t>(r);
-        human << "  " << r << ": " << gib(static_cast<double>(result.peak_bytes[i])) << " / "
-              << gib(static_cast<double>((*estimate)[i]));
+        human << "  " << r << ": " << memoryText(static_cast<double>(result.peak_bytes[i]), unit)
+              << " / " << memoryText(static_cast<double>((*estimate)[i]), unit);
     }
     human << "\ntrace: " << out_path << "\n";
     if (o.gemm_report) {

@@ -1,17 +1,17 @@
 #include "report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include <pipescope/schedule/config.h>
+#include <pipescope/trace/units.h>
 
 namespace pipescope::cli {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string fixed(double v, int digits) {
     std::ostringstream s;
@@ -103,28 +103,40 @@ void printSummary(std::ostream& os, const sim::SimResult& r) {
            << " ms (10% to 90%)\n";
     }
     os << "\n";
-    os << "  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n";
+    const trace::MemoryUnit unit = trace::memoryUnitFor(static_cast<double>(r.maxPeakMemory()));
+    os << "  rank    busy ms  bubble ms  bubble   wait ms  peak " << unit.name << "  act. mb\n";
     for (const auto& rk : r.ranks) {
         os << "  " << std::setw(4) << rk.rank << std::setw(11) << fixed(rk.busy_s * 1e3, 3)
            << std::setw(11) << fixed(rk.bubble_s * 1e3, 3) << std::setw(7)
            << fixed(100 * rk.bubble_ratio, 1) << "%" << std::setw(10)
            << fixed(rk.comm_wait_s * 1e3, 3) << std::setw(10)
-           << fixed(static_cast<double>(rk.peak_memory_bytes) / kGiB, 2) << std::setw(9)
-           << fixed(rk.peak_activation_microbatches, 2) << "\n";
+           << fixed(unit.of(static_cast<double>(rk.peak_memory_bytes)), unit.decimals)
+           << std::setw(9) << fixed(rk.peak_activation_microbatches, 2) << "\n";
     }
-    const double cap = static_cast<double>(r.memory_capacity_bytes) / kGiB;
     if (r.maxPeakMemory() > r.memory_capacity_bytes) {
-        os << "  does NOT fit: peak " << fixed(static_cast<double>(r.maxPeakMemory()) / kGiB, 2)
-           << " GiB > " << fixed(cap, 1) << " GiB of " << r.config.hardware.name << "\n";
+        os << "  does NOT fit: peak "
+           << fixed(unit.of(static_cast<double>(r.maxPeakMemory())), unit.decimals) << " "
+           << unit.name << " > "
+           << fixed(unit.of(static_cast<double>(r.memory_capacity_bytes)), unit.decimals) << " "
+           << unit.name << " of " << r.config.hardware.name << "\n";
     }
 }
 
 void printTable(std::ostream& os, const std::vector<std::string>& headers,
                 const std::vector<Row>& rows, bool deltas) {
     std::vector<std::string> head = headers;
-    for (const char* h :
-         {"iteration ms", "MFU", "bubble", "max peak GiB", "busy imb.", "mem imb."}) {
-        head.emplace_back(h);
+    // One memory unit for the column: MiB when every row's peak is under 1 GiB.
+    double largest = 0;
+    for (const auto& row : rows) {
+        if (row.result) {
+            largest = std::max(largest, static_cast<double>(row.result->maxPeakMemory()));
+        }
+    }
+    const trace::MemoryUnit unit = trace::memoryUnitFor(largest);
+    for (const std::string& h : {std::string("iteration ms"), std::string("MFU"),
+                                 std::string("bubble"), "max peak " + std::string(unit.name),
+                                 std::string("busy imb."), std::string("mem imb.")}) {
+        head.push_back(h);
     }
     if (deltas) {
         head.emplace_back("time vs first");
@@ -141,7 +153,7 @@ void printTable(std::ostream& os, const std::vector<std::string>& headers,
             c.push_back(fixed(r.iteration_time_s * 1e3, 2));
             c.push_back(fixed(100 * r.mfu, 1) + "%");
             c.push_back(fixed(100 * r.bubble_ratio, 1) + "%");
-            c.push_back(fixed(static_cast<double>(r.maxPeakMemory()) / kGiB, 2) +
+            c.push_back(fixed(unit.of(static_cast<double>(r.maxPeakMemory())), unit.decimals) +
                         (r.maxPeakMemory() > r.memory_capacity_bytes ? " (OOM)" : ""));
             c.push_back(fixed(r.busy_imbalance, 2));
             c.push_back(fixed(r.memory_imbalance, 2));

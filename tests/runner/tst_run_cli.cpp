@@ -182,6 +182,21 @@ void TestRunCli::summaryAgreesWithTrace() {
         QCOMPARE(y.value("peak_memory_bytes").toInteger(),
                  x.value("peak_memory_bytes").toInteger());
     }
+    // The tables for people read this small run's peaks in MiB, as the run's own summary does.
+    const double peak0 = a.at(0).toObject().value("peak_memory_bytes").toDouble() / 1048576.0;
+    const QString mib = QRegularExpression::escape(QString::number(peak0, 'f', 1));
+    const ProcessResult table = runBinary(kTraceCli, {"stats", path("run.db")});
+    QVERIFY2(table.exit_code == 0, qPrintable(describe(table)));
+    QVERIFY2(table.out.contains("peak memory MiB\n") &&
+                 QString::fromUtf8(table.out).contains(QRegularExpression(" " + mib + "\n")),
+             qPrintable(describe(table)));
+    const ProcessResult cmp = runBinary(kTraceCli, {"compare", path("run.db"), path("run.db")});
+    QVERIFY2(cmp.exit_code == 0, qPrintable(describe(cmp)));
+    QVERIFY2(QString::fromUtf8(cmp.out).contains(QRegularExpression(
+                 "\nrank 0 peak memory MiB +" +
+                 QRegularExpression::escape(QString::number(peak0, 'f', 2)) + " +" +
+                 QRegularExpression::escape(QString::number(peak0, 'f', 2)) + " +0\\.00 ")),
+             qPrintable(describe(cmp)));
 }
 
 void TestRunCli::humanSummary() {
@@ -193,13 +208,26 @@ void TestRunCli::humanSummary() {
              qPrintable(out));
     const QString ms = QString::number(summary_.value("iteration_time_ms").toDouble(), 'f', 3);
     QVERIFY2(out.contains("  iteration " + ms + " ms   MFU "), qPrintable(out));
-    QVERIFY2(out.contains("  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n"),
+    // The default's peaks are under 1 GiB, so the table reads in MiB.
+    QVERIFY2(out.contains("  rank    busy ms  bubble ms  bubble   wait ms  peak MiB  act. mb\n"),
              qPrintable(out));
-    QVERIFY2(out.contains(QRegularExpression("\n +0 +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+ "
-                                             "+5\\.00\n")),
+    const double peak0 =
+        summary_.value("ranks").toArray().at(0).toObject().value("peak_memory_bytes").toDouble() /
+        (1024.0 * 1024.0);
+    QVERIFY(peak0 > 1 && peak0 < 1024);
+    QVERIFY2(out.contains(QRegularExpression(
+                 "\n +0 +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +" +
+                 QRegularExpression::escape(QString::number(peak0, 'f', 1)) + " +5\\.00\n")),
              qPrintable(out));
     QVERIFY2(!out.contains("trace:"), qPrintable(out));  // no --out, no trace
     QVERIFY(r.err.isEmpty());
+
+    // A model of tens of GiB per rank reads in GiB.
+    const ProcessResult big = runBinary(kRun, {preset("paper-s2048-v256k-naive.json")});
+    QVERIFY2(big.exit_code == 0, qPrintable(describe(big)));
+    QVERIFY2(
+        big.out.contains("  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n"),
+        qPrintable(describe(big)));
 }
 
 void TestRunCli::refusesToOverwrite() {

@@ -71,7 +71,7 @@ void TestRunCliModes::sweepTable() {
     const QList<QStringList> rows = tableRows(r.out);
     QCOMPARE(rows.size(), 5);
     QCOMPARE(rows[0], (QStringList{"model.vocab", "parallel.vocab", "iteration ms", "MFU", "bubble",
-                                   "max peak GiB", "busy imb.", "mem imb."}));
+                                   "max peak MiB", "busy imb.", "mem imb."}));
     // Every combination, the last axis fastest.
     const QList<QStringList> points = {
         {"32000", "naive"}, {"32000", "vocab-2"}, {"256000", "naive"}, {"256000", "vocab-2"}};
@@ -187,7 +187,7 @@ void TestRunCliModes::compareTable() {
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     const QList<QStringList> rows = tableRows(r.out);
     QCOMPARE(rows.size(), 3);
-    QCOMPARE(rows[0], (QStringList{"variant", "iteration ms", "MFU", "bubble", "max peak GiB",
+    QCOMPARE(rows[0], (QStringList{"variant", "iteration ms", "MFU", "bubble", "max peak MiB",
                                    "busy imb.", "mem imb.", "time vs first", "memory vs first"}));
     QCOMPARE(rows[1][0], QString("naive"));
     QCOMPARE(rows[2][0], QString("vocab-2"));

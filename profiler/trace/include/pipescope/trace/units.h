@@ -1,0 +1,27 @@
+// The memory unit people read a set of figures in. Traces store bytes; a table, a chart or a
+// summary line shows them in GiB, or in MiB when the largest figure it shows is under 1 GiB (a
+// small model's "0.04 GiB" on every rank hides what "44.6 MiB" against "42.1 MiB" shows). The
+// app's views and the command-line tables choose the same way.
+#pragma once
+
+namespace pipescope::trace {
+
+inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+
+struct MemoryUnit {
+    double bytes = kBytesPerGiB;  // bytes in one unit
+    const char* name = "GiB";
+    int decimals = 2;  // what a figure in this unit needs to tell ranks apart
+    double of(double b) const { return b / bytes; }
+};
+
+// The unit for figures whose largest is `largest_bytes` (GiB for none or for zero).
+inline MemoryUnit memoryUnitFor(double largest_bytes) {
+    if (largest_bytes > 0 && largest_bytes < kBytesPerGiB) {
+        return {kBytesPerMiB, "MiB", 1};
+    }
+    return {};
+}
+
+}  // namespace pipescope::trace
