@@ -1,8 +1,62 @@
+#include <algorithm>
+
 #include <pipescope/app/run_data.h>
 
 namespace pipescope::app {
 
 RunData::~RunData() = default;
+
+std::vector<trace::OpRecord> RunData::microbatchOps(int iteration, int microbatch) const {
+    std::vector<trace::OpRecord> out;
+    if (microbatch < 0) {
+        return out;
+    }
+    // The iteration's window; the whole run when the run has no iteration statistics.
+    trace::TimeRange window = timeRange();
+    for (const auto& it : stats_.iterations) {
+        if (it.iteration == iteration) {
+            window = {it.start_ns, it.end_ns};
+            break;
+        }
+    }
+    for (int r = 0; r < rankCount(); ++r) {
+        for (auto& o : ops(r, window.start_ns, window.end_ns + 1)) {
+            if (o.microbatch == microbatch && o.iteration == iteration) {
+                out.push_back(std::move(o));
+            }
+        }
+    }
+    return out;
+}
+
+namespace {
+
+// The index in `its` of the first measured iteration (0 when none is).
+std::ptrdiff_t firstMeasuredIndex(const std::vector<analysis::IterationStats>& its) {
+    const auto it = std::find_if(its.begin(), its.end(), [](const auto& i) { return i.measured; });
+    return it == its.end() ? 0 : it - its.begin();
+}
+
+}  // namespace
+
+std::optional<int> RunData::matchingIteration(const RunData& other, int iteration) const {
+    const auto& theirs = other.stats().iterations;
+    const auto& mine = stats_.iterations;
+    if (theirs.empty() || mine.empty()) {
+        return iteration;
+    }
+    const auto at = std::find_if(theirs.begin(), theirs.end(),
+                                 [&](const auto& i) { return i.iteration == iteration; });
+    if (at == theirs.end()) {
+        return std::nullopt;
+    }
+    const std::ptrdiff_t index =
+        firstMeasuredIndex(mine) + (at - theirs.begin()) - firstMeasuredIndex(theirs);
+    if (index < 0 || index >= static_cast<std::ptrdiff_t>(mine.size())) {
+        return std::nullopt;
+    }
+    return mine[static_cast<std::size_t>(index)].iteration;
+}
 
 ShiftedRunData::ShiftedRunData(RunDataPtr inner, std::int64_t shift_ns)
     : inner_(std::move(inner)), shift_(shift_ns) {

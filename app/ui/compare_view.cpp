@@ -4,6 +4,7 @@
 
 #include <QHeaderView>
 #include <QIdentityProxyModel>
+#include <QLabel>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -44,8 +45,19 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     notes_->setVisible(false);
     layout->addWidget(notes_);
     auto* split = new QSplitter(Qt::Vertical);
+    // The timelines with a line under them for the selected op or the dragged range.
+    auto* top = new QWidget;
+    auto* top_layout = new QVBoxLayout(top);
+    top_layout->setContentsMargins(0, 0, 0, 0);
     chart_ = new TraceChart;
-    split->addWidget(chart_);
+    top_layout->addWidget(chart_, 1);
+    status_ = new QLabel;
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    top_layout->addWidget(status_);
+    connect(chart_, &TraceChart::selectionDescribed, status_, &QLabel::setText);
+    connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
+    split->addWidget(top);
     table_ = new QTableView;
     model_ = new CompareModel(this);
     auto* colors = new VerdictColors(this);
@@ -74,6 +86,7 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     }
     model_->setComparison(analysis::compareRuns(stats));
     chart_->setRuns(runs_, false, keep_view);
+    status_->clear();
     // Room for every run's ranks to stay readable; past the window's height the splitter gives
     // way to the table's minimum.
     int ranks = 0;

@@ -31,6 +31,7 @@ class CompareView : public QWidget {
 
   private:
     TraceChart* chart_;
+    QLabel* status_;  // the selected op or dragged range
     QTableView* table_;
     CompareModel* model_;
     QLabel* notes_;

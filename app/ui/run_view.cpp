@@ -300,27 +300,65 @@ bool TraceChart::selectAt(const QPointF& pos) {
     if (t) {
         if (auto op = t->opAt(pos)) {
             selected_ = op;
-            auto deps = t->run()->dependencies(*op);
-            QStringList names;
-            for (const auto& d : deps) {
-                names << QString::fromStdString(opLabel(d)) +
-                             QStringLiteral(" (rank %1)").arg(d.rank);
-            }
-            t->setSelection(op, std::move(deps));
-            emit selectionDescribed(
-                tr("%1 on rank %2: %3 from %4; waits for %5")
-                    .arg(QString::fromStdString(opLabel(*op)))
-                    .arg(op->rank)
-                    .arg(formatDuration(static_cast<double>(op->duration())),
-                         formatDuration(static_cast<double>(op->start_ns)),
-                         names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", "))));
+            t->setSelection(op, t->run()->dependencies(*op));
         }
     }
-    if (!selected_) {
-        emit selectionDescribed(QString());
-    }
+    showSelection();
     replot();
     return selected_.has_value();
+}
+
+void TraceChart::setFollowMicrobatch(bool on) {
+    follow_microbatch_ = on;
+    showSelection();
+    replot();
+}
+
+void TraceChart::showSelection() {
+    // The selected op, on whichever run's timeline it is.
+    const TimelinePlottable* holder = nullptr;
+    for (auto* t : timelines_) {
+        if (t->selectedOp()) {
+            holder = t;
+        }
+    }
+    const std::optional<trace::OpRecord> op =
+        holder ? holder->selectedOp() : std::optional<trace::OpRecord>();
+    const bool follow = op && follow_microbatch_ && op->microbatch >= 0;
+    // Its micro-batch, on every run of a comparison: in the iteration at the same place once
+    // the runs are lined up at their first measured iteration.
+    for (auto* t : timelines_) {
+        std::optional<int> iteration;
+        if (follow) {
+            iteration = t == holder ? std::optional<int>(op->iteration)
+                                    : t->run()->matchingIteration(*holder->run(), op->iteration);
+        }
+        t->setHighlight(iteration ? t->run()->microbatchOps(*iteration, op->microbatch)
+                                  : std::vector<trace::OpRecord>{});
+    }
+    if (!op) {
+        emit selectionDescribed(QString());
+        return;
+    }
+    QStringList names;
+    for (const auto& d : holder->dependencies()) {
+        names << QString::fromStdString(opLabel(d)) + QStringLiteral(" (rank %1)").arg(d.rank);
+    }
+    QString text = tr("%1 on rank %2: %3 from %4; waits for %5")
+                       .arg(QString::fromStdString(opLabel(*op)))
+                       .arg(op->rank)
+                       .arg(formatDuration(static_cast<double>(op->duration())),
+                            formatDuration(static_cast<double>(op->start_ns)),
+                            names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", ")));
+    if (follow) {
+        text +=
+            timelines_.size() > 1
+                ? tr(" · micro-batch %1 highlighted in every run (M: off)").arg(op->microbatch)
+                : tr(" · micro-batch %1 highlighted on every rank (M: off)").arg(op->microbatch);
+    } else if (op->microbatch >= 0) {
+        text += tr(" · M highlights micro-batch %1").arg(op->microbatch);
+    }
+    emit selectionDescribed(text);
 }
 
 void TraceChart::setRangeSelection(std::optional<QCPRange> range_ms) {
@@ -465,12 +503,17 @@ void TraceChart::keyPressEvent(QKeyEvent* event) {
             fitAll();
             replot();
             break;
+        case Qt::Key_M:
+            setFollowMicrobatch(!follow_microbatch_);
+            break;
         case Qt::Key_Escape:
             setRangeSelection(std::nullopt);
             for (auto* t : timelines_) {
                 t->setSelection(std::nullopt, {});
+                t->setHighlight({});
             }
             selected_.reset();
+            emit selectionDescribed(QString());
             replot();
             break;
         default:

@@ -56,6 +56,10 @@ class TraceChart : public QCustomPlot {
     std::optional<trace::OpRecord> selectedOp() const { return selected_; }
     // Selects the op under a pixel of run `run_index`'s timeline (as a click does).
     bool selectAt(const QPointF& pos);
+    // While on (the default), selecting an op highlights its micro-batch's path through the
+    // pipeline, on every rank, over a faded timeline (M toggles it).
+    void setFollowMicrobatch(bool on);
+    bool followsMicrobatch() const { return follow_microbatch_; }
     std::optional<QCPRange> rangeSelection() const { return range_; }
     void setRangeSelection(std::optional<QCPRange> range_ms);
     // Per-rank busy time and bubble in the dragged range, as text.
@@ -78,6 +82,8 @@ class TraceChart : public QCustomPlot {
     void rebuild(bool keep_view);
     void onRangeChanged(const QCPRange& range);
     TimelinePlottable* timelineAt(const QPointF& pos) const;
+    // Highlights the selected op's micro-batch (or nothing) and says what is selected.
+    void showSelection();
     QCPRange fullRange() const;
 
     std::vector<RunDataPtr> runs_;
@@ -89,6 +95,7 @@ class TraceChart : public QCustomPlot {
     std::unique_ptr<MemoryLayer> memory_;
     QCPAxisRect* memory_rect_ = nullptr;
     std::optional<trace::OpRecord> selected_;
+    bool follow_microbatch_ = true;
     std::optional<QCPRange> range_;
     std::optional<QPointF> press_;
     bool dragging_ = false;

@@ -21,6 +21,14 @@ QColor bubbleColor() {
     return QColor(0xbd, 0xbd, 0xbd);
 }
 
+// An op's colour while another micro-batch is highlighted: most of the way to white, so the
+// highlighted path stands out and the schedule around it still reads.
+QColor fadedColor(const QColor& c) {
+    constexpr double kKeep = 0.28;
+    const auto mix = [](int v) { return static_cast<int>(std::lround(255 - (255 - v) * kKeep)); };
+    return QColor(mix(c.red()), mix(c.green()), mix(c.blue()));
+}
+
 }  // namespace
 
 std::optional<QFont> labelFontFor(const QFont& base, double band_px) {
@@ -193,7 +201,12 @@ void TimelinePlottable::setRun(RunDataPtr run) {
     lod_.reset();
     selected_.reset();
     deps_.clear();
+    highlight_.clear();
     range_ms_.reset();
+}
+
+void TimelinePlottable::setHighlight(std::vector<trace::OpRecord> ops) {
+    highlight_ = std::move(ops);
 }
 
 void TimelinePlottable::setSelection(std::optional<trace::OpRecord> op,
@@ -252,6 +265,7 @@ void TimelinePlottable::draw(QCPPainter* painter) {
         painter->fillRect(lane.intersected(QRectF(clip)), bubble);
     }
     drawEntries(painter, got.entry->result, clip);
+    drawHighlight(painter, clip);
     if (range_ms_) {
         const double x0 = mKeyAxis->coordToPixel(range_ms_->lower);
         const double x1 = mKeyAxis->coordToPixel(range_ms_->upper);
@@ -282,13 +296,20 @@ void TimelinePlottable::draw(QCPPainter* painter) {
 
 void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResult& lod,
                                     const QRect& clip) {
-    // Colours per kind, plain and lighter for folded entries, made once per paint.
+    // Colours per kind, plain and lighter for folded entries, made once per paint; all of them
+    // faded towards the background while a micro-batch is highlighted over them.
     constexpr int kKinds = trace::kOpKindCount;
     std::array<std::array<QColor, 3>, kKinds> colours;
+    const bool faded = !highlight_.empty();
     for (int k = 0; k < kKinds; ++k) {
         const QColor c = opKindColor(static_cast<OpKind>(k));
         // Folded ops are lighter, so a run of tiny ops never reads as one long op.
         colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
+        if (faded) {
+            for (QColor& shade : colours[static_cast<std::size_t>(k)]) {
+                shade = fadedColor(shade);
+            }
+        }
     }
     // Micro-batch labels (on compute lanes, all as tall as rank 0's, to a pixel of rounding)
     // shrink to the band, down to a legible 7 px, so that a short window, where a rank's band
@@ -333,11 +354,48 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
                 box.width() > label_min_width) {
                 const QString label = QString::number(e.microbatch);
                 if (fm.horizontalAdvance(label) + 4 < box.width()) {
-                    painter->setPen(Qt::white);
+                    painter->setPen(faded ? QColor(0x75, 0x75, 0x75) : QColor(Qt::white));
                     painter->drawText(box, Qt::AlignCenter, label);
                     painter->setPen(Qt::NoPen);
                 }
             }
+        }
+    }
+    painter->setFont(base_font);
+}
+
+void TimelinePlottable::drawHighlight(QCPPainter* painter, const QRect& clip) {
+    if (highlight_.empty()) {
+        return;
+    }
+    const QFont base_font = painter->font();
+    const LaneBand compute = laneBand(0, Lane::Compute, withGpu());
+    const std::optional<QFont> label_font = labelFontFor(
+        base_font,
+        std::abs(mValueAxis->coordToPixel(compute.bottom) - mValueAxis->coordToPixel(compute.top)) -
+            1);
+    if (label_font) {
+        painter->setFont(*label_font);
+    }
+    const QFontMetrics fm(painter->font());
+    const QRectF view(clip);
+    for (const trace::OpRecord& op : highlight_) {
+        QRectF box = boxFor(op.start_ns, op.end_ns, op.rank, op.lane);
+        if (box.right() < view.left() - 1 || box.left() > view.right() + 1) {
+            continue;
+        }
+        // Snapped as the entries are, and never narrower than a pixel.
+        box.setLeft(std::round(std::max(box.left(), view.left() - 1)));
+        box.setRight(std::max(std::round(std::min(box.right(), view.right() + 1)), box.left() + 1));
+        box.setTop(std::round(box.top()));
+        box.setBottom(std::round(box.bottom()));
+        painter->fillRect(box, opKindColor(op.kind));
+        const QString label = QString::number(op.microbatch);
+        if (label_font && op.lane == Lane::Compute &&
+            fm.horizontalAdvance(label) + 4 < box.width()) {
+            painter->setPen(Qt::white);
+            painter->drawText(box, Qt::AlignCenter, label);
+            painter->setPen(Qt::NoPen);
         }
     }
     painter->setFont(base_font);

@@ -43,8 +43,14 @@ class TimelinePlottable : public QCPAbstractPlottable {
     // The selected op and the ops it depends on (outlined), or none.
     void setSelection(std::optional<trace::OpRecord> op, std::vector<trace::OpRecord> deps);
     const std::optional<trace::OpRecord>& selectedOp() const { return selected_; }
+    const std::vector<trace::OpRecord>& dependencies() const { return deps_; }
     // A dragged time range (ms), shaded; none to clear.
     void setRangeSelection(std::optional<QCPRange> range_ms);
+    // Ops drawn in full colour over a faded timeline (one micro-batch's path through the
+    // pipeline, RunData::microbatchOps), at every zoom: an op folded into a summary entry is
+    // still drawn, at least a pixel wide. Empty: nothing fades.
+    void setHighlight(std::vector<trace::OpRecord> ops);
+    const std::vector<trace::OpRecord>& highlight() const { return highlight_; }
 
     // Interactive use: a repaint draws at once from the last level-of-detail result (fetched
     // for a window half a view wider on each side, so pans are covered) and, when that does not
@@ -83,6 +89,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
     bool withGpu() const { return run_ && run_->stats().gpu_spans; }
     QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
     void drawEntries(QCPPainter* painter, const trace::OpLodResult& lod, const QRect& clip);
+    void drawHighlight(QCPPainter* painter, const QRect& clip);
 
     RunDataPtr run_;
     bool background_ = false;
@@ -92,6 +99,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
 
     std::optional<trace::OpRecord> selected_;
     std::vector<trace::OpRecord> deps_;
+    std::vector<trace::OpRecord> highlight_;
     std::optional<QCPRange> range_ms_;
     std::int64_t last_entries_ = 0;
     double last_draw_ms_ = 0;

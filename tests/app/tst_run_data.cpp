@@ -1,4 +1,6 @@
 // The in-memory simulated run answers like the trace file the simulator writes for it.
+#include <set>
+
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtTest>
@@ -19,6 +21,7 @@ class TstRunData : public QObject {
     void simMatchesItsTrace_data();
     void simMatchesItsTrace();
     void receiveDependsOnItsSend();
+    void microbatchPathAcrossRuns();
     void methodsRequestGivesEveryMethod();
     void methodsAndSweepsWorkFromAnyConfig();
     void badTraceNamesTheFile();
@@ -110,6 +113,64 @@ void TstRunData::receiveDependsOnItsSend() {
         break;
     }
     QVERIFY(checked);
+}
+
+void TstRunData::microbatchPathAcrossRuns() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY(parsed.ok());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const app::SimRunData mem(std::move(*sim.result), "run");
+    QTemporaryDir dir;
+    const std::string db = dir.filePath("three.db").toStdString();
+    QVERIFY(app::saveSimTrace(mem, db, 3, false).ok());
+    std::string error;
+    const auto file = app::TraceRunData::open(db, &error);
+    QVERIFY2(file, error.c_str());
+    QCOMPARE(static_cast<int>(file->stats().iterations.size()), 3);
+    QVERIFY(!file->stats().iterations[0].measured && file->stats().iterations[1].measured);
+
+    // Micro-batch 3 of the simulation: every op of it, on every rank, and nothing else.
+    const auto range = mem.timeRange();
+    std::size_t expected = 0;
+    for (int r = 0; r < mem.rankCount(); ++r) {
+        for (const auto& op : mem.ops(r, range.start_ns, range.end_ns + 1)) {
+            expected += op.microbatch == 3 ? 1 : 0;
+        }
+    }
+    const auto path = mem.microbatchOps(0, 3);
+    QCOMPARE(path.size(), expected);
+    std::set<int> ranks;
+    std::set<trace::OpKind> kinds;
+    for (const auto& op : path) {
+        QCOMPARE(op.microbatch, 3);
+        ranks.insert(op.rank);
+        kinds.insert(op.kind);
+    }
+    QCOMPARE(static_cast<int>(ranks.size()), mem.rankCount());
+    for (auto kind :
+         {trace::OpKind::F, trace::OpKind::B, trace::OpKind::SendF, trace::OpKind::RecvB}) {
+        QVERIFY2(kinds.count(kind), trace::toString(kind).data());
+    }
+    QVERIFY(mem.microbatchOps(0, -1).empty());  // the optimizer step's "micro-batch"
+
+    // The trace of three iterations: the same path in the iteration asked for, and only there.
+    const auto second = file->microbatchOps(2, 3);
+    QCOMPARE(second.size(), expected);
+    for (const auto& op : second) {
+        QCOMPARE(op.iteration, 2);
+    }
+    QVERIFY(file->microbatchOps(7, 3).empty());  // no such iteration
+
+    // Lined up at their first measured iteration, the simulation's one iteration sits where the
+    // trace's iteration 1 does (iteration 0 is the trace's warm-up).
+    QCOMPARE(mem.matchingIteration(*file, 1), std::optional<int>(0));
+    QCOMPARE(file->matchingIteration(mem, 0), std::optional<int>(1));
+    QCOMPARE(mem.matchingIteration(*file, 2), std::optional<int>());
+    QCOMPARE(mem.matchingIteration(*file, 0), std::optional<int>());
+    QCOMPARE(file->matchingIteration(*file, 2), std::optional<int>(2));
+    QCOMPARE(file->matchingIteration(mem, 9), std::optional<int>());
 }
 
 namespace {

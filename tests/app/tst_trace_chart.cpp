@@ -1,6 +1,9 @@
 // The trace chart never waits for the trace file on a repaint: after a zoom it draws the detail
 // it has, fetches the new window on a worker and repaints when it lands; pans within half a view
 // need no query; an export always draws exactly its own window.
+#include <set>
+
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -39,6 +42,7 @@ class TstTraceChart : public QObject {
     void chartTitleFitsItsWidth();
     void labelFontFitsTheBand_data();
     void labelFontFitsTheBand();
+    void selectionHighlightsItsMicrobatch();
 
   private:
     QTemporaryDir dir_;
@@ -478,4 +482,96 @@ void TstTraceChart::labelFontFitsTheBand() {
     } else {
         QVERIFY(font->pixelSize() >= 7);
     }
+}
+
+void TstTraceChart::selectionHighlightsItsMicrobatch() {
+    chart_->fitAll();
+    chart_->replot();
+    QTRY_VERIFY_WITH_TIMEOUT(!timeline()->queryRunning(), 5000);
+    const trace::TimeRange all = run_->timeRange();
+    // Rank 1's forward of micro-batch 3, and every op of that micro-batch, read from the trace.
+    std::optional<trace::OpRecord> f3;
+    std::optional<trace::OpRecord> other;  // a compute op of another micro-batch on rank 2
+    for (const auto& op : run_->ops(1, all.start_ns, all.end_ns + 1)) {
+        if (op.kind == trace::OpKind::F && op.microbatch == 3 && !f3) {
+            f3 = op;
+        }
+    }
+    QVERIFY(f3);
+    std::set<std::int64_t> expected;
+    std::set<int> ranks;
+    for (int r = 0; r < run_->rankCount(); ++r) {
+        for (const auto& op : run_->ops(r, all.start_ns, all.end_ns + 1)) {
+            if (op.microbatch == 3 && op.iteration == f3->iteration) {
+                expected.insert(op.id);
+                ranks.insert(r);
+            } else if (r == 2 && op.lane == trace::Lane::Compute && op.microbatch >= 0 &&
+                       op.microbatch != 3 && (!other || op.duration() > other->duration())) {
+                other = op;
+            }
+        }
+    }
+    QCOMPARE(static_cast<int>(ranks.size()), run_->rankCount());
+    QVERIFY(other);
+
+    auto* t = timeline();
+    const auto centre = [&](const trace::OpRecord& op, double across, double down) {
+        const auto band = app::laneBand(op.rank, op.lane);
+        const double x0 = t->keyAxis()->coordToPixel(static_cast<double>(op.start_ns) / 1e6);
+        const double x1 = t->keyAxis()->coordToPixel(static_cast<double>(op.end_ns) / 1e6);
+        return QPointF(x0 + (x1 - x0) * across,
+                       t->valueAxis()->coordToPixel(band.top + (band.bottom - band.top) * down));
+    };
+    QSignalSpy described(chart_.get(), &app::TraceChart::selectionDescribed);
+    QVERIFY(chart_->followsMicrobatch());
+    QVERIFY(chart_->selectAt(centre(*f3, 0.5, 0.5)));
+    QCOMPARE(chart_->selectedOp()->id, f3->id);
+    std::set<std::int64_t> got;
+    for (const auto& op : t->highlight()) {
+        QCOMPARE(op.microbatch, 3);
+        got.insert(op.id);
+    }
+    QCOMPARE(got, expected);
+    QVERIFY(!described.isEmpty());
+    QVERIFY2(described.last().at(0).toString().contains("micro-batch 3 highlighted"),
+             qPrintable(described.last().at(0).toString()));
+
+    // Drawn: the path in its own colour, the rest faded towards white.
+    const QImage image = chart_->toPixmap(chart_->width(), chart_->height()).toImage();
+    const QPoint on_path = centre(*f3, 0.2, 0.25).toPoint();
+    const QPoint off_path = centre(*other, 0.2, 0.25).toPoint();
+    const QColor path_colour = image.pixelColor(on_path);
+    const QColor faded = image.pixelColor(off_path);
+    QCOMPARE(path_colour, app::opKindColor(trace::OpKind::F));
+    QVERIFY2(faded.lightness() > app::opKindColor(other->kind).lightness() + 60,
+             qPrintable(faded.name() + " at a faded op"));
+
+    // M turns it off and on; Esc clears the selection and the highlight.
+    QTest::keyClick(chart_.get(), Qt::Key_M);
+    QVERIFY(!chart_->followsMicrobatch());
+    QVERIFY(t->highlight().empty());
+    QVERIFY(chart_->selectedOp());
+    QVERIFY2(described.last().at(0).toString().contains("M highlights micro-batch 3"),
+             qPrintable(described.last().at(0).toString()));
+    const QImage plain = chart_->toPixmap(chart_->width(), chart_->height()).toImage();
+    QCOMPARE(plain.pixelColor(off_path), app::opKindColor(other->kind));
+    QTest::keyClick(chart_.get(), Qt::Key_M);
+    QCOMPARE(static_cast<std::size_t>(t->highlight().size()), expected.size());
+    QTest::keyClick(chart_.get(), Qt::Key_Escape);
+    QVERIFY(!chart_->selectedOp());
+    QVERIFY(t->highlight().empty());
+    QCOMPARE(described.last().at(0).toString(), QString());
+
+    // In a comparison, the micro-batch lights up in every run.
+    app::TraceChart both;
+    both.resize(1000, 600);
+    both.setRuns({run_, run_}, false);
+    both.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&both));
+    both.fitAll();
+    both.replot();
+    t = both.timelines().front();
+    QVERIFY(both.selectAt(centre(*f3, 0.5, 0.5)));
+    QCOMPARE(both.timelines().back()->highlight().size(), expected.size());
+    QVERIFY(!both.timelines().back()->selectedOp());
 }

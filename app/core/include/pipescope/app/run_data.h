@@ -46,6 +46,14 @@ class RunData {
     // The ops `op` waits for before it can start or end (its inputs, the previous op of its
     // stream, the send a receive waits for, the other members of a collective).
     virtual std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const = 0;
+    // The path of one micro-batch through the pipeline: every op of `microbatch` in
+    // `iteration`, on every rank and lane, sorted by rank and start; empty for a negative
+    // micro-batch (an optimizer step has none). Reads one iteration of each rank.
+    std::vector<trace::OpRecord> microbatchOps(int iteration, int microbatch) const;
+    // The iteration of this run at the place `iteration` of `other` has when both are lined up
+    // at their first measured iteration (the same number when neither has iteration figures);
+    // nullopt when this run has no such iteration.
+    std::optional<int> matchingIteration(const RunData& other, int iteration) const;
 
     // The metrics of architecture.md, as pipescope-trace stats computes them.
     const analysis::RunStats& stats() const { return stats_; }
