@@ -294,6 +294,16 @@ void TimelinePlottable::draw(QCPPainter* painter) {
             .count();
 }
 
+std::optional<QFont> TimelinePlottable::microbatchLabelFont(const QFont& base) const {
+    // Micro-batch labels (on compute lanes, all as tall as rank 0's, to a pixel of rounding)
+    // shrink to the band, down to a legible 7 px, so that a short window, where a rank's band
+    // is thinner than a line of text, still shows them.
+    const LaneBand compute = laneBand(0, Lane::Compute, withGpu());
+    return labelFontFor(base, std::abs(mValueAxis->coordToPixel(compute.bottom) -
+                                       mValueAxis->coordToPixel(compute.top)) -
+                                  1);
+}
+
 void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResult& lod,
                                     const QRect& clip) {
     // Colours per kind, plain and lighter for folded entries, made once per paint; all of them
@@ -311,15 +321,8 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
             }
         }
     }
-    // Micro-batch labels (on compute lanes, all as tall as rank 0's, to a pixel of rounding)
-    // shrink to the band, down to a legible 7 px, so that a short window, where a rank's band
-    // is thinner than a line of text, still shows them.
     const QFont base_font = painter->font();
-    const LaneBand compute = laneBand(0, Lane::Compute, withGpu());
-    const std::optional<QFont> label_font = labelFontFor(
-        base_font,
-        std::abs(mValueAxis->coordToPixel(compute.bottom) - mValueAxis->coordToPixel(compute.top)) -
-            1);
+    const std::optional<QFont> label_font = microbatchLabelFont(base_font);
     const QFontMetrics fm(label_font.value_or(base_font));
     const double label_min_width = fm.horizontalAdvance(QStringLiteral("0")) + 4;
     if (label_font) {
@@ -369,11 +372,7 @@ void TimelinePlottable::drawHighlight(QCPPainter* painter, const QRect& clip) {
         return;
     }
     const QFont base_font = painter->font();
-    const LaneBand compute = laneBand(0, Lane::Compute, withGpu());
-    const std::optional<QFont> label_font = labelFontFor(
-        base_font,
-        std::abs(mValueAxis->coordToPixel(compute.bottom) - mValueAxis->coordToPixel(compute.top)) -
-            1);
+    const std::optional<QFont> label_font = microbatchLabelFont(base_font);
     if (label_font) {
         painter->setFont(*label_font);
     }

@@ -90,6 +90,8 @@ class TimelinePlottable : public QCPAbstractPlottable {
     QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
     void drawEntries(QCPPainter* painter, const trace::OpLodResult& lod, const QRect& clip);
     void drawHighlight(QCPPainter* painter, const QRect& clip);
+    // The font of the compute lanes' micro-batch labels; none when the band is too thin.
+    std::optional<QFont> microbatchLabelFont(const QFont& base) const;
 
     RunDataPtr run_;
     bool background_ = false;

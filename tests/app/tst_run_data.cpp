@@ -14,6 +14,24 @@
 
 using namespace pipescope;
 
+namespace {
+
+// The embedded default preset, simulated.
+app::SimRunData simulatedDefault() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    if (!parsed.ok()) {
+        qFatal("%s", parsed.errorText().c_str());
+    }
+    auto sim = sim::simulate(*parsed.config);
+    if (!sim.result) {
+        qFatal("the default preset did not simulate");
+    }
+    return app::SimRunData(std::move(*sim.result), "run");
+}
+
+}  // namespace
+
 class TstRunData : public QObject {
     Q_OBJECT
 
@@ -92,12 +110,7 @@ void TstRunData::simMatchesItsTrace() {
 }
 
 void TstRunData::receiveDependsOnItsSend() {
-    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                           "/resources/presets/default.json");
-    QVERIFY(parsed.ok());
-    auto sim = sim::simulate(*parsed.config);
-    QVERIFY(sim.result);
-    const app::SimRunData mem(std::move(*sim.result), "run");
+    const app::SimRunData mem = simulatedDefault();
     const auto range = mem.timeRange();
     bool checked = false;
     for (const auto& op : mem.ops(1, range.start_ns, range.end_ns + 1)) {
@@ -116,12 +129,7 @@ void TstRunData::receiveDependsOnItsSend() {
 }
 
 void TstRunData::microbatchPathAcrossRuns() {
-    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                           "/resources/presets/default.json");
-    QVERIFY(parsed.ok());
-    auto sim = sim::simulate(*parsed.config);
-    QVERIFY(sim.result);
-    const app::SimRunData mem(std::move(*sim.result), "run");
+    const app::SimRunData mem = simulatedDefault();
     QTemporaryDir dir;
     const std::string db = dir.filePath("three.db").toStdString();
     QVERIFY(app::saveSimTrace(mem, db, 3, false).ok());
