@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,32 @@ int main(int argc, char** argv) {
         std::printf("detail latency (worker query): median %.2f ms, max %.2f ms over %zu queries\n",
                     percentile(latency_all, 0.5),
                     *std::max_element(latency_all.begin(), latency_all.end()), latency_all.size());
+    }
+
+    // A click on an op, as at this zoom: the selection reads what the op waits for and its
+    // micro-batch's path (every op of that micro-batch in that iteration, on every rank).
+    const auto band = pipescope::app::laneBand(0, pipescope::trace::Lane::Compute);
+    const QCPRange view = chart.timeRangeMs();
+    std::optional<pipescope::trace::OpRecord> picked;
+    for (double x = 0.5; x < 1.0 && !picked; x += 0.01) {
+        picked = timeline->opAt(
+            QPointF(timeline->keyAxis()->coordToPixel(view.lower + view.size() * x),
+                    timeline->valueAxis()->coordToPixel((band.top + band.bottom) / 2)));
+    }
+    if (picked) {
+        QElapsedTimer click;
+        click.start();
+        const auto deps = run->dependencies(*picked);
+        const double deps_ms = static_cast<double>(click.nsecsElapsed()) / 1e6;
+        click.restart();
+        const auto path = run->microbatchOps(picked->iteration, picked->microbatch);
+        const double path_ms = static_cast<double>(click.nsecsElapsed()) / 1e6;
+        std::printf(
+            "selecting an op (rank 0, micro-batch %d): dependencies %.1f ms (%zu ops), "
+            "micro-batch path %.1f ms (%s)\n",
+            picked->microbatch, deps_ms, deps.size(), path_ms,
+            path ? (std::to_string(path->size()) + " ops").c_str()
+                 : "gave up at the selection budget");
     }
     if (made && !keep) {
         std::filesystem::remove(trace_path);

@@ -6,19 +6,24 @@ namespace pipescope::app {
 
 RunData::~RunData() = default;
 
-std::vector<trace::OpRecord> RunData::microbatchOps(int iteration, int microbatch) const {
+trace::TimeRange RunData::iterationWindow(int iteration) const {
+    for (const auto& it : stats_.iterations) {
+        if (it.iteration == iteration) {
+            return {it.start_ns, it.end_ns};
+        }
+    }
+    return timeRange();
+}
+
+std::optional<std::vector<trace::OpRecord>> RunData::microbatchOps(int iteration,
+                                                                   int microbatch) const {
     std::vector<trace::OpRecord> out;
     if (microbatch < 0) {
         return out;
     }
-    // The iteration's window; the whole run when the run has no iteration statistics.
-    trace::TimeRange window = timeRange();
-    for (const auto& it : stats_.iterations) {
-        if (it.iteration == iteration) {
-            window = {it.start_ns, it.end_ns};
-            break;
-        }
-    }
+    // In memory: every op of the iteration, tested here (a simulation reads them in
+    // microseconds).
+    const trace::TimeRange window = iterationWindow(iteration);
     for (int r = 0; r < rankCount(); ++r) {
         for (auto& o : ops(r, window.start_ns, window.end_ns + 1)) {
             if (o.microbatch == microbatch && o.iteration == iteration) {
@@ -115,6 +120,18 @@ std::vector<trace::OpRecord> ShiftedRunData::dependencies(const trace::OpRecord&
     for (auto& o : out) {
         o.start_ns -= shift_;
         o.end_ns -= shift_;
+    }
+    return out;
+}
+
+std::optional<std::vector<trace::OpRecord>> ShiftedRunData::microbatchOps(int iteration,
+                                                                          int microbatch) const {
+    auto out = inner_->microbatchOps(iteration, microbatch);
+    if (out) {
+        for (auto& o : *out) {
+            o.start_ns -= shift_;
+            o.end_ns -= shift_;
+        }
     }
     return out;
 }

@@ -64,6 +64,16 @@ std::vector<trace::OpRecord> TraceRunData::ops(int rank, std::int64_t t0, std::i
     return reader_.ops(rank, t0, t1);
 }
 
+std::optional<std::vector<trace::OpRecord>> TraceRunData::microbatchOps(int iteration,
+                                                                        int microbatch) const {
+    if (microbatch < 0) {
+        return std::vector<trace::OpRecord>{};
+    }
+    const trace::TimeRange window = iterationWindow(iteration);
+    return reader_.microbatchOps(iteration, microbatch, window.start_ns, window.end_ns + 1,
+                                 kSelectionBudget);
+}
+
 std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op) const {
     // A trace records no graph, so the dependencies are recovered from what the ops say: the
     // previous op of the same rank and lane, the send a receive pairs with, the other members of

@@ -327,14 +327,19 @@ void TraceChart::showSelection() {
     const bool follow = op && follow_microbatch_ && op->microbatch >= 0;
     // Its micro-batch, on every run of a comparison: in the iteration at the same place once
     // the runs are lined up at their first measured iteration.
+    bool gave_up = false;
     for (auto* t : timelines_) {
         std::optional<int> iteration;
         if (follow) {
             iteration = t == holder ? std::optional<int>(op->iteration)
                                     : t->run()->matchingIteration(*holder->run(), op->iteration);
         }
-        t->setHighlight(iteration ? t->run()->microbatchOps(*iteration, op->microbatch)
-                                  : std::vector<trace::OpRecord>{});
+        std::optional<std::vector<trace::OpRecord>> path;
+        if (iteration) {
+            path = t->run()->microbatchOps(*iteration, op->microbatch);
+            gave_up |= !path;
+        }
+        t->setHighlight(path ? std::move(*path) : std::vector<trace::OpRecord>{});
     }
     if (!op) {
         emit selectionDescribed(QString());
@@ -350,7 +355,12 @@ void TraceChart::showSelection() {
                        .arg(formatDuration(static_cast<double>(op->duration())),
                             formatDuration(static_cast<double>(op->start_ns)),
                             names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", ")));
-    if (follow) {
+    if (follow && gave_up) {
+        text += tr(" · micro-batch %1 not highlighted: its iteration has too many ops to "
+                   "search in %2 ms")
+                    .arg(op->microbatch)
+                    .arg(RunData::kSelectionBudget.count());
+    } else if (follow) {
         text +=
             timelines_.size() > 1
                 ? tr(" · micro-batch %1 highlighted in every run (M: off)").arg(op->microbatch)

@@ -358,6 +358,45 @@ std::vector<OpRecord> TraceReader::ops(int rank, std::int64_t t0, std::int64_t t
     return impl_->rawOps(rank, lane ? static_cast<int>(*lane) : -1, 0, t0, t1, &rows);
 }
 
+std::optional<std::vector<OpRecord>> TraceReader::microbatchOps(
+    int iteration, int microbatch, std::int64_t t0, std::int64_t t1,
+    std::chrono::milliseconds budget) const {
+    // With the indexes, SQLite walks (rank, start_ns) and tests the rest per row; without them,
+    // one scan. Either way a progress handler holds the search to its budget.
+    Stmt s(impl_->db, std::string("SELECT ") + kOpColumns +
+                          " FROM op WHERE rank = ? AND start_ns >= ? AND start_ns < ? AND "
+                          "microbatch = ? AND iteration = ? ORDER BY start_ns, rowid");
+    struct Deadline {
+        std::chrono::steady_clock::time_point at;
+    } deadline{std::chrono::steady_clock::now() + budget};
+    sqlite3_progress_handler(
+        impl_->db.get(), 1000,
+        [](void* p) {
+            return std::chrono::steady_clock::now() > static_cast<Deadline*>(p)->at ? 1 : 0;
+        },
+        &deadline);
+    std::vector<OpRecord> out;
+    bool complete = s.valid();
+    for (std::size_t i = 0; complete && i < impl_->ranks.size(); ++i) {
+        s.reset();
+        s.bind(1, impl_->ranks[i].rank)
+            .bind(2, t0)
+            .bind(3, t1)
+            .bind(4, microbatch)
+            .bind(5, iteration);
+        int rc;
+        while ((rc = s.step()) == SQLITE_ROW) {
+            const OpRecord o = Impl::readOp(s);
+            if (isKnownOp(o)) {
+                out.push_back(o);
+            }
+        }
+        complete = rc == SQLITE_DONE;
+    }
+    sqlite3_progress_handler(impl_->db.get(), 0, nullptr, nullptr);
+    return complete ? std::optional<std::vector<OpRecord>>(std::move(out)) : std::nullopt;
+}
+
 TraceStatus TraceReader::forEachOp(const std::function<bool(const OpRecord&)>& fn) const {
     Stmt s(impl_->db,
            std::string("SELECT ") + kOpColumns + " FROM op ORDER BY rank, start_ns, rowid");

@@ -147,7 +147,7 @@ void TstRunData::microbatchPathAcrossRuns() {
             expected += op.microbatch == 3 ? 1 : 0;
         }
     }
-    const auto path = mem.microbatchOps(0, 3);
+    const auto path = mem.microbatchOps(0, 3).value();
     QCOMPARE(path.size(), expected);
     std::set<int> ranks;
     std::set<trace::OpKind> kinds;
@@ -161,15 +161,24 @@ void TstRunData::microbatchPathAcrossRuns() {
          {trace::OpKind::F, trace::OpKind::B, trace::OpKind::SendF, trace::OpKind::RecvB}) {
         QVERIFY2(kinds.count(kind), trace::toString(kind).data());
     }
-    QVERIFY(mem.microbatchOps(0, -1).empty());  // the optimizer step's "micro-batch"
+    QVERIFY(mem.microbatchOps(0, -1).value().empty());  // the optimizer step's "micro-batch"
 
     // The trace of three iterations: the same path in the iteration asked for, and only there.
-    const auto second = file->microbatchOps(2, 3);
+    const auto second = file->microbatchOps(2, 3).value();
     QCOMPARE(second.size(), expected);
     for (const auto& op : second) {
         QCOMPARE(op.iteration, 2);
     }
-    QVERIFY(file->microbatchOps(7, 3).empty());  // no such iteration
+    QVERIFY(file->microbatchOps(7, 3).value().empty());  // no such iteration
+    // The file's search keeps to its budget: with none, it gives up instead of answering part.
+    const auto all =
+        file->reader().microbatchOps(2, 3, INT64_MIN, INT64_MAX, std::chrono::milliseconds(10'000));
+    QVERIFY(all);
+    QCOMPARE(all->size(), expected);
+    QVERIFY(
+        !file->reader().microbatchOps(2, 3, INT64_MIN, INT64_MAX, std::chrono::milliseconds(0)));
+    // and the connection works as before afterwards.
+    QCOMPARE(file->microbatchOps(2, 3).value().size(), expected);
 
     // Lined up at their first measured iteration, the simulation's one iteration sits where the
     // trace's iteration 1 does (iteration 0 is the trace's warm-up).

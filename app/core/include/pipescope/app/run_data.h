@@ -7,6 +7,7 @@
 // other queries belong to the GUI thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,8 +49,14 @@ class RunData {
     virtual std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const = 0;
     // The path of one micro-batch through the pipeline: every op of `microbatch` in
     // `iteration`, on every rank and lane, sorted by rank and start; empty for a negative
-    // micro-batch (an optimizer step has none). Reads one iteration of each rank.
-    std::vector<trace::OpRecord> microbatchOps(int iteration, int microbatch) const;
+    // micro-batch (an optimizer step has none). A click asks for it, so a trace file gives up
+    // (nullopt) past kSelectionBudget rather than hold the window.
+    virtual std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
+                                                                      int microbatch) const;
+    static constexpr std::chrono::milliseconds kSelectionBudget{250};
+    // First op start to last op end of one iteration, any rank; the whole run when the run has
+    // no figures for that iteration.
+    trace::TimeRange iterationWindow(int iteration) const;
     // The iteration of this run at the place `iteration` of `other` has when both are lined up
     // at their first measured iteration (the same number when neither has iteration figures);
     // nullopt when this run has no such iteration.
@@ -91,6 +98,8 @@ class ShiftedRunData final : public RunData {
                                      int pixels) const override;
     std::vector<trace::OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1) const override;
     std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
+    std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
+                                                              int microbatch) const override;
 
     std::int64_t shiftNs() const { return shift_; }
     const RunDataPtr& inner() const { return inner_; }

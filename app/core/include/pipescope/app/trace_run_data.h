@@ -33,6 +33,8 @@ class TraceRunData final : public RunData {
                                      int pixels) const override;
     std::vector<trace::OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1) const override;
     std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
+    std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
+                                                              int microbatch) const override;
 
     const trace::TraceReader& reader() const { return reader_; }
 

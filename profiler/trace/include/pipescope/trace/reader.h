@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,6 +112,13 @@ class TraceReader {
     // Ops of `rank` that overlap [t0, t1), optionally of one lane, sorted by start.
     std::vector<OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1,
                               std::optional<Lane> lane = std::nullopt) const;
+    // The ops of one micro-batch in one iteration, on every rank and lane, that start in
+    // [t0, t1), sorted by rank and start: filtered by SQLite, so only they are read. A search
+    // that takes longer than `budget` (an iteration of millions of ops) stops and returns
+    // nullopt, as does a read error.
+    std::optional<std::vector<OpRecord>> microbatchOps(int iteration, int microbatch,
+                                                       std::int64_t t0, std::int64_t t1,
+                                                       std::chrono::milliseconds budget) const;
     // Every op, sorted by (rank, start_ns); the callback returns false to stop.
     TraceStatus forEachOp(const std::function<bool(const OpRecord&)>& fn) const;
 
