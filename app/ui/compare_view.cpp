@@ -85,8 +85,8 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
         stats.back().run.name = r->name();
     }
     model_->setComparison(analysis::compareRuns(stats));
+    status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
-    status_->clear();
     // Room for every run's ranks to stay readable; past the window's height the splitter gives
     // way to the table's minimum.
     int ranks = 0;

@@ -46,6 +46,17 @@ void TraceChart::setTitle(const QString& title) {
 }
 
 void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view) {
+    // A re-simulation keeps the selection: the op of the same rank, lane, kind, iteration,
+    // micro-batch and chunk in the new run (so a micro-batch followed through the pipeline stays
+    // lit while the settings change under it).
+    std::optional<trace::OpRecord> previous;
+    std::size_t previous_run = 0;
+    for (std::size_t i = 0; keep_view && i < timelines_.size(); ++i) {
+        if (timelines_[i]->selectedOp()) {
+            previous = timelines_[i]->selectedOp();
+            previous_run = i;
+        }
+    }
     // A view that showed everything goes on showing everything: a changed setting that makes the
     // iteration shorter or longer refits instead of keeping the old span. A zoomed view stays.
     if (keep_view && !rects_.empty()) {
@@ -62,6 +73,22 @@ void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool ke
     selected_.reset();
     range_.reset();
     rebuild(keep_view);
+    if (previous && previous_run < timelines_.size()) {
+        reselect(timelines_[previous_run], *previous);
+    }
+}
+
+void TraceChart::reselect(TimelinePlottable* timeline, const trace::OpRecord& op) {
+    const auto path = timeline->run()->microbatchOps(op.iteration, op.microbatch);
+    for (const auto& o : path ? *path : std::vector<trace::OpRecord>{}) {
+        if (o.rank == op.rank && o.lane == op.lane && o.kind == op.kind && o.chunk == op.chunk) {
+            selected_ = o;
+            timeline->setSelection(o, timeline->run()->dependencies(o));
+            break;
+        }
+    }
+    showSelection();
+    replot();
 }
 
 void TraceChart::rebuild(bool keep_view) {
@@ -579,9 +606,9 @@ void RunView::setRun(RunDataPtr run, bool keep_view) {
         memory_rank_->setCurrentIndex(index >= 0 ? index : 0);
     }
     chart_->setMemoryRank(memory_rank_->currentData().toInt());
+    status_->clear();  // before the chart says what it selected again
     chart_->setRuns(run ? std::vector<RunDataPtr>{run} : std::vector<RunDataPtr>{}, true,
                     keep_view);
-    status_->clear();
 }
 
 }  // namespace pipescope::app

@@ -84,6 +84,8 @@ class TraceChart : public QCustomPlot {
     TimelinePlottable* timelineAt(const QPointF& pos) const;
     // Highlights the selected op's micro-batch (or nothing) and says what is selected.
     void showSelection();
+    // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
+    void reselect(TimelinePlottable* timeline, const trace::OpRecord& op);
     QCPRange fullRange() const;
 
     std::vector<RunDataPtr> runs_;

@@ -579,6 +579,29 @@ void TstMainWindow::selectsAnOpAndItsDependencies() {
     }
     QVERIFY(selected);
     QCOMPARE(chart->selectedOp()->rank, 1);
+    const trace::OpRecord op = *chart->selectedOp();
+    QVERIFY(op.microbatch >= 0);
+    QVERIFY(!t->highlight().empty());
+
+    // A setting change re-simulates; the same op of the new run stays selected and its
+    // micro-batch lit.
+    const auto before = window_->currentRun();
+    QSignalSpy described(chart, &app::TraceChart::selectionDescribed);
+    QVERIFY(window_->configPanel()->setField("model.vocab", 65536));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != before, 10000);
+    t = chart->timelines()[0];
+    QVERIFY(chart->selectedOp());
+    QCOMPARE(chart->selectedOp()->rank, op.rank);
+    QVERIFY(chart->selectedOp()->kind == op.kind);
+    QCOMPARE(chart->selectedOp()->microbatch, op.microbatch);
+    QVERIFY(t->selectedOp());
+    QVERIFY(!t->highlight().empty());
+    QVERIFY(!described.isEmpty());
+    QVERIFY2(described.last().at(0).toString().contains("highlighted on every rank"),
+             qPrintable(described.last().at(0).toString()));
+    QVERIFY(window_->configPanel()->setField("model.vocab", 32768));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun()->config()->model.vocab == 32768, 10000);
+
     // Drag statistics name every rank.
     const QCPRange r = chart->timeRangeMs();
     chart->setRangeSelection(QCPRange(r.lower + r.size() * 0.2, r.lower + r.size() * 0.6));
