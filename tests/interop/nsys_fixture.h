@@ -48,7 +48,9 @@ inline QString writeRun(const QString& path, bool with_gpu_lane = false) {
     trace::TraceWriter w;
     trace::RunInfo run;
     run.name = "nsys import";
-    run.config_json = "{}";
+    // A std::string, not the bare literal: GCC 12 at -O3 takes the literal's assignment here for
+    // a read of uninitialized memory (a false -Wmaybe-uninitialized).
+    run.config_json = std::string("{}");
     run.backend = "cuda";
     run.start_ns = kRunStart;
     run.ranks = 2;
