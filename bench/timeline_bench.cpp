@@ -244,12 +244,12 @@ int main(int argc, char** argv) {
         click.restart();
         const auto path = run->microbatchOps(picked->iteration, picked->microbatch);
         const double path_ms = static_cast<double>(click.nsecsElapsed()) / 1e6;
+        const std::string found = path ? std::to_string(path->size()) + " ops"
+                                       : std::string("gave up at the selection budget");
         std::printf(
             "selecting an op (rank 0, micro-batch %d): dependencies %.1f ms (%zu ops), "
             "micro-batch path %.1f ms (%s)\n",
-            picked->microbatch, deps_ms, deps.size(), path_ms,
-            path ? (std::to_string(path->size()) + " ops").c_str()
-                 : "gave up at the selection budget");
+            picked->microbatch, deps_ms, deps.size(), path_ms, found.c_str());
     }
     if (made && !keep) {
         std::filesystem::remove(trace_path);

@@ -51,11 +51,10 @@ void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool ke
     // lit while the settings change under it).
     std::optional<trace::OpRecord> previous;
     std::size_t previous_run = 0;
-    for (std::size_t i = 0; keep_view && i < timelines_.size(); ++i) {
-        if (timelines_[i]->selectedOp()) {
-            previous = timelines_[i]->selectedOp();
-            previous_run = i;
-        }
+    if (const TimelinePlottable* holder = selectionHolder(); keep_view && holder) {
+        previous = holder->selectedOp();
+        previous_run = static_cast<std::size_t>(
+            std::find(timelines_.begin(), timelines_.end(), holder) - timelines_.begin());
     }
     // A view that showed everything goes on showing everything: a changed setting that makes the
     // iteration shorter or longer refits instead of keeping the old span. A zoomed view stays.
@@ -70,7 +69,6 @@ void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool ke
     }
     runs_ = std::move(runs);
     show_memory_ = show_memory;
-    selected_.reset();
     range_.reset();
     rebuild(keep_view);
     if (previous && previous_run < timelines_.size()) {
@@ -82,7 +80,6 @@ void TraceChart::reselect(TimelinePlottable* timeline, const trace::OpRecord& op
     const auto path = timeline->run()->microbatchOps(op.iteration, op.microbatch);
     for (const auto& o : path ? *path : std::vector<trace::OpRecord>{}) {
         if (o.rank == op.rank && o.lane == op.lane && o.kind == op.kind && o.chunk == op.chunk) {
-            selected_ = o;
             timeline->setSelection(o, timeline->run()->dependencies(o));
             break;
         }
@@ -270,9 +267,9 @@ void TraceChart::fitAll() {
 void TraceChart::fitSelection() {
     if (range_) {
         setTimeRangeMs(*range_);
-    } else if (selected_) {
-        const double a = static_cast<double>(selected_->start_ns) / kNsPerMs;
-        const double b = static_cast<double>(selected_->end_ns) / kNsPerMs;
+    } else if (const auto op = selectedOp()) {
+        const double a = static_cast<double>(op->start_ns) / kNsPerMs;
+        const double b = static_cast<double>(op->end_ns) / kNsPerMs;
         const double pad = std::max((b - a) * 0.5, kMinSpanMs);
         setTimeRangeMs(QCPRange(a - pad, b + pad));
     } else {
@@ -318,21 +315,29 @@ TimelinePlottable* TraceChart::timelineAt(const QPointF& pos) const {
     return nullptr;
 }
 
+TimelinePlottable* TraceChart::selectionHolder() const {
+    const auto it = std::find_if(timelines_.begin(), timelines_.end(),
+                                 [](const TimelinePlottable* t) { return t->selectedOp(); });
+    return it == timelines_.end() ? nullptr : *it;
+}
+
+std::optional<trace::OpRecord> TraceChart::selectedOp() const {
+    const TimelinePlottable* t = selectionHolder();
+    return t ? t->selectedOp() : std::nullopt;
+}
+
 bool TraceChart::selectAt(const QPointF& pos) {
-    TimelinePlottable* t = timelineAt(pos);
     for (auto* other : timelines_) {
         other->setSelection(std::nullopt, {});
     }
-    selected_.reset();
-    if (t) {
+    if (TimelinePlottable* t = timelineAt(pos)) {
         if (auto op = t->opAt(pos)) {
-            selected_ = op;
             t->setSelection(op, t->run()->dependencies(*op));
         }
     }
     showSelection();
     replot();
-    return selected_.has_value();
+    return selectedOp().has_value();
 }
 
 void TraceChart::setFollowMicrobatch(bool on) {
@@ -343,14 +348,8 @@ void TraceChart::setFollowMicrobatch(bool on) {
 
 void TraceChart::showSelection() {
     // The selected op, on whichever run's timeline it is.
-    const TimelinePlottable* holder = nullptr;
-    for (auto* t : timelines_) {
-        if (t->selectedOp()) {
-            holder = t;
-        }
-    }
-    const std::optional<trace::OpRecord> op =
-        holder ? holder->selectedOp() : std::optional<trace::OpRecord>();
+    const TimelinePlottable* holder = selectionHolder();
+    const std::optional<trace::OpRecord> op = selectedOp();
     const bool follow = op && follow_microbatch_ && op->microbatch >= 0;
     // Its micro-batch, on every run of a comparison: in the iteration at the same place once
     // the runs are lined up at their first measured iteration.
@@ -547,10 +546,8 @@ void TraceChart::keyPressEvent(QKeyEvent* event) {
             setRangeSelection(std::nullopt);
             for (auto* t : timelines_) {
                 t->setSelection(std::nullopt, {});
-                t->setHighlight({});
             }
-            selected_.reset();
-            emit selectionDescribed(QString());
+            showSelection();  // no highlight, no description
             replot();
             break;
         default:

@@ -53,7 +53,8 @@ class TraceChart : public QCustomPlot {
     void setMemoryRank(int rank);
     bool hasMemory() const { return memory_ != nullptr; }
 
-    std::optional<trace::OpRecord> selectedOp() const { return selected_; }
+    // The selected op, on whichever run's timeline holds it.
+    std::optional<trace::OpRecord> selectedOp() const;
     // Selects the op under a pixel of run `run_index`'s timeline (as a click does).
     bool selectAt(const QPointF& pos);
     // While on (the default), selecting an op highlights its micro-batch's path through the
@@ -82,6 +83,8 @@ class TraceChart : public QCustomPlot {
     void rebuild(bool keep_view);
     void onRangeChanged(const QCPRange& range);
     TimelinePlottable* timelineAt(const QPointF& pos) const;
+    // The timeline whose run holds the selected op (the timelines keep the selection).
+    TimelinePlottable* selectionHolder() const;
     // Highlights the selected op's micro-batch (or nothing) and says what is selected.
     void showSelection();
     // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
@@ -96,7 +99,6 @@ class TraceChart : public QCustomPlot {
     std::vector<TimelinePlottable*> timelines_;
     std::unique_ptr<MemoryLayer> memory_;
     QCPAxisRect* memory_rect_ = nullptr;
-    std::optional<trace::OpRecord> selected_;
     bool follow_microbatch_ = true;
     std::optional<QCPRange> range_;
     std::optional<QPointF> press_;

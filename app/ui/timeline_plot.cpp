@@ -294,6 +294,24 @@ void TimelinePlottable::draw(QCPPainter* painter) {
             .count();
 }
 
+std::optional<std::pair<double, double>> TimelinePlottable::pixelSpan(std::int64_t start_ns,
+                                                                      std::int64_t end_ns,
+                                                                      const QRect& clip) const {
+    double x0 = mKeyAxis->coordToPixel(static_cast<double>(start_ns) / kNsPerMs);
+    double x1 = mKeyAxis->coordToPixel(static_cast<double>(end_ns) / kNsPerMs);
+    if (x0 > x1) {
+        std::swap(x0, x1);
+    }
+    const double left = clip.left() - 1;
+    const double right = clip.right() + 1;
+    if (x1 < left || x0 > right) {
+        return std::nullopt;
+    }
+    x0 = std::round(std::max(x0, left));
+    // Never drop an op: it is at least a pixel wide.
+    return std::pair(x0, std::max(std::round(std::min(x1, right)), x0 + 1));
+}
+
 std::optional<QFont> TimelinePlottable::microbatchLabelFont(const QFont& base) const {
     // Micro-batch labels (on compute lanes, all as tall as rank 0's, to a pixel of rounding)
     // shrink to the band, down to a legible 7 px, so that a short window, where a rank's band
@@ -328,8 +346,6 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
     if (label_font) {
         painter->setFont(*label_font);
     }
-    const double left = clip.left() - 1;
-    const double right = clip.right() + 1;
     for (const trace::LaneLod& lane : lod.lanes) {
         const LaneBand band = laneBand(lane.rank, lane.lane, withGpu());
         const double y0 = std::round(mValueAxis->coordToPixel(band.top));
@@ -337,18 +353,11 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
         const double top = std::min(y0, y1);
         const double height = std::abs(y1 - y0);
         for (const trace::LodEntry& e : lane.entries) {
-            double x0 = mKeyAxis->coordToPixel(static_cast<double>(e.start_ns) / kNsPerMs);
-            double x1 = mKeyAxis->coordToPixel(static_cast<double>(e.end_ns) / kNsPerMs);
-            if (x0 > x1) {
-                std::swap(x0, x1);
-            }
-            if (x1 < left || x0 > right) {
+            const auto span = pixelSpan(e.start_ns, e.end_ns, clip);
+            if (!span) {
                 continue;  // cached entries beyond the view
             }
-            x0 = std::round(std::max(x0, left));
-            // Never drop an op: it is at least a pixel wide.
-            x1 = std::max(std::round(std::min(x1, right)), x0 + 1);
-            const QRectF box(x0, top, x1 - x0, height);
+            const QRectF box(span->first, top, span->second - span->first, height);
             const auto kind = static_cast<std::size_t>(e.kind);
             const int shade = e.count > 1 ? (e.mixed ? 2 : 1) : 0;
             painter->fillRect(box, kind < colours.size() ? colours[kind][shade] : Qt::black);
@@ -377,17 +386,14 @@ void TimelinePlottable::drawHighlight(QCPPainter* painter, const QRect& clip) {
         painter->setFont(*label_font);
     }
     const QFontMetrics fm(painter->font());
-    const QRectF view(clip);
     for (const trace::OpRecord& op : highlight_) {
-        QRectF box = boxFor(op.start_ns, op.end_ns, op.rank, op.lane);
-        if (box.right() < view.left() - 1 || box.left() > view.right() + 1) {
+        const auto span = pixelSpan(op.start_ns, op.end_ns, clip);
+        if (!span) {
             continue;
         }
-        // Snapped as the entries are, and never narrower than a pixel.
-        box.setLeft(std::round(std::max(box.left(), view.left() - 1)));
-        box.setRight(std::max(std::round(std::min(box.right(), view.right() + 1)), box.left() + 1));
-        box.setTop(std::round(box.top()));
-        box.setBottom(std::round(box.bottom()));
+        // Snapped as the entries are.
+        QRectF box = boxFor(op.start_ns, op.end_ns, op.rank, op.lane);
+        box.setCoords(span->first, std::round(box.top()), span->second, std::round(box.bottom()));
         painter->fillRect(box, opKindColor(op.kind));
         const QString label = QString::number(op.microbatch);
         if (label_font && op.lane == Lane::Compute &&

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <qcustomplot.h>
@@ -90,6 +91,10 @@ class TimelinePlottable : public QCPAbstractPlottable {
     QRectF boxFor(std::int64_t start_ns, std::int64_t end_ns, int rank, trace::Lane lane) const;
     void drawEntries(QCPPainter* painter, const trace::OpLodResult& lod, const QRect& clip);
     void drawHighlight(QCPPainter* painter, const QRect& clip);
+    // The pixels [x0, x1) an op spans in `clip`, snapped to whole pixels and at least one wide;
+    // none when it lies outside.
+    std::optional<std::pair<double, double>> pixelSpan(std::int64_t start_ns, std::int64_t end_ns,
+                                                       const QRect& clip) const;
     // The font of the compute lanes' micro-batch labels; none when the band is too thin.
     std::optional<QFont> microbatchLabelFont(const QFont& base) const;
 
