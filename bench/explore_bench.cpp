@@ -17,7 +17,7 @@
 
 #include "config_panel.h"
 #include "main_window.h"
-#include "run_view.h"
+#include "trace_chart.h"
 
 namespace {
 

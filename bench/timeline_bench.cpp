@@ -27,9 +27,9 @@
 
 #include <pipescope/app/trace_run_data.h>
 
-#include "run_view.h"
 #include "synthetic_ops.h"
 #include "timeline_plot.h"
+#include "trace_chart.h"
 
 using pipescope::app::TraceChart;
 using pipescope::app::TraceRunData;

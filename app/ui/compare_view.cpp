@@ -11,7 +11,7 @@
 #include <pipescope/analysis/compare.h>
 #include <pipescope/app/compare_model.h>
 
-#include "run_view.h"
+#include "trace_chart.h"
 
 namespace pipescope::app {
 

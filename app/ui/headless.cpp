@@ -11,9 +11,9 @@
 #include <pipescope/schedule/config_parse.h>
 
 #include "chart_export.h"
-#include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
+#include "trace_chart.h"
 
 namespace pipescope::app {
 

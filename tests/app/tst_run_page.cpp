@@ -27,9 +27,9 @@
 #include "config_panel.h"
 #include "main_window.h"
 #include "run_page.h"
-#include "run_view.h"
 #include "runs_panel.h"
 #include "testsupport.h"
+#include "trace_chart.h"
 
 using namespace pipescope;
 

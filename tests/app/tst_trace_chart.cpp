@@ -14,9 +14,9 @@
 
 #include "memory_plot.h"
 #include "plot_layout.h"
-#include "run_view.h"
 #include "summary_view.h"
 #include "timeline_plot.h"
+#include "trace_chart.h"
 
 using namespace pipescope;
 

@@ -1,0 +1,559 @@
+#include "trace_chart.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <pipescope/app/time_axis.h>
+#include <pipescope/app/units.h>
+
+#include "memory_plot.h"
+#include "plot_layout.h"
+#include "timeline_plot.h"
+
+namespace pipescope::app {
+
+namespace {
+
+constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
+constexpr double kZoomStep = 1.25;
+constexpr double kPanStep = 0.2;  // of the view per A/D press
+
+}  // namespace
+
+TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
+    setFocusPolicy(Qt::StrongFocus);
+    setMouseTracking(true);
+    setNoAntialiasingOnDrag(true);
+    // Memory curves zoomed in are thousands of steps: Qt's stroker for joined wide lines costs
+    // hundreds of milliseconds there, separate segments a few.
+    setPlottingHint(QCP::phFastPolylines, true);
+    setToolTip(
+        tr("Wheel: zoom · drag: select a range · click: select an op\n"
+           "W/S zoom · A/D pan · F fit selection · 0 fit all · M micro-batch highlight"));
+    setMinimumSize(320, 200);
+    letPlotShrink(this);
+}
+
+TraceChart::~TraceChart() = default;
+
+void TraceChart::setTitle(const QString& title) {
+    title_ = title;
+    rebuild(true);
+}
+
+void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view) {
+    // A re-simulation keeps the selection: the op of the same rank, lane, kind, iteration,
+    // micro-batch and chunk in the new run (so a micro-batch followed through the pipeline stays
+    // lit while the settings change under it).
+    std::optional<trace::OpRecord> previous;
+    std::size_t previous_run = 0;
+    if (const TimelinePlottable* holder = selectionHolder(); keep_view && holder) {
+        previous = holder->selectedOp();
+        previous_run = static_cast<std::size_t>(
+            std::find(timelines_.begin(), timelines_.end(), holder) - timelines_.begin());
+    }
+    // A view that showed everything goes on showing everything: a changed setting that makes the
+    // iteration shorter or longer refits instead of keeping the old span. A zoomed view stays.
+    if (keep_view && !rects_.empty()) {
+        const QCPRange view = timeRangeMs();
+        const QCPRange all = fullRange();
+        const double tolerance = 0.005 * all.size();
+        if (std::abs(view.lower - all.lower) <= tolerance &&
+            std::abs(view.upper - all.upper) <= tolerance) {
+            keep_view = false;
+        }
+    }
+    runs_ = std::move(runs);
+    show_memory_ = show_memory;
+    range_.reset();
+    rebuild(keep_view);
+    if (previous && previous_run < timelines_.size()) {
+        reselect(timelines_[previous_run], *previous);
+    }
+}
+
+void TraceChart::reselect(TimelinePlottable* timeline, const trace::OpRecord& op) {
+    const auto path = timeline->run()->microbatchOps(op.iteration, op.microbatch);
+    for (const auto& o : path ? *path : std::vector<trace::OpRecord>{}) {
+        if (o.rank == op.rank && o.lane == op.lane && o.kind == op.kind && o.chunk == op.chunk) {
+            timeline->setSelection(o, timeline->run()->dependencies(o));
+            break;
+        }
+    }
+    showSelection();
+    replot();
+}
+
+void TraceChart::rebuild(bool keep_view) {
+    const QCPRange old = timeRangeMs();
+    const bool had_view = !rects_.empty();
+    memory_.reset();
+    clearPlottables();
+    clearItems();
+    plotLayout()->clear();  // deletes the axis rects and the legend inside them
+    rects_.clear();
+    timelines_.clear();
+    memory_rect_ = nullptr;
+    legend = nullptr;
+
+    int row = 0;
+    if (!title_.isEmpty()) {
+        // Broken into lines that fit the chart's width (QCPTextElement would clip one long line).
+        const QFont title_font(font().family(), 11, QFont::Bold);
+        plotLayout()->addElement(
+            row++, 0,
+            new QCPTextElement(this,
+                               wrapAtSeparators(title_, QStringLiteral(" · "), title_font,
+                                                std::max(200, width() - 24)),
+                               title_font));
+    }
+    auto* margins = new QCPMarginGroup(this);
+    for (const auto& run : runs_) {
+        auto* rect = new QCPAxisRect(this);
+        rect->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        plotLayout()->addElement(row, 0, rect);
+        plotLayout()->setRowStretchFactor(row,
+                                          std::max(1.0, std::min(4.0, run->rankCount() / 2.0)));
+        ++row;
+        if (runs_.size() > 1) {
+            rect->axis(QCPAxis::atTop)->setVisible(true);
+            rect->axis(QCPAxis::atTop)->setTicks(false);
+            rect->axis(QCPAxis::atTop)->setTickLabels(false);
+            rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
+        }
+        timelines_.push_back(addTimeline(this, rect, run));
+        if (runs_.size() > 1 && &run != &runs_.back()) {
+            // One time axis for the stack: ticks on every chart, numbers and label on the last.
+            rect->axis(QCPAxis::atBottom)->setTickLabels(false);
+            rect->axis(QCPAxis::atBottom)->setLabel(QString());
+        }
+        // Repaints never wait for the trace file: the detail for a new view comes in the
+        // background (exports still query in place).
+        timelines_.back()->setBackgroundQueries(true);
+        rects_.push_back(rect);
+        connect(rect->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged),
+                this, &TraceChart::onRangeChanged);
+    }
+    if (show_memory_ && !runs_.empty()) {
+        memory_rect_ = new QCPAxisRect(this);
+        memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+        plotLayout()->addElement(row, 0, memory_rect_);
+        plotLayout()->setRowStretchFactor(row, 1.5);
+        ++row;
+        memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
+        memory_->setBackgroundQueries(true);
+        const auto& ranks = runs_.front()->stats().ranks;
+        if (std::none_of(ranks.begin(), ranks.end(),
+                         [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
+            markEmpty(memory_rect_, tr("no memory samples in this trace"));
+        }
+        connect(memory_rect_->axis(QCPAxis::atBottom),
+                qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+                &TraceChart::onRangeChanged);
+    }
+    if (!rects_.empty()) {
+        legend = new QCPLegend;
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+        legend->setWrap(8);
+        legend->setBorderPen(Qt::NoPen);
+        legend->setIconSize(14, 10);
+        legend->setFont(QFont(font().family(), 8));
+        plotLayout()->addElement(row, 0, legend);
+        plotLayout()->setRowStretchFactor(row, 0.001);
+        legend->setLayer(QStringLiteral("legend"));
+        addKindLegend(this, rects_.front(), runs_);
+        fitPlotLegends(this);
+    }
+    if (keep_view && had_view && old.size() > 0) {
+        setTimeRangeMs(old);
+    } else {
+        fitAll();
+    }
+    if (memory_) {
+        memory_->setRank(memory_rank_);
+        memory_->setRun(runs_.front());
+    }
+    replot();
+}
+
+bool TraceChart::showFirstIterations() {
+    std::optional<std::int64_t> lo;
+    std::optional<std::int64_t> hi;
+    for (const auto& run : runs_) {
+        const auto& iterations = run->stats().iterations;
+        const auto first =
+            std::find_if(iterations.begin(), iterations.end(),
+                         [](const analysis::IterationStats& it) { return it.measured; });
+        if (first == iterations.end()) {
+            continue;
+        }
+        lo = std::min(lo.value_or(first->start_ns), first->start_ns);
+        hi = std::max(hi.value_or(first->end_ns), first->end_ns);
+    }
+    if (!lo || !hi || *hi <= *lo) {
+        return false;
+    }
+    const double a = static_cast<double>(*lo) / kNsPerMs;
+    const double b = static_cast<double>(*hi) / kNsPerMs;
+    const double margin = 0.03 * (b - a);
+    setTimeRangeMs(QCPRange(a - margin, b + margin));
+    replot();
+    return true;
+}
+
+QCPRange TraceChart::fullRange() const {
+    double lo = 0;
+    double hi = 0;
+    bool any = false;
+    for (const auto& run : runs_) {
+        const auto r = run->timeRange();
+        const double a = static_cast<double>(r.start_ns) / kNsPerMs;
+        const double b = static_cast<double>(r.end_ns) / kNsPerMs;
+        lo = any ? std::min(lo, a) : a;
+        hi = any ? std::max(hi, b) : b;
+        any = true;
+    }
+    if (!any || hi <= lo) {
+        return QCPRange(0, 1);
+    }
+    const double margin = (hi - lo) * 0.01;
+    return QCPRange(lo - margin, hi + margin);
+}
+
+QCPRange TraceChart::timeRangeMs() const {
+    if (!rects_.empty()) {
+        return rects_.front()->axis(QCPAxis::atBottom)->range();
+    }
+    return QCPRange(0, 0);
+}
+
+void TraceChart::setTimeRangeMs(const QCPRange& range) {
+    const QCPRange full = fullRange();
+    TimeAxis axis;
+    axis.t0 = range.lower;
+    axis.t1 = range.upper;
+    axis.clamp(full.lower, full.upper, kMinSpanMs);
+    if (!rects_.empty()) {
+        // onRangeChanged syncs the other axes.
+        rects_.front()->axis(QCPAxis::atBottom)->setRange(QCPRange(axis.t0, axis.t1));
+    }
+}
+
+void TraceChart::onRangeChanged(const QCPRange& range) {
+    if (syncing_) {
+        return;
+    }
+    syncing_ = true;
+    for (auto* rect : rects_) {
+        rect->axis(QCPAxis::atBottom)->setRange(range);
+    }
+    if (memory_rect_) {
+        memory_rect_->axis(QCPAxis::atBottom)->setRange(range);
+    }
+    syncing_ = false;
+    if (memory_) {
+        memory_->refresh();
+    }
+}
+
+void TraceChart::fitAll() {
+    setTimeRangeMs(fullRange());
+}
+
+void TraceChart::fitSelection() {
+    if (range_) {
+        setTimeRangeMs(*range_);
+    } else if (const auto op = selectedOp()) {
+        const double a = static_cast<double>(op->start_ns) / kNsPerMs;
+        const double b = static_cast<double>(op->end_ns) / kNsPerMs;
+        const double pad = std::max((b - a) * 0.5, kMinSpanMs);
+        setTimeRangeMs(QCPRange(a - pad, b + pad));
+    } else {
+        fitAll();
+    }
+    replot();
+}
+
+void TraceChart::zoomBy(double factor, std::optional<double> anchor_ms) {
+    const QCPRange r = timeRangeMs();
+    const double anchor = anchor_ms.value_or(r.center());
+    setTimeRangeMs(
+        QCPRange(anchor - (anchor - r.lower) / factor, anchor + (r.upper - anchor) / factor));
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceChart::panBy(double fraction) {
+    const QCPRange r = timeRangeMs();
+    setTimeRangeMs(r + r.size() * fraction);
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TraceChart::prepareExport() {
+    if (memory_) {
+        memory_->refresh(true);
+    }
+}
+
+void TraceChart::setMemoryRank(int rank) {
+    memory_rank_ = rank;
+    if (memory_) {
+        memory_->setRank(rank);
+        replot();
+    }
+}
+
+TimelinePlottable* TraceChart::timelineAt(const QPointF& pos) const {
+    for (std::size_t i = 0; i < rects_.size(); ++i) {
+        if (rects_[i]->rect().contains(pos.toPoint())) {
+            return timelines_[i];
+        }
+    }
+    return nullptr;
+}
+
+TimelinePlottable* TraceChart::selectionHolder() const {
+    const auto it = std::find_if(timelines_.begin(), timelines_.end(),
+                                 [](const TimelinePlottable* t) { return t->selectedOp(); });
+    return it == timelines_.end() ? nullptr : *it;
+}
+
+std::optional<trace::OpRecord> TraceChart::selectedOp() const {
+    const TimelinePlottable* t = selectionHolder();
+    return t ? t->selectedOp() : std::nullopt;
+}
+
+bool TraceChart::selectAt(const QPointF& pos) {
+    for (auto* other : timelines_) {
+        other->setSelection(std::nullopt, {});
+    }
+    if (TimelinePlottable* t = timelineAt(pos)) {
+        if (auto op = t->opAt(pos)) {
+            t->setSelection(op, t->run()->dependencies(*op));
+        }
+    }
+    showSelection();
+    replot();
+    return selectedOp().has_value();
+}
+
+void TraceChart::setFollowMicrobatch(bool on) {
+    follow_microbatch_ = on;
+    showSelection();
+    replot();
+}
+
+void TraceChart::showSelection() {
+    // The selected op, on whichever run's timeline it is.
+    const TimelinePlottable* holder = selectionHolder();
+    const std::optional<trace::OpRecord> op = selectedOp();
+    const bool follow = op && follow_microbatch_ && op->microbatch >= 0;
+    // Its micro-batch, on every run of a comparison: in the iteration at the same place once
+    // the runs are lined up at their first measured iteration.
+    bool gave_up = false;
+    for (auto* t : timelines_) {
+        std::optional<int> iteration;
+        if (follow) {
+            iteration = t == holder ? std::optional<int>(op->iteration)
+                                    : t->run()->matchingIteration(*holder->run(), op->iteration);
+        }
+        std::optional<std::vector<trace::OpRecord>> path;
+        if (iteration) {
+            path = t->run()->microbatchOps(*iteration, op->microbatch);
+            gave_up |= !path;
+        }
+        t->setHighlight(path ? std::move(*path) : std::vector<trace::OpRecord>{});
+    }
+    if (!op) {
+        emit selectionDescribed(QString());
+        return;
+    }
+    QStringList names;
+    for (const auto& d : holder->dependencies()) {
+        names << QString::fromStdString(opLabel(d)) + QStringLiteral(" (rank %1)").arg(d.rank);
+    }
+    QString text = tr("%1 on rank %2: %3 from %4; waits for %5")
+                       .arg(QString::fromStdString(opLabel(*op)))
+                       .arg(op->rank)
+                       .arg(formatDuration(static_cast<double>(op->duration())),
+                            formatDuration(static_cast<double>(op->start_ns)),
+                            names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", ")));
+    if (follow && gave_up) {
+        text += tr(" · micro-batch %1 not highlighted: its iteration has too many ops to "
+                   "search in %2 ms")
+                    .arg(op->microbatch)
+                    .arg(RunData::kSelectionBudget.count());
+    } else if (follow) {
+        text +=
+            timelines_.size() > 1
+                ? tr(" · micro-batch %1 highlighted in every run (M: off)").arg(op->microbatch)
+                : tr(" · micro-batch %1 highlighted on every rank (M: off)").arg(op->microbatch);
+    } else if (op->microbatch >= 0) {
+        text += tr(" · M highlights micro-batch %1").arg(op->microbatch);
+    }
+    emit selectionDescribed(text);
+}
+
+void TraceChart::setRangeSelection(std::optional<QCPRange> range_ms) {
+    range_ = range_ms;
+    for (auto* t : timelines_) {
+        t->setRangeSelection(range_ms);
+    }
+    emit rangeDescribed(rangeStatistics());
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TraceChart::rangeStatistics() const {
+    if (!range_ || runs_.empty()) {
+        return QString();
+    }
+    const auto t0 = static_cast<std::int64_t>(range_->lower * kNsPerMs);
+    const auto t1 = static_cast<std::int64_t>(range_->upper * kNsPerMs);
+    const double span = static_cast<double>(t1 - t0);
+    QStringList parts;
+    parts << tr("range %1 – %2 (%3)")
+                 .arg(formatDuration(static_cast<double>(t0)),
+                      formatDuration(static_cast<double>(t1)), formatDuration(span));
+    for (const auto& run : runs_) {
+        QStringList ranks;
+        double idle_sum = 0;
+        for (int r = 0; r < run->rankCount(); ++r) {
+            // Busy: the union of compute-lane ops clipped to the range.
+            std::int64_t busy = 0;
+            std::int64_t covered = t0;
+            for (const auto& op : run->ops(r, t0, t1)) {
+                if (op.lane != trace::Lane::Compute) {
+                    continue;
+                }
+                const std::int64_t a = std::max(op.start_ns, covered);
+                const std::int64_t b = std::min(op.end_ns, t1);
+                if (b > a) {
+                    busy += b - a;
+                    covered = b;
+                }
+            }
+            const double idle = span > 0 ? 1.0 - static_cast<double>(busy) / span : 0;
+            idle_sum += idle;
+            ranks << tr("r%1 busy %2 (%3% idle)")
+                         .arg(r)
+                         .arg(formatDuration(static_cast<double>(busy)))
+                         .arg(idle * 100, 0, 'f', 1);
+        }
+        const QString prefix = runs_.size() > 1
+                                   ? QString::fromStdString(run->name()) + QStringLiteral(": ")
+                                   : QString();
+        parts << prefix +
+                     tr("mean idle %1% · ")
+                         .arg(idle_sum / std::max(1, run->rankCount()) * 100, 0, 'f', 1) +
+                     ranks.join(QStringLiteral(", "));
+    }
+    return parts.join(QStringLiteral("\n"));
+}
+
+void TraceChart::mousePressEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton) {
+        press_ = event->position();
+        dragging_ = false;
+    }
+    setFocus();
+}
+
+void TraceChart::mouseMoveEvent(QMouseEvent* event) {
+    const QPointF pos = event->position();
+    if (press_ && (event->buttons() & Qt::LeftButton)) {
+        if (!dragging_ && std::abs(pos.x() - press_->x()) > 4) {
+            dragging_ = true;
+        }
+        if (dragging_ && !rects_.empty()) {
+            QCPAxis* x = rects_.front()->axis(QCPAxis::atBottom);
+            QCPRange r(x->pixelToCoord(press_->x()), x->pixelToCoord(pos.x()));
+            r.normalize();
+            setRangeSelection(r);
+        }
+        return;
+    }
+    if (TimelinePlottable* t = timelineAt(pos)) {
+        if (auto op = t->opAt(pos)) {
+            QToolTip::showText(event->globalPosition().toPoint(), opTooltip(*t->run(), *op), this);
+            return;
+        }
+    }
+    QToolTip::hideText();
+}
+
+void TraceChart::mouseReleaseEvent(QMouseEvent* event) {
+    if (event->button() != Qt::LeftButton || !press_) {
+        return;
+    }
+    if (!dragging_) {
+        if (range_) {
+            setRangeSelection(std::nullopt);
+        }
+        selectAt(event->position());
+    }
+    press_.reset();
+    dragging_ = false;
+}
+
+void TraceChart::wheelEvent(QWheelEvent* event) {
+    if (rects_.empty()) {
+        return;
+    }
+    const double steps = event->angleDelta().y() / 120.0;
+    if (steps == 0) {
+        return;
+    }
+    const double anchor =
+        rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x());
+    zoomBy(std::pow(kZoomStep, steps), anchor);
+    event->accept();
+}
+
+void TraceChart::keyPressEvent(QKeyEvent* event) {
+    switch (event->key()) {
+        case Qt::Key_W:
+        case Qt::Key_Plus:
+        case Qt::Key_Equal:
+            zoomBy(kZoomStep);
+            break;
+        case Qt::Key_S:
+        case Qt::Key_Minus:
+            zoomBy(1 / kZoomStep);
+            break;
+        case Qt::Key_A:
+        case Qt::Key_Left:
+            panBy(-kPanStep);
+            break;
+        case Qt::Key_D:
+        case Qt::Key_Right:
+            panBy(kPanStep);
+            break;
+        case Qt::Key_F:
+            fitSelection();
+            break;
+        case Qt::Key_0:
+        case Qt::Key_Home:
+            fitAll();
+            replot();
+            break;
+        case Qt::Key_M:
+            setFollowMicrobatch(!follow_microbatch_);
+            break;
+        case Qt::Key_Escape:
+            setRangeSelection(std::nullopt);
+            for (auto* t : timelines_) {
+                t->setSelection(std::nullopt, {});
+            }
+            showSelection();  // no highlight, no description
+            replot();
+            break;
+        default:
+            QCustomPlot::keyPressEvent(event);
+            return;
+    }
+    event->accept();
+}
+
+}  // namespace pipescope::app

@@ -1,0 +1,107 @@
+// An interactive chart of one or more runs on one time axis: a timeline per run (stacked, for
+// comparisons) and, optionally, the first run's memory below, all zoomed and panned together.
+//
+// Mouse: wheel zooms around the pointer, a drag selects a time range (its statistics are
+// reported), a click selects an op, outlines what it waits for and lights up its micro-batch,
+// hovering shows op details. Keys, as in Perfetto and Tracy: W/S zoom in/out, A/D pan, F fits
+// the selection, 0 fits all; M turns the micro-batch highlight on and off.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <qcustomplot.h>
+
+#include <pipescope/app/run_data.h>
+
+namespace pipescope::app {
+
+class MemoryLayer;
+class TimelinePlottable;
+
+class TraceChart : public QCustomPlot {
+    Q_OBJECT
+
+  public:
+    explicit TraceChart(QWidget* parent = nullptr);
+    ~TraceChart() override;
+
+    // Replaces the runs. With keep_view the visible window stays (the explorer re-simulating on
+    // a setting change); otherwise the view fits the runs.
+    void setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view = false);
+    const std::vector<RunDataPtr>& runs() const { return runs_; }
+    void setTitle(const QString& title);
+
+    QCPRange timeRangeMs() const;
+    void setTimeRangeMs(const QCPRange& range);
+    void fitAll();
+    // Zooms to the first measured iteration of each run (the longest of them); false, and the
+    // view as it was, when no run has one.
+    bool showFirstIterations();
+    void fitSelection();
+    void zoomBy(double factor, std::optional<double> anchor_ms = std::nullopt);
+    void panBy(double fraction_of_view);
+
+    // Before an export: curves still waiting for their detail are queried now. (Timelines
+    // query an export's own window themselves.)
+    void prepareExport();
+
+    // Memory: -1 every rank's total, r one rank by category.
+    void setMemoryRank(int rank);
+    bool hasMemory() const { return memory_ != nullptr; }
+
+    // The selected op, on whichever run's timeline holds it.
+    std::optional<trace::OpRecord> selectedOp() const;
+    // Selects the op under a pixel of run `run_index`'s timeline (as a click does).
+    bool selectAt(const QPointF& pos);
+    // While on (the default), selecting an op highlights its micro-batch's path through the
+    // pipeline, on every rank, over a faded timeline (M toggles it).
+    void setFollowMicrobatch(bool on);
+    bool followsMicrobatch() const { return follow_microbatch_; }
+    std::optional<QCPRange> rangeSelection() const { return range_; }
+    void setRangeSelection(std::optional<QCPRange> range_ms);
+    // Per-rank busy time and bubble in the dragged range, as text.
+    QString rangeStatistics() const;
+
+    const std::vector<TimelinePlottable*>& timelines() const { return timelines_; }
+
+  signals:
+    void selectionDescribed(const QString& text);
+    void rangeDescribed(const QString& text);
+
+  protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void wheelEvent(QWheelEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
+
+  private:
+    void rebuild(bool keep_view);
+    void onRangeChanged(const QCPRange& range);
+    TimelinePlottable* timelineAt(const QPointF& pos) const;
+    // The timeline whose run holds the selected op (the timelines keep the selection).
+    TimelinePlottable* selectionHolder() const;
+    // Highlights the selected op's micro-batch (or nothing) and says what is selected.
+    void showSelection();
+    // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
+    void reselect(TimelinePlottable* timeline, const trace::OpRecord& op);
+    QCPRange fullRange() const;
+
+    std::vector<RunDataPtr> runs_;
+    bool show_memory_ = true;
+    int memory_rank_ = -1;
+    QString title_;
+    std::vector<QCPAxisRect*> rects_;
+    std::vector<TimelinePlottable*> timelines_;
+    std::unique_ptr<MemoryLayer> memory_;
+    QCPAxisRect* memory_rect_ = nullptr;
+    bool follow_microbatch_ = true;
+    std::optional<QCPRange> range_;
+    std::optional<QPointF> press_;
+    bool dragging_ = false;
+    bool syncing_ = false;
+};
+
+}  // namespace pipescope::app
