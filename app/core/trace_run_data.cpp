@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include <pipescope/app/trace_run_data.h>
@@ -77,51 +78,73 @@ std::optional<std::vector<trace::OpRecord>> TraceRunData::microbatchOps(int iter
 std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op) const {
     // A trace records no graph, so the dependencies are recovered from what the ops say: the
     // previous op of the same rank and lane, the send a receive pairs with, the other members of
-    // a collective, and for a compute op the receive of its micro-batch just before it.
+    // a collective, and for a compute op the receive of its micro-batch and chunk. Each is
+    // a search SQLite filters, looking back at most an iteration, and all of them together are
+    // held to the selection budget: on a pathological trace a search cut short leaves its
+    // dependency out rather than freezing the click.
     using trace::OpKind;
+    const auto deadline = std::chrono::steady_clock::now() + kSelectionBudget;
     std::vector<trace::OpRecord> out;
+    const auto add = [&](const trace::OpQuery& q) {
+        if (auto found = reader_.findOps(q, deadline)) {
+            out.insert(out.end(), found->begin(), found->end());
+        }
+    };
     const std::int64_t horizon =
         stats_.iteration_time_ns ? static_cast<std::int64_t>(*stats_.iteration_time_ns) : 0;
-    const std::int64_t from = op.start_ns - std::max<std::int64_t>(horizon, op.duration());
-    const auto same_rank = reader_.ops(op.rank, from, op.start_ns + 1, op.lane);
-    for (auto it = same_rank.rbegin(); it != same_rank.rend(); ++it) {
-        if (it->id != op.id && it->end_ns <= op.start_ns) {
-            out.push_back(*it);
-            break;
-        }
-    }
-    const auto matches = [&](const trace::OpRecord& o, OpKind kind) {
-        return o.kind == kind && o.microbatch == op.microbatch && o.iteration == op.iteration &&
-               o.chunk == op.chunk;
-    };
+    trace::OpQuery previous;
+    previous.rank = op.rank;
+    previous.lane = op.lane;
+    previous.start_from = op.start_ns - std::max<std::int64_t>(horizon, op.duration());
+    previous.start_before = op.start_ns + 1;
+    previous.end_by = op.start_ns;
+    previous.exclude_id = op.id;
+    previous.latest_first = true;
+    previous.limit = 1;
+    add(previous);
+
+    // The other searches look at the same window, on the comm lane, for this micro-batch.
+    trace::OpQuery same = previous;
+    same.lane = trace::Lane::Comm;
+    same.end_by.reset();
+    same.exclude_id.reset();
+    same.latest_first = false;
+    same.limit = 0;
+    same.iteration = op.iteration;
+    same.microbatch = op.microbatch;
     if ((op.kind == OpKind::RecvF || op.kind == OpKind::RecvB) && op.peer >= 0) {
-        const OpKind send = op.kind == OpKind::RecvF ? OpKind::SendF : OpKind::SendB;
-        for (const auto& o : reader_.ops(op.peer, from, op.end_ns + 1, trace::Lane::Comm)) {
-            if (o.kind == send && o.microbatch == op.microbatch && o.iteration == op.iteration &&
-                o.peer == op.rank) {
-                out.push_back(o);
-            }
-        }
+        trace::OpQuery send = same;
+        send.rank = op.peer;
+        send.kind = op.kind == OpKind::RecvF ? OpKind::SendF : OpKind::SendB;
+        send.peer = op.rank;
+        send.start_before = op.end_ns + 1;
+        // The sender's chunk is not the receiver's (interleaved schedules wrap around), so the
+        // send is the latest of this micro-batch to this rank that started before the receive
+        // ended.
+        send.latest_first = true;
+        send.limit = 1;
+        add(send);
     }
     if (op.kind == OpKind::Bcast || op.kind == OpKind::AllReduce) {
+        trace::OpQuery member = same;
+        member.kind = op.kind;
+        member.chunk = op.chunk;
+        member.collective = op.collective;
+        member.start_before = op.end_ns + 1;
         for (int r = 0; r < rankCount(); ++r) {
-            if (r == op.rank) {
-                continue;
-            }
-            for (const auto& o : reader_.ops(r, from, op.end_ns + 1, trace::Lane::Comm)) {
-                if (matches(o, op.kind) && o.collective == op.collective) {
-                    out.push_back(o);
-                }
+            if (r != op.rank) {
+                member.rank = r;
+                add(member);
             }
         }
     }
     if (op.kind == OpKind::F || op.kind == OpKind::B) {
-        const OpKind recv = op.kind == OpKind::F ? OpKind::RecvF : OpKind::RecvB;
-        for (const auto& o : reader_.ops(op.rank, from, op.start_ns + 1, trace::Lane::Comm)) {
-            if (o.kind == recv && o.microbatch == op.microbatch && o.iteration == op.iteration) {
-                out.push_back(o);
-            }
-        }
+        trace::OpQuery recv = same;
+        recv.kind = op.kind == OpKind::F ? OpKind::RecvF : OpKind::RecvB;
+        recv.chunk = op.chunk;  // a receive is tagged with the chunk that consumes it
+        recv.latest_first = true;
+        recv.limit = 1;
+        add(recv);
     }
     return out;
 }

@@ -358,43 +358,116 @@ std::vector<OpRecord> TraceReader::ops(int rank, std::int64_t t0, std::int64_t t
     return impl_->rawOps(rank, lane ? static_cast<int>(*lane) : -1, 0, t0, t1, &rows);
 }
 
+namespace {
+
+// Holds a connection's queries to a deadline while it lives: SQLite calls back every thousand
+// virtual-machine steps and a query past the deadline stops with SQLITE_INTERRUPT.
+class DeadlineGuard {
+  public:
+    DeadlineGuard(sqlite3* db, std::chrono::steady_clock::time_point at) : db_(db), at_(at) {
+        sqlite3_progress_handler(
+            db_, 1000,
+            [](void* p) {
+                const auto* when = static_cast<const std::chrono::steady_clock::time_point*>(p);
+                return std::chrono::steady_clock::now() > *when ? 1 : 0;
+            },
+            &at_);
+    }
+    ~DeadlineGuard() { sqlite3_progress_handler(db_, 0, nullptr, nullptr); }
+    DeadlineGuard(const DeadlineGuard&) = delete;
+    DeadlineGuard& operator=(const DeadlineGuard&) = delete;
+
+  private:
+    sqlite3* db_;
+    std::chrono::steady_clock::time_point at_;
+};
+
+}  // namespace
+
+std::optional<std::vector<OpRecord>> TraceReader::findOps(
+    const OpQuery& q, std::chrono::steady_clock::time_point deadline) const {
+    // With the indexes, SQLite walks (rank, start_ns) over the window and tests the rest per row;
+    // without them, one scan of the rank. The other terms are written `+column` so that the
+    // planner never prefers the (rank, lane, ...) index, which cannot give the order by start.
+    std::string sql = std::string("SELECT ") + kOpColumns +
+                      " FROM op WHERE rank = ? AND start_ns >= ? AND start_ns < ?";
+    std::vector<std::int64_t> args = {q.rank, q.start_from, q.start_before};
+    const auto term = [&](const char* condition, std::int64_t value) {
+        sql += condition;
+        args.push_back(value);
+    };
+    if (q.lane) {
+        term(" AND +lane = ?", static_cast<int>(*q.lane));
+    }
+    if (q.kind) {
+        term(" AND +kind = ?", static_cast<int>(*q.kind));
+    }
+    if (q.iteration) {
+        term(" AND +iteration = ?", *q.iteration);
+    }
+    if (q.microbatch && *q.microbatch < 0) {
+        sql += " AND +microbatch IS NULL";
+    } else if (q.microbatch) {
+        term(" AND +microbatch = ?", *q.microbatch);
+    }
+    if (q.chunk) {
+        term(" AND +chunk = ?", *q.chunk);
+    }
+    if (q.peer) {
+        term(" AND +peer = ?", *q.peer);
+    }
+    if (q.collective) {
+        term(" AND coalesce(collective, 0) = ?", *q.collective);
+    }
+    if (q.end_by) {
+        term(" AND +end_ns <= ?", *q.end_by);
+    }
+    if (q.exclude_id) {
+        term(" AND rowid != ?", *q.exclude_id);
+    }
+    sql += q.latest_first ? " ORDER BY start_ns DESC, rowid DESC" : " ORDER BY start_ns, rowid";
+    const DeadlineGuard guard(impl_->db.get(), deadline);
+    Stmt s(impl_->db, sql);
+    if (!s.valid()) {
+        return std::nullopt;
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        s.bind(static_cast<int>(i + 1), args[i]);
+    }
+    std::vector<OpRecord> out;
+    const auto full = [&] { return q.limit > 0 && static_cast<int>(out.size()) >= q.limit; };
+    int rc = SQLITE_DONE;
+    while (!full() && (rc = s.step()) == SQLITE_ROW) {
+        const OpRecord o = Impl::readOp(s);
+        if (isKnownOp(o)) {
+            out.push_back(o);
+        }
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        return std::nullopt;
+    }
+    return out;
+}
+
 std::optional<std::vector<OpRecord>> TraceReader::microbatchOps(
     int iteration, int microbatch, std::int64_t t0, std::int64_t t1,
     std::chrono::milliseconds budget) const {
-    // With the indexes, SQLite walks (rank, start_ns) and tests the rest per row; without them,
-    // one scan. Either way a progress handler holds the search to its budget.
-    Stmt s(impl_->db, std::string("SELECT ") + kOpColumns +
-                          " FROM op WHERE rank = ? AND start_ns >= ? AND start_ns < ? AND "
-                          "microbatch = ? AND iteration = ? ORDER BY start_ns, rowid");
-    struct Deadline {
-        std::chrono::steady_clock::time_point at;
-    } deadline{std::chrono::steady_clock::now() + budget};
-    sqlite3_progress_handler(
-        impl_->db.get(), 1000,
-        [](void* p) {
-            return std::chrono::steady_clock::now() > static_cast<Deadline*>(p)->at ? 1 : 0;
-        },
-        &deadline);
+    const auto deadline = std::chrono::steady_clock::now() + budget;
     std::vector<OpRecord> out;
-    bool complete = s.valid();
-    for (std::size_t i = 0; complete && i < impl_->ranks.size(); ++i) {
-        s.reset();
-        s.bind(1, impl_->ranks[i].rank)
-            .bind(2, t0)
-            .bind(3, t1)
-            .bind(4, microbatch)
-            .bind(5, iteration);
-        int rc;
-        while ((rc = s.step()) == SQLITE_ROW) {
-            const OpRecord o = Impl::readOp(s);
-            if (isKnownOp(o)) {
-                out.push_back(o);
-            }
+    for (const auto& rank : impl_->ranks) {
+        OpQuery q;
+        q.rank = rank.rank;
+        q.iteration = iteration;
+        q.microbatch = microbatch;
+        q.start_from = t0;
+        q.start_before = t1;
+        auto found = findOps(q, deadline);
+        if (!found) {
+            return std::nullopt;
         }
-        complete = rc == SQLITE_DONE;
+        out.insert(out.end(), found->begin(), found->end());
     }
-    sqlite3_progress_handler(impl_->db.get(), 0, nullptr, nullptr);
-    return complete ? std::optional<std::vector<OpRecord>>(std::move(out)) : std::nullopt;
+    return out;
 }
 
 TraceStatus TraceReader::forEachOp(const std::function<bool(const OpRecord&)>& fn) const {

@@ -1,4 +1,5 @@
 // The in-memory simulated run answers like the trace file the simulator writes for it.
+#include <algorithm>
 #include <set>
 
 #include <QTemporaryDir>
@@ -30,6 +31,46 @@ app::SimRunData simulatedDefault() {
     return app::SimRunData(std::move(*sim.result), "run");
 }
 
+// A preset with overrides simulated, and the trace file of one iteration saved from it.
+struct SimAndTrace {
+    std::unique_ptr<app::SimRunData> mem;
+    std::shared_ptr<app::TraceRunData> file;
+};
+
+SimAndTrace simulateAndSave(const QString& preset, const QStringList& overrides,
+                            const QTemporaryDir& dir) {
+    std::vector<schedule::Override> sets;
+    for (const auto& o : overrides) {
+        std::string error;
+        auto parsed = schedule::parseOverride(o.toStdString(), &error);
+        if (!parsed) {
+            qFatal("%s", error.c_str());
+        }
+        sets.push_back(*parsed);
+    }
+    auto parsed = schedule::loadConfigFile(
+        std::string(PIPESCOPE_SOURCE_DIR) + "/resources/presets/" + preset.toStdString(), sets);
+    if (!parsed.ok()) {
+        qFatal("%s", parsed.errorText().c_str());
+    }
+    auto sim = sim::simulate(*parsed.config);
+    if (!sim.result) {
+        qFatal("%s did not simulate", qPrintable(preset));
+    }
+    SimAndTrace out;
+    out.mem = std::make_unique<app::SimRunData>(std::move(*sim.result), "run");
+    const std::string db = dir.filePath(preset + ".db").toStdString();
+    if (!app::saveSimTrace(*out.mem, db, 1, false).ok()) {
+        qFatal("cannot save %s", db.c_str());
+    }
+    std::string error;
+    out.file = app::TraceRunData::open(db, &error);
+    if (!out.file) {
+        qFatal("%s", error.c_str());
+    }
+    return out;
+}
+
 }  // namespace
 
 class TstRunData : public QObject {
@@ -39,6 +80,8 @@ class TstRunData : public QObject {
     void simMatchesItsTrace_data();
     void simMatchesItsTrace();
     void receiveDependsOnItsSend();
+    void traceRecoversTheGraphsMessages_data();
+    void traceRecoversTheGraphsMessages();
     void microbatchPathAcrossRuns();
     void methodsRequestGivesEveryMethod();
     void methodsAndSweepsWorkFromAnyConfig();
@@ -59,19 +102,9 @@ void TstRunData::simMatchesItsTrace_data() {
 
 void TstRunData::simMatchesItsTrace() {
     QFETCH(QString, preset);
-    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
-                                           "/resources/presets/" + preset.toStdString());
-    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
-    auto sim = sim::simulate(*parsed.config);
-    QVERIFY(sim.result);
-    const app::SimRunData mem(std::move(*sim.result), "run");
     QTemporaryDir dir;
-    const std::string db = dir.filePath("run.db").toStdString();
-    QVERIFY(app::saveSimTrace(mem, db, 1, false).ok());
-    std::string error;
-    auto file = app::TraceRunData::open(db, &error);
-    QVERIFY2(file, error.c_str());
-
+    const auto [simulated, file] = simulateAndSave(preset, {}, dir);
+    const app::SimRunData& mem = *simulated;
     QCOMPARE(mem.rankCount(), file->rankCount());
     QCOMPARE(mem.timeRange().start_ns, file->timeRange().start_ns);
     QCOMPARE(mem.timeRange().end_ns, file->timeRange().end_ns);
@@ -126,6 +159,70 @@ void TstRunData::receiveDependsOnItsSend() {
         break;
     }
     QVERIFY(checked);
+}
+
+void TstRunData::traceRecoversTheGraphsMessages_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QStringList>("overrides");
+    QTest::newRow("1f1b vocab-2") << "default.json" << QStringList{};
+    QTest::newRow("interleaved") << "small-4stage-naive.json"
+                                 << QStringList{"parallel.schedule=interleaved-1f1b",
+                                                "parallel.virtual_stages=2"};
+    QTest::newRow("v-half vocab-2") << "small-4stage-vhalf-vocab-2.json" << QStringList{};
+}
+
+void TstRunData::traceRecoversTheGraphsMessages() {
+    // A trace holds no graph; what the app recovers from its ops must include every message the
+    // simulator's graph has: a receive's send, a compute op's receive, a collective's members.
+    QFETCH(QString, preset);
+    QFETCH(QStringList, overrides);
+    QTemporaryDir dir;
+    const auto [simulated_run, file] = simulateAndSave(preset, overrides, dir);
+    const app::SimRunData& mem = *simulated_run;
+
+    const auto key = [](const trace::OpRecord& o) { return std::pair(o.rank, o.op_index); };
+    const auto isMessage = [](trace::OpKind k) {
+        using trace::OpKind;
+        return k == OpKind::SendF || k == OpKind::SendB || k == OpKind::RecvF ||
+               k == OpKind::RecvB || k == OpKind::Bcast || k == OpKind::AllReduce;
+    };
+    const auto range = file->timeRange();
+    std::vector<std::vector<trace::OpRecord>> simulated;
+    for (int r = 0; r < mem.rankCount(); ++r) {
+        simulated.push_back(mem.ops(r, mem.timeRange().start_ns, mem.timeRange().end_ns + 1));
+    }
+    int checked = 0;
+    for (int r = 0; r < file->rankCount(); ++r) {
+        for (const auto& op : file->ops(r, range.start_ns, range.end_ns + 1)) {
+            std::set<std::pair<int, int>> recovered;
+            for (const auto& d : file->dependencies(op)) {
+                recovered.insert(key(d));
+            }
+            // The same op in the simulation, by rank and index in the rank's list.
+            const auto it = std::find_if(simulated[r].begin(), simulated[r].end(),
+                                         [&](const auto& o) { return key(o) == key(op); });
+            QVERIFY(it != simulated[r].end());
+            for (const auto& d : mem.dependencies(*it)) {
+                if (isMessage(d.kind) && d.rank != op.rank) {
+                    QVERIFY2(recovered.count(key(d)),
+                             qPrintable(QString::fromStdString(app::opLabel(op) + " misses " +
+                                                               app::opLabel(d))));
+                    ++checked;
+                }
+            }
+            if (op.kind == trace::OpKind::F || op.kind == trace::OpKind::B) {
+                for (const auto& d : mem.dependencies(*it)) {
+                    if (d.kind == trace::OpKind::RecvF || d.kind == trace::OpKind::RecvB) {
+                        QVERIFY2(recovered.count(key(d)),
+                                 qPrintable(QString::fromStdString(app::opLabel(op) + " misses " +
+                                                                   app::opLabel(d))));
+                        ++checked;
+                    }
+                }
+            }
+        }
+    }
+    QVERIFY(checked > 20);
 }
 
 void TstRunData::microbatchPathAcrossRuns() {

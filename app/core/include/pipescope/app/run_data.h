@@ -45,7 +45,8 @@ class RunData {
     // The ops of one rank overlapping [t0, t1), sorted by start (hit tests, selections).
     virtual std::vector<trace::OpRecord> ops(int rank, std::int64_t t0, std::int64_t t1) const = 0;
     // The ops `op` waits for before it can start or end (its inputs, the previous op of its
-    // stream, the send a receive waits for, the other members of a collective).
+    // stream, the send a receive waits for, the other members of a collective). A trace file
+    // holds the search to kSelectionBudget and leaves out what it did not find by then.
     virtual std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const = 0;
     // The path of one micro-batch through the pipeline: every op of `microbatch` in
     // `iteration`, on every rank and lane, sorted by rank and start; empty for a negative

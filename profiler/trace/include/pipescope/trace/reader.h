@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -81,6 +82,25 @@ std::vector<LodEntry> foldLodEntries(std::vector<LodEntry> entries, double thres
 std::vector<MemoryPixel> memoryPixels(const std::vector<MemorySample>& samples, std::int64_t t0,
                                       std::int64_t t1, int pixels);
 
+// A search for ops of one rank by what they are: each field that is set narrows it. Starts are
+// compared against [start_from, start_before); `end_by` keeps ops that end by then.
+struct OpQuery {
+    int rank = 0;
+    std::optional<Lane> lane;
+    std::optional<OpKind> kind;
+    std::optional<int> iteration;
+    std::optional<int> microbatch;  // -1: ops of no micro-batch
+    std::optional<int> chunk;
+    std::optional<int> peer;
+    std::optional<int> collective;
+    std::int64_t start_from = INT64_MIN;
+    std::int64_t start_before = INT64_MAX;
+    std::optional<std::int64_t> end_by;
+    std::optional<std::int64_t> exclude_id;
+    bool latest_first = false;  // sorted by start, latest first, instead of earliest first
+    int limit = 0;              // at most this many; 0: all
+};
+
 class TraceReader {
   public:
     TraceReader();
@@ -119,6 +139,11 @@ class TraceReader {
     std::optional<std::vector<OpRecord>> microbatchOps(int iteration, int microbatch,
                                                        std::int64_t t0, std::int64_t t1,
                                                        std::chrono::milliseconds budget) const;
+    // The ops `query` describes, filtered by SQLite so only they are read (the search walks the
+    // rank's ops by start within the query's window). A search still running at `deadline`
+    // stops and returns nullopt, as does a read error.
+    std::optional<std::vector<OpRecord>> findOps(
+        const OpQuery& query, std::chrono::steady_clock::time_point deadline) const;
     // Every op, sorted by (rank, start_ns); the callback returns false to stop.
     TraceStatus forEachOp(const std::function<bool(const OpRecord&)>& fn) const;
 
