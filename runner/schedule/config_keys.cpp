@@ -90,16 +90,46 @@ std::optional<std::string_view> closestMatch(std::string_view word,
     if (word.size() > 64) {
         return std::nullopt;
     }
+    // The one candidate closest within two edits; two equally close ones make no suggestion.
     std::optional<std::string_view> best;
     std::size_t best_distance = 3;
+    bool tied = false;
     for (const auto c : candidates) {
         const std::size_t dist = editDistance(word, c);
         if (dist < best_distance && dist < c.size()) {
             best = c;
             best_distance = dist;
+            tied = false;
+        } else if (best && dist == best_distance) {
+            tied = true;
         }
     }
-    return best;
+    if (best) {
+        return tied ? std::nullopt : best;
+    }
+    // A short name for one candidate: its first part ("interleaved" for "interleaved-1f1b",
+    // "zb" for "zb-h1"), or the initials of a spelled-out name ("zero-bubble" for "zb-h1").
+    std::string initials;
+    for (std::size_t i = 0; i < word.size(); ++i) {
+        if (i == 0 || word[i - 1] == '-' || word[i - 1] == '_' || word[i - 1] == ' ') {
+            initials += word[i];
+        }
+    }
+    std::optional<std::string_view> unique;
+    for (const auto c : candidates) {
+        const std::string_view head = c.substr(0, c.find('-'));
+        if (head.size() == c.size()) {
+            continue;
+        }
+        if (equalsIgnoringCase(word, head) ||
+            (initials.size() > 1 && equalsIgnoringCase(initials, head))) {
+            if (unique) {
+                return std::nullopt;  // "vocab" could be vocab-1 or vocab-2
+            }
+            unique = c;
+        }
+    }
+    return unique;
 }
 
 std::string didYouMean(std::string_view word, const std::vector<std::string_view>& candidates) {

@@ -91,6 +91,12 @@ void TstConfigErrors::invalidValues_data() {
         R"(parallel.schedule: unknown schedule "1fb1"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, v-half (did you mean "1f1b"?))");
     row("schedule unknown", {"parallel.schedule=zigzag"},
         R"(parallel.schedule: unknown schedule "zigzag"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, v-half)");
+    row("schedule by its first word", {"parallel.schedule=interleaved"},
+        R"(parallel.schedule: unknown schedule "interleaved"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, v-half (did you mean "interleaved-1f1b"?))");
+    row("schedule spelled out", {"parallel.schedule=zero-bubble"},
+        R"(parallel.schedule: unknown schedule "zero-bubble"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, v-half (did you mean "zb-h1"?))");
+    row("vocab method ambiguous", {"parallel.vocab=vocab"},
+        R"(parallel.vocab: unknown vocab method "vocab"; expected one of naive, redistributed, interlaced, vocab-1, vocab-2)");
     row("vocab method case", {"parallel.vocab=Vocab-2"},
         R"(parallel.vocab: unknown vocab method "Vocab-2"; expected one of naive, redistributed, interlaced, vocab-1, vocab-2 (did you mean "vocab-2"?))");
     row("virtual stages on 1f1b", {"parallel.virtual_stages=2"},
@@ -248,7 +254,7 @@ void TstConfigErrors::invalidDocuments_data() {
     QTest::newRow("variant with invalid value")
         << doc(R"("compare": [{"label": "a", "set": {"parallel.vocab": "vocab-3"}}])")
         << QStringLiteral(
-               R"(compare[0].set.parallel.vocab: unknown vocab method "vocab-3"; expected one of naive, redistributed, interlaced, vocab-1, vocab-2 (did you mean "vocab-1"?))");
+               R"(compare[0].set.parallel.vocab: unknown vocab method "vocab-3"; expected one of naive, redistributed, interlaced, vocab-1, vocab-2)");
     QTest::newRow("variant breaks a rule elsewhere")
         << QStringLiteral(
                R"({"model": {"layers": 12, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 1000}, )"
