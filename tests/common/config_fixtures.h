@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pipescope/schedule/config_parse.h>
@@ -65,6 +66,19 @@ inline std::optional<schedule::Config> tinyTrainingConfig(int p, const std::stri
         return std::nullopt;
     }
     return *parsed.config;
+}
+
+// Every schedule with every vocabulary method the generator makes for it: (schedule, method).
+inline std::vector<std::pair<std::string, std::string>> scheduleMethodPairs() {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const char* sched : {"1f1b", "gpipe", "zb-h1", "v-half", "interleaved-1f1b"}) {
+        for (const char* v : {"naive", "redistributed", "interlaced", "vocab-1", "vocab-2"}) {
+            if (std::string(sched) != "interleaved-1f1b" || std::string(v) != "vocab-1") {
+                out.emplace_back(sched, v);
+            }
+        }
+    }
+    return out;
 }
 
 }  // namespace pipescope::test

@@ -354,13 +354,9 @@ void TstSimProperties::splitBackwardDefersWWithinOneF1BsMemory() {
 void TstSimProperties::memoryReturnsToItsStaticLevel_data() {
     QTest::addColumn<QString>("sched");
     QTest::addColumn<QString>("vocab");
-    for (const char* sched : {"1f1b", "gpipe", "zb-h1", "v-half", "interleaved-1f1b"}) {
-        for (const char* v : {"naive", "redistributed", "interlaced", "vocab-1", "vocab-2"}) {
-            if (std::string(sched) == "interleaved-1f1b" && std::string(v) == "vocab-1") {
-                continue;
-            }
-            QTest::addRow("%s %s", sched, v) << sched << v;
-        }
+    for (const auto& [sched, vocab] : test::scheduleMethodPairs()) {
+        QTest::addRow("%s %s", sched.c_str(), vocab.c_str())
+            << QString::fromStdString(sched) << QString::fromStdString(vocab);
     }
 }
 

@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/sim/cost_table.h>
@@ -54,6 +55,8 @@ class TstSimTrace : public QObject {
     void calibrationPerCollectiveKind();
     void calibrationIgnoresADisturbedIteration();
     void drawnTimesComeFromTheRecordedOnes();
+    void criticalPathFollowsTheGraph_data();
+    void criticalPathFollowsTheGraph();
 
   private:
     QTemporaryDir dir_;
@@ -287,6 +290,86 @@ void TstSimTrace::drawnTimesComeFromTheRecordedOnes() {
     model.drawFrom(nullptr, 0);
     QCOMPARE(model.compute(0, f), 1000e-6);
     QCOMPARE(model.send(0, send), 10e-6);
+}
+
+void TstSimTrace::criticalPathFollowsTheGraph_data() {
+    QTest::addColumn<QString>("sched");
+    QTest::addColumn<QString>("vocab");
+    for (const auto& [sched, vocab] : test::scheduleMethodPairs()) {
+        QTest::addRow("%s %s", sched.c_str(), vocab.c_str())
+            << QString::fromStdString(sched) << QString::fromStdString(vocab);
+    }
+}
+
+void TstSimTrace::criticalPathFollowsTheGraph() {
+    // The path is recovered from the ops' times and what they say, not from the graph. On a
+    // simulation every op starts when its last input ends, so the recovered path must run back
+    // to back from 0 to the iteration's end with no gap, and each link must be an edge of the
+    // simulator's graph: an input or stream predecessor, a receive's send, a collective member.
+    QFETCH(QString, sched);
+    QFETCH(QString, vocab);
+    const auto r = run(makeConfig(4, 8, sched.toStdString(), vocab.toStdString()));
+    std::vector<trace::OpRecord> ops;
+    for (int rank = 0; rank < r.schedule.ranks; ++rank) {
+        const int n = static_cast<int>(r.schedule.ops[static_cast<std::size_t>(rank)].size());
+        for (int i = 0; i < n; ++i) {
+            ops.push_back(sim::traceOp(r, rank, i, 0));
+        }
+    }
+    const auto path = analysis::criticalPath(ops, 0, r.schedule.ranks);
+    QVERIFY(path);
+    const auto iteration_ns = static_cast<std::int64_t>(std::llround(r.iteration_time_s * 1e9));
+    QCOMPARE(path->start_ns, std::int64_t{0});
+    QCOMPARE(path->lengthNs(), iteration_ns);
+    QCOMPARE(path->by_category[static_cast<std::size_t>(analysis::PathCategory::Gap)],
+             std::int64_t{0});
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < path->steps.size(); ++k) {
+        sum += path->steps[k].duration();
+        if (k > 0) {
+            QCOMPARE(path->steps[k].start_ns, path->steps[k - 1].end_ns);
+        }
+    }
+    QCOMPARE(sum, iteration_ns);
+    std::int64_t by_rank = 0;
+    for (auto t : path->by_rank) {
+        by_rank += t;
+    }
+    QCOMPARE(by_rank, iteration_ns);
+
+    const auto& g = r.graph;
+    const auto node = [&](const trace::OpRecord& o) { return g.node(o.rank, o.op_index); };
+    const auto linked = [&](int from, int to) {
+        for (int k = g.start_dep_begin[static_cast<std::size_t>(to)];
+             k < g.start_dep_begin[static_cast<std::size_t>(to) + 1]; ++k) {
+            if (g.start_deps[static_cast<std::size_t>(k)] == from) {
+                return true;
+            }
+        }
+        if (g.end_dep[static_cast<std::size_t>(to)] == from) {
+            return true;
+        }
+        const int group = g.group[static_cast<std::size_t>(to)];
+        return group >= 0 && g.group[static_cast<std::size_t>(from)] == group;
+    };
+    const auto on_path = path->ops();
+    QVERIFY(on_path.size() > 4);
+    for (std::size_t k = 1; k < on_path.size(); ++k) {
+        const int from = node(on_path[k - 1]);
+        const int to = node(on_path[k]);
+        QVERIFY2(linked(from, to),
+                 qPrintable(QString("%1 -> %2 is not an edge of the graph")
+                                .arg(QString::fromStdString(
+                                    r.schedule
+                                        .ops[static_cast<std::size_t>(on_path[k - 1].rank)]
+                                            [static_cast<std::size_t>(on_path[k - 1].op_index)]
+                                        .label()))
+                                .arg(QString::fromStdString(
+                                    r.schedule
+                                        .ops[static_cast<std::size_t>(on_path[k].rank)]
+                                            [static_cast<std::size_t>(on_path[k].op_index)]
+                                        .label()))));
+    }
 }
 
 QTEST_GUILESS_MAIN(TstSimTrace)

@@ -1,0 +1,123 @@
+// The critical path recovered from a trace's ops: a hand-made two-rank iteration whose path,
+// gaps and waits are known, and the edge cases (no ops, another iteration, device spans).
+#include <QtTest>
+
+#include <pipescope/analysis/critical_path.h>
+
+using namespace pipescope;
+using analysis::PathCategory;
+using trace::OpKind;
+using trace::OpRecord;
+
+namespace {
+
+OpRecord op(int rank, int index, OpKind kind, int microbatch, std::int64_t start, std::int64_t end,
+            int peer = -1) {
+    OpRecord o;
+    o.rank = rank;
+    o.op_index = index;
+    o.kind = kind;
+    o.microbatch = microbatch;
+    o.start_ns = start;
+    o.end_ns = end;
+    o.peer = peer;
+    o.lane = kind == OpKind::F || kind == OpKind::B ? trace::Lane::Compute : trace::Lane::Comm;
+    o.source = trace::Source::Host;
+    return o;
+}
+
+// Rank 0 runs F0, sends it, waits for the gradient and runs B0; rank 1 waits for the
+// activation (its receive was posted at 5 and the send ended at 12), runs F0 after a 1 ns gap,
+// B0, and sends the gradient back. Rank 0's B0 starts 2 ns after its receive ended.
+std::vector<OpRecord> twoRanks() {
+    return {
+        op(0, 0, OpKind::F, 0, 0, 10),         op(0, 1, OpKind::SendF, 0, 10, 12, 1),
+        op(0, 2, OpKind::RecvB, 0, 12, 40, 1), op(0, 3, OpKind::B, 0, 42, 60),
+        op(1, 0, OpKind::RecvF, 0, 5, 13, 0),  op(1, 1, OpKind::F, 0, 14, 24),
+        op(1, 2, OpKind::B, 0, 24, 36),        op(1, 3, OpKind::SendB, 0, 36, 39, 0),
+    };
+}
+
+}  // namespace
+
+class TstCriticalPath : public QObject {
+    Q_OBJECT
+
+  private slots:
+    void followsWaitsAcrossRanks();
+    void ignoresOtherIterationsAndDeviceSpans();
+    void nothingToWalk();
+};
+
+void TstCriticalPath::followsWaitsAcrossRanks() {
+    const auto path = analysis::criticalPath(twoRanks(), 0, 2);
+    QVERIFY(path);
+    QCOMPARE(path->start_ns, std::int64_t{0});
+    QCOMPARE(path->end_ns, std::int64_t{60});
+    struct Expected {
+        int rank;
+        OpKind kind;
+        std::int64_t from, to;
+        PathCategory category;
+    };
+    const std::vector<Expected> expected = {
+        {0, OpKind::F, 0, 10, PathCategory::Compute},
+        {0, OpKind::SendF, 10, 12, PathCategory::P2P},
+        {1, OpKind::RecvF, 12, 13, PathCategory::P2P},  // arrived with the send's end
+        {1, OpKind::F, 13, 14, PathCategory::Gap},
+        {1, OpKind::F, 14, 24, PathCategory::Compute},
+        {1, OpKind::B, 24, 36, PathCategory::Compute},
+        {1, OpKind::SendB, 36, 39, PathCategory::P2P},
+        {0, OpKind::RecvB, 39, 40, PathCategory::P2P},
+        {0, OpKind::B, 40, 42, PathCategory::Gap},
+        {0, OpKind::B, 42, 60, PathCategory::Compute},
+    };
+    QCOMPARE(path->steps.size(), expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+        const auto& s = path->steps[k];
+        const auto& e = expected[k];
+        const QString where = QString("step %1").arg(k);
+        QVERIFY2(s.op.rank == e.rank && s.op.kind == e.kind, qPrintable(where));
+        QVERIFY2(s.start_ns == e.from && s.end_ns == e.to, qPrintable(where));
+        QVERIFY2(s.category == e.category, qPrintable(where));
+    }
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Compute)], std::int64_t{50});
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::P2P)], std::int64_t{7});
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Gap)], std::int64_t{3});
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Collective)],
+             std::int64_t{0});
+    QCOMPARE(path->by_rank, (std::vector<std::int64_t>{33, 27}));
+    // Every op of this iteration is on it, once, in time order.
+    const auto ops = path->ops();
+    QCOMPARE(ops.size(), std::size_t{8});
+    QVERIFY(ops.front().kind == OpKind::F);
+    QVERIFY(ops.back().kind == OpKind::B);
+    QCOMPARE(ops.back().rank, 0);
+}
+
+void TstCriticalPath::ignoresOtherIterationsAndDeviceSpans() {
+    auto ops = twoRanks();
+    // A later iteration, and a device span longer than everything: neither is walked.
+    auto later = op(0, 0, OpKind::F, 0, 100, 110);
+    later.iteration = 1;
+    ops.push_back(later);
+    auto gpu = op(0, 3, OpKind::B, 0, 42, 80);
+    gpu.lane = trace::Lane::Gpu;
+    ops.push_back(gpu);
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    QCOMPARE(path->end_ns, std::int64_t{60});
+    QCOMPARE(path->lengthNs(), std::int64_t{60});
+    const auto second = analysis::criticalPath(ops, 1, 2);
+    QVERIFY(second);
+    QCOMPARE(second->steps.size(), std::size_t{1});
+    QCOMPARE(second->lengthNs(), std::int64_t{10});
+}
+
+void TstCriticalPath::nothingToWalk() {
+    QVERIFY(!analysis::criticalPath({}, 0, 2));
+    QVERIFY(!analysis::criticalPath(twoRanks(), 3, 2));
+}
+
+QTEST_GUILESS_MAIN(TstCriticalPath)
+#include "tst_critical_path.moc"
