@@ -2,6 +2,7 @@
 // Data goes to stdout, messages to stderr. Exit codes: 0 ok, 2 bad arguments or a bad input
 // file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built
 // (merge, import-nsys).
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/report.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/interop/chrome_export.h>
@@ -51,6 +53,7 @@ struct Command {
 
 int runStats(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
+int runCriticalPath(const std::vector<std::string>& args);
 int runExportChrome(const std::vector<std::string>& args);
 int runExportCsv(const std::vector<std::string>& args);
 int runRepair(const std::vector<std::string>& args);
@@ -71,6 +74,15 @@ const Command kCommands[] = {
      "against the first run and whether it is better (per rank: only whether it changed).\n"
      "  --json          JSON instead of a table\n",
      runCompare},
+    {"critical-path", "critical-path RUN.db [--iteration N] [--json]",
+     "The chain of ops, each waiting for the one before, that sets an iteration's length: how\n"
+     "much of it is compute, point-to-point transfers, collectives and gaps (time no op\n"
+     "explains: host overhead, launch latency), on which rank, and every step. Recovered from\n"
+     "the ops' times (docs/metrics.md). Speeding up an op off the path does not shorten the\n"
+     "iteration.\n"
+     "  --iteration N   that iteration (default: the first measured one)\n"
+     "  --json          JSON instead of a table\n",
+     runCriticalPath},
     {"export-chrome", "export-chrome RUN.db OUT.json",
      "Chrome / Perfetto trace-event JSON: one process per rank (threads compute, comm and extra\n"
      "threads for overlapping ops), memory counters, send->receive flow arrows, GPU kernels.\n"
@@ -221,31 +233,52 @@ bool sameFile(const std::string& a, const std::string& b) {
     return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
-int runStats(const std::vector<std::string>& args) {
-    const Command& cmd = *findCommand("stats");
+// A command on one trace with --json and --iteration N: what it asked for, or the exit code to
+// return at once (its help was printed, or its arguments were wrong and said so).
+struct OneTraceArgs {
+    std::string path;
+    bool json = false;
+    std::optional<int> iteration;
+    std::optional<int> exit_code;
+};
+
+OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string>& args) {
+    OneTraceArgs a;
     const ParsedArgs p = parseArgs(args, {"--json"}, {"--iteration"});
     if (p.help) {
-        return printOut(commandHelp(cmd));
-    }
-    if (!p.error.empty()) {
-        return badArguments(cmd, p.error);
-    }
-    if (p.positional.size() != 1) {
-        return badArguments(cmd, p.positional.empty() ? "missing the trace file"
-                                                      : "expects exactly one trace file");
-    }
-    analysis::AnalysisOptions options;
-    if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
+        a.exit_code = printOut(commandHelp(cmd));
+    } else if (!p.error.empty()) {
+        a.exit_code = badArguments(cmd, p.error);
+    } else if (p.positional.size() != 1) {
+        a.exit_code = badArguments(cmd, p.positional.empty() ? "missing the trace file"
+                                                             : "expects exactly one trace file");
+    } else if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
         int n = -1;
         const std::string& v = it->second;
         const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
         if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 0) {
-            return badArguments(cmd, "--iteration needs a whole number >= 0, not '" + v + "'");
+            a.exit_code =
+                badArguments(cmd, "--iteration needs a whole number >= 0, not '" + v + "'");
         }
-        options.iteration = n;
+        a.iteration = n;
     }
+    if (!a.exit_code) {
+        a.path = p.positional[0];
+        a.json = p.options.count("--json") > 0;
+    }
+    return a;
+}
+
+int runStats(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("stats");
+    const OneTraceArgs a = parseOneTraceArgs(cmd, args);
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    analysis::AnalysisOptions options;
+    options.iteration = a.iteration;
     trace::TraceReader reader;
-    if (!openTrace(p.positional[0], &reader)) {
+    if (!openTrace(a.path, &reader)) {
         return kExitBadInput;
     }
     analysis::RunStats stats;
@@ -253,8 +286,41 @@ int runStats(const std::vector<std::string>& args) {
         printErr(st.message);
         return kExitBadInput;
     }
-    const bool json = p.options.count("--json") > 0;
-    return printOut(json ? analysis::formatStatsJson(stats) : analysis::formatStatsTable(stats));
+    return printOut(a.json ? analysis::formatStatsJson(stats) : analysis::formatStatsTable(stats));
+}
+
+int runCriticalPath(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("critical-path");
+    const OneTraceArgs a = parseOneTraceArgs(cmd, args);
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    const std::optional<int> wanted = a.iteration;
+    trace::TraceReader reader;
+    if (!openTrace(a.path, &reader)) {
+        return kExitBadInput;
+    }
+    analysis::RunStats stats;
+    if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    const int iteration = wanted ? *wanted : stats.measured.empty() ? 0 : stats.measured.front();
+    const auto it = std::find_if(stats.iterations.begin(), stats.iterations.end(),
+                                 [&](const auto& i) { return i.iteration == iteration; });
+    if (it == stats.iterations.end()) {
+        printErr(a.path + ": no iteration " + std::to_string(iteration) + " (the trace has " +
+                 std::to_string(stats.iterations.size()) + ")");
+        return kExitBadInput;
+    }
+    const auto path = analysis::criticalPath(reader, *it);
+    if (!path) {
+        printErr(a.path + ": cannot read the ops of iteration " + std::to_string(iteration) +
+                 (reader.lastError().empty() ? "" : ": " + reader.lastError()));
+        return kExitBadInput;
+    }
+    return printOut(a.json ? analysis::formatCriticalPathJson(*path, stats)
+                           : analysis::formatCriticalPathTable(*path, stats));
 }
 
 int runCompare(const std::vector<std::string>& args) {

@@ -283,4 +283,23 @@ std::optional<CriticalPath> criticalPath(const std::vector<OpRecord>& ops, int i
     return Walker(std::move(its), rank_count).walk(iteration);
 }
 
+std::optional<CriticalPath> criticalPath(const trace::TraceReader& reader,
+                                         const IterationStats& iteration,
+                                         std::chrono::steady_clock::time_point deadline) {
+    std::vector<OpRecord> ops;
+    for (const auto& rank : reader.ranks()) {
+        trace::OpQuery q;
+        q.rank = rank.rank;
+        q.iteration = iteration.iteration;
+        q.start_from = iteration.start_ns;
+        q.start_before = iteration.end_ns + 1;
+        auto found = reader.findOps(q, deadline);
+        if (!found) {
+            return std::nullopt;
+        }
+        ops.insert(ops.end(), found->begin(), found->end());
+    }
+    return criticalPath(ops, iteration.iteration, reader.rankCount());
+}
+
 }  // namespace pipescope::analysis

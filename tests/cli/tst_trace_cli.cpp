@@ -70,6 +70,7 @@ class TestTraceCli : public QObject {
     void statsOneIteration();
     void statsRunningRun();
     void compare();
+    void criticalPath();
     void exportChrome();
     void exportCsv_data();
     void exportCsv();
@@ -233,6 +234,56 @@ void TestTraceCli::compare() {
     QVERIFY(first.value("delta").toArray().at(0).isNull());
 }
 
+void TestTraceCli::criticalPath() {
+    // The path runs back to back through the whole iteration: its length is the iteration's
+    // time as stats measures it (0.072 ms for the first measured iteration, 0.080 for the
+    // warm-up), and what it is spent on adds up to that.
+    for (const auto& [iteration, length_ns] : {std::pair{-1, 72000}, std::pair{0, 80000}}) {
+        QStringList args = {"critical-path", good_, "--json"};
+        if (iteration >= 0) {
+            args << "--iteration" << QString::number(iteration);
+        }
+        const ProcessResult r = runBinary(kCli, args);
+        QVERIFY2(r.exit_code == 0 && r.err.isEmpty(), qPrintable(describe(r)));
+        const QJsonObject o = parseObject(r.out);
+        QCOMPARE(o.value("iteration").toInt(), iteration < 0 ? 1 : iteration);
+        QCOMPARE(o.value("length_ns").toInteger(), length_ns);
+        qint64 spent = 0;
+        for (const auto& v : o.value("by_category_ns").toObject()) {
+            spent += v.toInteger();
+        }
+        QCOMPARE(spent, length_ns);
+        qint64 on_ranks = 0;
+        for (const auto& v : o.value("by_rank_ns").toArray()) {
+            on_ranks += v.toInteger();
+        }
+        QCOMPARE(on_ranks, length_ns);
+        const QJsonArray steps = o.value("steps").toArray();
+        QVERIFY(steps.size() > 2);
+        QCOMPARE(steps.first().toObject().value("start_ns").toInteger(),
+                 o.value("start_ns").toInteger());
+        QCOMPARE(steps.last().toObject().value("end_ns").toInteger(),
+                 o.value("end_ns").toInteger());
+        for (qsizetype k = 1; k < steps.size(); ++k) {
+            QCOMPARE(steps.at(k).toObject().value("start_ns").toInteger(),
+                     steps.at(k - 1).toObject().value("end_ns").toInteger());
+        }
+    }
+    const ProcessResult table = runBinary(kCli, {"critical-path", good_});
+    QVERIFY2(table.exit_code == 0, qPrintable(describe(table)));
+    QVERIFY2(table.out.startsWith("critical path of iteration 1 (first measured): 0.072 ms, "),
+             qPrintable(describe(table)));
+    QVERIFY2(
+        QString::fromUtf8(table.out).contains(QRegularExpression("\ncompute +[0-9.]+ +[0-9.]+%\n")),
+        qPrintable(describe(table)));
+
+    const ProcessResult missing = runBinary(kCli, {"critical-path", good_, "--iteration", "9"});
+    QVERIFY2(missing.exit_code == 2, qPrintable(describe(missing)));
+    QVERIFY2(missing.err.contains(good_.toUtf8()) && missing.err.contains("no iteration 9"),
+             qPrintable(describe(missing)));
+    QVERIFY(missing.out.isEmpty());
+}
+
 void TestTraceCli::exportChrome() {
     const QString out = path("cli.json");
     const ProcessResult r = runBinary(kCli, {"export-chrome", good_, out});
@@ -388,8 +439,8 @@ void TestTraceCli::badArguments_data() {
     QTest::newRow("nothing") << QStringList() << "usage:";
     QTest::newRow("unknown command")
         << QStringList({"frobnicate", "x.db"})
-        << "unknown command 'frobnicate'; commands: stats, compare, export-chrome, export-csv, "
-           "repair, merge, import-nsys, help";
+        << "unknown command 'frobnicate'; commands: stats, compare, critical-path, export-chrome, "
+           "export-csv, repair, merge, import-nsys, help";
     QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
     QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";
     QTest::newRow("stats unknown option")
@@ -399,6 +450,11 @@ void TestTraceCli::badArguments_data() {
     QTest::newRow("iteration without value")
         << QStringList({"stats", "GOOD", "--iteration"}) << "--iteration needs a value";
     QTest::newRow("compare one file") << QStringList({"compare", "GOOD"}) << "at least two";
+    QTest::newRow("critical path two files")
+        << QStringList({"critical-path", "GOOD", "GOOD"}) << "exactly one";
+    QTest::newRow("critical path iteration")
+        << QStringList({"critical-path", "GOOD", "--iteration", "-1"})
+        << "--iteration needs a whole number";
     QTest::newRow("export without output")
         << QStringList({"export-chrome", "GOOD"}) << "needs the trace file and the output file";
     QTest::newRow("csv bad table") << QStringList({"export-csv", "GOOD", "OUT", "--table", "ops"})

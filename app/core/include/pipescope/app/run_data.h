@@ -116,7 +116,7 @@ std::int64_t firstMeasuredStartNs(const RunData& run);
 // `run` shifted by firstMeasuredStartNs (itself when that is 0).
 RunDataPtr alignedAtFirstMeasured(const RunDataPtr& run);
 
-// Human-readable op label for tooltips and lists: "F5", "SEND_F3→2", "ALLREDUCE(output,3)".
-std::string opLabel(const trace::OpRecord& op);
+// Human-readable op label for tooltips and lists (the trace library's).
+using trace::opLabel;
 
 }  // namespace pipescope::app

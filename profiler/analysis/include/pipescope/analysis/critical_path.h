@@ -15,10 +15,14 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include <pipescope/analysis/run_stats.h>
+#include <pipescope/trace/reader.h>
 #include <pipescope/trace/types.h>
 
 namespace pipescope::analysis {
@@ -54,5 +58,17 @@ struct CriticalPath {
 // ignored); ranks are 0 .. rank_count - 1. Empty when the iteration has no ops.
 std::optional<CriticalPath> criticalPath(const std::vector<trace::OpRecord>& ops, int iteration,
                                          int rank_count);
+
+// The critical path of one iteration of an open trace, reading only that iteration's ops (from
+// its window in `iteration`). nullopt when the reading passed `deadline`, failed, or found no
+// ops.
+std::optional<CriticalPath> criticalPath(
+    const trace::TraceReader& reader, const IterationStats& iteration,
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
+// For people: the length, what it is spent on and on which rank, then every step. For
+// programs: the same as JSON (times in ns). docs/trace-cli.md lists the keys.
+std::string formatCriticalPathTable(const CriticalPath& path, const RunStats& stats);
+std::string formatCriticalPathJson(const CriticalPath& path, const RunStats& stats);
 
 }  // namespace pipescope::analysis

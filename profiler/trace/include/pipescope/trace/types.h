@@ -139,6 +139,8 @@ struct MetricRecord {
 // Rows of a newer minor format may carry kinds, lanes, sources or categories this build does
 // not know; readers of the op and memory tables skip them, as the *_named views do.
 bool isKnownOp(const OpRecord& op);
+// How people read an op: "F3", "F3.c1", "SEND_F3 → 2", "RECV_B3 ← 1", "ALLREDUCE(output,3)".
+std::string opLabel(const OpRecord& op);
 bool isKnownCategory(MemoryCategory category);
 
 // ---- Nsight-compatible GPU records (subset of the columns; see docs/trace-format.md) --------
