@@ -15,6 +15,17 @@ trace::TimeRange RunData::iterationWindow(int iteration) const {
     return timeRange();
 }
 
+std::optional<analysis::CriticalPath> RunData::criticalPath(int iteration) const {
+    // In memory: the iteration's ops, walked here.
+    const trace::TimeRange window = iterationWindow(iteration);
+    std::vector<trace::OpRecord> ops;
+    for (int r = 0; r < rankCount(); ++r) {
+        auto rank = this->ops(r, window.start_ns, window.end_ns + 1);
+        ops.insert(ops.end(), rank.begin(), rank.end());
+    }
+    return analysis::criticalPath(ops, iteration, rankCount());
+}
+
 std::optional<std::vector<trace::OpRecord>> RunData::microbatchOps(int iteration,
                                                                    int microbatch) const {
     std::vector<trace::OpRecord> out;
@@ -131,6 +142,21 @@ std::optional<std::vector<trace::OpRecord>> ShiftedRunData::microbatchOps(int it
         for (auto& o : *out) {
             o.start_ns -= shift_;
             o.end_ns -= shift_;
+        }
+    }
+    return out;
+}
+
+std::optional<analysis::CriticalPath> ShiftedRunData::criticalPath(int iteration) const {
+    auto out = inner_->criticalPath(iteration);
+    if (out) {
+        out->start_ns -= shift_;
+        out->end_ns -= shift_;
+        for (auto& s : out->steps) {
+            s.start_ns -= shift_;
+            s.end_ns -= shift_;
+            s.op.start_ns -= shift_;
+            s.op.end_ns -= shift_;
         }
     }
     return out;

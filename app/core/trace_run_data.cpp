@@ -75,6 +75,16 @@ std::optional<std::vector<trace::OpRecord>> TraceRunData::microbatchOps(int iter
                                  kSelectionBudget);
 }
 
+std::optional<analysis::CriticalPath> TraceRunData::criticalPath(int iteration) const {
+    for (const auto& it : stats_.iterations) {
+        if (it.iteration == iteration) {
+            return analysis::criticalPath(reader_, it,
+                                          std::chrono::steady_clock::now() + kSelectionBudget);
+        }
+    }
+    return std::nullopt;
+}
+
 std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op) const {
     // A trace records no graph, so the dependencies are recovered from what the ops say: the
     // previous op of the same rank and lane, the send a receive pairs with, the other members of

@@ -252,6 +252,8 @@ void MainWindow::showShortcuts() {
            "<tr><td><b>click</b></td><td>select an op, outline what it waits for and "
            "highlight its micro-batch on every rank</td></tr>"
            "<tr><td><b>M</b></td><td>highlight the selected op's micro-batch, or not</td></tr>"
+           "<tr><td><b>C</b></td><td>highlight the critical path of the selected op's "
+           "iteration (or the one in view) and say what it is spent on</td></tr>"
            "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
            "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo / redo a config change</td></tr>"
            "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"

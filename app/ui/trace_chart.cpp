@@ -32,7 +32,8 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
     setPlottingHint(QCP::phFastPolylines, true);
     setToolTip(
         tr("Wheel: zoom · drag: select a range · click: select an op\n"
-           "W/S zoom · A/D pan · F fit selection · 0 fit all · M micro-batch highlight"));
+           "W/S zoom · A/D pan · F fit selection · 0 fit all · M micro-batch highlight · "
+           "C critical path"));
     setMinimumSize(320, 200);
     letPlotShrink(this);
 }
@@ -345,7 +346,90 @@ void TraceChart::setFollowMicrobatch(bool on) {
     replot();
 }
 
+void TraceChart::setShowCriticalPath(bool on) {
+    critical_path_ = on;
+    showSelection();
+    replot();
+}
+
+namespace {
+
+// The iteration of `run` whose window holds `t_ns`, else its first measured one, else 0.
+int iterationAt(const RunData& run, std::int64_t t_ns) {
+    const auto& its = run.stats().iterations;
+    for (const auto& it : its) {
+        if (t_ns >= it.start_ns && t_ns <= it.end_ns) {
+            return it.iteration;
+        }
+    }
+    return run.stats().measured.empty() ? 0 : run.stats().measured.front();
+}
+
+// "critical path of iteration 1: 202.1 ms: compute 74%, p2p 15%, collective 6%, gap 5%".
+QString describePath(const analysis::CriticalPath& path) {
+    QStringList parts;
+    for (int c = 0; c < analysis::kPathCategoryCount; ++c) {
+        const auto ns = path.by_category[static_cast<std::size_t>(c)];
+        if (ns > 0 || c == static_cast<int>(analysis::PathCategory::Gap)) {
+            parts << QStringLiteral("%1 %2%")
+                         .arg(QString::fromLatin1(toString(static_cast<analysis::PathCategory>(c))))
+                         .arg(path.lengthNs() > 0 ? 100.0 * static_cast<double>(ns) /
+                                                        static_cast<double>(path.lengthNs())
+                                                  : 0.0,
+                              0, 'f', 0);
+        }
+    }
+    return QObject::tr("critical path of iteration %1: %2 (%3)")
+        .arg(path.iteration)
+        .arg(formatDuration(static_cast<double>(path.lengthNs())),
+             parts.join(QStringLiteral(", ")));
+}
+
+}  // namespace
+
+void TraceChart::showCriticalPath() {
+    // The selected op's iteration (in a comparison, the one at the same place in each run), or
+    // the one in the middle of the view.
+    const TimelinePlottable* holder = selectionHolder();
+    const std::optional<trace::OpRecord> op = selectedOp();
+    const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
+    QStringList texts;
+    for (auto* t : timelines_) {
+        std::optional<int> iteration;
+        if (op && holder) {
+            iteration = t == holder ? std::optional<int>(op->iteration)
+                                    : t->run()->matchingIteration(*holder->run(), op->iteration);
+        } else {
+            iteration = iterationAt(*t->run(), centre_ns);
+        }
+        std::optional<analysis::CriticalPath> path;
+        if (iteration) {
+            path = t->run()->criticalPath(*iteration);
+        }
+        t->setHighlight(path ? path->ops() : std::vector<trace::OpRecord>{});
+        const QString text =
+            path ? describePath(*path)
+                 : tr("no critical path (no such iteration, or too many ops to walk in %1 ms)")
+                       .arg(RunData::kSelectionBudget.count());
+        texts << (timelines_.size() > 1 ? QString::fromStdString(t->run()->name()) + ": " + text
+                                        : text);
+    }
+    const QString path_text = texts.join(QStringLiteral(" | ")) + tr(" (C: off)");
+    if (!op) {
+        emit selectionDescribed(path_text);
+        return;
+    }
+    emit selectionDescribed(tr("%1 on rank %2 · %3")
+                                .arg(QString::fromStdString(opLabel(*op)))
+                                .arg(op->rank)
+                                .arg(path_text));
+}
+
 void TraceChart::showSelection() {
+    if (critical_path_) {
+        showCriticalPath();
+        return;
+    }
     // The selected op, on whichever run's timeline it is.
     const TimelinePlottable* holder = selectionHolder();
     const std::optional<trace::OpRecord> op = selectedOp();
@@ -540,6 +624,9 @@ void TraceChart::keyPressEvent(QKeyEvent* event) {
             break;
         case Qt::Key_M:
             setFollowMicrobatch(!follow_microbatch_);
+            break;
+        case Qt::Key_C:
+            setShowCriticalPath(!critical_path_);
             break;
         case Qt::Key_Escape:
             setRangeSelection(std::nullopt);

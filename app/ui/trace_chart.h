@@ -4,7 +4,7 @@
 // Mouse: wheel zooms around the pointer, a drag selects a time range (its statistics are
 // reported), a click selects an op, outlines what it waits for and lights up its micro-batch,
 // hovering shows op details. Keys, as in Perfetto and Tracy: W/S zoom in/out, A/D pan, F fits
-// the selection, 0 fits all; M turns the micro-batch highlight on and off.
+// the selection, 0 fits all; M turns the micro-batch highlight on and off, C the critical path.
 #pragma once
 
 #include <memory>
@@ -59,6 +59,11 @@ class TraceChart : public QCustomPlot {
     // pipeline, on every rank, over a faded timeline (M toggles it).
     void setFollowMicrobatch(bool on);
     bool followsMicrobatch() const { return follow_microbatch_; }
+    // While on, the timelines highlight the critical path (docs/metrics.md) of the selected
+    // op's iteration, or of the iteration in the middle of the view, instead of a micro-batch;
+    // the status line says what the path is spent on (C toggles it).
+    void setShowCriticalPath(bool on);
+    bool showsCriticalPath() const { return critical_path_; }
     std::optional<QCPRange> rangeSelection() const { return range_; }
     void setRangeSelection(std::optional<QCPRange> range_ms);
     // Per-rank busy time and bubble in the dragged range, as text.
@@ -85,6 +90,7 @@ class TraceChart : public QCustomPlot {
     TimelinePlottable* selectionHolder() const;
     // Highlights the selected op's micro-batch (or nothing) and says what is selected.
     void showSelection();
+    void showCriticalPath();
     // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
     void reselect(TimelinePlottable* timeline, const trace::OpRecord& op);
     QCPRange fullRange() const;
@@ -98,6 +104,7 @@ class TraceChart : public QCustomPlot {
     std::unique_ptr<MemoryLayer> memory_;
     QCPAxisRect* memory_rect_ = nullptr;
     bool follow_microbatch_ = true;
+    bool critical_path_ = false;
     std::optional<QCPRange> range_;
     std::optional<QPointF> press_;
     bool dragging_ = false;

@@ -43,6 +43,7 @@ class TstTraceChart : public QObject {
     void labelFontFitsTheBand_data();
     void labelFontFitsTheBand();
     void selectionHighlightsItsMicrobatch();
+    void criticalPathIsHighlighted();
 
   private:
     QTemporaryDir dir_;
@@ -338,6 +339,48 @@ void TstTraceChart::gpuLaneIsDrawnAndPicked() {
     app::fillSummaryPlot(&summary, *run_);
     QVERIFY(!saysEmpty(&summary, summary.axisRects().back()));
     QVERIFY(!saysEmpty(chart_.get(), chart_->axisRects().back()));
+}
+
+void TstTraceChart::criticalPathIsHighlighted() {
+    chart_->fitAll();
+    chart_->replot();
+    auto* t = timeline();
+    QSignalSpy described(chart_.get(), &app::TraceChart::selectionDescribed);
+    QVERIFY(!chart_->showsCriticalPath());
+    QTest::keyClick(chart_.get(), Qt::Key_C);
+    QVERIFY(chart_->showsCriticalPath());
+    // With nothing selected and the whole run in view: the iteration in the middle of it.
+    const auto centre_ns = static_cast<std::int64_t>(chart_->timeRangeMs().center() * 1e6);
+    int iteration = -1;
+    for (const auto& it : run_->stats().iterations) {
+        if (centre_ns >= it.start_ns && centre_ns <= it.end_ns) {
+            iteration = it.iteration;
+        }
+    }
+    QVERIFY(iteration >= 0);
+    const auto path = run_->criticalPath(iteration);
+    QVERIFY(path);
+    QCOMPARE(path->lengthNs(),
+             run_->iterationWindow(iteration).end_ns - run_->iterationWindow(iteration).start_ns);
+    const auto ops = path->ops();
+    QCOMPARE(t->highlight().size(), ops.size());
+    std::set<int> ranks;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+        QCOMPARE(t->highlight()[k].id, ops[k].id);
+        QCOMPARE(t->highlight()[k].iteration, iteration);
+        ranks.insert(ops[k].rank);
+    }
+    QVERIFY(ranks.size() > 1);  // a pipeline's path crosses ranks
+    QVERIFY(!described.isEmpty());
+    const QString text = described.last().at(0).toString();
+    QVERIFY2(text.startsWith(QString("critical path of iteration %1: ").arg(iteration)),
+             qPrintable(text));
+    QVERIFY2(text.contains("compute ") && text.endsWith("(C: off)"), qPrintable(text));
+    // C again: back to no highlight and nothing to say.
+    QTest::keyClick(chart_.get(), Qt::Key_C);
+    QVERIFY(!chart_->showsCriticalPath());
+    QVERIFY(t->highlight().empty());
+    QCOMPARE(described.last().at(0).toString(), QString());
 }
 
 QTEST_MAIN(TstTraceChart)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/schedule/config.h>
 #include <pipescope/trace/reader.h>
@@ -55,6 +56,9 @@ class RunData {
     virtual std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                                       int microbatch) const;
     static constexpr std::chrono::milliseconds kSelectionBudget{250};
+    // The critical path of one iteration (docs/metrics.md), from the iteration's ops; a trace
+    // file gives up (nullopt) past kSelectionBudget, as does an iteration with no ops.
+    virtual std::optional<analysis::CriticalPath> criticalPath(int iteration) const;
     // First op start to last op end of one iteration, any rank; the whole run when the run has
     // no figures for that iteration.
     trace::TimeRange iterationWindow(int iteration) const;
@@ -101,6 +105,7 @@ class ShiftedRunData final : public RunData {
     std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
     std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                               int microbatch) const override;
+    std::optional<analysis::CriticalPath> criticalPath(int iteration) const override;
 
     std::int64_t shiftNs() const { return shift_; }
     const RunDataPtr& inner() const { return inner_; }

@@ -35,6 +35,7 @@ class TraceRunData final : public RunData {
     std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
     std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                               int microbatch) const override;
+    std::optional<analysis::CriticalPath> criticalPath(int iteration) const override;
 
     const trace::TraceReader& reader() const { return reader_; }
 
