@@ -365,6 +365,16 @@ int iterationAt(const RunData& run, std::int64_t t_ns) {
     return run.stats().measured.empty() ? 0 : run.stats().measured.front();
 }
 
+// The iteration of `timeline`'s run that matches the selected op's: its own in the run that
+// holds it, else the one at the same place once the runs are lined up.
+std::optional<int> iterationOf(const TimelinePlottable* timeline, const TimelinePlottable* holder,
+                               const trace::OpRecord& op) {
+    if (timeline == holder || holder == nullptr) {
+        return op.iteration;
+    }
+    return timeline->run()->matchingIteration(*holder->run(), op.iteration);
+}
+
 // "critical path of iteration 1: 202.1 ms: compute 74%, p2p 15%, collective 6%, gap 5%".
 QString describePath(const analysis::CriticalPath& path) {
     QStringList parts;
@@ -395,13 +405,9 @@ void TraceChart::showCriticalPath() {
     const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
     QStringList texts;
     for (auto* t : timelines_) {
-        std::optional<int> iteration;
-        if (op && holder) {
-            iteration = t == holder ? std::optional<int>(op->iteration)
-                                    : t->run()->matchingIteration(*holder->run(), op->iteration);
-        } else {
-            iteration = iterationAt(*t->run(), centre_ns);
-        }
+        const std::optional<int> iteration =
+            op ? iterationOf(t, holder, *op)
+               : std::optional<int>(iterationAt(*t->run(), centre_ns));
         std::optional<analysis::CriticalPath> path;
         if (iteration) {
             path = t->run()->criticalPath(*iteration);
@@ -438,11 +444,7 @@ void TraceChart::showSelection() {
     // the runs are lined up at their first measured iteration.
     bool gave_up = false;
     for (auto* t : timelines_) {
-        std::optional<int> iteration;
-        if (follow) {
-            iteration = t == holder ? std::optional<int>(op->iteration)
-                                    : t->run()->matchingIteration(*holder->run(), op->iteration);
-        }
+        const std::optional<int> iteration = follow ? iterationOf(t, holder, *op) : std::nullopt;
         std::optional<std::vector<trace::OpRecord>> path;
         if (iteration) {
             path = t->run()->microbatchOps(*iteration, op->microbatch);
