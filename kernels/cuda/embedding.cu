@@ -69,6 +69,14 @@ void checkSizes(std::int64_t rows, std::int64_t dim, VocabShard shard, const cha
     detail::requireNonNegative(shard.size(), "shard size", op);
 }
 
+// Each size on its own: two negative sizes have a positive product.
+void checkPositionSizes(std::int64_t batch, std::int64_t seq_len, std::int64_t dim,
+                        const char* op) {
+    detail::requireNonNegative(batch, "batch", op);
+    detail::requireNonNegative(seq_len, "seq_len", op);
+    detail::requireNonNegative(dim, "dim", op);
+}
+
 }  // namespace
 
 template <typename T>
@@ -100,7 +108,7 @@ void embeddingBackward(const Exec& exec, const std::int32_t* tokens, const T* do
 template <typename T>
 void positionEmbeddingForward(const Exec& exec, T* x, const T* pos, std::int64_t batch,
                               std::int64_t seq_len, std::int64_t dim) {
-    checkSizes(batch * seq_len, dim, VocabShard{}, "positionEmbeddingForward");
+    checkPositionSizes(batch, seq_len, dim, "positionEmbeddingForward");
     if (batch == 0 || seq_len == 0 || dim == 0) {
         return;
     }
@@ -113,7 +121,7 @@ void positionEmbeddingForward(const Exec& exec, T* x, const T* pos, std::int64_t
 template <typename T>
 void positionEmbeddingBackward(const Exec& exec, const T* dx, float* dpos, std::int64_t batch,
                                std::int64_t seq_len, std::int64_t dim) {
-    checkSizes(batch * seq_len, dim, VocabShard{}, "positionEmbeddingBackward");
+    checkPositionSizes(batch, seq_len, dim, "positionEmbeddingBackward");
     if (seq_len == 0 || dim == 0) {
         return;
     }

@@ -238,8 +238,10 @@ double timePlainGemm(const GemmShape& s, int min_reps, double min_seconds) {
     run(1);  // warm-up: cuBLAS picks and loads its kernel
     const double one = std::max(timed(1), 1e-7);
     const double wanted = std::ceil(min_seconds / one);
-    const int reps =
-        static_cast<int>(std::clamp(wanted, static_cast<double>(std::max(min_reps, 1)), 100000.0));
+    constexpr int kMaxReps = 100000;
+    const int floor_reps = std::clamp(min_reps, 1, kMaxReps);
+    const int reps = static_cast<int>(
+        std::clamp(wanted, static_cast<double>(floor_reps), static_cast<double>(kMaxReps)));
     const double seconds = timed(reps);
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
                          static_cast<double>(s.k) * static_cast<double>(s.batch) * reps;

@@ -36,12 +36,14 @@ __global__ void biasGradKernel(const D* dy, float* db, std::int64_t rows, std::i
     }
 }
 
+// Copies the bias into every row of y, so that the GEMM can add x·wᵀ with beta = 1 and round the
+// sum once, as the CPU reference does (adding it after a bf16 GEMM would round twice).
 template <typename D>
-__global__ void addBiasKernel(D* y, const D* b, std::int64_t rows, std::int64_t cols) {
+__global__ void broadcastBiasKernel(D* y, const D* b, std::int64_t rows, std::int64_t cols) {
     const std::int64_t total = rows * cols;
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
          i < total; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-        y[i] = store<D>(load(y[i]) + load(b[i % cols]));
+        y[i] = b[i % cols];
     }
 }
 
@@ -196,12 +198,14 @@ dim3 columnGrid(std::int64_t cols) {
 template <typename T>
 void linearForward(const Exec& exec, const T* x, const T* w, const T* b, T* y, std::int64_t rows,
                    std::int64_t in, std::int64_t out) {
-    gemm<T, T>(exec, Trans::No, Trans::Yes, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-    if (b != nullptr && rows > 0 && out > 0) {
-        addBiasKernel<<<detail::elementwiseGrid(rows * out), detail::kElementwiseBlock, 0,
-                        detail::stream(exec)>>>(dev(y), dev(b), rows, out);
-        PIPESCOPE_CHECK_LAUNCH("addBiasKernel");
+    const bool bias = b != nullptr && rows > 0 && out > 0;
+    if (bias) {
+        broadcastBiasKernel<<<detail::elementwiseGrid(rows * out), detail::kElementwiseBlock, 0,
+                              detail::stream(exec)>>>(dev(y), dev(b), rows, out);
+        PIPESCOPE_CHECK_LAUNCH("broadcastBiasKernel");
     }
+    gemm<T, T>(exec, Trans::No, Trans::Yes, rows, out, in, 1.0f, x, in, w, in, bias ? 1.0f : 0.0f,
+               y, out);
 }
 
 template <typename T>

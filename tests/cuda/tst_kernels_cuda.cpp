@@ -726,6 +726,15 @@ void testErrors(Context& ctx) {
         threw = std::string(e.what()).find("cuBLAS handle") != std::string::npos;
     }
     expect(threw, "gemm without a cuBLAS handle throws");
+    threw = false;
+    try {
+        // Two negative sizes have a positive product: each must be checked on its own.
+        kg::positionEmbeddingForward<float>(ctx.exec, nullptr, nullptr, -2, -3, 4);
+    } catch (const std::invalid_argument& e) {
+        threw = std::string(e.what()).find("batch is negative (-2)") != std::string::npos;
+    }
+    expect(threw,
+           "positionEmbeddingForward with negative batch and seq_len throws and names batch");
     std::string message;
     try {
         kg::throwCudaError(cudaErrorInvalidConfiguration, "launch of someKernel", "/x/y/file.cu",
