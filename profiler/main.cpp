@@ -52,6 +52,7 @@ struct Command {
 };
 
 int runStats(const std::vector<std::string>& args);
+int runOps(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runCriticalPath(const std::vector<std::string>& args);
 int runExportChrome(const std::vector<std::string>& args);
@@ -74,6 +75,14 @@ const Command kCommands[] = {
      "against the first run and whether it is better (per rank: only whether it changed).\n"
      "  --json          JSON instead of a table\n",
      runCompare},
+    {"ops", "ops RUN.db [--json] [--iteration N]",
+     "Where the time went, by op kind (F, B, W, S, T, SEND_F, ALLREDUCE, ...) and lane: per\n"
+     "measured iteration, how many ops, their time over all ranks and its share of the ranks'\n"
+     "time, mean / min / max op time and the bandwidth of communication; then each kind's time\n"
+     "on each rank.\n"
+     "  --json          JSON instead of tables (sums over the measured iterations, in ns)\n"
+     "  --iteration N   iteration N only\n",
+     runOps},
     {"critical-path", "critical-path RUN.db [--iteration N] [--json]",
      "The chain of ops, each waiting for the one before, that sets an iteration's length: how\n"
      "much of it is compute, point-to-point transfers, collectives and gaps (time no op\n"
@@ -269,8 +278,12 @@ OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string
     return a;
 }
 
-int runStats(const std::vector<std::string>& args) {
-    const Command& cmd = *findCommand("stats");
+// `stats` and `ops`: analyze one trace (the iteration asked for, or the measured ones) and print
+// one of the reports.
+int runOneTraceReport(const char* name, std::string (*table)(const analysis::RunStats&),
+                      std::string (*json)(const analysis::RunStats&),
+                      const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand(name);
     const OneTraceArgs a = parseOneTraceArgs(cmd, args);
     if (a.exit_code) {
         return *a.exit_code;
@@ -286,7 +299,16 @@ int runStats(const std::vector<std::string>& args) {
         printErr(st.message);
         return kExitBadInput;
     }
-    return printOut(a.json ? analysis::formatStatsJson(stats) : analysis::formatStatsTable(stats));
+    return printOut(a.json ? json(stats) : table(stats));
+}
+
+int runStats(const std::vector<std::string>& args) {
+    return runOneTraceReport("stats", analysis::formatStatsTable, analysis::formatStatsJson, args);
+}
+
+int runOps(const std::vector<std::string>& args) {
+    return runOneTraceReport("ops", analysis::formatOpKindsTable, analysis::formatOpKindsJson,
+                             args);
 }
 
 int runCriticalPath(const std::vector<std::string>& args) {

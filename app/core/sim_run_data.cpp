@@ -117,6 +117,11 @@ SimRunData::SimRunData(sim::SimResult result, std::string name)
         }
     }
     range_ = {first, last};
+    analysis::OpKindTally tally;
+    for (const auto& op : ops_) {
+        tally.add(op);
+    }
+    stats_.op_kinds = tally.totals();
 
     memory_.resize(static_cast<std::size_t>(ranks));
     for (int r = 0; r < ranks; ++r) {

@@ -10,6 +10,7 @@
 namespace pipescope::analysis {
 
 using detail::fixed;
+using detail::iterationList;
 using detail::Json;
 using detail::percent;
 
@@ -21,27 +22,6 @@ constexpr std::size_t kMaxListedIterations = 16;
 
 std::optional<double> toMs(std::optional<double> ns) {
     return ns ? std::optional<double>(*ns / kNsPerMs) : std::nullopt;
-}
-
-// "1", "1-9", "0, 2, 5-7".
-std::string iterationList(const std::vector<int>& its) {
-    std::string out;
-    for (std::size_t i = 0; i < its.size();) {
-        std::size_t j = i;
-        while (j + 1 < its.size() && its[j + 1] == its[j] + 1) {
-            ++j;
-        }
-        if (!out.empty()) {
-            out += ", ";
-        }
-        out += std::to_string(its[i]);
-        if (j > i) {
-            out += '-';
-            out += std::to_string(its[j]);
-        }
-        i = j + 1;
-    }
-    return out;
 }
 
 std::string describeMeasured(const RunStats& s) {

@@ -79,9 +79,11 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
 }
 
 // Second pass: busy time and communication wait of every rank in every window.
+// The ops of the measured iterations are tallied by kind on the way.
 trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
-                              const std::map<int, std::size_t>& rank_index, Progress* progress,
-                              std::vector<std::vector<WindowTotals>>* totals) {
+                              const std::map<int, std::size_t>& rank_index,
+                              const std::vector<int>& measured, Progress* progress,
+                              std::vector<std::vector<WindowTotals>>* totals, OpKindTally* tally) {
     // The sweep needs windows by start; windows (by iteration) usually are, but need not be.
     std::vector<std::size_t> order(windows.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -113,6 +115,9 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             in_rank = true;
         }
         sweep.add(op);
+        if (std::binary_search(measured.begin(), measured.end(), op.iteration)) {
+            tally->add(op);
+        }
         return progress->step();
     });
     if (in_rank) {
@@ -197,24 +202,29 @@ std::optional<double> maxOverMean(const std::vector<double>& values) {
     return *std::max_element(values.begin(), values.end()) / mean;
 }
 
-void chooseMeasured(const AnalysisOptions& options, int warmup, RunStats* s) {
+// The iterations the run-level figures average (ascending, as the windows are).
+void chooseMeasured(const AnalysisOptions& options, int warmup, const std::vector<Window>& windows,
+                    RunStats* s) {
     s->measured.clear();
     if (options.iteration) {
         s->single_iteration = true;
         s->measured.push_back(*options.iteration);
-    } else {
-        for (const IterationStats& it : s->iterations) {
-            if (it.iteration >= warmup) {
-                s->measured.push_back(it.iteration);
-            }
-        }
-        if (s->measured.empty() && !s->iterations.empty()) {
-            s->warmup_fallback = true;
-            for (const IterationStats& it : s->iterations) {
-                s->measured.push_back(it.iteration);
-            }
+        return;
+    }
+    for (const Window& w : windows) {
+        if (w.iteration >= warmup) {
+            s->measured.push_back(w.iteration);
         }
     }
+    if (s->measured.empty() && !windows.empty()) {
+        s->warmup_fallback = true;
+        for (const Window& w : windows) {
+            s->measured.push_back(w.iteration);
+        }
+    }
+}
+
+void markMeasured(RunStats* s) {
     for (IterationStats& it : s->iterations) {
         it.measured =
             std::find(s->measured.begin(), s->measured.end(), it.iteration) != s->measured.end();
@@ -289,6 +299,77 @@ std::string describeIterations(const std::vector<Window>& windows) {
 
 }  // namespace
 
+std::optional<double> OpKindTotals::bandwidth() const {
+    if (bytes <= 0 || bytes_ns <= 0) {
+        return std::nullopt;
+    }
+    return static_cast<double>(bytes) * 1e9 / static_cast<double>(bytes_ns);
+}
+
+void OpKindTally::add(const trace::OpRecord& op) {
+    if (!trace::isKnownOp(op)) {
+        return;
+    }
+    if (last_ == nullptr || op.rank != last_rank_) {
+        last_ = &by_rank_[op.rank];
+        last_rank_ = op.rank;
+    }
+    const auto lane = static_cast<int>(op.lane);
+    const auto kind = static_cast<int>(op.kind);
+    OpKindTotals& t = (*last_)[static_cast<std::size_t>(lane * trace::kOpKindCount + kind)];
+    const std::int64_t d = std::max<std::int64_t>(0, op.duration());
+    if (t.count == 0) {
+        t.rank = op.rank;
+        t.lane = op.lane;
+        t.kind = op.kind;
+        t.min_ns = d;
+        t.max_ns = d;
+    }
+    ++t.count;
+    t.total_ns += d;
+    t.min_ns = std::min(t.min_ns, d);
+    t.max_ns = std::max(t.max_ns, d);
+    if (op.bytes >= 0) {
+        t.bytes += op.bytes;
+        t.bytes_ns += d;
+    }
+}
+
+std::vector<OpKindTotals> OpKindTally::totals() const {
+    std::vector<OpKindTotals> out;
+    for (const auto& [rank, slots] : by_rank_) {
+        for (const OpKindTotals& t : slots) {
+            if (t.count > 0) {
+                out.push_back(t);
+            }
+        }
+    }
+    return out;
+}
+
+std::vector<OpKindTotals> combineRanks(const std::vector<OpKindTotals>& per_rank) {
+    std::map<std::pair<int, int>, OpKindTotals> by_kind;
+    for (const OpKindTotals& t : per_rank) {
+        const auto key = std::make_pair(static_cast<int>(t.lane), static_cast<int>(t.kind));
+        auto [it, inserted] = by_kind.try_emplace(key, t);
+        OpKindTotals& sum = it->second;
+        sum.rank = -1;
+        if (!inserted) {
+            sum.count += t.count;
+            sum.total_ns += t.total_ns;
+            sum.min_ns = std::min(sum.min_ns, t.min_ns);
+            sum.max_ns = std::max(sum.max_ns, t.max_ns);
+            sum.bytes += t.bytes;
+            sum.bytes_ns += t.bytes_ns;
+        }
+    }
+    std::vector<OpKindTotals> out;
+    for (const auto& [key, t] : by_kind) {
+        out.push_back(t);
+    }
+    return out;
+}
+
 std::optional<std::int64_t> RunStats::maxPeakMemory() const {
     std::optional<std::int64_t> top;
     for (const RankStats& r : ranks) {
@@ -332,11 +413,15 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }
 
+    chooseMeasured(options, s.run.warmup, windows, &s);
     std::vector<std::vector<WindowTotals>> totals;
-    if (trace::TraceStatus st = sweepRanks(reader, windows, rank_index, &progress, &totals);
+    OpKindTally tally;
+    if (trace::TraceStatus st =
+            sweepRanks(reader, windows, rank_index, s.measured, &progress, &totals, &tally);
         !st.ok()) {
         return st;
     }
+    s.op_kinds = tally.totals();
     for (std::size_t w = 0; w < windows.size(); ++w) {
         IterationStats it;
         it.iteration = windows[w].iteration;
@@ -355,7 +440,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         }
         s.iterations.push_back(std::move(it));
     }
-    chooseMeasured(options, s.run.warmup, &s);
+    markMeasured(&s);
 
     std::vector<MemoryPeak> peaks;
     if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress, &peaks);

@@ -72,6 +72,26 @@ std::string signedPercent(std::optional<double> ratio) {
     return withSign(percent(ratio));
 }
 
+std::string iterationList(const std::vector<int>& its) {
+    std::string out;
+    for (std::size_t i = 0; i < its.size();) {
+        std::size_t j = i;
+        while (j + 1 < its.size() && its[j + 1] == its[j] + 1) {
+            ++j;
+        }
+        if (!out.empty()) {
+            out += ", ";
+        }
+        out += std::to_string(its[i]);
+        if (j > i) {
+            out += '-';
+            out += std::to_string(its[j]);
+        }
+        i = j + 1;
+    }
+    return out;
+}
+
 TextTable::TextTable(std::vector<std::string> header, std::size_t left_columns)
     : left_columns_(left_columns) {
     rows_.push_back(std::move(header));

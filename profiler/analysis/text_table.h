@@ -20,6 +20,9 @@ std::string signedPercent(std::optional<double> ratio);
 // from a trace cannot break the layout or drive the terminal.
 std::string printable(std::string text);
 
+// Iteration numbers, ascending, as ranges: "1", "1-9", "0, 2, 5-7".
+std::string iterationList(const std::vector<int>& iterations);
+
 class TextTable {
   public:
     // The first `left_columns` columns are left-aligned (labels), the rest right-aligned.

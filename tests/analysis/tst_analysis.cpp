@@ -97,6 +97,8 @@ class TestAnalysis : public QObject {
     void comparisonSameWithinRounding_data();
     void comparisonSameWithinRounding();
     void reports();
+    void opKinds();
+    void opKindReports();
     void progressAndCancel();
 
   private:
@@ -527,6 +529,91 @@ void TestAnalysis::reports() {
     QVERIFY2(ctable.contains(QRegularExpression("iteration time ms +0\\.072 +0\\.058 +-0\\.014 "
                                                 "+-20\\.0% +better")),
              qPrintable(ctable));
+}
+
+namespace {
+
+const analysis::OpKindTotals* findKind(const std::vector<analysis::OpKindTotals>& list, int rank,
+                                       OpKind kind) {
+    for (const auto& t : list) {
+        if (t.rank == rank && t.kind == kind) {
+            return &t;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+// Iteration 1 of the fixture (us): F on rank 0 [100,110) [110,120), rank 1 [111,119) [121,129),
+// rank 2 [120,125) [131,136); SEND_F (4096 bytes each) rank 0 [110,111) [120,121), rank 1
+// [119,120) [129,130); W only on rank 2 [133,138); ALLREDUCE 4, 6 and 29 us. Iteration 0 (the
+// warm-up) is left out.
+void TestAnalysis::opKinds() {
+    const auto& per_rank = stats_a_.op_kinds;
+    const auto* f0 = findKind(per_rank, 0, OpKind::F);
+    QVERIFY(f0 != nullptr);
+    QCOMPARE(f0->count, std::int64_t{2});
+    QCOMPARE(f0->total_ns, 20 * kUs);
+    QVERIFY(f0->lane == Lane::Compute);
+    QVERIFY(findKind(per_rank, 0, OpKind::W) == nullptr);
+    QCOMPARE(findKind(per_rank, 2, OpKind::W)->total_ns, 5 * kUs);
+
+    const auto all = analysis::combineRanks(per_rank);
+    const auto* f = findKind(all, -1, OpKind::F);
+    QVERIFY(f != nullptr);
+    QCOMPARE(f->count, std::int64_t{6});
+    QCOMPARE(f->total_ns, 46 * kUs);
+    QCOMPARE(f->min_ns, 5 * kUs);
+    QCOMPARE(f->max_ns, 10 * kUs);
+    QVERIFY(!f->bandwidth());  // compute moves no bytes
+    const auto* send = findKind(all, -1, OpKind::SendF);
+    QCOMPARE(send->count, std::int64_t{4});
+    QCOMPARE(send->bytes, std::int64_t{4 * 4096});
+    QCOMPARE(*send->bandwidth(), 4.0 * 4096 / (4 * kUs) * 1e9);
+    const auto* reduce = findKind(all, -1, OpKind::AllReduce);
+    QCOMPARE(reduce->total_ns, 39 * kUs);
+    QCOMPARE(reduce->min_ns, 4 * kUs);
+    QCOMPARE(reduce->max_ns, 29 * kUs);
+    QVERIFY(reduce->lane == Lane::Comm);
+    // Sorted by lane, then kind: the compute kinds first.
+    QVERIFY(all.front().kind == OpKind::F && all.back().kind == OpKind::AllReduce);
+
+    // One iteration asked for: its ops only (iteration 0: F of 10, 10 and 4 us).
+    analysis::AnalysisOptions o;
+    o.iteration = 0;
+    const auto all_it0 = analysis::combineRanks(analyze(a_, o).op_kinds);
+    const auto* f_it0 = findKind(all_it0, -1, OpKind::F);
+    QVERIFY(f_it0 != nullptr);
+    QCOMPARE(f_it0->count, std::int64_t{3});
+    QCOMPARE(f_it0->total_ns, 24 * kUs);
+}
+
+void TestAnalysis::opKindReports() {
+    const QString table = QString::fromStdString(analysis::formatOpKindsTable(stats_a_));
+    // F: 6 ops, 0.046 ms, 46 / (3 x 72) = 21.3% of the ranks' time, mean 46 / 6 us.
+    QVERIFY2(table.contains(QRegularExpression("\nF +compute +6 +0\\.046 +21\\.3% +0\\.008 "
+                                               "+0\\.005 +0\\.010 +-\n")),
+             qPrintable(table));
+    QVERIFY2(table.contains(QRegularExpression("\nSEND_F +comm +4 +0\\.004 .* 4\\.10\n")),
+             qPrintable(table));
+    // On each rank: W only on rank 2.
+    QVERIFY2(table.contains(QRegularExpression("\nW +compute +- +- +0\\.005\n")),
+             qPrintable(table));
+
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(
+        QByteArray::fromStdString(analysis::formatOpKindsJson(stats_a_)), &error);
+    QCOMPARE(error.error, QJsonParseError::NoError);
+    const QJsonObject o = doc.object();
+    QCOMPARE(o.value("iterations").toArray(), QJsonArray({1}));
+    QCOMPARE(o.value("rank_time_ns").toDouble(), 3 * 72000.0);
+    const QJsonObject first = o.value("kinds").toArray().first().toObject();
+    QCOMPARE(first.value("kind").toString(), QString("F"));
+    QCOMPARE(first.value("total_ns").toInteger(), 46000);
+    QVERIFY(first.value("bytes").isNull());
+    QVERIFY(!first.contains("rank"));
+    QCOMPARE(o.value("by_rank").toArray().first().toObject().value("rank").toInt(), 0);
 }
 
 QTEST_GUILESS_MAIN(TestAnalysis)

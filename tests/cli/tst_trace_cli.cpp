@@ -71,6 +71,7 @@ class TestTraceCli : public QObject {
     void statsRunningRun();
     void compare();
     void criticalPath();
+    void ops();
     void exportChrome();
     void exportCsv_data();
     void exportCsv();
@@ -284,6 +285,44 @@ void TestTraceCli::criticalPath() {
     QVERIFY(missing.out.isEmpty());
 }
 
+void TestTraceCli::ops() {
+    // The sums over all ranks are the sums of the per-rank rows, kind by kind; the iteration
+    // asked for is the one reported.
+    for (const int iteration : {-1, 0}) {
+        QStringList args = {"ops", good_, "--json"};
+        if (iteration >= 0) {
+            args << "--iteration" << QString::number(iteration);
+        }
+        const ProcessResult r = runBinary(kCli, args);
+        QVERIFY2(r.exit_code == 0 && r.err.isEmpty(), qPrintable(describe(r)));
+        const QJsonObject o = parseObject(r.out);
+        QCOMPARE(o.value("iterations").toArray(), QJsonArray({iteration < 0 ? 1 : iteration}));
+        QMap<QString, qint64> per_rank;
+        for (const auto& v : o.value("by_rank").toArray()) {
+            const QJsonObject row = v.toObject();
+            per_rank[row.value("lane").toString() + "/" + row.value("kind").toString()] +=
+                row.value("total_ns").toInteger();
+        }
+        const QJsonArray kinds = o.value("kinds").toArray();
+        QCOMPARE(kinds.size(), per_rank.size());
+        for (const auto& v : kinds) {
+            const QJsonObject row = v.toObject();
+            const QString key = row.value("lane").toString() + "/" + row.value("kind").toString();
+            QCOMPARE(row.value("total_ns").toInteger(), per_rank.value(key));
+        }
+    }
+    const ProcessResult table = runBinary(kCli, {"ops", good_});
+    QVERIFY2(table.exit_code == 0, qPrintable(describe(table)));
+    QVERIFY2(table.out.startsWith("ops of iteration 1, per iteration ("),
+             qPrintable(describe(table)));
+    QVERIFY2(table.out.contains("\nms per iteration on each rank\n"), qPrintable(describe(table)));
+
+    const ProcessResult missing = runBinary(kCli, {"ops", good_, "--iteration", "9"});
+    QVERIFY2(missing.exit_code == 2 && missing.err.contains("iteration 9 is not in the trace"),
+             qPrintable(describe(missing)));
+    QVERIFY(missing.out.isEmpty());
+}
+
 void TestTraceCli::exportChrome() {
     const QString out = path("cli.json");
     const ProcessResult r = runBinary(kCli, {"export-chrome", good_, out});
@@ -437,12 +476,15 @@ void TestTraceCli::badArguments_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("message");
     QTest::newRow("nothing") << QStringList() << "usage:";
-    QTest::newRow("unknown command")
-        << QStringList({"frobnicate", "x.db"})
-        << "unknown command 'frobnicate'; commands: stats, compare, critical-path, export-chrome, "
-           "export-csv, repair, merge, import-nsys, help";
+    QTest::newRow("unknown command") << QStringList({"frobnicate", "x.db"})
+                                     << "unknown command 'frobnicate'; commands: stats, compare, "
+                                        "ops, critical-path, export-chrome, "
+                                        "export-csv, repair, merge, import-nsys, help";
     QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
     QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";
+    QTest::newRow("ops without file") << QStringList({"ops"}) << "missing the trace file";
+    QTest::newRow("ops bad iteration")
+        << QStringList({"ops", "GOOD", "--iteration", "x"}) << "--iteration needs a whole number";
     QTest::newRow("stats unknown option")
         << QStringList({"stats", "GOOD", "--fast"}) << "unknown option '--fast'";
     QTest::newRow("iteration not a number")

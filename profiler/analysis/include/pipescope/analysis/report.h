@@ -13,6 +13,12 @@ namespace pipescope::analysis {
 std::string formatStatsTable(const RunStats& stats);
 std::string formatStatsJson(const RunStats& stats);
 
+// Where the measured iterations' time went by op kind (RunStats::op_kinds): over all ranks (per
+// iteration: ops, ms, share of all ranks' time, mean / min / max ms, bandwidth), then the ms of
+// each kind on each rank. The JSON has the sums over the measured iterations, in ns.
+std::string formatOpKindsTable(const RunStats& stats);
+std::string formatOpKindsJson(const RunStats& stats);
+
 std::string formatComparisonTable(const RunComparison& comparison);
 std::string formatComparisonJson(const RunComparison& comparison);
 

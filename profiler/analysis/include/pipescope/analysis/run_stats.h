@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,40 @@ struct RankStats {
     MemoryPeak peak_memory;
 };
 
+// The ops of one kind on one rank's lane, summed over the measured iterations. An op counts in
+// its own iteration, whole. rank is -1 in a sum over all ranks (combineRanks).
+struct OpKindTotals {
+    int rank = 0;
+    trace::Lane lane = trace::Lane::Compute;
+    trace::OpKind kind = trace::OpKind::F;
+    std::int64_t count = 0;
+    std::int64_t total_ns = 0;
+    std::int64_t min_ns = 0;
+    std::int64_t max_ns = 0;
+    std::int64_t bytes = 0;     // bytes moved by the ops that record them (communication)
+    std::int64_t bytes_ns = 0;  // the time of those ops: bytes / bytes_ns is their bandwidth
+
+    // Bytes per second of the ops that moved bytes; empty when none did or they took no time.
+    std::optional<double> bandwidth() const;
+};
+
+// Sums ops into OpKindTotals as they stream past (by rank, mostly, as traces list them).
+class OpKindTally {
+  public:
+    void add(const trace::OpRecord& op);  // ops of unknown kind or lane are left out
+    // Those with at least one op, ordered by rank, lane and kind.
+    std::vector<OpKindTotals> totals() const;
+
+  private:
+    using Slots = std::array<OpKindTotals, trace::kLaneCount * trace::kOpKindCount>;
+    std::map<int, Slots> by_rank_;
+    Slots* last_ = nullptr;
+    int last_rank_ = 0;
+};
+
+// The same kinds summed over ranks (rank -1), ordered by lane and kind.
+std::vector<OpKindTotals> combineRanks(const std::vector<OpKindTotals>& per_rank);
+
 // max over ranks / mean over ranks; empty when the mean is zero or nothing was recorded.
 struct Imbalance {
     std::optional<double> busy;
@@ -103,6 +138,8 @@ struct RunStats {
     bool hostSpansAreIssueTimes() const { return inputs.lane_sync_event.value_or(0) == 1; }
     // The highest peak memory of a rank that recorded memory, in bytes; empty when none did.
     std::optional<std::int64_t> maxPeakMemory() const;
+    // Where the measured iterations' time went, per rank, lane and op kind (OpKindTotals).
+    std::vector<OpKindTotals> op_kinds;
     std::optional<double> mfu;           // 0..1
     std::optional<double> tokens_per_s;  // tokens per second of iteration time
 };

@@ -1,0 +1,141 @@
+// `ops` output: where the measured iterations' time went, by op kind, over all ranks and on each.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <pipescope/analysis/report.h>
+
+#include "json_value.h"
+#include "text_table.h"
+
+namespace pipescope::analysis {
+
+using detail::fixed;
+using detail::Json;
+using detail::percent;
+using detail::TextTable;
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+
+double measuredCount(const RunStats& s) {
+    return static_cast<double>(std::max<std::size_t>(1, s.measured.size()));
+}
+
+// Per iteration: whole when every iteration had as many, else with one decimal.
+std::string perIteration(std::int64_t count, double iterations) {
+    const double v = static_cast<double>(count) / iterations;
+    return fixed(v, std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1);
+}
+
+// The time of all ranks in the measured iterations: what the shares are of.
+std::optional<double> rankTimeNs(const RunStats& s) {
+    if (!s.iteration_time_ns || s.rank_count <= 0) {
+        return std::nullopt;
+    }
+    return *s.iteration_time_ns * static_cast<double>(s.rank_count);
+}
+
+std::string kindName(const OpKindTotals& t) {
+    return std::string(trace::toString(t.kind));
+}
+
+std::optional<double> gbPerS(const OpKindTotals& t) {
+    const auto bw = t.bandwidth();
+    return bw ? std::optional<double>(*bw / 1e9) : std::nullopt;
+}
+
+}  // namespace
+
+std::string formatOpKindsTable(const RunStats& stats) {
+    const double n = measuredCount(stats);
+    const auto combined = combineRanks(stats.op_kinds);
+    std::string out = "ops of iteration" + std::string(stats.measured.size() == 1 ? " " : "s ") +
+                      detail::iterationList(stats.measured) + ", per iteration (" +
+                      detail::printable(stats.path) + ")\n\n";
+    if (combined.empty()) {
+        return out + "no ops in the measured iterations\n";
+    }
+    const auto whole = rankTimeNs(stats);
+    TextTable all({"kind", "lane", "ops", "ms", "share", "mean ms", "min ms", "max ms", "GB/s"}, 2);
+    for (const OpKindTotals& t : combined) {
+        const double total = static_cast<double>(t.total_ns) / n;
+        all.addRow(
+            {kindName(t), std::string(trace::toString(t.lane)), perIteration(t.count, n),
+             fixed(total / kNsPerMs, 3),
+             percent(whole && *whole > 0 ? std::optional<double>(total / *whole) : std::nullopt),
+             fixed(static_cast<double>(t.total_ns) / static_cast<double>(t.count) / kNsPerMs, 3),
+             fixed(static_cast<double>(t.min_ns) / kNsPerMs, 3),
+             fixed(static_cast<double>(t.max_ns) / kNsPerMs, 3), fixed(gbPerS(t), 2)});
+    }
+    out += all.render();
+    if (whole) {
+        out += "share: of the time of all ranks (" + std::to_string(stats.rank_count) + " x " +
+               fixed(*stats.iteration_time_ns / kNsPerMs, 3) +
+               " ms); GB/s: bytes over the ops' time (a receive's time includes its wait)\n";
+    }
+
+    // ms per iteration of each kind on each rank.
+    std::vector<int> ranks;
+    for (const OpKindTotals& t : stats.op_kinds) {
+        if (std::find(ranks.begin(), ranks.end(), t.rank) == ranks.end()) {
+            ranks.push_back(t.rank);
+        }
+    }
+    std::sort(ranks.begin(), ranks.end());
+    std::map<std::tuple<int, int, int>, std::int64_t> ns;
+    for (const OpKindTotals& t : stats.op_kinds) {
+        ns[{static_cast<int>(t.lane), static_cast<int>(t.kind), t.rank}] = t.total_ns;
+    }
+    std::vector<std::string> header = {"kind", "lane"};
+    for (const int r : ranks) {
+        header.push_back("rank " + std::to_string(r));
+    }
+    TextTable by_rank(header, 2);
+    for (const OpKindTotals& t : combined) {
+        std::vector<std::string> row = {kindName(t), std::string(trace::toString(t.lane))};
+        for (const int r : ranks) {
+            const auto it = ns.find({static_cast<int>(t.lane), static_cast<int>(t.kind), r});
+            row.push_back(
+                it == ns.end() ? "-" : fixed(static_cast<double>(it->second) / n / kNsPerMs, 3));
+        }
+        by_rank.addRow(std::move(row));
+    }
+    return out + "\nms per iteration on each rank\n" + by_rank.render();
+}
+
+std::string formatOpKindsJson(const RunStats& stats) {
+    Json root = Json::object();
+    root.set("path", stats.path);
+    Json measured = Json::array();
+    for (const int i : stats.measured) {
+        measured.push(i);
+    }
+    root.set("iterations", std::move(measured));
+    root.set("rank_time_ns", rankTimeNs(stats));
+    auto rows = [&](const std::vector<OpKindTotals>& list) {
+        Json out = Json::array();
+        for (const OpKindTotals& t : list) {
+            Json row = Json::object();
+            if (t.rank >= 0) {
+                row.set("rank", t.rank);
+            }
+            row.set("kind", trace::toString(t.kind));
+            row.set("lane", trace::toString(t.lane));
+            row.set("count", t.count);
+            row.set("total_ns", t.total_ns);
+            row.set("min_ns", t.min_ns);
+            row.set("max_ns", t.max_ns);
+            row.set("bytes", t.bytes_ns > 0 ? Json(t.bytes) : Json());
+            row.set("bandwidth_bytes_per_s", t.bandwidth());
+            out.push(std::move(row));
+        }
+        return out;
+    };
+    root.set("kinds", rows(combineRanks(stats.op_kinds)));
+    root.set("by_rank", rows(stats.op_kinds));
+    return root.dump();
+}
+
+}  // namespace pipescope::analysis
