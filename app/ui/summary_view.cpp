@@ -4,9 +4,11 @@
 #include <cstdlib>
 
 #include <QHeaderView>
+#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/summary_model.h>
 #include <pipescope/app/time_axis.h>
 #include <pipescope/app/units.h>
@@ -218,7 +220,29 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     table_->setSortingEnabled(false);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table_->verticalHeader()->setVisible(false);
-    split->addWidget(table_);
+    op_model_ = new OpKindModel(this);
+    auto* sorted = new QSortFilterProxyModel(this);
+    sorted->setSourceModel(op_model_);
+    sorted->setSortRole(OpKindModel::ValueRole);
+    op_table_ = new QTableView;
+    op_table_->setModel(sorted);
+    op_table_->setSortingEnabled(true);
+    // Kind order (lane, then F, B, W, ...) until a header is clicked.
+    op_table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
+    op_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    op_table_->verticalHeader()->setVisible(false);
+    tables_ = new QTabWidget;
+    tables_->setDocumentMode(true);
+    tables_->addTab(table_, tr("Ranks"));
+    tables_->setTabToolTip(0, tr("Busy, bubble, communication wait and peak memory of each rank"));
+    tables_->addTab(op_table_, tr("Op kinds"));
+    tables_->setTabToolTip(1, tr("Where the time went, op kind by op kind, over all ranks and on "
+                                 "each (pipescope-trace ops); click a header to sort"));
+    // Compact rows: the tables share the height with the charts.
+    for (QTableView* t : {table_, op_table_}) {
+        t->verticalHeader()->setDefaultSectionSize(t->fontMetrics().height() + 6);
+    }
+    split->addWidget(tables_);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
@@ -229,6 +253,7 @@ void SummaryView::setRun(RunDataPtr run) {
     if (!run_) {
         headline_->clear();
         model_->setStats({});
+        op_model_->setStats({});
         table_->setColumnHidden(SummaryModel::GpuBusy, true);
         plot_->clearPlottables();
         plot_->replot();
@@ -236,6 +261,7 @@ void SummaryView::setRun(RunDataPtr run) {
     }
     headline_->setText(headline(*run_));
     model_->setStats(run_->stats());
+    op_model_->setStats(run_->stats());
     // Only CUDA runs traced on the device have a GPU busy time to show.
     table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);

@@ -1,8 +1,9 @@
 // The figures of one run: iteration time, MFU, tokens/s, bubble, imbalance; per-rank busy and
-// bubble and peak memory as bar charts and as a table.
+// bubble and peak memory as bar charts and as a table; the time by op kind as a second table.
 #pragma once
 
 #include <QLabel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QWidget>
 #include <qcustomplot.h>
@@ -12,6 +13,7 @@
 namespace pipescope::app {
 
 class SummaryModel;
+class OpKindModel;
 
 // Fills `plot` with the summary charts of `run` (used by the view and by headless export).
 void fillSummaryPlot(QCustomPlot* plot, const RunData& run);
@@ -26,6 +28,10 @@ class SummaryView : public QWidget {
     void setRun(RunDataPtr run);
     QCustomPlot* plot() const { return plot_; }
     QTableView* table() const { return table_; }
+    // The "Op kinds" tab: sortable by any column (a click on its header).
+    QTableView* opKindTable() const { return op_table_; }
+    OpKindModel* opKindModel() const { return op_model_; }
+    QTabWidget* tables() const { return tables_; }
     QString headlineText() const { return headline_->text(); }
 
   private:
@@ -33,6 +39,9 @@ class SummaryView : public QWidget {
     QCustomPlot* plot_;
     QTableView* table_;
     SummaryModel* model_;
+    QTabWidget* tables_;
+    QTableView* op_table_;
+    OpKindModel* op_model_;
     RunDataPtr run_;
 };
 

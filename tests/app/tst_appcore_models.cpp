@@ -12,6 +12,7 @@
 #include <pipescope/analysis/compare.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/app/compare_model.h>
+#include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/recent_files.h>
 #include <pipescope/app/runs_library.h>
 #include <pipescope/app/summary_model.h>
@@ -20,6 +21,7 @@
 
 using namespace pipescope;
 using app::CompareModel;
+using app::OpKindModel;
 using app::SummaryModel;
 using test::kMiB;
 
@@ -43,6 +45,7 @@ class TstAppcoreModels : public QObject {
     void summaryMissingValuesAndReset();
     void summaryGpuBusy();
     void summarySortsByValue();
+    void opKindCells();
     void compareCells_data();
     void compareCells();
     void smallRunsReadInMiB();
@@ -234,6 +237,61 @@ void TstAppcoreModels::summarySortsByValue() {
     model.setStats(wide);
     proxy.sort(SummaryModel::Busy, Qt::DescendingOrder);
     QCOMPARE(proxy.index(0, SummaryModel::Rank).data().toString(), "1");
+}
+
+// ---- OpKindModel --------------------------------------------------------------------------------
+
+// The fixture's measured iteration (us): F 10+10 on rank 0, 8+8 on rank 1, 5+5 on rank 2; four
+// SEND_F of 1 us and 4096 bytes; W only on rank 2; the ranks' time is 3 x 72 us.
+void TstAppcoreModels::opKindCells() {
+    OpKindModel model;
+    QAbstractItemModelTester tester(&model, kFatal);
+    model.setStats(a_);
+    QCOMPARE(model.ranks(), (std::vector<int>{0, 1, 2}));
+    QCOMPARE(model.columnCount(), OpKindModel::FirstRank + 3);
+    auto rowOf = [&](const QString& kind) {
+        for (int r = 0; r < model.rowCount(); ++r) {
+            if (model.index(r, OpKindModel::Kind).data().toString() == kind) {
+                return r;
+            }
+        }
+        return -1;
+    };
+    const int f = rowOf("F");
+    QCOMPARE(f, 0);  // compute kinds first, in IR order
+    auto text = [&](int row, int column) { return model.index(row, column).data().toString(); };
+    QCOMPARE(text(f, OpKindModel::Lane), QString("compute"));
+    QCOMPARE(text(f, OpKindModel::Ops), QString("6"));
+    QCOMPARE(text(f, OpKindModel::Time), QString("0.046"));
+    QCOMPARE(text(f, OpKindModel::Share), QString("21.3"));
+    QCOMPARE(text(f, OpKindModel::Min), QString("0.005"));
+    QCOMPARE(text(f, OpKindModel::Max), QString("0.010"));
+    QCOMPARE(text(f, OpKindModel::Bandwidth), QString("\u2014"));
+    QCOMPARE(text(f, OpKindModel::FirstRank + 1), QString("0.016"));
+    QCOMPARE(model.index(f, OpKindModel::Time).data(OpKindModel::ValueRole).toDouble(), 46000.0);
+    const int send = rowOf("SEND_F");
+    QCOMPARE(text(send, OpKindModel::Lane), QString("comm"));
+    QCOMPARE(text(send, OpKindModel::Bandwidth), QString("4.10"));
+    QCOMPARE(text(send, OpKindModel::FirstRank + 2), QString("\u2014"));  // rank 2 sends no F
+    const int w = rowOf("W");
+    QCOMPARE(text(w, OpKindModel::FirstRank), QString("\u2014"));
+    QCOMPARE(text(w, OpKindModel::FirstRank + 2), QString("0.005"));
+    QCOMPARE(model.headerData(OpKindModel::FirstRank + 2, Qt::Horizontal).toString(),
+             QString("rank 2 (ms)"));
+
+    // Sorted by time through a proxy, as the view does: F (46 us), B (20 + 16 + 5), then the
+    // all-reduce (4 + 6 + 29).
+    QSortFilterProxyModel proxy;
+    proxy.setSourceModel(&model);
+    proxy.setSortRole(OpKindModel::ValueRole);
+    proxy.sort(OpKindModel::Time, Qt::DescendingOrder);
+    QCOMPARE(proxy.index(0, OpKindModel::Kind).data().toString(), QString("F"));
+    QCOMPARE(proxy.index(1, OpKindModel::Kind).data().toString(), QString("B"));
+    QCOMPARE(proxy.index(2, OpKindModel::Kind).data().toString(), QString("ALLREDUCE"));
+
+    model.setStats({});
+    QCOMPARE(model.rowCount(), 0);
+    QCOMPARE(model.columnCount(), int(OpKindModel::FirstRank));
 }
 
 // ---- CompareModel -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/sim_run_data.h>
 
 #include "compare_view.h"
@@ -82,6 +83,27 @@ void TstMainWindow::startsOnTheDefault() {
     QVERIFY(chart->hasMemory());
     QVERIFY2(window_->explorerSummary()->headlineText().contains("MFU"),
              qPrintable(window_->explorerSummary()->headlineText()));
+    // The "Op kinds" tab: vocab-2's output passes S and T run on every one of the four ranks.
+    auto* summary = window_->explorerSummary();
+    QCOMPARE(summary->tables()->tabText(1), QString("Op kinds"));
+    const auto* kinds = summary->opKindTable()->model();
+    QCOMPARE(kinds->columnCount(), int(app::OpKindModel::FirstRank) + 4);
+    int s_row = -1;
+    for (int r = 0; r < kinds->rowCount(); ++r) {
+        if (kinds->index(r, app::OpKindModel::Kind).data().toString() == "S") {
+            s_row = r;
+        }
+    }
+    QVERIFY(s_row >= 0);
+    double on_ranks = 0;
+    for (int c = app::OpKindModel::FirstRank; c < kinds->columnCount(); ++c) {
+        const QVariant v = kinds->index(s_row, c).data(app::OpKindModel::ValueRole);
+        QVERIFY2(v.isValid(), "S runs on every rank");
+        on_ranks += v.toDouble();
+    }
+    QCOMPARE(
+        on_ranks,
+        kinds->index(s_row, app::OpKindModel::Time).data(app::OpKindModel::ValueRole).toDouble());
 }
 
 void TstMainWindow::settingChangeResimulates() {

@@ -114,6 +114,19 @@ void TstRunData::simMatchesItsTrace() {
                 1e-6 * file->stats().ranks[r].busy_ns);
         QCOMPARE(mem.stats().ranks[r].peak_memory.bytes, file->stats().ranks[r].peak_memory.bytes);
     }
+    // Time by op kind: the simulation's tally of its ops and the file's (one iteration) agree.
+    const auto& kinds = mem.stats().op_kinds;
+    QCOMPARE(kinds.size(), file->stats().op_kinds.size());
+    QVERIFY(kinds.size() > 5);
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+        const auto& x = kinds[k];
+        const auto& y = file->stats().op_kinds[k];
+        QVERIFY(x.rank == y.rank && x.lane == y.lane && x.kind == y.kind);
+        QCOMPARE(x.count, y.count);
+        QCOMPARE(x.total_ns, y.total_ns);
+        QCOMPARE(x.max_ns, y.max_ns);
+        QCOMPARE(x.bytes, y.bytes);
+    }
     // At a zoom where nothing folds, both give every op in the window, in the same order.
     const auto range = mem.timeRange();
     const std::int64_t t0 = range.start_ns + (range.end_ns - range.start_ns) / 3;
