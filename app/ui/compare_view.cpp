@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include <QHeaderView>
 #include <QIdentityProxyModel>
 #include <QLabel>
 #include <QSplitter>
@@ -10,7 +9,9 @@
 
 #include <pipescope/analysis/compare.h>
 #include <pipescope/app/compare_model.h>
+#include <pipescope/app/compare_op_kind_model.h>
 
+#include "figure_tables.h"
 #include "trace_chart.h"
 
 namespace pipescope::app {
@@ -58,20 +59,24 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(chart_, &TraceChart::selectionDescribed, status_, &QLabel::setText);
     connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
     split->addWidget(top);
-    table_ = new QTableView;
     model_ = new CompareModel(this);
     auto* colors = new VerdictColors(this);
     colors->setSourceModel(model_);
-    table_->setModel(colors);
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    table_->verticalHeader()->setVisible(false);
-    split->addWidget(table_);
+    table_ = makeFigureTable(colors);
+    op_model_ = new CompareOpKindModel(this);
+    op_table_ = makeSortableFigureTable(op_model_, CompareOpKindModel::ValueRole);
+    tables_ = makeFigureTabs(
+        {{table_, tr("Deltas"), tr("Each figure of every run against the first")},
+         {op_table_, tr("Op kinds"),
+          tr("Each op kind's time per iteration in every run, over all ranks and on the rank "
+             "that spends the most in it; click a header to sort")}});
+    split->addWidget(tables_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
     split->setChildrenCollapsible(false);
     // The timelines first: the table scrolls.
     split->setSizes({560, 200});
-    table_->setMinimumHeight(120);
+    tables_->setMinimumHeight(120);
     layout->addWidget(split, 1);
 }
 
@@ -85,6 +90,11 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
         stats.back().run.name = r->name();
     }
     model_->setComparison(analysis::compareRuns(stats));
+    std::vector<QString> names;
+    for (int i = 0; i < model_->runCount(); ++i) {
+        names.push_back(model_->runName(i));
+    }
+    op_model_->setRuns(stats, CompareModel::headerNames(names));
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
     // Room for every run's ranks to stay readable; past the window's height the splitter gives

@@ -1,8 +1,10 @@
 // Two or more runs stacked on one time axis with a delta table against the first (the
-// baseline): iteration time, MFU, bubble, per-rank busy and peak memory.
+// baseline): iteration time, MFU, bubble, per-rank busy and peak memory; and each op kind's time
+// in every run.
 #pragma once
 
 #include <QLabel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QWidget>
 
@@ -11,6 +13,7 @@
 namespace pipescope::app {
 
 class CompareModel;
+class CompareOpKindModel;
 class TraceChart;
 
 class CompareView : public QWidget {
@@ -27,6 +30,10 @@ class CompareView : public QWidget {
     TraceChart* chart() const { return chart_; }
     QTableView* table() const { return table_; }
     CompareModel* model() const { return model_; }
+    // The "Op kinds" tab: each kind's time in every run, over all ranks and on the slowest rank.
+    QTableView* opKindTable() const { return op_table_; }
+    CompareOpKindModel* opKindModel() const { return op_model_; }
+    QTabWidget* tables() const { return tables_; }
     const std::vector<RunDataPtr>& runs() const { return runs_; }
 
   private:
@@ -34,6 +41,9 @@ class CompareView : public QWidget {
     QLabel* status_;  // the selected op or dragged range
     QTableView* table_;
     CompareModel* model_;
+    QTabWidget* tables_;
+    QTableView* op_table_;
+    CompareOpKindModel* op_model_;
     QLabel* notes_;
     std::vector<RunDataPtr> runs_;
 };

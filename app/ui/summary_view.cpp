@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include <QHeaderView>
-#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -13,6 +11,7 @@
 #include <pipescope/app/time_axis.h>
 #include <pipescope/app/units.h>
 
+#include "figure_tables.h"
 #include "memory_plot.h"
 #include "plot_layout.h"
 #include "timeline_plot.h"
@@ -214,34 +213,16 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     plot_->setMinimumHeight(230);
     letPlotShrink(plot_);
     split->addWidget(plot_);
-    table_ = new QTableView;
     model_ = new SummaryModel(this);
-    table_->setModel(model_);
-    table_->setSortingEnabled(false);
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    table_->verticalHeader()->setVisible(false);
+    table_ = makeFigureTable(model_);
     op_model_ = new OpKindModel(this);
-    auto* sorted = new QSortFilterProxyModel(this);
-    sorted->setSourceModel(op_model_);
-    sorted->setSortRole(OpKindModel::ValueRole);
-    op_table_ = new QTableView;
-    op_table_->setModel(sorted);
-    op_table_->setSortingEnabled(true);
     // Kind order (lane, then F, B, W, ...) until a header is clicked.
-    op_table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
-    op_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    op_table_->verticalHeader()->setVisible(false);
-    tables_ = new QTabWidget;
-    tables_->setDocumentMode(true);
-    tables_->addTab(table_, tr("Ranks"));
-    tables_->setTabToolTip(0, tr("Busy, bubble, communication wait and peak memory of each rank"));
-    tables_->addTab(op_table_, tr("Op kinds"));
-    tables_->setTabToolTip(1, tr("Where the time went, op kind by op kind, over all ranks and on "
-                                 "each (pipescope-trace ops); click a header to sort"));
-    // Compact rows: the tables share the height with the charts.
-    for (QTableView* t : {table_, op_table_}) {
-        t->verticalHeader()->setDefaultSectionSize(t->fontMetrics().height() + 6);
-    }
+    op_table_ = makeSortableFigureTable(op_model_, OpKindModel::ValueRole);
+    tables_ = makeFigureTabs(
+        {{table_, tr("Ranks"), tr("Busy, bubble, communication wait and peak memory of each rank")},
+         {op_table_, tr("Op kinds"),
+          tr("Where the time went, op kind by op kind, over all ranks and on each "
+             "(pipescope-trace ops); click a header to sort")}});
     split->addWidget(tables_);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 1);

@@ -12,6 +12,7 @@
 #include <pipescope/analysis/compare.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/app/compare_model.h>
+#include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/recent_files.h>
 #include <pipescope/app/runs_library.h>
@@ -46,6 +47,7 @@ class TstAppcoreModels : public QObject {
     void summaryGpuBusy();
     void summarySortsByValue();
     void opKindCells();
+    void compareOpKinds();
     void compareCells_data();
     void compareCells();
     void smallRunsReadInMiB();
@@ -292,6 +294,56 @@ void TstAppcoreModels::opKindCells() {
     model.setStats({});
     QCOMPARE(model.rowCount(), 0);
     QCOMPARE(model.columnCount(), int(OpKindModel::FirstRank));
+}
+
+// Run a is the fixture (F: 20, 16 and 10 us on ranks 0-2), b the same 20% faster; a third run
+// without W shows "—" there.
+void TstAppcoreModels::compareOpKinds() {
+    app::CompareOpKindModel model;
+    QAbstractItemModelTester tester(&model, kFatal);
+    analysis::RunStats no_w = a_;
+    std::erase_if(no_w.op_kinds, [](const auto& t) { return t.kind == trace::OpKind::W; });
+    model.setRuns({a_, b_, no_w}, {"a", "b", "no W"});
+    using Figure = app::CompareOpKindModel::Figure;
+    QCOMPARE(model.columnCount(), 2 + 3 * 2);
+    QCOMPARE(model.headerData(model.column(1, Figure::Total), Qt::Horizontal).toString(),
+             QString("b (ms)"));
+    QCOMPARE(model.headerData(model.column(2, Figure::SlowestRank), Qt::Horizontal).toString(),
+             QString("no W: slowest rank"));
+    auto row = [&](const QString& kind) {
+        for (int r = 0; r < model.rowCount(); ++r) {
+            if (model.index(r, 0).data().toString() == kind) {
+                return r;
+            }
+        }
+        return -1;
+    };
+    const int f = row("F");
+    QCOMPARE(f, 0);
+    QCOMPARE(model.index(f, model.column(0, Figure::Total)).data().toString(), QString("0.046"));
+    QCOMPARE(model.index(f, model.column(0, Figure::SlowestRank)).data().toString(),
+             QString("0.020 (rank 0)"));
+    QCOMPARE(model.index(f, model.column(1, Figure::Total))
+                 .data(app::CompareOpKindModel::ValueRole)
+                 .toDouble(),
+             46000.0 * 0.8);
+    QCOMPARE(model.index(f, model.column(1, Figure::SlowestRank))
+                 .data(app::CompareOpKindModel::RankRole)
+                 .toInt(),
+             0);
+    // The all-reduce: 4, 6 and 29 us, slowest on rank 2.
+    QCOMPARE(model.index(row("ALLREDUCE"), model.column(0, Figure::SlowestRank)).data().toString(),
+             QString("0.029 (rank 2)"));
+    const int w = row("W");
+    QVERIFY(w > 0);
+    QCOMPARE(model.index(w, model.column(0, Figure::Total)).data().toString(), QString("0.005"));
+    QCOMPARE(model.index(w, model.column(2, Figure::Total)).data().toString(), QString("\u2014"));
+    QVERIFY(!model.index(w, model.column(2, Figure::Total))
+                 .data(app::CompareOpKindModel::ValueRole)
+                 .isValid());
+    model.setRuns({}, {});
+    QCOMPARE(model.rowCount(), 0);
+    QCOMPARE(model.columnCount(), 2);
 }
 
 // ---- CompareModel -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/sim_run_data.h>
 
@@ -134,6 +135,32 @@ void TstMainWindow::comparesMethods() {
     QTRY_COMPARE_WITH_TIMEOUT(window_->methodComparison()->runs().size(), std::size_t{5}, 20000);
     QCOMPARE(window_->methodComparison()->chart()->timelines().size(), std::size_t{5});
     QVERIFY(window_->methodComparison()->table()->model()->rowCount() > 4);
+    // Op kinds: naive's last rank carries the output layer in its F; vocab-2 has S passes, naive
+    // none.
+    const auto* kinds = window_->methodComparison()->opKindModel();
+    using Figure = app::CompareOpKindModel::Figure;
+    QCOMPARE(kinds->headerData(kinds->column(0, Figure::Total), Qt::Horizontal).toString(),
+             QString("naive (ms)"));
+    auto rowOf = [&](const QString& kind) {
+        for (int r = 0; r < kinds->rowCount(); ++r) {
+            if (kinds->index(r, 0).data().toString() == kind) {
+                return r;
+            }
+        }
+        return -1;
+    };
+    QCOMPARE(kinds->index(rowOf("F"), kinds->column(0, Figure::SlowestRank))
+                 .data(app::CompareOpKindModel::RankRole)
+                 .toInt(),
+             3);
+    const int s_row = rowOf("S");
+    QVERIFY(s_row >= 0);
+    QVERIFY(!kinds->index(s_row, kinds->column(0, Figure::Total))
+                 .data(app::CompareOpKindModel::ValueRole)
+                 .isValid());
+    QVERIFY(kinds->index(s_row, kinds->column(4, Figure::Total))
+                .data(app::CompareOpKindModel::ValueRole)
+                .toDouble() > 0);
 }
 
 // The default sweep: every method's MFU and peak memory at four vocabulary sizes, one legend

@@ -1,0 +1,123 @@
+#include <algorithm>
+#include <map>
+
+#include <pipescope/app/compare_op_kind_model.h>
+#include <pipescope/app/units.h>
+
+namespace pipescope::app {
+
+CompareOpKindModel::CompareOpKindModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void CompareOpKindModel::setRuns(const std::vector<analysis::RunStats>& runs,
+                                 const std::vector<QString>& names) {
+    beginResetModel();
+    names_ = names;
+    names_.resize(runs.size());
+    std::map<std::pair<int, int>, Row> rows;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const double n = static_cast<double>(std::max<std::size_t>(1, runs[i].measured.size()));
+        for (const auto& t : runs[i].op_kinds) {
+            Row& row = rows[{static_cast<int>(t.lane), static_cast<int>(t.kind)}];
+            row.lane = t.lane;
+            row.kind = t.kind;
+            row.runs.resize(runs.size());
+            auto& cell = row.runs[i];
+            const double ns = static_cast<double>(t.total_ns) / n;
+            if (!cell) {
+                cell = Cell{0, ns, t.rank};
+            } else if (ns > cell->slowest_ns) {
+                cell->slowest_ns = ns;
+                cell->slowest_rank = t.rank;
+            }
+            cell->total_ns += ns;
+        }
+    }
+    rows_.clear();
+    for (auto& [key, row] : rows) {
+        rows_.push_back(std::move(row));
+    }
+    endResetModel();
+}
+
+int CompareOpKindModel::rowCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int CompareOpKindModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : FirstRun + kColumnsPerRun * runCount();
+}
+
+QVariant CompareOpKindModel::data(const QModelIndex& index, int role) const {
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
+        return {};
+    }
+    const Row& row = rows_[static_cast<std::size_t>(index.row())];
+    const int c = index.column();
+    if (c == Kind || c == Lane) {
+        if (role == Qt::DisplayRole || role == ValueRole) {
+            return QString::fromUtf8(c == Kind ? trace::toString(row.kind).data()
+                                               : trace::toString(row.lane).data());
+        }
+        return {};
+    }
+    const int run = (c - FirstRun) / kColumnsPerRun;
+    const auto figure = static_cast<Figure>((c - FirstRun) % kColumnsPerRun);
+    const auto& cell = row.runs[static_cast<std::size_t>(run)];
+    const bool slowest = figure == Figure::SlowestRank;
+    switch (role) {
+        case Qt::DisplayRole:
+            if (!cell) {
+                return QStringLiteral("\u2014");
+            }
+            if (slowest) {
+                return tr("%1 (rank %2)")
+                    .arg(cell->slowest_ns / kNsPerMs, 0, 'f', 3)
+                    .arg(cell->slowest_rank);
+            }
+            return QString::number(cell->total_ns / kNsPerMs, 'f', 3);
+        case ValueRole:
+            return cell ? QVariant(slowest ? cell->slowest_ns : cell->total_ns) : QVariant();
+        case RankRole:
+            return cell && slowest ? QVariant(cell->slowest_rank) : QVariant();
+        case Qt::TextAlignmentRole:
+            return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
+        case Qt::ToolTipRole:
+            return headerData(c, Qt::Horizontal, Qt::ToolTipRole);
+        default:
+            return {};
+    }
+}
+
+QVariant CompareOpKindModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) {
+        return QAbstractTableModel::headerData(section, orientation, role);
+    }
+    if (section == Kind || section == Lane) {
+        if (role == Qt::DisplayRole) {
+            return section == Kind ? tr("kind") : tr("lane");
+        }
+        if (role == Qt::ToolTipRole) {
+            return section == Kind ? tr("Op kind: F, B, W, the vocabulary passes S and T, sends, "
+                                        "receives, collectives, OPT")
+                                   : tr("The lane the ops ran on: compute, comm or gpu");
+        }
+        return {};
+    }
+    const int run = (section - FirstRun) / kColumnsPerRun;
+    const bool slowest =
+        static_cast<Figure>((section - FirstRun) % kColumnsPerRun) == Figure::SlowestRank;
+    const QString& name = names_[static_cast<std::size_t>(run)];
+    if (role == Qt::DisplayRole) {
+        return slowest ? tr("%1: slowest rank").arg(name) : tr("%1 (ms)").arg(name);
+    }
+    if (role == Qt::ToolTipRole) {
+        return slowest
+                   ? tr("%1: the kind's time per iteration on the rank that spends the most "
+                        "in it, in ms; that rank in brackets")
+                         .arg(name)
+                   : tr("%1: the kind's time per iteration summed over all ranks, in ms").arg(name);
+    }
+    return {};
+}
+
+}  // namespace pipescope::app
