@@ -36,6 +36,12 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
            "C critical path"));
     setMinimumSize(320, 200);
     letPlotShrink(this);
+    // Walking an iteration of a trace file may take up to the selection budget: not on every
+    // wheel step, but once the view rests.
+    path_follow_ = new QTimer(this);
+    path_follow_->setSingleShot(true);
+    path_follow_->setInterval(150);
+    connect(path_follow_, &QTimer::timeout, this, &TraceChart::followPathToView);
 }
 
 TraceChart::~TraceChart() = default;
@@ -258,6 +264,9 @@ void TraceChart::onRangeChanged(const QCPRange& range) {
     if (memory_) {
         memory_->refresh();
     }
+    if (critical_path_) {
+        path_follow_->start();
+    }
 }
 
 void TraceChart::fitAll() {
@@ -354,15 +363,21 @@ void TraceChart::setShowCriticalPath(bool on) {
 
 namespace {
 
-// The iteration of `run` whose window holds `t_ns`, else its first measured one, else 0.
+// The iteration of `run` whose window holds `t_ns`, or lies nearest to it (between two
+// iterations, before the first, after the last); 0 for a run without iteration figures.
 int iterationAt(const RunData& run, std::int64_t t_ns) {
-    const auto& its = run.stats().iterations;
-    for (const auto& it : its) {
-        if (t_ns >= it.start_ns && t_ns <= it.end_ns) {
-            return it.iteration;
+    std::optional<int> best;
+    std::int64_t best_distance = 0;
+    for (const auto& it : run.stats().iterations) {
+        const std::int64_t distance = t_ns < it.start_ns ? it.start_ns - t_ns
+                                      : t_ns > it.end_ns ? t_ns - it.end_ns
+                                                         : 0;
+        if (!best || distance < best_distance) {
+            best = it.iteration;
+            best_distance = distance;
         }
     }
-    return run.stats().measured.empty() ? 0 : run.stats().measured.front();
+    return best.value_or(0);
 }
 
 // The iteration of `timeline`'s run that matches the selected op's: its own in the run that
@@ -403,6 +418,10 @@ void TraceChart::showCriticalPath() {
     const TimelinePlottable* holder = selectionHolder();
     const std::optional<trace::OpRecord> op = selectedOp();
     const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
+    path_iteration_.reset();
+    if (!op && !timelines_.empty()) {
+        path_iteration_ = iterationAt(*timelines_.front()->run(), centre_ns);
+    }
     QStringList texts;
     for (auto* t : timelines_) {
         const std::optional<int> iteration =
@@ -429,6 +448,17 @@ void TraceChart::showCriticalPath() {
                                 .arg(QString::fromStdString(opLabel(*op)))
                                 .arg(op->rank)
                                 .arg(path_text));
+}
+
+void TraceChart::followPathToView() {
+    if (!critical_path_ || selectedOp() || timelines_.empty()) {
+        return;
+    }
+    const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
+    if (iterationAt(*timelines_.front()->run(), centre_ns) != path_iteration_) {
+        showCriticalPath();
+        replot();
+    }
 }
 
 void TraceChart::showSelection() {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include <QTimer>
 #include <qcustomplot.h>
 
 #include <pipescope/app/run_data.h>
@@ -91,6 +92,9 @@ class TraceChart : public QCustomPlot {
     // Highlights the selected op's micro-batch (or nothing) and says what is selected.
     void showSelection();
     void showCriticalPath();
+    // With the critical path on and nothing selected: shows the path of the iteration now in
+    // the middle of the view once panning or zooming has brought another one there.
+    void followPathToView();
     // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
     void reselect(TimelinePlottable* timeline, const trace::OpRecord& op);
     QCPRange fullRange() const;
@@ -105,6 +109,10 @@ class TraceChart : public QCustomPlot {
     QCPAxisRect* memory_rect_ = nullptr;
     bool follow_microbatch_ = true;
     bool critical_path_ = false;
+    // The iteration in the middle of the view whose path is shown (first run), when no op is
+    // selected; a pause in panning (path_follow_) looks again.
+    std::optional<int> path_iteration_;
+    QTimer* path_follow_ = nullptr;
     std::optional<QCPRange> range_;
     std::optional<QPointF> press_;
     bool dragging_ = false;

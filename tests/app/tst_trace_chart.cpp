@@ -44,10 +44,12 @@ class TstTraceChart : public QObject {
     void labelFontFitsTheBand();
     void selectionHighlightsItsMicrobatch();
     void criticalPathIsHighlighted();
+    void criticalPathFollowsTheView();
 
   private:
     QTemporaryDir dir_;
     std::shared_ptr<app::TraceRunData> run_;
+    std::string three_iterations_;  // the same run, three iterations
     std::unique_ptr<app::TraceChart> chart_;
     app::TimelinePlottable* timeline() const { return chart_->timelines().front(); }
 };
@@ -61,6 +63,8 @@ void TstTraceChart::initTestCase() {
     const app::SimRunData mem(std::move(*sim.result), "default");
     const std::string db = dir_.filePath("default.db").toStdString();
     QVERIFY(app::saveSimTrace(mem, db, 1, false).ok());
+    three_iterations_ = dir_.filePath("three.db").toStdString();
+    QVERIFY(app::saveSimTrace(mem, three_iterations_, 3, false).ok());
     std::string error;
     run_ = app::TraceRunData::open(db, &error);
     QVERIFY2(run_, error.c_str());
@@ -381,6 +385,67 @@ void TstTraceChart::criticalPathIsHighlighted() {
     QVERIFY(!chart_->showsCriticalPath());
     QVERIFY(t->highlight().empty());
     QCOMPARE(described.last().at(0).toString(), QString());
+}
+
+// Nothing selected: the highlighted path is the one of the iteration in the middle of the view,
+// and stays so as the view moves to another iteration. A selected op keeps its own iteration's.
+void TstTraceChart::criticalPathFollowsTheView() {
+    std::string error;
+    const auto run = app::TraceRunData::open(three_iterations_, &error);
+    QVERIFY2(run, error.c_str());
+    QCOMPARE(run->stats().iterations.size(), std::size_t{3});
+    app::TraceChart chart;
+    chart.resize(1000, 500);
+    chart.setRuns({run}, false);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QSignalSpy described(&chart, &app::TraceChart::selectionDescribed);
+    auto show = [&](int iteration) {
+        const auto w = run->iterationWindow(iteration);
+        chart.setTimeRangeMs(
+            QCPRange(static_cast<double>(w.start_ns) / 1e6, static_cast<double>(w.end_ns) / 1e6));
+    };
+    auto said = [&] { return described.isEmpty() ? QString() : described.last().at(0).toString(); };
+    show(0);
+    QTest::keyClick(&chart, Qt::Key_C);
+    QVERIFY2(said().startsWith("critical path of iteration 0: "), qPrintable(said()));
+    show(2);
+    QTRY_VERIFY2(said().startsWith("critical path of iteration 2: "), qPrintable(said()));
+    auto* t = chart.timelines().front();
+    QVERIFY(!t->highlight().empty());
+    for (const auto& op : t->highlight()) {
+        QCOMPARE(op.iteration, 2);
+    }
+    // Past the end: the nearest iteration, the last.
+    const auto end = run->timeRange().end_ns;
+    chart.setTimeRangeMs(
+        QCPRange(static_cast<double>(end) / 1e6 + 10, static_cast<double>(end) / 1e6 + 20));
+    QTest::qWait(300);
+    QVERIFY2(said().startsWith("critical path of iteration 2: "), qPrintable(said()));
+    // A selected op of iteration 1: its path, wherever the view goes.
+    show(1);
+    QTRY_VERIFY2(said().startsWith("critical path of iteration 1: "), qPrintable(said()));
+    const auto w1 = run->iterationWindow(1);
+    std::optional<trace::OpRecord> longest;
+    for (const auto& op : run->ops(0, w1.start_ns, w1.end_ns)) {
+        if (op.iteration == 1 && op.lane == trace::Lane::Compute &&
+            (!longest || op.duration() > longest->duration())) {
+            longest = op;
+        }
+    }
+    QVERIFY(longest);
+    chart.replot();
+    const auto band = app::laneBand(longest->rank, longest->lane);
+    const double x =
+        t->keyAxis()->coordToPixel(static_cast<double>(longest->start_ns + longest->end_ns) / 2e6);
+    QVERIFY(chart.selectAt(QPointF(x, t->valueAxis()->coordToPixel((band.top + band.bottom) / 2))));
+    QCOMPARE(chart.selectedOp()->iteration, 1);
+    show(0);
+    QTest::qWait(300);
+    QVERIFY(!t->highlight().empty());
+    for (const auto& op : t->highlight()) {
+        QCOMPARE(op.iteration, 1);
+    }
 }
 
 QTEST_MAIN(TstTraceChart)
