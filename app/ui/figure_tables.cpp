@@ -1,13 +1,72 @@
 #include "figure_tables.h"
 
+#include <set>
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
 #include <QHeaderView>
 #include <QSortFilterProxyModel>
 
 namespace pipescope::app {
 
+QString figureText(const QTableView& table, bool whole) {
+    const QAbstractItemModel& model = *table.model();
+    std::set<int> rows;
+    std::set<int> columns;
+    if (!whole && table.selectionModel() != nullptr) {
+        for (const QModelIndex& index : table.selectionModel()->selectedIndexes()) {
+            rows.insert(index.row());
+            columns.insert(index.column());
+        }
+    }
+    if (rows.empty()) {
+        for (int r = 0; r < model.rowCount(); ++r) {
+            rows.insert(r);
+        }
+        for (int c = 0; c < model.columnCount(); ++c) {
+            columns.insert(c);
+        }
+    }
+    std::erase_if(columns, [&](int c) { return table.isColumnHidden(c); });
+    // Tabs and line breaks inside a cell would shift the cells after it.
+    const auto clean = [](QString text) {
+        return text.replace(QLatin1Char('\t'), QLatin1Char(' '))
+            .replace(QLatin1Char('\n'), QLatin1Char(' '));
+    };
+    QStringList lines;
+    QStringList header;
+    for (const int c : columns) {
+        header << clean(model.headerData(c, Qt::Horizontal).toString());
+    }
+    lines << header.join(QLatin1Char('\t'));
+    for (const int r : rows) {
+        QStringList cells;
+        for (const int c : columns) {
+            cells << clean(model.index(r, c).data().toString());
+        }
+        lines << cells.join(QLatin1Char('\t'));
+    }
+    return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
 QTableView* makeFigureTable(QAbstractItemModel* model) {
     auto* table = new QTableView;
     table->setModel(model);
+    auto* copy = new QAction(QObject::tr("&Copy"), table);
+    copy->setShortcut(QKeySequence::Copy);
+    copy->setShortcutContext(Qt::WidgetShortcut);
+    copy->setToolTip(
+        QObject::tr("Copy the selected cells (all of them when none are selected) with their "
+                    "headers, tab-separated"));
+    QObject::connect(copy, &QAction::triggered, table,
+                     [table] { QApplication::clipboard()->setText(figureText(*table)); });
+    auto* copy_all = new QAction(QObject::tr("Copy the &whole table"), table);
+    QObject::connect(copy_all, &QAction::triggered, table,
+                     [table] { QApplication::clipboard()->setText(figureText(*table, true)); });
+    table->addAction(copy);
+    table->addAction(copy_all);
+    table->setContextMenuPolicy(Qt::ActionsContextMenu);
     table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table->verticalHeader()->setVisible(false);
     // Compact rows: the tables share the height with the charts.

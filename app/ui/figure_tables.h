@@ -1,5 +1,7 @@
 // The tables under the charts (per rank, per op kind, deltas): compact rows, columns sized to
 // their contents, no row numbers; a table of figures sorts by the numbers, not their text.
+// Ctrl+C (and the context menu) copies the selected cells, or the whole table when none are
+// selected, as tab-separated text with the column headers, which spreadsheets paste as cells.
 #pragma once
 
 #include <initializer_list>
@@ -10,6 +12,11 @@
 #include <QTableView>
 
 namespace pipescope::app {
+
+// The cells of `table` in the rows and columns its selection spans (every row and shown column
+// when nothing is selected or `whole`), as shown and in the shown order, tab-separated, one line
+// per row, the header line first.
+QString figureText(const QTableView& table, bool whole = false);
 
 // A table showing `model` as is (`model` may be a proxy).
 QTableView* makeFigureTable(QAbstractItemModel* model);

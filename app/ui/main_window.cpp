@@ -254,6 +254,8 @@ void MainWindow::showShortcuts() {
            "<tr><td><b>M</b></td><td>highlight the selected op's micro-batch, or not</td></tr>"
            "<tr><td><b>C</b></td><td>highlight the critical path of the selected op's "
            "iteration (or the one in view) and say what it is spent on</td></tr>"
+           "<tr><td><b>Ctrl+C</b></td><td>in a table: copy the selected cells (or the whole "
+           "table) with their headers, for a spreadsheet</td></tr>"
            "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
            "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo / redo a config change</td></tr>"
            "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"

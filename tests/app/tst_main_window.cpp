@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <QApplication>
+#include <QClipboard>
 #include <QImage>
 #include <QMessageBox>
 #include <QPushButton>
@@ -44,6 +45,7 @@ class TstMainWindow : public QObject {
     void settingChangeResimulates();
     void invalidValueKeepsLastRun();
     void comparesMethods();
+    void copiesFigureTables();
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
@@ -161,6 +163,50 @@ void TstMainWindow::comparesMethods() {
     QVERIFY(kinds->index(s_row, kinds->column(4, Figure::Total))
                 .data(app::CompareOpKindModel::ValueRole)
                 .toDouble() > 0);
+}
+
+// Ctrl+C on a figure table: the whole table without hidden columns, or the selected cells, with
+// their headers, tab-separated, in the order shown.
+void TstMainWindow::copiesFigureTables() {
+    auto* summary = window_->explorerSummary();
+    QTRY_VERIFY_WITH_TIMEOUT(summary->table()->model()->rowCount() == 5, 10000);
+    QTableView* ranks = summary->table();
+    ranks->clearSelection();
+    ranks->setFocus();
+    QTest::keySequence(ranks, QKeySequence::Copy);
+    QStringList lines = QApplication::clipboard()->text().split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 4 + 1);  // the header, four ranks, "all"
+    QVERIFY2(lines[0].startsWith("rank\tstages\tbusy (ms)\t"), qPrintable(lines[0]));
+    QVERIFY2(!lines[0].contains("GPU busy"), qPrintable(lines[0]));  // hidden for a simulation
+    QVERIFY2(lines[5].startsWith("all\t"), qPrintable(lines[5]));
+    QCOMPARE(lines[1].split('\t').size(), lines[0].split('\t').size());
+
+    // Two cells of the op kinds, sorted by time, most first: that order, those columns.
+    summary->tables()->setCurrentIndex(1);
+    QTableView* kinds = summary->opKindTable();
+    kinds->sortByColumn(app::OpKindModel::Time, Qt::DescendingOrder);
+    kinds->selectionModel()->select(kinds->model()->index(0, app::OpKindModel::Kind),
+                                    QItemSelectionModel::Select);
+    kinds->selectionModel()->select(kinds->model()->index(1, app::OpKindModel::Kind),
+                                    QItemSelectionModel::Select);
+    kinds->setFocus();
+    QTest::keySequence(kinds, QKeySequence::Copy);
+    lines = QApplication::clipboard()->text().split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QString("kind"));
+    QCOMPARE(lines[1], kinds->model()->index(0, app::OpKindModel::Kind).data().toString());
+    const double first = kinds->model()
+                             ->index(0, app::OpKindModel::Time)
+                             .data(app::OpKindModel::ValueRole)
+                             .toDouble();
+    const double second = kinds->model()
+                              ->index(1, app::OpKindModel::Time)
+                              .data(app::OpKindModel::ValueRole)
+                              .toDouble();
+    QVERIFY(first >= second);
+    kinds->clearSelection();
+    kinds->sortByColumn(-1, Qt::AscendingOrder);
+    summary->tables()->setCurrentIndex(0);
 }
 
 // The default sweep: every method's MFU and peak memory at four vocabulary sizes, one legend
