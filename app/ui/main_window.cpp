@@ -116,6 +116,9 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     });
 
     sim_status_ = new QLabel;
+    sim_status_->setToolTip(
+        tr("The explorer's simulation of the config on the left (whatever tab "
+           "is shown)"));
     statusBar()->addPermanentWidget(sim_status_);
 
     connect(config_, &ConfigPanel::configChanged, this, &MainWindow::onConfigChanged);
@@ -271,7 +274,7 @@ void MainWindow::onConfigChanged(const schedule::Config& config) {
     SimRequest req;
     req.config = config;
     single_request_ = sim_->request(std::move(req));
-    sim_status_->setText(tr("simulating…"));
+    sim_status_->setText(tr("explorer: simulating…"));
     if (!methods_view_->runs().empty() || tabs_->currentWidget() == methods_view_) {
         compareMethods();  // keep the comparison current once it has been asked for
     }
@@ -319,12 +322,12 @@ void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output
         explore_view_->setRun(current_, keep);
         explore_summary_->setRun(current_);
         const auto* sim = dynamic_cast<const SimRunData*>(current_.get());
-        sim_status_->setText(tr("simulated %1 ops in %2 ms")
+        sim_status_->setText(tr("explorer: simulated %1 ops in %2 ms")
                                  .arg(sim ? sim->opCount() : 0)
                                  .arg(output->elapsed_ms, 0, 'f', 1));
         statusBar()->clearMessage();
     } else if (!output->errors.empty()) {
-        sim_status_->setText(tr("simulation failed"));
+        sim_status_->setText(tr("explorer: simulation failed"));
         statusBar()->showMessage(QString::fromStdString(output->errors.front()));
     }
 }
