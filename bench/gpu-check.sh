@@ -146,6 +146,8 @@ run_traced_and_not() {
     fi
     grep -E "^(gpu trace|communication)" "$out/run-$name.log"
     "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-$name.txt"
+    "$build/bin/pipescope-trace" ops "$db" > "$out/ops-$name.txt"
+    "$build/bin/pipescope-trace" kernels "$db" --top 10 | tee "$out/kernels-$name.txt"
     "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$out/run-$name-nocupti.db" \
         --force --iterations "$iterations" > "$out/run-$name-nocupti.log" 2>&1 || { status=1; return; }
     local on off
@@ -238,6 +240,8 @@ if command -v nsys > /dev/null; then
        "$build/bin/pipescope-trace" import-nsys "$out/nsys-vocab-2.db" \
            "$out/nsys-vocab-2.sqlite" -o "$out/nsys-vocab-2-gpu.db" --force; then
         "$build/bin/pipescope-trace" stats "$out/nsys-vocab-2-gpu.db" | tee "$out/stats-nsys.txt"
+        "$build/bin/pipescope-trace" kernels "$out/nsys-vocab-2-gpu.db" --top 10 |
+            tee "$out/kernels-nsys.txt"
     else
         tail -n 5 "$out/nsys.log"
         status=1

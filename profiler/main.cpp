@@ -15,6 +15,7 @@
 
 #include <pipescope/analysis/compare.h>
 #include <pipescope/analysis/critical_path.h>
+#include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/report.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/interop/chrome_export.h>
@@ -53,6 +54,7 @@ struct Command {
 
 int runStats(const std::vector<std::string>& args);
 int runOps(const std::vector<std::string>& args);
+int runKernels(const std::vector<std::string>& args);
 int runCompare(const std::vector<std::string>& args);
 int runCriticalPath(const std::vector<std::string>& args);
 int runExportChrome(const std::vector<std::string>& args);
@@ -83,6 +85,15 @@ const Command kCommands[] = {
      "  --json          JSON instead of tables (sums over the measured iterations, in ns)\n"
      "  --iteration N   iteration N only\n",
      runOps},
+    {"kernels", "kernels RUN.db [--json] [--iteration N] [--top N]",
+     "The GPU kernels of a CUDA run by name, as Nsight Systems' kernel summary gives them, but\n"
+     "per measured iteration (a kernel counts when it starts inside one): launches, time, share\n"
+     "of all kernel time, mean / min / max.\n"
+     "  --json          JSON instead of a table (every kernel; sums in ns)\n"
+     "  --iteration N   iteration N only\n"
+     "  --top N         the N kernels with most time, then the rest in one line (default 20;\n"
+     "                  0: all)\n",
+     runKernels},
     {"critical-path", "critical-path RUN.db [--iteration N] [--json]",
      "The chain of ops, each waiting for the one before, that sets an iteration's length: how\n"
      "much of it is compute, point-to-point transfers, collectives and gaps (time no op\n"
@@ -249,11 +260,27 @@ struct OneTraceArgs {
     bool json = false;
     std::optional<int> iteration;
     std::optional<int> exit_code;
+    std::map<std::string, std::string> options;  // all of them, `extra` ones included
 };
 
-OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string>& args) {
+// Parses "--NAME N" as a whole number >= 0; on failure says so and sets the exit code.
+std::optional<int> wholeOption(const Command& cmd, const std::string& name, const std::string& v,
+                               OneTraceArgs* a) {
+    int n = -1;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 0) {
+        a->exit_code = badArguments(cmd, name + " needs a whole number >= 0, not '" + v + "'");
+        return std::nullopt;
+    }
+    return n;
+}
+
+OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string>& args,
+                               const std::set<std::string>& extra = {}) {
     OneTraceArgs a;
-    const ParsedArgs p = parseArgs(args, {"--json"}, {"--iteration"});
+    std::set<std::string> valued = extra;
+    valued.insert("--iteration");
+    const ParsedArgs p = parseArgs(args, {"--json"}, valued);
     if (p.help) {
         a.exit_code = printOut(commandHelp(cmd));
     } else if (!p.error.empty()) {
@@ -262,42 +289,44 @@ OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string
         a.exit_code = badArguments(cmd, p.positional.empty() ? "missing the trace file"
                                                              : "expects exactly one trace file");
     } else if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
-        int n = -1;
-        const std::string& v = it->second;
-        const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 0) {
-            a.exit_code =
-                badArguments(cmd, "--iteration needs a whole number >= 0, not '" + v + "'");
-        }
-        a.iteration = n;
+        a.iteration = wholeOption(cmd, "--iteration", it->second, &a);
     }
     if (!a.exit_code) {
         a.path = p.positional[0];
         a.json = p.options.count("--json") > 0;
+        a.options = p.options;
     }
     return a;
 }
 
-// `stats` and `ops`: analyze one trace (the iteration asked for, or the measured ones) and print
-// one of the reports.
-int runOneTraceReport(const char* name, std::string (*table)(const analysis::RunStats&),
-                      std::string (*json)(const analysis::RunStats&),
-                      const std::vector<std::string>& args) {
-    const Command& cmd = *findCommand(name);
-    const OneTraceArgs a = parseOneTraceArgs(cmd, args);
-    if (a.exit_code) {
-        return *a.exit_code;
+// Opens the trace `a` names and analyzes it (the iteration asked for, or the measured ones); on
+// failure prints why and gives the exit code.
+std::optional<int> openAndAnalyze(const OneTraceArgs& a, trace::TraceReader* reader,
+                                  analysis::RunStats* stats) {
+    if (!openTrace(a.path, reader)) {
+        return kExitBadInput;
     }
     analysis::AnalysisOptions options;
     options.iteration = a.iteration;
-    trace::TraceReader reader;
-    if (!openTrace(a.path, &reader)) {
-        return kExitBadInput;
-    }
-    analysis::RunStats stats;
-    if (const TraceStatus st = analysis::analyzeRun(reader, options, &stats); !st.ok()) {
+    if (const TraceStatus st = analysis::analyzeRun(*reader, options, stats); !st.ok()) {
         printErr(st.message);
         return kExitBadInput;
+    }
+    return std::nullopt;
+}
+
+// `stats` and `ops`: one of the reports of the analysis.
+int runOneTraceReport(const char* name, std::string (*table)(const analysis::RunStats&),
+                      std::string (*json)(const analysis::RunStats&),
+                      const std::vector<std::string>& args) {
+    const OneTraceArgs a = parseOneTraceArgs(*findCommand(name), args);
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    trace::TraceReader reader;
+    analysis::RunStats stats;
+    if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
+        return *failed;
     }
     return printOut(a.json ? json(stats) : table(stats));
 }
@@ -309,6 +338,32 @@ int runStats(const std::vector<std::string>& args) {
 int runOps(const std::vector<std::string>& args) {
     return runOneTraceReport("ops", analysis::formatOpKindsTable, analysis::formatOpKindsJson,
                              args);
+}
+
+int runKernels(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("kernels");
+    OneTraceArgs a = parseOneTraceArgs(cmd, args, {"--top"});
+    std::size_t top = 20;
+    if (!a.exit_code) {
+        if (const auto it = a.options.find("--top"); it != a.options.end()) {
+            top = static_cast<std::size_t>(wholeOption(cmd, "--top", it->second, &a).value_or(0));
+        }
+    }
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    trace::TraceReader reader;
+    analysis::RunStats stats;
+    if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
+        return *failed;
+    }
+    analysis::KernelSummary kernels;
+    if (const TraceStatus st = analysis::summarizeKernels(reader, stats, &kernels); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    return printOut(a.json ? analysis::formatKernelsJson(kernels, stats)
+                           : analysis::formatKernelsTable(kernels, stats, top));
 }
 
 int runCriticalPath(const std::vector<std::string>& args) {

@@ -13,6 +13,7 @@ namespace pipescope::analysis {
 using detail::fixed;
 using detail::Json;
 using detail::percent;
+using detail::perIteration;
 using detail::TextTable;
 
 namespace {
@@ -21,12 +22,6 @@ constexpr double kNsPerMs = 1e6;
 
 double measuredCount(const RunStats& s) {
     return static_cast<double>(std::max<std::size_t>(1, s.measured.size()));
-}
-
-// Per iteration: whole when every iteration had as many, else with one decimal.
-std::string perIteration(std::int64_t count, double iterations) {
-    const double v = static_cast<double>(count) / iterations;
-    return fixed(v, std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1);
 }
 
 // The time of all ranks in the measured iterations: what the shares are of.

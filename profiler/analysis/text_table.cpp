@@ -72,6 +72,11 @@ std::string signedPercent(std::optional<double> ratio) {
     return withSign(percent(ratio));
 }
 
+std::string perIteration(std::int64_t count, double iterations) {
+    const double v = static_cast<double>(count) / iterations;
+    return fixed(v, std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1);
+}
+
 std::string iterationList(const std::vector<int>& its) {
     std::string out;
     for (std::size_t i = 0; i < its.size();) {

@@ -2,6 +2,7 @@
 // the C locale from the environment, where printf might write a decimal comma).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ std::string signedPercent(std::optional<double> ratio);
 // `text` with control characters (tabs, escape sequences) replaced by spaces, so names taken
 // from a trace cannot break the layout or drive the terminal.
 std::string printable(std::string text);
+
+// `count` things over `iterations` iterations, per iteration: whole when it comes out whole,
+// else with one decimal.
+std::string perIteration(std::int64_t count, double iterations);
 
 // Iteration numbers, ascending, as ranges: "1", "1-9", "0, 2, 5-7".
 std::string iterationList(const std::vector<int>& iterations);

@@ -132,6 +132,7 @@ struct FixtureOptions {
     std::int64_t rank2_activations = 1024 * kMiB;
     int warmup = 1;
     std::string name = "fixture \"A\" \\ d\xc3\xa9mo\t\xe2\x9c\x93";
+    std::vector<trace::KernelRecord> kernels;  // more kernel rows (times in ns of the trace)
 };
 
 inline trace::RunInfo fixtureRun(const FixtureOptions& o) {
@@ -211,6 +212,9 @@ inline QString writeFixtureTrace(const QString& path, const FixtureOptions& o = 
     k.block_x = 256;
     k.registers_per_thread = 96;
     w.addKernel(k);
+    for (const trace::KernelRecord& more : o.kernels) {
+        w.addKernel(more);
+    }
     if (!o.finish) {
         const trace::TraceStatus st = w.flush();
         return st.ok() ? QString() : QString::fromStdString(st.message);

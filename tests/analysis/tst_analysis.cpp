@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/report.h>
 #include <pipescope/analysis/run_stats.h>
 
@@ -99,6 +100,7 @@ class TestAnalysis : public QObject {
     void reports();
     void opKinds();
     void opKindReports();
+    void kernelSummary();
     void progressAndCancel();
 
   private:
@@ -614,6 +616,67 @@ void TestAnalysis::opKindReports() {
     QVERIFY(first.value("bytes").isNull());
     QVERIFY(!first.contains("rank"));
     QCOMPARE(o.value("by_rank").toArray().first().toObject().value("rank").toInt(), 0);
+}
+
+// Kernels of the measured iteration 1 (window [100, 172) us): gemm of 10, 20 and 30 us on device
+// 0 and softmax of 5 us on device 1. Left out: a gemm starting at 175 us (after the window) and
+// the fixture's own kernel at 5 us (iteration 0, the warm-up).
+void TestAnalysis::kernelSummary() {
+    auto kernel = [](std::int64_t start_us, std::int64_t us, int device, const char* name) {
+        trace::KernelRecord k;
+        k.start = start_us * kUs;
+        k.end = (start_us + us) * kUs;
+        k.device_id = device;
+        k.demangled_name = std::string("void ") + name + "<float>(float*)";
+        k.short_name = name;
+        return k;
+    };
+    test::FixtureOptions o;
+    o.kernels = {kernel(100, 10, 0, "gemm"), kernel(120, 20, 0, "gemm"), kernel(150, 30, 0, "gemm"),
+                 kernel(171, 5, 1, "softmax"), kernel(175, 1, 0, "gemm")};
+    const QString path = dir_.filePath("kernels.db");
+    QCOMPARE(test::writeFixtureTrace(path, o), QString());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    RunStats stats;
+    QVERIFY(analysis::analyzeRun(reader, {}, &stats).ok());
+    analysis::KernelSummary k;
+    QVERIFY(analysis::summarizeKernels(reader, stats, &k).ok());
+    QCOMPARE(k.kernels_in_trace, std::int64_t{6});
+    QCOMPARE(k.launches, std::int64_t{4});
+    QCOMPARE(k.total_ns, 65 * kUs);
+    QCOMPARE(k.by_device_ns.at(0), 60 * kUs);
+    QCOMPARE(k.by_device_ns.at(1), 5 * kUs);
+    QCOMPARE(k.kernels.size(), std::size_t{2});
+    QCOMPARE(k.kernels[0].short_name, std::string("gemm"));
+    QCOMPARE(k.kernels[0].name, std::string("void gemm<float>(float*)"));
+    QCOMPARE(k.kernels[0].launches, std::int64_t{3});
+    QCOMPARE(k.kernels[0].min_ns, 10 * kUs);
+    QCOMPARE(k.kernels[0].max_ns, 30 * kUs);
+    QCOMPARE(k.kernels[1].total_ns, 5 * kUs);
+
+    const QString table = QString::fromStdString(analysis::formatKernelsTable(k, stats, 1));
+    QVERIFY2(table.contains("4 launches, 0.065 ms of kernel time; device 0 0.060 ms; device 1 "
+                            "0.005 ms\n"),
+             qPrintable(table));
+    // gemm: 60 of 65 us, mean 20 us.
+    QVERIFY2(table.contains(QRegularExpression("\nvoid gemm<float>\\(float\\*\\) +3 +0\\.060 "
+                                               "+92\\.3% +20\\.0 +10\\.0 +30\\.0\n")),
+             qPrintable(table));
+    QVERIFY2(table.contains("(1 more kernels: 1 launches, 0.005 ms; --top 0 lists all)"),
+             qPrintable(table));
+
+    // Iteration 0 alone: the fixture's kernel, 4.754 us.
+    analysis::AnalysisOptions only0;
+    only0.iteration = 0;
+    QVERIFY(analysis::analyzeRun(reader, only0, &stats).ok());
+    QVERIFY(analysis::summarizeKernels(reader, stats, &k).ok());
+    QCOMPARE(k.launches, std::int64_t{1});
+    QCOMPARE(k.total_ns, std::int64_t{9877 - 5123});
+    const QJsonDocument doc =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatKernelsJson(k, stats)));
+    QCOMPARE(doc.object().value("kernels").toArray().first().toObject().value("short_name"),
+             QJsonValue("gemm"));
 }
 
 QTEST_GUILESS_MAIN(TestAnalysis)

@@ -72,6 +72,7 @@ class TestTraceCli : public QObject {
     void compare();
     void criticalPath();
     void ops();
+    void kernels();
     void exportChrome();
     void exportCsv_data();
     void exportCsv();
@@ -323,6 +324,27 @@ void TestTraceCli::ops() {
     QVERIFY(missing.out.isEmpty());
 }
 
+void TestTraceCli::kernels() {
+    // The fixture's one kernel runs in iteration 0, the warm-up: the measured iteration has none.
+    const ProcessResult none = runBinary(kCli, {"kernels", good_});
+    QVERIFY2(none.exit_code == 0, qPrintable(describe(none)));
+    QVERIFY2(none.out.contains("none of the trace's 1 kernels started inside these iterations"),
+             qPrintable(describe(none)));
+    const ProcessResult it0 = runBinary(kCli, {"kernels", good_, "--iteration", "0", "--json"});
+    QVERIFY2(it0.exit_code == 0, qPrintable(describe(it0)));
+    const QJsonObject o = parseObject(it0.out);
+    QCOMPARE(o.value("launches").toInt(), 1);
+    QCOMPARE(o.value("total_ns").toInteger(), 9877 - 5123);
+    QCOMPARE(o.value("kernels").toArray().first().toObject().value("name").toString(),
+             QString("void gemm<float, \"tn\\x\">(float const*)"));
+    const ProcessResult table = runBinary(kCli, {"kernels", good_, "--iteration=0", "--top", "0"});
+    QVERIFY2(table.exit_code == 0 && table.out.contains("\nvoid gemm<float"),
+             qPrintable(describe(table)));
+    const ProcessResult bad = runBinary(kCli, {"kernels", good_, "--top", "-3"});
+    QVERIFY2(bad.exit_code == 2 && bad.err.contains("--top needs a whole number >= 0, not '-3'"),
+             qPrintable(describe(bad)));
+}
+
 void TestTraceCli::exportChrome() {
     const QString out = path("cli.json");
     const ProcessResult r = runBinary(kCli, {"export-chrome", good_, out});
@@ -478,7 +500,7 @@ void TestTraceCli::badArguments_data() {
     QTest::newRow("nothing") << QStringList() << "usage:";
     QTest::newRow("unknown command") << QStringList({"frobnicate", "x.db"})
                                      << "unknown command 'frobnicate'; commands: stats, compare, "
-                                        "ops, critical-path, export-chrome, "
+                                        "ops, kernels, critical-path, export-chrome, "
                                         "export-csv, repair, merge, import-nsys, help";
     QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
     QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";

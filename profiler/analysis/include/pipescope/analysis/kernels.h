@@ -1,0 +1,44 @@
+// The GPU kernels of a CUDA run's measured iterations, by name: launches, time, shortest and
+// longest, as Nsight Systems' kernel summary gives them, but over the iterations that the
+// run's figures average (a kernel counts when it starts inside one of their windows), so that
+// start-up and warm-up kernels do not weigh in.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <pipescope/analysis/run_stats.h>
+#include <pipescope/trace/reader.h>
+
+namespace pipescope::analysis {
+
+struct KernelNameStats {
+    std::string name;        // the demangled name (the short name when there is none)
+    std::string short_name;  // e.g. "gemm"; may be empty
+    std::int64_t launches = 0;
+    std::int64_t total_ns = 0;
+    std::int64_t min_ns = 0;
+    std::int64_t max_ns = 0;
+};
+
+struct KernelSummary {
+    std::int64_t launches = 0;
+    std::int64_t total_ns = 0;                 // summed kernel time (overlaps counted twice)
+    std::map<int, std::int64_t> by_device_ns;  // summed kernel time on each device
+    std::vector<KernelNameStats> kernels;      // most time first, then by name
+    std::int64_t kernels_in_trace = 0;         // all kernel rows, counted or not
+};
+
+// Reads the kernel rows of `reader` and sums those of `stats`' measured iterations.
+trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
+                                    KernelSummary* out);
+
+// Per measured iteration, the `top` kernels with most time (0: all) and the rest in one line;
+// the JSON has every kernel, summed over the measured iterations, in ns.
+std::string formatKernelsTable(const KernelSummary& summary, const RunStats& stats,
+                               std::size_t top);
+std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stats);
+
+}  // namespace pipescope::analysis

@@ -1,0 +1,187 @@
+#include <algorithm>
+#include <map>
+
+#include <pipescope/analysis/kernels.h>
+
+#include "json_value.h"
+#include "text_table.h"
+
+namespace pipescope::analysis {
+
+using detail::fixed;
+using detail::Json;
+using detail::percent;
+using detail::TextTable;
+
+namespace {
+
+constexpr double kNsPerMs = 1e6;
+constexpr double kNsPerUs = 1e3;
+constexpr std::size_t kMaxNameWidth = 60;
+
+// The measured iterations' windows, by start, to test a kernel's start against.
+std::vector<trace::TimeRange> measuredWindows(const RunStats& stats) {
+    std::vector<trace::TimeRange> out;
+    for (const auto& it : stats.iterations) {
+        if (it.measured) {
+            out.push_back({it.start_ns, it.end_ns});
+        }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    return out;
+}
+
+bool inside(const std::vector<trace::TimeRange>& windows, std::int64_t t) {
+    // The last window starting at or before t.
+    auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                               [](std::int64_t v, const auto& w) { return v < w.start_ns; });
+    return it != windows.begin() && t <= std::prev(it)->end_ns;
+}
+
+// A long template name cut in the middle: "void gemm<…>(float const*)" stays recognisable.
+std::string shortened(const std::string& name) {
+    if (name.size() <= kMaxNameWidth) {
+        return name;
+    }
+    const std::size_t half = (kMaxNameWidth - 3) / 2;
+    return name.substr(0, half) + "..." + name.substr(name.size() - half);
+}
+
+double iterationsOf(const RunStats& stats) {
+    return static_cast<double>(std::max<std::size_t>(1, stats.measured.size()));
+}
+
+}  // namespace
+
+trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
+                                    KernelSummary* out) {
+    KernelSummary s;
+    const auto windows = measuredWindows(stats);
+    std::map<std::string, KernelNameStats> by_name;
+    const trace::TraceStatus st = reader.forEachKernel([&](const trace::KernelRecord& k) {
+        ++s.kernels_in_trace;
+        if (!inside(windows, k.start)) {
+            return true;
+        }
+        const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
+        const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
+        auto [it, inserted] = by_name.try_emplace(name);
+        KernelNameStats& n = it->second;
+        if (inserted) {
+            n.name = name;
+            n.short_name = k.short_name;
+            n.min_ns = d;
+            n.max_ns = d;
+        }
+        ++n.launches;
+        n.total_ns += d;
+        n.min_ns = std::min(n.min_ns, d);
+        n.max_ns = std::max(n.max_ns, d);
+        ++s.launches;
+        s.total_ns += d;
+        s.by_device_ns[k.device_id] += d;
+        return true;
+    });
+    if (!st.ok()) {
+        return st;
+    }
+    for (auto& [name, n] : by_name) {
+        s.kernels.push_back(std::move(n));
+    }
+    std::stable_sort(s.kernels.begin(), s.kernels.end(),
+                     [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+    *out = std::move(s);
+    return trace::TraceStatus::success();
+}
+
+std::string formatKernelsTable(const KernelSummary& summary, const RunStats& stats,
+                               std::size_t top) {
+    const double n = iterationsOf(stats);
+    std::string out = "GPU kernels of iteration" +
+                      std::string(stats.measured.size() == 1 ? " " : "s ") +
+                      detail::iterationList(stats.measured) + ", per iteration (" +
+                      detail::printable(stats.path) + ")\n";
+    if (summary.kernels_in_trace == 0) {
+        return out +
+               "no GPU kernels in this trace: a simulated or CPU run, or a CUDA run traced "
+               "with --cupti off (pipescope-trace import-nsys adds Nsight's)\n";
+    }
+    if (summary.launches == 0) {
+        return out + "none of the trace's " + std::to_string(summary.kernels_in_trace) +
+               " kernels started inside these iterations\n";
+    }
+    out += detail::perIteration(summary.launches, n) + " launches, " +
+           fixed(static_cast<double>(summary.total_ns) / n / kNsPerMs, 3) + " ms of kernel time";
+    if (summary.by_device_ns.size() > 1) {
+        for (const auto& [device, ns] : summary.by_device_ns) {
+            out += "; device " + std::to_string(device) + " " +
+                   fixed(static_cast<double>(ns) / n / kNsPerMs, 3) + " ms";
+        }
+    }
+    out += "\n\n";
+    TextTable table({"kernel", "launches", "ms", "share", "mean us", "min us", "max us"}, 1);
+    const std::size_t shown =
+        top == 0 ? summary.kernels.size() : std::min(top, summary.kernels.size());
+    for (std::size_t i = 0; i < shown; ++i) {
+        const KernelNameStats& k = summary.kernels[i];
+        table.addRow(
+            {detail::printable(shortened(k.name)), detail::perIteration(k.launches, n),
+             fixed(static_cast<double>(k.total_ns) / n / kNsPerMs, 3),
+             percent(static_cast<double>(k.total_ns) /
+                     static_cast<double>(std::max<std::int64_t>(1, summary.total_ns))),
+             fixed(static_cast<double>(k.total_ns) / static_cast<double>(k.launches) / kNsPerUs, 1),
+             fixed(static_cast<double>(k.min_ns) / kNsPerUs, 1),
+             fixed(static_cast<double>(k.max_ns) / kNsPerUs, 1)});
+    }
+    out += table.render();
+    if (shown < summary.kernels.size()) {
+        std::int64_t rest_ns = 0;
+        std::int64_t rest_launches = 0;
+        for (std::size_t i = shown; i < summary.kernels.size(); ++i) {
+            rest_ns += summary.kernels[i].total_ns;
+            rest_launches += summary.kernels[i].launches;
+        }
+        out += "(" + std::to_string(summary.kernels.size() - shown) +
+               " more kernels: " + fixed(static_cast<double>(rest_launches) / n, 0) +
+               " launches, " + fixed(static_cast<double>(rest_ns) / n / kNsPerMs, 3) +
+               " ms; --top 0 lists all)\n";
+    }
+    return out;
+}
+
+std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stats) {
+    Json root = Json::object();
+    root.set("path", stats.path);
+    Json measured = Json::array();
+    for (const int i : stats.measured) {
+        measured.push(i);
+    }
+    root.set("iterations", std::move(measured));
+    root.set("kernels_in_trace", summary.kernels_in_trace);
+    root.set("launches", summary.launches);
+    root.set("total_ns", summary.total_ns);
+    Json devices = Json::array();
+    for (const auto& [device, ns] : summary.by_device_ns) {
+        Json d = Json::object();
+        d.set("device", device);
+        d.set("total_ns", ns);
+        devices.push(std::move(d));
+    }
+    root.set("devices", std::move(devices));
+    Json kernels = Json::array();
+    for (const KernelNameStats& k : summary.kernels) {
+        Json row = Json::object();
+        row.set("name", k.name);
+        row.set("short_name", k.short_name);
+        row.set("launches", k.launches);
+        row.set("total_ns", k.total_ns);
+        row.set("min_ns", k.min_ns);
+        row.set("max_ns", k.max_ns);
+        kernels.push(std::move(row));
+    }
+    root.set("kernels", std::move(kernels));
+    return root.dump();
+}
+
+}  // namespace pipescope::analysis
