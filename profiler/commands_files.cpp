@@ -1,0 +1,255 @@
+// pipescope-trace's commands that write files: export-chrome, export-csv, repair, merge,
+// import-nsys.
+#include <pipescope/interop/chrome_export.h>
+#include <pipescope/interop/csv_export.h>
+#include <pipescope/interop/merge.h>
+#include <pipescope/interop/nsys_import.h>
+#include <pipescope/trace/writer.h>
+
+#include "long_write.h"
+#include "trace_cli.h"
+
+namespace pipescope::cli {
+
+// Exit code for a failed export: the output could not be written (4) or the trace not read (2).
+int exportFailed(const TraceStatus& st) {
+    printErr(st.message);
+    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+}
+
+// Shared checks of the export commands: two positionals, a readable trace, and an output that
+// is not the trace itself (replacing it would destroy the run).
+bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* reader,
+                   int* exit_code) {
+    if (p.positional.size() != 2) {
+        *exit_code = badArguments(cmd, p.positional.size() < 2
+                                           ? "needs the trace file and the output file"
+                                           : "expects exactly a trace file and an output file");
+        return false;
+    }
+    if (!openTrace(p.positional[0], reader)) {
+        *exit_code = kExitBadInput;
+        return false;
+    }
+    if (sameFile(p.positional[0], p.positional[1])) {
+        *exit_code =
+            badArguments(cmd, p.positional[1] + ": is the trace itself; refusing to overwrite it");
+        return false;
+    }
+    return true;
+}
+
+int runExportChrome(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("export-chrome");
+    const ParsedArgs p = parseArgs(args, {}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    trace::TraceReader reader;
+    int code = kExitOk;
+    if (!prepareExport(cmd, p, &reader, &code)) {
+        return code;
+    }
+    interop::ChromeExportStats stats;
+    if (const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats); !st.ok()) {
+        return exportFailed(st);
+    }
+    printErr("wrote " + p.positional[1] + ": " + std::to_string(stats.ops) + " ops, " +
+             std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
+             " memory events, " + std::to_string(stats.kernels) + " kernels, " +
+             std::to_string(stats.overlap_lanes) + " overlap lanes");
+    return kExitOk;
+}
+
+int runExportCsv(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("export-csv");
+    const ParsedArgs p = parseArgs(args, {}, {"--table"});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    interop::CsvTable table = interop::CsvTable::Op;
+    if (const auto it = p.options.find("--table"); it != p.options.end()) {
+        const auto t = interop::csvTableFromString(it->second);
+        if (!t) {
+            return badArguments(cmd,
+                                "--table must be op, memory or metric, not '" + it->second + "'");
+        }
+        table = *t;
+    }
+    trace::TraceReader reader;
+    int code = kExitOk;
+    if (!prepareExport(cmd, p, &reader, &code)) {
+        return code;
+    }
+    std::int64_t rows = 0;
+    if (const TraceStatus st = interop::exportCsv(reader, p.positional[1], table, &rows);
+        !st.ok()) {
+        return exportFailed(st);
+    }
+    printErr("wrote " + p.positional[1] + ": " + std::to_string(rows) + " " +
+             std::string(interop::toString(table)) + " rows");
+    return kExitOk;
+}
+
+int runRepair(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("repair");
+    const ParsedArgs p = parseArgs(args, {}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    if (p.positional.size() != 1) {
+        return badArguments(cmd, p.positional.empty() ? "missing the trace file"
+                                                      : "expects exactly one trace file");
+    }
+    const std::string& path = p.positional[0];
+    trace::RunStatus status = trace::RunStatus::Running;
+    bool finalized = false;
+    {
+        // Closed before repairing: finalizeTrace opens the file for writing itself.
+        trace::TraceReader reader;
+        if (!openTrace(path, &reader)) {
+            return kExitBadInput;
+        }
+        status = reader.run().status;
+        finalized = reader.finalized();
+    }
+    if (status == trace::RunStatus::Complete) {
+        printErr(path +
+                 ": the run is complete; repair is only for a run that stopped before it "
+                 "finished (status running)");
+        return kExitBadInput;
+    }
+    if (status != trace::RunStatus::Running && finalized) {
+        printErr(path + ": nothing to repair (status " + std::string(trace::toString(status)) +
+                 ", indexes and summary levels present)");
+        return kExitOk;
+    }
+    const TraceStatus st = trace::finalizeTrace(
+        path, "the run stopped before it finished; repaired by pipescope-trace repair");
+    if (!st.ok()) {
+        printErr(st.message);
+        return st.code == TraceStatus::Code::NotPipeScope ? kExitBadInput : kExitWriteFailed;
+    }
+    printErr("repaired " + path + ": indexes and summary levels built" +
+             (status == trace::RunStatus::Running ? "; status set to failed" : ""));
+    return kExitOk;
+}
+
+// The checks of a command that writes a new trace from inputs (INPUTS... -o OUT.db [--force]):
+// the exit code when its arguments are wrong or it was asked for help, nullopt to go on.
+std::optional<int> checkWriteArgs(const Command& cmd, const ParsedArgs& p, bool enough_inputs,
+                                  const std::string& missing_inputs) {
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    const auto out = p.options.find("-o");
+    if (out == p.options.end() || out->second.empty()) {
+        return badArguments(cmd, "missing -o OUT.db");
+    }
+    if (!enough_inputs) {
+        return badArguments(cmd, missing_inputs);
+    }
+    for (const auto& in : p.positional) {
+        if (in == out->second || sameFile(in, out->second)) {
+            return badArguments(cmd, "-o " + out->second + " is also an input");
+        }
+    }
+    return std::nullopt;
+}
+
+// A command that writes a trace failed: says why; exit code 4 when writing failed, else 2.
+int writeCommandFailed(const TraceStatus& st) {
+    printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
+    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+}
+
+// A long write's failure: interrupted (exit 130, nothing written) or as writeCommandFailed.
+std::optional<int> longWriteFailed(cli::LongWrite& job, const TraceStatus& st,
+                                   const std::string& out) {
+    if (job.interrupted(st)) {
+        printErr("interrupted: " + out + " not written");
+        return kExitInterrupted;
+    }
+    if (!st.ok()) {
+        return writeCommandFailed(st);
+    }
+    return std::nullopt;
+}
+
+int runMerge(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("merge");
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+    if (const auto exit =
+            checkWriteArgs(cmd, p, !p.positional.empty(), "missing the per-rank traces")) {
+        return *exit;
+    }
+    const std::string& out = p.options.at("-o");
+    interop::MergeOptions options;
+    options.overwrite = p.options.count("--force") > 0;
+    cli::LongWrite job("merge");
+    options.progress = job.callback();
+    interop::MergeReport report;
+    const TraceStatus st = interop::mergeTraces(p.positional, out, options, &report);
+    if (const auto exit = longWriteFailed(job, st, out)) {
+        return *exit;
+    }
+    std::string text;
+    for (const auto& n : report.notes) {
+        text += "  " + n + "\n";
+    }
+    text += "merged " + std::to_string(report.files) + " traces (" + std::to_string(report.ranks) +
+            " ranks, " + std::to_string(report.ops) + " ops) into " + out + "\n";
+    text += "causality: " + std::to_string(report.pairs_checked) + " send/receive pairs checked, " +
+            std::to_string(report.violation_count) + " violations\n";
+    for (const auto& v : report.violations) {
+        char by[32];
+        std::snprintf(by, sizeof by, "%.1f us", static_cast<double>(v.by_ns) / 1e3);
+        text += "  iteration " + std::to_string(v.iteration) + ", rank " +
+                std::to_string(v.send_rank) + " -> " + std::to_string(v.recv_rank) + " " + v.what +
+                ": the receive ended " + by + " before the send started\n";
+    }
+    if (report.violation_count > 0) {
+        text +=
+            "  (the clocks are off by more than the measured offsets say: treat cross-rank "
+            "gaps of this size with care)\n";
+    }
+    return printOut(text);
+}
+
+int runImportNsys(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("import-nsys");
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"-o"});
+    if (const auto exit =
+            checkWriteArgs(cmd, p, p.positional.size() >= 2,
+                           p.positional.empty() ? "missing the run's trace and the export"
+                                                : "missing the Nsight Systems export")) {
+        return *exit;
+    }
+    const std::string& out = p.options.at("-o");
+    interop::NsysImportOptions options;
+    options.overwrite = p.options.count("--force") > 0;
+    cli::LongWrite job("import-nsys");
+    options.progress = job.callback();
+    interop::NsysImportReport report;
+    const std::vector<std::string> exports(p.positional.begin() + 1, p.positional.end());
+    const TraceStatus st =
+        interop::importNsys(p.positional.front(), exports, out, options, &report);
+    if (const auto exit = longWriteFailed(job, st, out)) {
+        return *exit;
+    }
+    return printOut(interop::describeImport(report, out));
+}
+
+}  // namespace pipescope::cli

@@ -1,0 +1,128 @@
+// pipescope-trace's reports on one or more traces: stats, ops, kernels, critical-path, compare.
+#include <algorithm>
+
+#include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/critical_path.h>
+#include <pipescope/analysis/kernels.h>
+#include <pipescope/analysis/report.h>
+
+#include "trace_cli.h"
+
+namespace pipescope::cli {
+
+// `stats` and `ops`: one of the reports of the analysis.
+int runOneTraceReport(const char* name, std::string (*table)(const analysis::RunStats&),
+                      std::string (*json)(const analysis::RunStats&),
+                      const std::vector<std::string>& args) {
+    const OneTraceArgs a = parseOneTraceArgs(*findCommand(name), args);
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    trace::TraceReader reader;
+    analysis::RunStats stats;
+    if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
+        return *failed;
+    }
+    return printOut(a.json ? json(stats) : table(stats));
+}
+
+int runStats(const std::vector<std::string>& args) {
+    return runOneTraceReport("stats", analysis::formatStatsTable, analysis::formatStatsJson, args);
+}
+
+int runOps(const std::vector<std::string>& args) {
+    return runOneTraceReport("ops", analysis::formatOpKindsTable, analysis::formatOpKindsJson,
+                             args);
+}
+
+int runKernels(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("kernels");
+    OneTraceArgs a = parseOneTraceArgs(cmd, args, {"--top"});
+    std::size_t top = 20;
+    if (!a.exit_code) {
+        if (const auto it = a.options.find("--top"); it != a.options.end()) {
+            top = static_cast<std::size_t>(wholeOption(cmd, "--top", it->second, &a).value_or(0));
+        }
+    }
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    trace::TraceReader reader;
+    analysis::RunStats stats;
+    if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
+        return *failed;
+    }
+    analysis::KernelSummary kernels;
+    if (const TraceStatus st = analysis::summarizeKernels(reader, stats, &kernels); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    return printOut(a.json ? analysis::formatKernelsJson(kernels, stats)
+                           : analysis::formatKernelsTable(kernels, stats, top));
+}
+
+int runCriticalPath(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("critical-path");
+    const OneTraceArgs a = parseOneTraceArgs(cmd, args);
+    if (a.exit_code) {
+        return *a.exit_code;
+    }
+    const std::optional<int> wanted = a.iteration;
+    trace::TraceReader reader;
+    if (!openTrace(a.path, &reader)) {
+        return kExitBadInput;
+    }
+    analysis::RunStats stats;
+    if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    const int iteration = wanted ? *wanted : stats.measured.empty() ? 0 : stats.measured.front();
+    const auto it = std::find_if(stats.iterations.begin(), stats.iterations.end(),
+                                 [&](const auto& i) { return i.iteration == iteration; });
+    if (it == stats.iterations.end()) {
+        printErr(a.path + ": no iteration " + std::to_string(iteration) + " (the trace has " +
+                 std::to_string(stats.iterations.size()) + ")");
+        return kExitBadInput;
+    }
+    const auto path = analysis::criticalPath(reader, *it);
+    if (!path) {
+        printErr(a.path + ": cannot read the ops of iteration " + std::to_string(iteration) +
+                 (reader.lastError().empty() ? "" : ": " + reader.lastError()));
+        return kExitBadInput;
+    }
+    return printOut(a.json ? analysis::formatCriticalPathJson(*path, stats)
+                           : analysis::formatCriticalPathTable(*path, stats));
+}
+
+int runCompare(const std::vector<std::string>& args) {
+    const Command& cmd = *findCommand("compare");
+    const ParsedArgs p = parseArgs(args, {"--json"}, {});
+    if (p.help) {
+        return printOut(commandHelp(cmd));
+    }
+    if (!p.error.empty()) {
+        return badArguments(cmd, p.error);
+    }
+    if (p.positional.size() < 2) {
+        return badArguments(cmd, "needs at least two trace files");
+    }
+    std::vector<analysis::RunStats> runs;
+    for (const std::string& path : p.positional) {
+        trace::TraceReader reader;
+        if (!openTrace(path, &reader)) {
+            return kExitBadInput;
+        }
+        analysis::RunStats stats;
+        if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
+            printErr(st.message);
+            return kExitBadInput;
+        }
+        runs.push_back(std::move(stats));
+    }
+    const analysis::RunComparison c = analysis::compareRuns(runs);
+    const bool json = p.options.count("--json") > 0;
+    return printOut(json ? analysis::formatComparisonJson(c) : analysis::formatComparisonTable(c));
+}
+
+}  // namespace pipescope::cli

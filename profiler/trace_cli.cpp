@@ -1,0 +1,139 @@
+#include "trace_cli.h"
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+namespace pipescope::cli {
+
+void printErr(const std::string& text) {
+    std::fputs((std::string(kProgram) + ": " + text + "\n").c_str(), stderr);
+}
+
+// Data to stdout; a failed write (a closed pipe, a full disk) is exit code 4.
+int printOut(const std::string& text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0) {
+        printErr("cannot write to standard output");
+        return kExitWriteFailed;
+    }
+    return kExitOk;
+}
+
+std::string commandHelp(const Command& c) {
+    return std::string("usage: ") + kProgram + " " + c.synopsis + "\n\n" + c.help;
+}
+
+int badArguments(const Command& c, const std::string& problem) {
+    printErr(std::string(c.name) + ": " + problem);
+    std::fputs(("usage: " + std::string(kProgram) + " " + c.synopsis + "\n").c_str(), stderr);
+    return kExitBadInput;
+}
+
+ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::string>& flags,
+                     const std::set<std::string>& valued) {
+    ParsedArgs p;
+    bool options_done = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (options_done || a.size() < 2 || a[0] != '-') {
+            p.positional.push_back(a);
+            continue;
+        }
+        if (a == "--") {
+            options_done = true;
+            continue;
+        }
+        if (a == "--help" || a == "-h") {
+            p.help = true;
+            continue;
+        }
+        const std::size_t eq = a.find('=');
+        const std::string name = a.substr(0, eq);
+        if (flags.count(name) && eq == std::string::npos) {
+            p.options[name] = "";
+        } else if (valued.count(name)) {
+            if (eq != std::string::npos) {
+                p.options[name] = a.substr(eq + 1);
+            } else if (i + 1 < args.size()) {
+                p.options[name] = args[++i];
+            } else {
+                p.error = name + " needs a value";
+                return p;
+            }
+        } else {
+            p.error = "unknown option '" + a + "'";
+            return p;
+        }
+    }
+    return p;
+}
+
+// Opens a trace; on failure prints TraceReader's message (it names the file and the problem).
+bool openTrace(const std::string& path, trace::TraceReader* reader) {
+    const TraceStatus st = reader->open(path);
+    if (!st.ok()) {
+        printErr(st.message);
+        return false;
+    }
+    return true;
+}
+
+bool sameFile(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// Parses "--NAME N" as a whole number >= 0; on failure says so and sets the exit code.
+std::optional<int> wholeOption(const Command& cmd, const std::string& name, const std::string& v,
+                               OneTraceArgs* a) {
+    int n = -1;
+    const auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < 0) {
+        a->exit_code = badArguments(cmd, name + " needs a whole number >= 0, not '" + v + "'");
+        return std::nullopt;
+    }
+    return n;
+}
+
+OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string>& args,
+                               const std::set<std::string>& extra) {
+    OneTraceArgs a;
+    std::set<std::string> valued = extra;
+    valued.insert("--iteration");
+    const ParsedArgs p = parseArgs(args, {"--json"}, valued);
+    if (p.help) {
+        a.exit_code = printOut(commandHelp(cmd));
+    } else if (!p.error.empty()) {
+        a.exit_code = badArguments(cmd, p.error);
+    } else if (p.positional.size() != 1) {
+        a.exit_code = badArguments(cmd, p.positional.empty() ? "missing the trace file"
+                                                             : "expects exactly one trace file");
+    } else if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
+        a.iteration = wholeOption(cmd, "--iteration", it->second, &a);
+    }
+    if (!a.exit_code) {
+        a.path = p.positional[0];
+        a.json = p.options.count("--json") > 0;
+        a.options = p.options;
+    }
+    return a;
+}
+
+// Opens the trace `a` names and analyzes it (the iteration asked for, or the measured ones); on
+// failure prints why and gives the exit code.
+std::optional<int> openAndAnalyze(const OneTraceArgs& a, trace::TraceReader* reader,
+                                  analysis::RunStats* stats) {
+    if (!openTrace(a.path, reader)) {
+        return kExitBadInput;
+    }
+    analysis::AnalysisOptions options;
+    options.iteration = a.iteration;
+    if (const TraceStatus st = analysis::analyzeRun(*reader, options, stats); !st.ok()) {
+        printErr(st.message);
+        return kExitBadInput;
+    }
+    return std::nullopt;
+}
+
+}  // namespace pipescope::cli
