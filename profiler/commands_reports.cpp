@@ -30,9 +30,47 @@ int runStats(const std::vector<std::string>& args) {
     return runOneTraceReport("stats", analysis::formatStatsTable, analysis::formatStatsJson, args);
 }
 
+// Analyzes every file of `paths` (with `options`); on failure prints why and gives the exit code.
+std::optional<int> analyzeAll(const std::vector<std::string>& paths,
+                              const analysis::AnalysisOptions& options,
+                              std::vector<analysis::RunStats>* runs) {
+    for (const std::string& path : paths) {
+        trace::TraceReader reader;
+        if (!openTrace(path, &reader)) {
+            return kExitBadInput;
+        }
+        analysis::RunStats stats;
+        if (const TraceStatus st = analysis::analyzeRun(reader, options, &stats); !st.ok()) {
+            printErr(st.message);
+            return kExitBadInput;
+        }
+        runs->push_back(std::move(stats));
+    }
+    return std::nullopt;
+}
+
 int runOps(const std::vector<std::string>& args) {
-    return runOneTraceReport("ops", analysis::formatOpKindsTable, analysis::formatOpKindsJson,
-                             args);
+    const Command& cmd = *findCommand("ops");
+    const ParsedArgs p = parseArgs(args, {"--json"}, {"--iteration"});
+    if (p.help || !p.error.empty() || p.positional.size() < 2) {
+        return runOneTraceReport("ops", analysis::formatOpKindsTable, analysis::formatOpKindsJson,
+                                 args);
+    }
+    // Several runs side by side.
+    OneTraceArgs a;
+    analysis::AnalysisOptions options;
+    if (const auto it = p.options.find("--iteration"); it != p.options.end()) {
+        options.iteration = wholeOption(cmd, "--iteration", it->second, &a);
+        if (a.exit_code) {
+            return *a.exit_code;
+        }
+    }
+    std::vector<analysis::RunStats> runs;
+    if (const auto failed = analyzeAll(p.positional, options, &runs)) {
+        return *failed;
+    }
+    return printOut(p.options.count("--json") > 0 ? analysis::formatOpKindComparisonJson(runs)
+                                                  : analysis::formatOpKindComparisonTable(runs));
 }
 
 int runKernels(const std::vector<std::string>& args) {
@@ -108,17 +146,8 @@ int runCompare(const std::vector<std::string>& args) {
         return badArguments(cmd, "needs at least two trace files");
     }
     std::vector<analysis::RunStats> runs;
-    for (const std::string& path : p.positional) {
-        trace::TraceReader reader;
-        if (!openTrace(path, &reader)) {
-            return kExitBadInput;
-        }
-        analysis::RunStats stats;
-        if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
-            printErr(st.message);
-            return kExitBadInput;
-        }
-        runs.push_back(std::move(stats));
+    if (const auto failed = analyzeAll(p.positional, {}, &runs)) {
+        return *failed;
     }
     const analysis::RunComparison c = analysis::compareRuns(runs);
     const bool json = p.options.count("--json") > 0;

@@ -32,11 +32,12 @@ const Command kCommands[] = {
      "against the first run and whether it is better (per rank: only whether it changed).\n"
      "  --json          JSON instead of a table\n",
      runCompare},
-    {"ops", "ops RUN.db [--json] [--iteration N]",
+    {"ops", "ops RUN.db [MORE.db ...] [--json] [--iteration N]",
      "Where the time went, by op kind (F, B, W, S, T, SEND_F, ALLREDUCE, ...) and lane: per\n"
      "measured iteration, how many ops, their time over all ranks and its share of the ranks'\n"
      "time, mean / min / max op time and the bandwidth of communication; then each kind's time\n"
-     "on each rank.\n"
+     "on each rank. With several runs: each kind's time in every run, over all ranks and on the\n"
+     "rank that spends the most in it.\n"
      "  --json          JSON instead of tables (sums over the measured iterations, in ns)\n"
      "  --iteration N   iteration N only\n",
      runOps},

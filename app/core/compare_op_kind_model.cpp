@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <map>
 
 #include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/units.h>
@@ -13,29 +12,7 @@ void CompareOpKindModel::setRuns(const std::vector<analysis::RunStats>& runs,
     beginResetModel();
     names_ = names;
     names_.resize(runs.size());
-    std::map<std::pair<int, int>, Row> rows;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-        const double n = static_cast<double>(std::max<std::size_t>(1, runs[i].measured.size()));
-        for (const auto& t : runs[i].op_kinds) {
-            Row& row = rows[{static_cast<int>(t.lane), static_cast<int>(t.kind)}];
-            row.lane = t.lane;
-            row.kind = t.kind;
-            row.runs.resize(runs.size());
-            auto& cell = row.runs[i];
-            const double ns = static_cast<double>(t.total_ns) / n;
-            if (!cell) {
-                cell = Cell{0, ns, t.rank};
-            } else if (ns > cell->slowest_ns) {
-                cell->slowest_ns = ns;
-                cell->slowest_rank = t.rank;
-            }
-            cell->total_ns += ns;
-        }
-    }
-    rows_.clear();
-    for (auto& [key, row] : rows) {
-        rows_.push_back(std::move(row));
-    }
+    rows_ = analysis::compareOpKinds(runs);
     endResetModel();
 }
 
@@ -51,7 +28,7 @@ QVariant CompareOpKindModel::data(const QModelIndex& index, int role) const {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) {
         return {};
     }
-    const Row& row = rows_[static_cast<std::size_t>(index.row())];
+    const analysis::OpKindAcrossRuns& row = rows_[static_cast<std::size_t>(index.row())];
     const int c = index.column();
     if (c == Kind || c == Lane) {
         if (role == Qt::DisplayRole || role == ValueRole) {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 
 #include <pipescope/analysis/compare.h>
 
@@ -165,6 +166,33 @@ RunComparison compareRuns(const std::vector<RunStats>& runs) {
                                         }));
     }
     return c;
+}
+
+std::vector<OpKindAcrossRuns> compareOpKinds(const std::vector<RunStats>& runs) {
+    std::map<std::pair<int, int>, OpKindAcrossRuns> rows;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const double n = static_cast<double>(std::max<std::size_t>(1, runs[i].measured.size()));
+        for (const OpKindTotals& t : runs[i].op_kinds) {  // by rank: a tie keeps the lowest
+            OpKindAcrossRuns& row = rows[{static_cast<int>(t.lane), static_cast<int>(t.kind)}];
+            row.lane = t.lane;
+            row.kind = t.kind;
+            row.runs.resize(runs.size());
+            auto& cell = row.runs[i];
+            const double ns = static_cast<double>(t.total_ns) / n;
+            if (!cell) {
+                cell = OpKindAcrossRuns::Run{0, ns, t.rank};
+            } else if (ns > cell->slowest_ns) {
+                cell->slowest_ns = ns;
+                cell->slowest_rank = t.rank;
+            }
+            cell->total_ns += ns;
+        }
+    }
+    std::vector<OpKindAcrossRuns> out;
+    for (auto& [key, row] : rows) {
+        out.push_back(std::move(row));
+    }
+    return out;
 }
 
 }  // namespace pipescope::analysis

@@ -11,6 +11,7 @@ namespace pipescope::analysis {
 
 using detail::fixed;
 using detail::Json;
+using detail::runLabel;
 
 namespace {
 
@@ -46,15 +47,6 @@ Display displayFor(const QuantityComparison& q) {
 
 std::optional<double> scaled(std::optional<double> v, double scale) {
     return v ? std::optional<double>(*v * scale) : std::nullopt;
-}
-
-std::string runLabel(std::size_t i) {
-    std::string label;
-    // A, B, ..., Z, AA, AB, ...: short column headers; the legend names the files.
-    for (std::size_t n = i + 1; n > 0; n = (n - 1) / 26) {
-        label.insert(label.begin(), static_cast<char>('A' + (n - 1) % 26));
-    }
-    return label;
 }
 
 // The JSON key of a quantity in the unit JSON uses (ms for times, bytes for memory).

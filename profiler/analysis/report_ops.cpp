@@ -133,4 +133,77 @@ std::string formatOpKindsJson(const RunStats& stats) {
     return root.dump();
 }
 
+std::string formatOpKindComparisonTable(const std::vector<RunStats>& runs) {
+    std::string out = "runs:\n";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        out += "  " + detail::runLabel(i) + "  " + detail::printable(runs[i].path) + "  (" +
+               detail::printable(runs[i].run.name) + ", iteration" +
+               (runs[i].measured.size() == 1 ? " " : "s ") +
+               detail::iterationList(runs[i].measured) + ")\n";
+    }
+    out +=
+        "\nms per iteration over all ranks, and on the rank that spends the most in the kind\n\n";
+    std::vector<std::string> header = {"kind", "lane"};
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        header.push_back(detail::runLabel(i) + " ms");
+        header.push_back(detail::runLabel(i) + " slowest rank");
+    }
+    TextTable table(header, 2);
+    for (const OpKindAcrossRuns& row : compareOpKinds(runs)) {
+        std::vector<std::string> cells = {std::string(trace::toString(row.kind)),
+                                          std::string(trace::toString(row.lane))};
+        for (const auto& cell : row.runs) {
+            if (!cell) {
+                cells.insert(cells.end(), {"-", "-"});
+                continue;
+            }
+            cells.push_back(fixed(cell->total_ns / kNsPerMs, 3));
+            cells.push_back(fixed(cell->slowest_ns / kNsPerMs, 3) + " (" +
+                            std::to_string(cell->slowest_rank) + ")");
+        }
+        table.addRow(std::move(cells));
+    }
+    return out + table.render();
+}
+
+std::string formatOpKindComparisonJson(const std::vector<RunStats>& runs) {
+    Json root = Json::object();
+    Json list = Json::array();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        Json r = Json::object();
+        r.set("label", detail::runLabel(i));
+        r.set("file", runs[i].path);
+        r.set("run", runs[i].run.name);
+        Json measured = Json::array();
+        for (const int it : runs[i].measured) {
+            measured.push(it);
+        }
+        r.set("iterations", std::move(measured));
+        list.push(std::move(r));
+    }
+    root.set("runs", std::move(list));
+    Json kinds = Json::array();
+    for (const OpKindAcrossRuns& row : compareOpKinds(runs)) {
+        Json k = Json::object();
+        k.set("kind", trace::toString(row.kind));
+        k.set("lane", trace::toString(row.lane));
+        Json cells = Json::array();
+        for (const auto& cell : row.runs) {
+            if (!cell) {
+                cells.push(Json());
+                continue;
+            }
+            Json c = Json::object();
+            c.set("ns_per_iteration", cell->total_ns);
+            c.set("slowest_rank", cell->slowest_rank);
+            c.set("slowest_rank_ns_per_iteration", cell->slowest_ns);
+            cells.push(std::move(c));
+        }
+        k.set("runs", std::move(cells));
+        kinds.push(std::move(k));
+    }
+    root.set("kinds", std::move(kinds));
+    return root.dump();
+}
+
 }  // namespace pipescope::analysis

@@ -72,6 +72,14 @@ std::string signedPercent(std::optional<double> ratio) {
     return withSign(percent(ratio));
 }
 
+std::string runLabel(std::size_t i) {
+    std::string label;
+    for (std::size_t n = i + 1; n > 0; n = (n - 1) / 26) {
+        label.insert(label.begin(), static_cast<char>('A' + (n - 1) % 26));
+    }
+    return label;
+}
+
 std::string perIteration(std::int64_t count, double iterations) {
     const double v = static_cast<double>(count) / iterations;
     return fixed(v, std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1);

@@ -25,6 +25,10 @@ std::string printable(std::string text);
 // else with one decimal.
 std::string perIteration(std::int64_t count, double iterations);
 
+// The label of run `i` in a comparison: A, B, ..., Z, AA, AB, ... (short column headers; a
+// legend names the files).
+std::string runLabel(std::size_t i);
+
 // Iteration numbers, ascending, as ranges: "1", "1-9", "0, 2, 5-7".
 std::string iterationList(const std::vector<int>& iterations);
 

@@ -318,6 +318,25 @@ void TestTraceCli::ops() {
              qPrintable(describe(table)));
     QVERIFY2(table.out.contains("\nms per iteration on each rank\n"), qPrintable(describe(table)));
 
+    // Two runs side by side: the fixture and the same 20% faster. F: 46 us over the ranks, 20 on
+    // rank 0, the slowest.
+    const ProcessResult two = runBinary(kCli, {"ops", good_, fast_, "--json"});
+    QVERIFY2(two.exit_code == 0 && two.err.isEmpty(), qPrintable(describe(two)));
+    const QJsonObject both = parseObject(two.out);
+    QCOMPARE(both.value("runs").toArray().size(), 2);
+    const QJsonObject f = both.value("kinds").toArray().first().toObject();
+    QCOMPARE(f.value("kind").toString(), QString("F"));
+    const QJsonArray f_runs = f.value("runs").toArray();
+    QCOMPARE(f_runs.at(0).toObject().value("ns_per_iteration").toDouble(), 46000.0);
+    QCOMPARE(f_runs.at(1).toObject().value("ns_per_iteration").toDouble(), 36800.0);
+    QCOMPARE(f_runs.at(0).toObject().value("slowest_rank").toInt(), 0);
+    QCOMPARE(f_runs.at(0).toObject().value("slowest_rank_ns_per_iteration").toDouble(), 20000.0);
+    const ProcessResult two_table = runBinary(kCli, {"ops", good_, fast_});
+    QVERIFY2(QString::fromUtf8(two_table.out)
+                 .contains(QRegularExpression("\nF +compute +0\\.046 +0\\.020 \\(0\\) +0\\.037 "
+                                              "+0\\.016 \\(0\\)\n")),
+             qPrintable(describe(two_table)));
+
     const ProcessResult missing = runBinary(kCli, {"ops", good_, "--iteration", "9"});
     QVERIFY2(missing.exit_code == 2 && missing.err.contains("iteration 9 is not in the trace"),
              qPrintable(describe(missing)));

@@ -3,12 +3,11 @@
 // concentrates a layer on one rank shows: naive's last rank carries the output layer's F and B).
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include <QAbstractTableModel>
 
-#include <pipescope/analysis/run_stats.h>
+#include <pipescope/analysis/compare.h>
 
 namespace pipescope::app {
 
@@ -41,17 +40,7 @@ class CompareOpKindModel : public QAbstractTableModel {
                         int role = Qt::DisplayRole) const override;
 
   private:
-    struct Cell {
-        double total_ns = 0;    // per iteration, all ranks
-        double slowest_ns = 0;  // per iteration, on `slowest_rank`
-        int slowest_rank = 0;
-    };
-    struct Row {
-        trace::Lane lane;
-        trace::OpKind kind;
-        std::vector<std::optional<Cell>> runs;
-    };
-    std::vector<Row> rows_;
+    std::vector<analysis::OpKindAcrossRuns> rows_;
     std::vector<QString> names_;
 };
 

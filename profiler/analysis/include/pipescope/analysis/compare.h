@@ -55,4 +55,21 @@ struct RunComparison {
 // have no better direction.
 RunComparison compareRuns(const std::vector<RunStats>& runs);
 
+// One op kind on one lane across runs: in each run, its time per measured iteration summed over
+// the ranks and on the rank that spends the most in it (the lowest such rank on a tie), which is
+// where a method that piles a layer onto one stage shows; empty for a run without such ops.
+struct OpKindAcrossRuns {
+    trace::Lane lane = trace::Lane::Compute;
+    trace::OpKind kind = trace::OpKind::F;
+    struct Run {
+        double total_ns = 0;
+        double slowest_ns = 0;
+        int slowest_rank = 0;
+    };
+    std::vector<std::optional<Run>> runs;  // one per run
+};
+
+// Every kind that any of `runs` has (RunStats::op_kinds), ordered by lane and kind.
+std::vector<OpKindAcrossRuns> compareOpKinds(const std::vector<RunStats>& runs);
+
 }  // namespace pipescope::analysis

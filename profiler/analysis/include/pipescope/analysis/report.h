@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <pipescope/analysis/compare.h>
 #include <pipescope/analysis/run_stats.h>
@@ -18,6 +19,10 @@ std::string formatStatsJson(const RunStats& stats);
 // each kind on each rank. The JSON has the sums over the measured iterations, in ns.
 std::string formatOpKindsTable(const RunStats& stats);
 std::string formatOpKindsJson(const RunStats& stats);
+// Two or more runs by op kind (compareOpKinds): per run, each kind's ms per iteration over all
+// ranks and on its slowest rank; the JSON in ns per iteration, null where a run has no such op.
+std::string formatOpKindComparisonTable(const std::vector<RunStats>& runs);
+std::string formatOpKindComparisonJson(const std::vector<RunStats>& runs);
 
 std::string formatComparisonTable(const RunComparison& comparison);
 std::string formatComparisonJson(const RunComparison& comparison);
