@@ -1,0 +1,266 @@
+// TraceChart's selection: which op is where, what a selected op or range lights up and says (its
+// micro-batch, its dependencies, the critical path of its iteration, a range's statistics).
+#include <algorithm>
+
+#include <pipescope/app/time_axis.h>
+#include <pipescope/app/units.h>
+
+#include "timeline_plot.h"
+#include "trace_chart.h"
+
+namespace pipescope::app {
+
+TimelinePlottable* TraceChart::timelineAt(const QPointF& pos) const {
+    for (std::size_t i = 0; i < rects_.size(); ++i) {
+        if (rects_[i]->rect().contains(pos.toPoint())) {
+            return timelines_[i];
+        }
+    }
+    return nullptr;
+}
+
+TimelinePlottable* TraceChart::selectionHolder() const {
+    const auto it = std::find_if(timelines_.begin(), timelines_.end(),
+                                 [](const TimelinePlottable* t) { return t->selectedOp(); });
+    return it == timelines_.end() ? nullptr : *it;
+}
+
+std::optional<trace::OpRecord> TraceChart::selectedOp() const {
+    const TimelinePlottable* t = selectionHolder();
+    return t ? t->selectedOp() : std::nullopt;
+}
+
+bool TraceChart::selectAt(const QPointF& pos) {
+    for (auto* other : timelines_) {
+        other->setSelection(std::nullopt, {});
+    }
+    if (TimelinePlottable* t = timelineAt(pos)) {
+        if (auto op = t->opAt(pos)) {
+            t->setSelection(op, t->run()->dependencies(*op));
+        }
+    }
+    showSelection();
+    replot();
+    return selectedOp().has_value();
+}
+
+void TraceChart::setFollowMicrobatch(bool on) {
+    follow_microbatch_ = on;
+    showSelection();
+    replot();
+}
+
+void TraceChart::setShowCriticalPath(bool on) {
+    critical_path_ = on;
+    showSelection();
+    replot();
+}
+
+namespace {
+
+// The iteration of `run` whose window holds `t_ns`, or lies nearest to it (between two
+// iterations, before the first, after the last); 0 for a run without iteration figures.
+int iterationAt(const RunData& run, std::int64_t t_ns) {
+    std::optional<int> best;
+    std::int64_t best_distance = 0;
+    for (const auto& it : run.stats().iterations) {
+        const std::int64_t distance = t_ns < it.start_ns ? it.start_ns - t_ns
+                                      : t_ns > it.end_ns ? t_ns - it.end_ns
+                                                         : 0;
+        if (!best || distance < best_distance) {
+            best = it.iteration;
+            best_distance = distance;
+        }
+    }
+    return best.value_or(0);
+}
+
+// The iteration of `timeline`'s run that matches the selected op's: its own in the run that
+// holds it, else the one at the same place once the runs are lined up.
+std::optional<int> iterationOf(const TimelinePlottable* timeline, const TimelinePlottable* holder,
+                               const trace::OpRecord& op) {
+    if (timeline == holder || holder == nullptr) {
+        return op.iteration;
+    }
+    return timeline->run()->matchingIteration(*holder->run(), op.iteration);
+}
+
+// "critical path of iteration 1: 202.1 ms: compute 74%, p2p 15%, collective 6%, gap 5%".
+QString describePath(const analysis::CriticalPath& path) {
+    QStringList parts;
+    for (int c = 0; c < analysis::kPathCategoryCount; ++c) {
+        const auto ns = path.by_category[static_cast<std::size_t>(c)];
+        if (ns > 0 || c == static_cast<int>(analysis::PathCategory::Gap)) {
+            parts << QStringLiteral("%1 %2%")
+                         .arg(QString::fromLatin1(toString(static_cast<analysis::PathCategory>(c))))
+                         .arg(path.lengthNs() > 0 ? 100.0 * static_cast<double>(ns) /
+                                                        static_cast<double>(path.lengthNs())
+                                                  : 0.0,
+                              0, 'f', 0);
+        }
+    }
+    return QObject::tr("critical path of iteration %1: %2 (%3)")
+        .arg(path.iteration)
+        .arg(formatDuration(static_cast<double>(path.lengthNs())),
+             parts.join(QStringLiteral(", ")));
+}
+
+}  // namespace
+
+void TraceChart::showCriticalPath() {
+    // The selected op's iteration (in a comparison, the one at the same place in each run), or
+    // the one in the middle of the view.
+    const TimelinePlottable* holder = selectionHolder();
+    const std::optional<trace::OpRecord> op = selectedOp();
+    const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
+    path_iteration_.reset();
+    if (!op && !timelines_.empty()) {
+        path_iteration_ = iterationAt(*timelines_.front()->run(), centre_ns);
+    }
+    QStringList texts;
+    for (auto* t : timelines_) {
+        const std::optional<int> iteration =
+            op ? iterationOf(t, holder, *op)
+               : std::optional<int>(iterationAt(*t->run(), centre_ns));
+        std::optional<analysis::CriticalPath> path;
+        if (iteration) {
+            path = t->run()->criticalPath(*iteration);
+        }
+        t->setHighlight(path ? path->ops() : std::vector<trace::OpRecord>{});
+        const QString text =
+            path ? describePath(*path)
+                 : tr("no critical path (no such iteration, or too many ops to walk in %1 ms)")
+                       .arg(RunData::kSelectionBudget.count());
+        texts << (timelines_.size() > 1 ? QString::fromStdString(t->run()->name()) + ": " + text
+                                        : text);
+    }
+    const QString path_text = texts.join(QStringLiteral(" | ")) + tr(" (C: off)");
+    if (!op) {
+        emit selectionDescribed(path_text);
+        return;
+    }
+    emit selectionDescribed(tr("%1 on rank %2 · %3")
+                                .arg(QString::fromStdString(opLabel(*op)))
+                                .arg(op->rank)
+                                .arg(path_text));
+}
+
+void TraceChart::followPathToView() {
+    if (!critical_path_ || selectedOp() || timelines_.empty()) {
+        return;
+    }
+    const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
+    if (iterationAt(*timelines_.front()->run(), centre_ns) != path_iteration_) {
+        showCriticalPath();
+        replot();
+    }
+}
+
+void TraceChart::showSelection() {
+    if (critical_path_) {
+        showCriticalPath();
+        return;
+    }
+    // The selected op, on whichever run's timeline it is.
+    const TimelinePlottable* holder = selectionHolder();
+    const std::optional<trace::OpRecord> op = selectedOp();
+    const bool follow = op && follow_microbatch_ && op->microbatch >= 0;
+    // Its micro-batch, on every run of a comparison: in the iteration at the same place once
+    // the runs are lined up at their first measured iteration.
+    bool gave_up = false;
+    for (auto* t : timelines_) {
+        const std::optional<int> iteration = follow ? iterationOf(t, holder, *op) : std::nullopt;
+        std::optional<std::vector<trace::OpRecord>> path;
+        if (iteration) {
+            path = t->run()->microbatchOps(*iteration, op->microbatch);
+            gave_up |= !path;
+        }
+        t->setHighlight(path ? std::move(*path) : std::vector<trace::OpRecord>{});
+    }
+    if (!op) {
+        emit selectionDescribed(QString());
+        return;
+    }
+    QStringList names;
+    for (const auto& d : holder->dependencies()) {
+        names << QString::fromStdString(opLabel(d)) + QStringLiteral(" (rank %1)").arg(d.rank);
+    }
+    QString text = tr("%1 on rank %2: %3 from %4; waits for %5")
+                       .arg(QString::fromStdString(opLabel(*op)))
+                       .arg(op->rank)
+                       .arg(formatDuration(static_cast<double>(op->duration())),
+                            formatDuration(static_cast<double>(op->start_ns)),
+                            names.isEmpty() ? tr("nothing") : names.join(QStringLiteral(", ")));
+    if (follow && gave_up) {
+        text += tr(" · micro-batch %1 not highlighted: its iteration has too many ops to "
+                   "search in %2 ms")
+                    .arg(op->microbatch)
+                    .arg(RunData::kSelectionBudget.count());
+    } else if (follow) {
+        text +=
+            timelines_.size() > 1
+                ? tr(" · micro-batch %1 highlighted in every run (M: off)").arg(op->microbatch)
+                : tr(" · micro-batch %1 highlighted on every rank (M: off)").arg(op->microbatch);
+    } else if (op->microbatch >= 0) {
+        text += tr(" · M highlights micro-batch %1").arg(op->microbatch);
+    }
+    emit selectionDescribed(text);
+}
+
+void TraceChart::setRangeSelection(std::optional<QCPRange> range_ms) {
+    range_ = range_ms;
+    for (auto* t : timelines_) {
+        t->setRangeSelection(range_ms);
+    }
+    emit rangeDescribed(rangeStatistics());
+    replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TraceChart::rangeStatistics() const {
+    if (!range_ || runs_.empty()) {
+        return QString();
+    }
+    const auto t0 = static_cast<std::int64_t>(range_->lower * kNsPerMs);
+    const auto t1 = static_cast<std::int64_t>(range_->upper * kNsPerMs);
+    const double span = static_cast<double>(t1 - t0);
+    QStringList parts;
+    parts << tr("range %1 – %2 (%3)")
+                 .arg(formatDuration(static_cast<double>(t0)),
+                      formatDuration(static_cast<double>(t1)), formatDuration(span));
+    for (const auto& run : runs_) {
+        QStringList ranks;
+        double idle_sum = 0;
+        for (int r = 0; r < run->rankCount(); ++r) {
+            // Busy: the union of compute-lane ops clipped to the range.
+            std::int64_t busy = 0;
+            std::int64_t covered = t0;
+            for (const auto& op : run->ops(r, t0, t1)) {
+                if (op.lane != trace::Lane::Compute) {
+                    continue;
+                }
+                const std::int64_t a = std::max(op.start_ns, covered);
+                const std::int64_t b = std::min(op.end_ns, t1);
+                if (b > a) {
+                    busy += b - a;
+                    covered = b;
+                }
+            }
+            const double idle = span > 0 ? 1.0 - static_cast<double>(busy) / span : 0;
+            idle_sum += idle;
+            ranks << tr("r%1 busy %2 (%3% idle)")
+                         .arg(r)
+                         .arg(formatDuration(static_cast<double>(busy)))
+                         .arg(idle * 100, 0, 'f', 1);
+        }
+        const QString prefix = runs_.size() > 1
+                                   ? QString::fromStdString(run->name()) + QStringLiteral(": ")
+                                   : QString();
+        parts << prefix +
+                     tr("mean idle %1% · ")
+                         .arg(idle_sum / std::max(1, run->rankCount()) * 100, 0, 'f', 1) +
+                     ranks.join(QStringLiteral(", "));
+    }
+    return parts.join(QStringLiteral("\n"));
+}
+
+}  // namespace pipescope::app
