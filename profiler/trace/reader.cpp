@@ -16,8 +16,6 @@ using detail::Db;
 using detail::queryInt;
 using detail::Stmt;
 
-namespace {
-
 std::string describeSqliteFailure(const std::string& path, const Db& db) {
     const int code = db.extendedErrorCode() & 0xff;
     if (code == SQLITE_NOTADB) {
@@ -28,6 +26,8 @@ std::string describeSqliteFailure(const std::string& path, const Db& db) {
     }
     return path + ": cannot read: " + db.errorMessage();
 }
+
+namespace {
 
 bool looksLikeNsightExport(const Db& db) {
     if (db.tableExists("META_DATA_EXPORT")) {
@@ -551,144 +551,6 @@ std::vector<MetricRecord> TraceReader::metrics() const {
         impl_->noteError("reading metrics failed");
     }
     return out;
-}
-
-std::int64_t TraceReader::kernelCount() const {
-    return queryInt(impl_->db, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
-}
-
-namespace {
-
-// Calls fn on each row of `sql`, made into a Record by `fill`; fn returns false to stop. A
-// file without the table (an older schema) has no rows.
-template <class Record, class Fill>
-TraceStatus forEachGpuRow(const Db& db, const std::string& path, const char* table,
-                          const std::string& sql, Fill fill,
-                          const std::function<bool(const Record&)>& fn) {
-    if (!db.tableExists(table)) {
-        return TraceStatus::success();
-    }
-    Stmt s(db, sql);
-    int rc = SQLITE_DONE;
-    while ((rc = s.step()) == SQLITE_ROW) {
-        Record r;
-        fill(s, r);
-        if (!fn(r)) {
-            break;
-        }
-    }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        return TraceStatus::error(TraceStatus::Code::Corrupt, describeSqliteFailure(path, db));
-    }
-    return TraceStatus::success();
-}
-
-}  // namespace
-
-TraceStatus TraceReader::forEachMemcpy(const std::function<bool(const MemcpyRecord&)>& fn) const {
-    return forEachGpuRow<MemcpyRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMCPY",
-                                       "SELECT " + detail::columnList(detail::kMemcpyColumns) +
-                                           " FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
-                                       detail::fillMemcpy, fn);
-}
-
-TraceStatus TraceReader::forEachMemset(const std::function<bool(const MemsetRecord&)>& fn) const {
-    return forEachGpuRow<MemsetRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_MEMSET",
-                                       "SELECT " + detail::columnList(detail::kMemsetColumns) +
-                                           " FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
-                                       detail::fillMemset, fn);
-}
-
-TraceStatus TraceReader::forEachSync(const std::function<bool(const SyncRecord&)>& fn) const {
-    return forEachGpuRow<SyncRecord>(impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-                                     "SELECT " + detail::columnList(detail::kSyncColumns) +
-                                         " FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
-                                     detail::fillSync, fn);
-}
-
-TraceStatus TraceReader::forEachRuntime(const std::function<bool(const RuntimeRecord&)>& fn) const {
-    return forEachGpuRow<RuntimeRecord>(
-        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_RUNTIME",
-        "SELECT r.start, r.end, r.globalTid, r.correlationId, n.value, r.returnValue "
-        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds n ON n.id = r.nameId "
-        "ORDER BY r.start",
-        [](const Stmt& s, RuntimeRecord& r) {
-            r.start = s.int64(0);
-            r.end = s.int64(1);
-            r.global_tid = s.int64(2);
-            r.correlation_id = s.int64(3);
-            r.name = s.text(4);
-            r.return_value = s.int32(5);
-        },
-        fn);
-}
-
-TraceStatus TraceReader::forEachNvtx(const std::function<bool(const NvtxRecord&)>& fn) const {
-    return forEachGpuRow<NvtxRecord>(
-        impl_->db, impl_->path, "NVTX_EVENTS",
-        "SELECT n.start, n.end, n.eventType, coalesce(n.text, t.value), n.globalTid, n.domainId "
-        "FROM NVTX_EVENTS n LEFT JOIN StringIds t ON t.id = n.textId ORDER BY n.start",
-        [](const Stmt& s, NvtxRecord& n) {
-            n.start = s.int64(0);
-            if (!s.isNull(1)) {
-                n.end = s.int64(1);
-            }
-            n.event_type = s.int32(2);
-            n.text = s.text(3);
-            n.global_tid = s.int64(4);
-            n.domain_id = s.int32(5);
-        },
-        fn);
-}
-
-TraceStatus TraceReader::forEachGpuMemoryEvent(
-    const std::function<bool(const GpuMemoryEvent&)>& fn) const {
-    return forEachGpuRow<GpuMemoryEvent>(
-        impl_->db, impl_->path, "CUDA_GPU_MEMORY_USAGE_EVENTS",
-        "SELECT start, globalPid, deviceId, contextId, address, bytes, memKind, "
-        "memoryOperationType, name FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start",
-        [](const Stmt& s, GpuMemoryEvent& e) {
-            e.start = s.int64(0);
-            e.global_pid = s.int64(1);
-            e.device_id = s.int32(2);
-            e.context_id = s.int32(3);
-            e.address = s.int64(4);
-            e.bytes = s.int64(5);
-            e.mem_kind = s.int32(6);
-            e.operation = s.int32(7);
-            e.name = s.text(8);
-        },
-        fn);
-}
-
-std::vector<GpuInfo> TraceReader::gpus() const {
-    std::vector<GpuInfo> out;
-    (void)forEachGpuRow<GpuInfo>(
-        impl_->db, impl_->path, "TARGET_INFO_GPU",
-        "SELECT " + detail::columnList(detail::kGpuColumns) + " FROM TARGET_INFO_GPU ORDER BY id",
-        detail::fillGpuInfo, std::function<bool(const GpuInfo&)>([&](const GpuInfo& g) {
-            out.push_back(g);
-            return true;
-        }));
-    return out;
-}
-
-TraceStatus TraceReader::forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const {
-    // kKernelColumns' order, with the names joined in from StringIds.
-    return forEachGpuRow<KernelRecord>(
-        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_KERNEL",
-        "SELECT k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId, "
-        "k.globalPid, k.gridId, dn.value, sn.value, k.gridX, k.gridY, k.gridZ, k.blockX, "
-        "k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, "
-        "k.dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-        "LEFT JOIN StringIds dn ON dn.id = k.demangledName "
-        "LEFT JOIN StringIds sn ON sn.id = k.shortName ORDER BY k.deviceId, k.start",
-        [](const Stmt& s, KernelRecord& k) {
-            detail::fillKernel(s, k);
-            k.demangled_name = s.text(8);
-            k.short_name = s.text(9);
-        },
-        fn);
 }
 
 }  // namespace pipescope::trace

@@ -55,6 +55,10 @@ inline constexpr const char* kOpColumns =
 
 // An op overlaps [t0, t1) when it starts before t1 and ends after t0; an instant (zero length)
 // op counts when it lies inside the window.
+// "PATH: not a SQLite database", "PATH: the file is truncated or damaged (...)", ...: why the
+// last statement on `db` failed, for people.
+std::string describeSqliteFailure(const std::string& path, const detail::Db& db);
+
 inline bool overlaps(std::int64_t start, std::int64_t end, std::int64_t t0, std::int64_t t1) {
     return start < t1 && (end > t0 || (end == start && start >= t0));
 }
