@@ -37,6 +37,9 @@ struct GraphBuild {
     std::optional<GraphError> error;
 };
 
+// "rank 2, op 7 (F3)": where an op stands, for error messages.
+std::string opPlace(const Schedule& schedule, int rank, int index);
+
 // Resolves the inputs of every op; fails on an input no op produces, a receive without a send,
 // collectives whose members disagree.
 GraphBuild buildGraph(const Schedule& schedule);
