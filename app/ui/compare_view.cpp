@@ -70,6 +70,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
          {op_table_, tr("Op kinds"),
           tr("Each op kind's time per iteration in every run, over all ranks and on the rank "
              "that spends the most in it; click a header to sort")}});
+    connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { chart_->setFocusKinds(selectedKinds(*op_table_)); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -95,6 +97,7 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
         names.push_back(model_->runName(i));
     }
     op_model_->setRuns(stats, CompareModel::headerNames(names));
+    chart_->setFocusKinds(selectedKinds(*op_table_));  // a reset model has no selection
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
     // Room for every run's ranks to stay readable; past the window's height the splitter gives

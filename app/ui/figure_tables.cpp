@@ -1,5 +1,6 @@
 #include "figure_tables.h"
 
+#include <algorithm>
 #include <set>
 
 #include <QAction>
@@ -82,6 +83,26 @@ QTableView* makeSortableFigureTable(QAbstractItemModel* model, int sort_role) {
     table->setSortingEnabled(true);
     table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
     return table;
+}
+
+std::vector<trace::OpKind> selectedKinds(const QTableView& table) {
+    std::vector<trace::OpKind> kinds;
+    if (table.selectionModel() == nullptr) {
+        return kinds;
+    }
+    std::set<int> rows;
+    for (const QModelIndex& index : table.selectionModel()->selectedIndexes()) {
+        rows.insert(index.row());
+    }
+    for (const int row : rows) {
+        const QString name = table.model()->index(row, 0).data().toString();
+        if (const auto kind = trace::opKindFromString(name.toStdString())) {
+            if (std::find(kinds.begin(), kinds.end(), *kind) == kinds.end()) {
+                kinds.push_back(*kind);
+            }
+        }
+    }
+    return kinds;
 }
 
 QTabWidget* makeFigureTabs(std::initializer_list<FigurePage> pages) {

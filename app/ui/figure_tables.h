@@ -5,11 +5,14 @@
 #pragma once
 
 #include <initializer_list>
+#include <vector>
 
 #include <QAbstractItemModel>
 #include <QString>
 #include <QTabWidget>
 #include <QTableView>
+
+#include <pipescope/trace/types.h>
 
 namespace pipescope::app {
 
@@ -23,6 +26,10 @@ QTableView* makeFigureTable(QAbstractItemModel* model);
 // A table showing `model` sorted by `sort_role` once a header is clicked (the model's own order
 // until then).
 QTableView* makeSortableFigureTable(QAbstractItemModel* model, int sort_role);
+// The op kinds of the rows of `table` that have a selected cell, read from its first column
+// (an Op kinds table: OpKindModel or CompareOpKindModel, sorted or not).
+std::vector<trace::OpKind> selectedKinds(const QTableView& table);
+
 // Tabs in document mode holding `pages`, each with its title and tooltip.
 struct FigurePage {
     QTableView* table;

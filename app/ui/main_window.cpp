@@ -94,6 +94,8 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     explore_summary_ = new SummaryView;
     explore->addWidget(explore_view_);
     explore->addWidget(explore_summary_);
+    connect(explore_summary_, &SummaryView::focusKindsChanged, explore_view_->chart(),
+            &TraceChart::setFocusKinds);
     explore->setStretchFactor(0, 3);
     explore->setStretchFactor(1, 2);
     explore_tab_ = explore;

@@ -8,6 +8,7 @@
 
 #include "run_view.h"
 #include "summary_view.h"
+#include "trace_chart.h"
 
 namespace pipescope::app {
 
@@ -23,6 +24,8 @@ class RunTab : public QSplitter {
         setStretchFactor(1, 2);
         view->setRun(run, false);
         summary->setRun(run);
+        connect(summary, &SummaryView::focusKindsChanged, view->chart(),
+                &TraceChart::setFocusKinds);
     }
     RunView* view;
     SummaryView* summary;

@@ -223,6 +223,8 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
          {op_table_, tr("Op kinds"),
           tr("Where the time went, op kind by op kind, over all ranks and on each "
              "(pipescope-trace ops); click a header to sort")}});
+    connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { emit focusKindsChanged(selectedKinds(*op_table_)); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 1);
@@ -235,6 +237,7 @@ void SummaryView::setRun(RunDataPtr run) {
         headline_->clear();
         model_->setStats({});
         op_model_->setStats({});
+        emit focusKindsChanged({});
         table_->setColumnHidden(SummaryModel::GpuBusy, true);
         plot_->clearPlottables();
         plot_->replot();
@@ -243,6 +246,7 @@ void SummaryView::setRun(RunDataPtr run) {
     headline_->setText(headline(*run_));
     model_->setStats(run_->stats());
     op_model_->setStats(run_->stats());
+    emit focusKindsChanged(selectedKinds(*op_table_));  // a reset model has no selection
     // Only CUDA runs traced on the device have a GPU busy time to show.
     table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);

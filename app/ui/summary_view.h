@@ -34,6 +34,10 @@ class SummaryView : public QWidget {
     QTabWidget* tables() const { return tables_; }
     QString headlineText() const { return headline_->text(); }
 
+  signals:
+    // The kinds of the rows selected in the Op kinds tab (empty: none), for the chart above.
+    void focusKindsChanged(const std::vector<trace::OpKind>& kinds);
+
   private:
     QLabel* headline_;
     QCustomPlot* plot_;

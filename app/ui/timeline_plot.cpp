@@ -209,6 +209,10 @@ void TimelinePlottable::setHighlight(std::vector<trace::OpRecord> ops) {
     highlight_ = std::move(ops);
 }
 
+void TimelinePlottable::setFocusKinds(std::vector<trace::OpKind> kinds) {
+    focus_kinds_ = std::move(kinds);
+}
+
 void TimelinePlottable::setSelection(std::optional<trace::OpRecord> op,
                                      std::vector<trace::OpRecord> deps) {
     selected_ = std::move(op);
@@ -325,15 +329,21 @@ std::optional<QFont> TimelinePlottable::microbatchLabelFont(const QFont& base) c
 void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResult& lod,
                                     const QRect& clip) {
     // Colours per kind, plain and lighter for folded entries, made once per paint; all of them
-    // faded towards the background while a micro-batch is highlighted over them.
+    // faded towards the background while a micro-batch is highlighted over them, and those of
+    // the kinds out of focus while some are in focus.
     constexpr int kKinds = trace::kOpKindCount;
     std::array<std::array<QColor, 3>, kKinds> colours;
-    const bool faded = !highlight_.empty();
+    std::array<bool, kKinds> faded{};
     for (int k = 0; k < kKinds; ++k) {
-        const QColor c = opKindColor(static_cast<OpKind>(k));
+        const auto kind = static_cast<OpKind>(k);
+        faded[static_cast<std::size_t>(k)] =
+            !highlight_.empty() ||
+            (!focus_kinds_.empty() &&
+             std::find(focus_kinds_.begin(), focus_kinds_.end(), kind) == focus_kinds_.end());
+        const QColor c = opKindColor(kind);
         // Folded ops are lighter, so a run of tiny ops never reads as one long op.
         colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
-        if (faded) {
+        if (faded[static_cast<std::size_t>(k)]) {
             for (QColor& shade : colours[static_cast<std::size_t>(k)]) {
                 shade = fadedColor(shade);
             }
@@ -366,7 +376,8 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
                 box.width() > label_min_width) {
                 const QString label = QString::number(e.microbatch);
                 if (fm.horizontalAdvance(label) + 4 < box.width()) {
-                    painter->setPen(faded ? QColor(0x75, 0x75, 0x75) : QColor(Qt::white));
+                    painter->setPen(kind < faded.size() && faded[kind] ? QColor(0x75, 0x75, 0x75)
+                                                                       : QColor(Qt::white));
                     painter->drawText(box, Qt::AlignCenter, label);
                     painter->setPen(Qt::NoPen);
                 }

@@ -52,6 +52,10 @@ class TimelinePlottable : public QCPAbstractPlottable {
     // still drawn, at least a pixel wide. Empty: nothing fades.
     void setHighlight(std::vector<trace::OpRecord> ops);
     const std::vector<trace::OpRecord>& highlight() const { return highlight_; }
+    // Op kinds drawn in full colour, every other kind faded (the rows picked in an Op kinds
+    // table); empty: none fades. A highlight fades everything under it regardless.
+    void setFocusKinds(std::vector<trace::OpKind> kinds);
+    const std::vector<trace::OpKind>& focusKinds() const { return focus_kinds_; }
 
     // Interactive use: a repaint draws at once from the last level-of-detail result (fetched
     // for a window half a view wider on each side, so pans are covered) and, when that does not
@@ -107,6 +111,7 @@ class TimelinePlottable : public QCPAbstractPlottable {
     std::optional<trace::OpRecord> selected_;
     std::vector<trace::OpRecord> deps_;
     std::vector<trace::OpRecord> highlight_;
+    std::vector<trace::OpKind> focus_kinds_;
     std::optional<QCPRange> range_ms_;
     std::int64_t last_entries_ = 0;
     double last_draw_ms_ = 0;

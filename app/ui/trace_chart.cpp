@@ -131,6 +131,7 @@ void TraceChart::rebuild(bool keep_view) {
             rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
         }
         timelines_.push_back(addTimeline(this, rect, run));
+        timelines_.back()->setFocusKinds(focus_kinds_);
         if (runs_.size() > 1 && &run != &runs_.back()) {
             // One time axis for the stack: ticks on every chart, numbers and label on the last.
             rect->axis(QCPAxis::atBottom)->setTickLabels(false);

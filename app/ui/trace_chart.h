@@ -58,6 +58,10 @@ class TraceChart : public QCustomPlot {
     bool selectAt(const QPointF& pos);
     // While on (the default), selecting an op highlights its micro-batch's path through the
     // pipeline, on every rank, over a faded timeline (M toggles it).
+    // Op kinds to show in full colour on every timeline, the others faded (an Op kinds table's
+    // selected rows); empty: all kinds as usual. Kept across setRuns.
+    void setFocusKinds(std::vector<trace::OpKind> kinds);
+    const std::vector<trace::OpKind>& focusKinds() const { return focus_kinds_; }
     void setFollowMicrobatch(bool on);
     bool followsMicrobatch() const { return follow_microbatch_; }
     // While on, the timelines highlight the critical path (docs/metrics.md) of the selected
@@ -108,6 +112,7 @@ class TraceChart : public QCustomPlot {
     std::unique_ptr<MemoryLayer> memory_;
     QCPAxisRect* memory_rect_ = nullptr;
     bool follow_microbatch_ = true;
+    std::vector<trace::OpKind> focus_kinds_;
     bool critical_path_ = false;
     // The iteration in the middle of the view whose path is shown (first run), when no op is
     // selected; a pause in panning (path_follow_) looks again.

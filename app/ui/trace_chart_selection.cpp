@@ -44,6 +44,14 @@ bool TraceChart::selectAt(const QPointF& pos) {
     return selectedOp().has_value();
 }
 
+void TraceChart::setFocusKinds(std::vector<trace::OpKind> kinds) {
+    focus_kinds_ = std::move(kinds);
+    for (auto* t : timelines_) {
+        t->setFocusKinds(focus_kinds_);
+    }
+    replot();
+}
+
 void TraceChart::setFollowMicrobatch(bool on) {
     follow_microbatch_ = on;
     showSelection();

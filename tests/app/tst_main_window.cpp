@@ -204,7 +204,10 @@ void TstMainWindow::copiesFigureTables() {
                               .data(app::OpKindModel::ValueRole)
                               .toDouble();
     QVERIFY(first >= second);
+    // The rows picked are the kinds the explorer's timeline shows in full colour.
+    QCOMPARE(window_->explorer()->chart()->focusKinds().size(), std::size_t{2});
     kinds->clearSelection();
+    QVERIFY(window_->explorer()->chart()->focusKinds().empty());
     kinds->sortByColumn(-1, Qt::AscendingOrder);
     summary->tables()->setCurrentIndex(0);
 }

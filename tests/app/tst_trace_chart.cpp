@@ -45,6 +45,7 @@ class TstTraceChart : public QObject {
     void selectionHighlightsItsMicrobatch();
     void criticalPathIsHighlighted();
     void criticalPathFollowsTheView();
+    void focusKindsFadeTheOthers();
 
   private:
     QTemporaryDir dir_;
@@ -446,6 +447,44 @@ void TstTraceChart::criticalPathFollowsTheView() {
     for (const auto& op : t->highlight()) {
         QCOMPARE(op.iteration, 1);
     }
+}
+
+// The rows picked in an Op kinds table: those kinds in full colour, every other kind faded; none
+// picked, all as usual.
+void TstTraceChart::focusKindsFadeTheOthers() {
+    chart_->fitAll();
+    chart_->replot();
+    auto* t = timeline();
+    std::optional<trace::OpRecord> f;
+    std::optional<trace::OpRecord> b;
+    const auto range = run_->timeRange();
+    for (const auto& op : run_->ops(2, range.start_ns, range.end_ns)) {
+        auto& longest = op.kind == trace::OpKind::F ? f : b;
+        if (op.lane == trace::Lane::Compute &&
+            (op.kind == trace::OpKind::F || op.kind == trace::OpKind::B) &&
+            (!longest || op.duration() > longest->duration())) {
+            longest = op;
+        }
+    }
+    QVERIFY(f && b);
+    const auto point = [&](const trace::OpRecord& op) {
+        const auto band = app::laneBand(op.rank, op.lane);
+        const double x =
+            t->keyAxis()->coordToPixel(static_cast<double>(op.start_ns + op.end_ns) / 2e6);
+        return QPoint(static_cast<int>(x), static_cast<int>(t->valueAxis()->coordToPixel(
+                                               band.top + (band.bottom - band.top) * 0.2)));
+    };
+    const auto colourAt = [&](const trace::OpRecord& op) {
+        return chart_->toPixmap(chart_->width(), chart_->height()).toImage().pixelColor(point(op));
+    };
+    QCOMPARE(colourAt(*f), app::opKindColor(trace::OpKind::F));
+    chart_->setFocusKinds({trace::OpKind::B});
+    QCOMPARE(t->focusKinds(), std::vector<trace::OpKind>{trace::OpKind::B});
+    QCOMPARE(colourAt(*b), app::opKindColor(trace::OpKind::B));
+    QVERIFY2(colourAt(*f).lightness() > app::opKindColor(trace::OpKind::F).lightness() + 60,
+             qPrintable(colourAt(*f).name() + " at an F out of focus"));
+    chart_->setFocusKinds({});
+    QCOMPARE(colourAt(*f), app::opKindColor(trace::OpKind::F));
 }
 
 QTEST_MAIN(TstTraceChart)
