@@ -80,6 +80,8 @@ ShiftedRunData::ShiftedRunData(RunDataPtr inner, std::int64_t shift_ns)
     for (auto& it : stats_.iterations) {
         it.start_ns -= shift_;
         it.end_ns -= shift_;
+        it.device_start_ns -= shift_;
+        it.device_end_ns -= shift_;
     }
     for (auto& r : stats_.ranks) {
         r.peak_memory.t_ns -= shift_;

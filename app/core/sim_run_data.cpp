@@ -29,6 +29,8 @@ analysis::RunStats statsFromSim(const sim::SimResult& r, const std::string& name
     it.iteration = 0;
     it.start_ns = 0;
     it.end_ns = iteration_ns;
+    it.device_start_ns = 0;
+    it.device_end_ns = iteration_ns;
     it.measured = true;
     for (const auto& rank : r.ranks) {
         analysis::RankIterationStats ri;

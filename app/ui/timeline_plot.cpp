@@ -331,22 +331,24 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
     // Colours per kind, plain and lighter for folded entries, made once per paint; all of them
     // faded towards the background while a micro-batch is highlighted over them, and those of
     // the kinds out of focus while some are in focus.
+    // A folded entry of mixed kinds may hold a kind in focus under its dominant one: it keeps
+    // its colour.
     constexpr int kKinds = trace::kOpKindCount;
     std::array<std::array<QColor, 3>, kKinds> colours;
+    std::array<std::array<QColor, 3>, kKinds> faded_colours;
     std::array<bool, kKinds> faded{};
     for (int k = 0; k < kKinds; ++k) {
         const auto kind = static_cast<OpKind>(k);
-        faded[static_cast<std::size_t>(k)] =
-            !highlight_.empty() ||
-            (!focus_kinds_.empty() &&
-             std::find(focus_kinds_.begin(), focus_kinds_.end(), kind) == focus_kinds_.end());
+        const auto i = static_cast<std::size_t>(k);
+        faded[i] = !highlight_.empty() ||
+                   (!focus_kinds_.empty() && std::find(focus_kinds_.begin(), focus_kinds_.end(),
+                                                       kind) == focus_kinds_.end());
         const QColor c = opKindColor(kind);
         // Folded ops are lighter, so a run of tiny ops never reads as one long op.
-        colours[static_cast<std::size_t>(k)] = {c, c.lighter(125), c.lighter(150)};
-        if (faded[static_cast<std::size_t>(k)]) {
-            for (QColor& shade : colours[static_cast<std::size_t>(k)]) {
-                shade = fadedColor(shade);
-            }
+        colours[i] = {c, c.lighter(125), c.lighter(150)};
+        for (int shade = 0; shade < 3; ++shade) {
+            const auto j = static_cast<std::size_t>(shade);
+            faded_colours[i][j] = fadedColor(colours[i][j]);
         }
     }
     const QFont base_font = painter->font();
@@ -370,14 +372,17 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
             const QRectF box(span->first, top, span->second - span->first, height);
             const auto kind = static_cast<std::size_t>(e.kind);
             const int shade = e.count > 1 ? (e.mixed ? 2 : 1) : 0;
-            painter->fillRect(box, kind < colours.size() ? colours[kind][shade] : Qt::black);
+            const bool fade =
+                kind < faded.size() && faded[kind] && (!highlight_.empty() || !e.mixed);
+            painter->fillRect(box, kind >= colours.size() ? QColor(Qt::black)
+                                   : fade                 ? faded_colours[kind][shade]
+                                                          : colours[kind][shade]);
             ++last_entries_;
             if (label_font && e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute &&
                 box.width() > label_min_width) {
                 const QString label = QString::number(e.microbatch);
                 if (fm.horizontalAdvance(label) + 4 < box.width()) {
-                    painter->setPen(kind < faded.size() && faded[kind] ? QColor(0x75, 0x75, 0x75)
-                                                                       : QColor(Qt::white));
+                    painter->setPen(fade ? QColor(0x75, 0x75, 0x75) : QColor(Qt::white));
                     painter->drawText(box, Qt::AlignCenter, label);
                     painter->setPen(Qt::NoPen);
                 }

@@ -114,9 +114,9 @@ class TraceChart : public QCustomPlot {
     bool follow_microbatch_ = true;
     std::vector<trace::OpKind> focus_kinds_;
     bool critical_path_ = false;
-    // The iteration in the middle of the view whose path is shown (first run), when no op is
-    // selected; a pause in panning (path_follow_) looks again.
-    std::optional<int> path_iteration_;
+    // The iterations in the middle of the view whose paths are shown (one per run), when no op
+    // is selected; a pause in panning (path_follow_) looks again.
+    std::vector<int> path_iterations_;
     QTimer* path_follow_ = nullptr;
     std::optional<QCPRange> range_;
     std::optional<QPointF> press_;

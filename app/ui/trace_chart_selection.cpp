@@ -83,6 +83,16 @@ int iterationAt(const RunData& run, std::int64_t t_ns) {
     return best.value_or(0);
 }
 
+// The iteration at `t_ns` in each timeline's run.
+std::vector<int> centreIterations(const std::vector<TimelinePlottable*>& timelines,
+                                  std::int64_t t_ns) {
+    std::vector<int> out;
+    for (const auto* t : timelines) {
+        out.push_back(iterationAt(*t->run(), t_ns));
+    }
+    return out;
+}
+
 // The iteration of `timeline`'s run that matches the selected op's: its own in the run that
 // holds it, else the one at the same place once the runs are lined up.
 std::optional<int> iterationOf(const TimelinePlottable* timeline, const TimelinePlottable* holder,
@@ -121,9 +131,9 @@ void TraceChart::showCriticalPath() {
     const TimelinePlottable* holder = selectionHolder();
     const std::optional<trace::OpRecord> op = selectedOp();
     const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
-    path_iteration_.reset();
-    if (!op && !timelines_.empty()) {
-        path_iteration_ = iterationAt(*timelines_.front()->run(), centre_ns);
+    path_iterations_.clear();
+    if (!op) {
+        path_iterations_ = centreIterations(timelines_, centre_ns);
     }
     QStringList texts;
     for (auto* t : timelines_) {
@@ -158,7 +168,7 @@ void TraceChart::followPathToView() {
         return;
     }
     const auto centre_ns = static_cast<std::int64_t>(timeRangeMs().center() * 1e6);
-    if (iterationAt(*timelines_.front()->run(), centre_ns) != path_iteration_) {
+    if (centreIterations(timelines_, centre_ns) != path_iterations_) {
         showCriticalPath();
         replot();
     }

@@ -19,21 +19,30 @@ constexpr double kNsPerMs = 1e6;
 constexpr double kNsPerUs = 1e3;
 constexpr std::size_t kMaxNameWidth = 60;
 
-// The measured iterations' windows, by start, to test a kernel's start against.
+// The union of the measured iterations' windows, device spans included (asynchronous lanes put
+// an iteration's kernels past its host window), as disjoint ranges by start.
 std::vector<trace::TimeRange> measuredWindows(const RunStats& stats) {
-    std::vector<trace::TimeRange> out;
+    std::vector<trace::TimeRange> windows;
     for (const auto& it : stats.iterations) {
         if (it.measured) {
-            out.push_back({it.start_ns, it.end_ns});
+            windows.push_back({it.device_start_ns, it.device_end_ns});
         }
     }
-    std::sort(out.begin(), out.end(),
+    std::sort(windows.begin(), windows.end(),
               [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-    return out;
+    std::vector<trace::TimeRange> merged;
+    for (const auto& w : windows) {
+        if (!merged.empty() && w.start_ns <= merged.back().end_ns) {
+            merged.back().end_ns = std::max(merged.back().end_ns, w.end_ns);
+        } else {
+            merged.push_back(w);
+        }
+    }
+    return merged;
 }
 
 bool inside(const std::vector<trace::TimeRange>& windows, std::int64_t t) {
-    // The last window starting at or before t.
+    // The last range starting at or before t (the ranges are disjoint).
     auto it = std::upper_bound(windows.begin(), windows.end(), t,
                                [](std::int64_t v, const auto& w) { return v < w.start_ns; });
     return it != windows.begin() && t <= std::prev(it)->end_ns;
@@ -143,9 +152,8 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
             rest_launches += summary.kernels[i].launches;
         }
         out += "(" + std::to_string(summary.kernels.size() - shown) +
-               " more kernels: " + fixed(static_cast<double>(rest_launches) / n, 0) +
-               " launches, " + fixed(static_cast<double>(rest_ns) / n / kNsPerMs, 3) +
-               " ms; --top 0 lists all)\n";
+               " more kernels: " + detail::perIteration(rest_launches, n) + " launches, " +
+               fixed(static_cast<double>(rest_ns) / n / kNsPerMs, 3) + " ms; --top 0 lists all)\n";
     }
     return out;
 }

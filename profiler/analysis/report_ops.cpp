@@ -108,7 +108,10 @@ std::string formatOpKindsJson(const RunStats& stats) {
         measured.push(i);
     }
     root.set("iterations", std::move(measured));
-    root.set("rank_time_ns", rankTimeNs(stats));
+    // Over the counted iterations, as the rows' sums are.
+    const auto whole = rankTimeNs(stats);
+    root.set("rank_time_ns",
+             whole ? std::optional<double>(*whole * measuredCount(stats)) : std::nullopt);
     auto rows = [&](const std::vector<OpKindTotals>& list) {
         Json out = Json::array();
         for (const OpKindTotals& t : list) {
@@ -122,7 +125,7 @@ std::string formatOpKindsJson(const RunStats& stats) {
             row.set("total_ns", t.total_ns);
             row.set("min_ns", t.min_ns);
             row.set("max_ns", t.max_ns);
-            row.set("bytes", t.bytes_ns > 0 ? Json(t.bytes) : Json());
+            row.set("bytes", t.bytes_ops > 0 ? Json(t.bytes) : Json());
             row.set("bandwidth_bytes_per_s", t.bandwidth());
             out.push(std::move(row));
         }

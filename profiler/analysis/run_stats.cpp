@@ -51,7 +51,8 @@ class Progress {
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
 // the host or simulated lanes), and whether device spans exist.
 trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
-                                  std::vector<Window>* out, bool* gpu_spans) {
+                                  std::vector<Window>* out, std::map<int, Window>* device_extents,
+                                  bool* gpu_spans) {
     std::map<int, Window> by_iteration;
     *gpu_spans = false;
     const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
@@ -60,6 +61,13 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
         }
         if (op.lane == trace::Lane::Gpu) {
             *gpu_spans = true;
+            const std::int64_t end = std::max(op.end_ns, op.start_ns);
+            auto [it, inserted] =
+                device_extents->try_emplace(op.iteration, Window{op.iteration, op.start_ns, end});
+            if (!inserted) {
+                it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
+                it->second.end_ns = std::max(it->second.end_ns, end);
+            }
             return progress->step();
         }
         const std::int64_t end = std::max(op.end_ns, op.start_ns);
@@ -330,6 +338,7 @@ void OpKindTally::add(const trace::OpRecord& op) {
     t.min_ns = std::min(t.min_ns, d);
     t.max_ns = std::max(t.max_ns, d);
     if (op.bytes >= 0) {
+        ++t.bytes_ops;
         t.bytes += op.bytes;
         t.bytes_ns += d;
     }
@@ -359,6 +368,7 @@ std::vector<OpKindTotals> combineRanks(const std::vector<OpKindTotals>& per_rank
             sum.total_ns += t.total_ns;
             sum.min_ns = std::min(sum.min_ns, t.min_ns);
             sum.max_ns = std::max(sum.max_ns, t.max_ns);
+            sum.bytes_ops += t.bytes_ops;
             sum.bytes += t.bytes;
             sum.bytes_ns += t.bytes_ns;
         }
@@ -389,7 +399,9 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
 
     Progress progress(reader, options.progress);
     std::vector<Window> windows;
-    if (trace::TraceStatus st = collectWindows(reader, &progress, &windows, &s.gpu_spans);
+    std::map<int, Window> device_extents;
+    if (trace::TraceStatus st =
+            collectWindows(reader, &progress, &windows, &device_extents, &s.gpu_spans);
         !st.ok()) {
         return st;
     }
@@ -427,6 +439,12 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         it.iteration = windows[w].iteration;
         it.start_ns = windows[w].start_ns;
         it.end_ns = windows[w].end_ns;
+        it.device_start_ns = it.start_ns;
+        it.device_end_ns = it.end_ns;
+        if (const auto d = device_extents.find(it.iteration); d != device_extents.end()) {
+            it.device_start_ns = std::min(it.device_start_ns, d->second.start_ns);
+            it.device_end_ns = std::max(it.device_end_ns, d->second.end_ns);
+        }
         const std::int64_t time = it.timeNs();
         for (std::size_t r = 0; r < s.ranks.size(); ++r) {
             RankIterationStats ri;

@@ -133,6 +133,7 @@ struct FixtureOptions {
     int warmup = 1;
     std::string name = "fixture \"A\" \\ d\xc3\xa9mo\t\xe2\x9c\x93";
     std::vector<trace::KernelRecord> kernels;  // more kernel rows (times in ns of the trace)
+    std::vector<FixtureOp> more_ops;           // more op rows (device spans, say)
 };
 
 inline trace::RunInfo fixtureRun(const FixtureOptions& o) {
@@ -162,7 +163,9 @@ inline QString writeFixtureTrace(const QString& path, const FixtureOptions& o = 
         w.addRank({r, std::to_string(r), "sim", "testhost", 0, 0});
     }
     int op_index[3] = {0, 0, 0};
-    for (const FixtureOp& f : fixtureOps()) {
+    std::vector<FixtureOp> ops = fixtureOps();
+    ops.insert(ops.end(), o.more_ops.begin(), o.more_ops.end());
+    for (const FixtureOp& f : ops) {
         trace::OpRecord op;
         op.rank = f.rank;
         op.iteration = f.iteration;

@@ -610,6 +610,15 @@ void TestAnalysis::opKindReports() {
     const QJsonObject o = doc.object();
     QCOMPARE(o.value("iterations").toArray(), QJsonArray({1}));
     QCOMPARE(o.value("rank_time_ns").toDouble(), 3 * 72000.0);
+    // Two counted iterations (none past the warm-up): the ranks' time of both, 3 x (80 + 72) us,
+    // as the sums of the rows are over both.
+    const QJsonObject both =
+        QJsonDocument::fromJson(
+            QByteArray::fromStdString(analysis::formatOpKindsJson(analyze(long_warmup_))))
+            .object();
+    QCOMPARE(both.value("rank_time_ns").toDouble(), 3 * (80000.0 + 72000.0));
+    QCOMPARE(both.value("kinds").toArray().first().toObject().value("total_ns").toInteger(),
+             24000 + 46000);  // F: 24 us in iteration 0, 46 in iteration 1
     const QJsonObject first = o.value("kinds").toArray().first().toObject();
     QCOMPARE(first.value("kind").toString(), QString("F"));
     QCOMPARE(first.value("total_ns").toInteger(), 46000);
@@ -665,6 +674,22 @@ void TestAnalysis::kernelSummary() {
              qPrintable(table));
     QVERIFY2(table.contains("(1 more kernels: 1 launches, 0.005 ms; --top 0 lists all)"),
              qPrintable(table));
+
+    // Asynchronous lanes: rank 0's last F of iteration 1 ran on the device until 180 us, past
+    // the host window, so the gemm starting at 175 us is the iteration's too.
+    test::FixtureOptions async = o;
+    async.more_ops = {{0, 1, OpKind::F, 1, Lane::Gpu, 170, 180}};
+    const QString async_path = dir_.filePath("kernels-async.db");
+    QCOMPARE(test::writeFixtureTrace(async_path, async), QString());
+    trace::TraceReader async_reader;
+    QVERIFY(async_reader.open(async_path.toStdString()).ok());
+    RunStats async_stats;
+    QVERIFY(analysis::analyzeRun(async_reader, {}, &async_stats).ok());
+    QCOMPARE(async_stats.iterations[1].end_ns, 172 * kUs);  // the host window is as before
+    QCOMPARE(async_stats.iterations[1].device_end_ns, 180 * kUs);
+    analysis::KernelSummary async_k;
+    QVERIFY(analysis::summarizeKernels(async_reader, async_stats, &async_k).ok());
+    QCOMPARE(async_k.launches, std::int64_t{5});
 
     // Iteration 0 alone: the fixture's kernel, 4.754 us.
     analysis::AnalysisOptions only0;

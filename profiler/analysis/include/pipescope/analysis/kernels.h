@@ -1,7 +1,7 @@
 // The GPU kernels of a CUDA run's measured iterations, by name: launches, time, shortest and
 // longest, as Nsight Systems' kernel summary gives them, but over the iterations that the
-// run's figures average (a kernel counts when it starts inside one of their windows), so that
-// start-up and warm-up kernels do not weigh in.
+// run's figures average (a kernel counts when it starts inside one of their windows, device
+// spans included), so that start-up and warm-up kernels do not weigh in.
 #pragma once
 
 #include <cstdint>

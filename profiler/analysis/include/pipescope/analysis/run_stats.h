@@ -39,9 +39,13 @@ struct RankIterationStats {
 // One iteration: its window over all ranks and each rank's figures in it.
 struct IterationStats {
     int iteration = 0;
-    std::int64_t start_ns = 0;              // first op start of the iteration, any rank
-    std::int64_t end_ns = 0;                // last op end of the iteration, any rank
-    bool measured = false;                  // counted in the run-level averages
+    std::int64_t start_ns = 0;  // first op start of the iteration, any rank
+    std::int64_t end_ns = 0;    // last op end of the iteration, any rank
+    bool measured = false;      // counted in the run-level averages
+    // The same with the device spans of its ops (gpu lane) included: where its GPU work lies,
+    // which asynchronous lanes can put past end_ns. The window itself when it has none.
+    std::int64_t device_start_ns = 0;
+    std::int64_t device_end_ns = 0;
     std::vector<RankIterationStats> ranks;  // in the order of RunStats::ranks
 
     std::int64_t timeNs() const { return end_ns - start_ns; }
@@ -77,8 +81,9 @@ struct OpKindTotals {
     std::int64_t total_ns = 0;
     std::int64_t min_ns = 0;
     std::int64_t max_ns = 0;
-    std::int64_t bytes = 0;     // bytes moved by the ops that record them (communication)
-    std::int64_t bytes_ns = 0;  // the time of those ops: bytes / bytes_ns is their bandwidth
+    std::int64_t bytes_ops = 0;  // the ops that record the bytes they move (communication)
+    std::int64_t bytes = 0;      // those bytes
+    std::int64_t bytes_ns = 0;   // the time of those ops: bytes / bytes_ns is their bandwidth
 
     // Bytes per second of the ops that moved bytes; empty when none did or they took no time.
     std::optional<double> bandwidth() const;
