@@ -96,8 +96,11 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     for (int i = 0; i < model_->runCount(); ++i) {
         names.push_back(model_->runName(i));
     }
+    // The kinds in focus stay in focus in the new runs (a reset model has no selection).
+    const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
     op_model_->setRuns(stats, CompareModel::headerNames(names));
-    chart_->setFocusKinds(selectedKinds(*op_table_));  // a reset model has no selection
+    selectKinds(*op_table_, focus);
+    chart_->setFocusKinds(selectedKinds(*op_table_));
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
     // Room for every run's ranks to stay readable; past the window's height the splitter gives

@@ -105,6 +105,19 @@ std::vector<trace::OpKind> selectedKinds(const QTableView& table) {
     return kinds;
 }
 
+void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds) {
+    QItemSelection rows;
+    const QAbstractItemModel& model = *table.model();
+    for (int r = 0; r < model.rowCount(); ++r) {
+        const auto kind =
+            trace::opKindFromString(model.index(r, 0).data().toString().toStdString());
+        if (kind && std::find(kinds.begin(), kinds.end(), *kind) != kinds.end()) {
+            rows.select(model.index(r, 0), model.index(r, model.columnCount() - 1));
+        }
+    }
+    table.selectionModel()->select(rows, QItemSelectionModel::ClearAndSelect);
+}
+
 QTabWidget* makeFigureTabs(std::initializer_list<FigurePage> pages) {
     auto* tabs = new QTabWidget;
     tabs->setDocumentMode(true);

@@ -30,6 +30,10 @@ QTableView* makeSortableFigureTable(QAbstractItemModel* model, int sort_role);
 // (an Op kinds table: OpKindModel or CompareOpKindModel, sorted or not).
 std::vector<trace::OpKind> selectedKinds(const QTableView& table);
 
+// Selects the rows of `table` whose kind (first column) is one of `kinds`, and no others: the
+// focus kept across a model reset (a new simulation of an edited config).
+void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds);
+
 // Tabs in document mode holding `pages`, each with its title and tooltip.
 struct FigurePage {
     QTableView* table;

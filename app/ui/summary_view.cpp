@@ -245,8 +245,11 @@ void SummaryView::setRun(RunDataPtr run) {
     }
     headline_->setText(headline(*run_));
     model_->setStats(run_->stats());
+    // The kinds in focus stay in focus in the new run (a reset model has no selection).
+    const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
     op_model_->setStats(run_->stats());
-    emit focusKindsChanged(selectedKinds(*op_table_));  // a reset model has no selection
+    selectKinds(*op_table_, focus);
+    emit focusKindsChanged(selectedKinds(*op_table_));
     // Only CUDA runs traced on the device have a GPU busy time to show.
     table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);

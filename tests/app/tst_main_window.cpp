@@ -22,6 +22,7 @@
 #include "compare_view.h"
 #include "config_panel.h"
 #include "export_dialog.h"
+#include "figure_tables.h"
 #include "main_window.h"
 #include "nsys_fixture.h"
 #include "nsys_import_flow.h"
@@ -46,6 +47,7 @@ class TstMainWindow : public QObject {
     void invalidValueKeepsLastRun();
     void comparesMethods();
     void copiesFigureTables();
+    void focusSurvivesAnEdit();
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
@@ -209,6 +211,28 @@ void TstMainWindow::copiesFigureTables() {
     kinds->clearSelection();
     QVERIFY(window_->explorer()->chart()->focusKinds().empty());
     kinds->sortByColumn(-1, Qt::AscendingOrder);
+    summary->tables()->setCurrentIndex(0);
+}
+
+// Kinds put in focus in the explorer's Op kinds table stay in focus when an edit re-simulates.
+void TstMainWindow::focusSurvivesAnEdit() {
+    auto* summary = window_->explorerSummary();
+    summary->tables()->setCurrentIndex(1);
+    QTableView* kinds = summary->opKindTable();
+    app::selectKinds(*kinds, {trace::OpKind::S});
+    auto* chart = window_->explorer()->chart();
+    QCOMPARE(chart->focusKinds(), std::vector<trace::OpKind>{trace::OpKind::S});
+    const auto before = window_->currentRun();
+    const int microbatches = before->config()->parallel.microbatches;
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches + 4));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != before, 10000);
+    QCOMPARE(chart->focusKinds(), std::vector<trace::OpKind>{trace::OpKind::S});
+    QCOMPARE(app::selectedKinds(*kinds), std::vector<trace::OpKind>{trace::OpKind::S});
+    kinds->clearSelection();
+    QVERIFY(chart->focusKinds().empty());
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->currentRun()->config()->parallel.microbatches, microbatches,
+                              10000);
     summary->tables()->setCurrentIndex(0);
 }
 
