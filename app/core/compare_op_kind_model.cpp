@@ -7,6 +7,28 @@ namespace pipescope::app {
 
 CompareOpKindModel::CompareOpKindModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+QString CompareOpKindModel::changeAgainstFirst(const analysis::OpKindAcrossRuns& row, int run,
+                                               bool slowest) const {
+    if (run == 0 || row.runs.empty()) {
+        return {};
+    }
+    const auto& base = row.runs.front();
+    const auto& cell = row.runs[static_cast<std::size_t>(run)];
+    if (!base || !cell) {
+        return {};
+    }
+    const double a = slowest ? base->slowest_ns : base->total_ns;
+    const double b = slowest ? cell->slowest_ns : cell->total_ns;
+    if (a <= 0) {
+        return {};
+    }
+    return tr("\n%1%2% against %3 (%4 ms there)")
+        .arg(b >= a ? QStringLiteral("+") : QString())
+        .arg((b - a) / a * 100.0, 0, 'f', 1)
+        .arg(names_.front())
+        .arg(a / kNsPerMs, 0, 'f', 3);
+}
+
 void CompareOpKindModel::setRuns(const std::vector<analysis::RunStats>& runs,
                                  const std::vector<QString>& names) {
     beginResetModel();
@@ -59,7 +81,8 @@ QVariant CompareOpKindModel::data(const QModelIndex& index, int role) const {
         case Qt::TextAlignmentRole:
             return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
         case Qt::ToolTipRole:
-            return headerData(c, Qt::Horizontal, Qt::ToolTipRole);
+            return headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString() +
+                   changeAgainstFirst(row, run, slowest);
         default:
             return {};
     }

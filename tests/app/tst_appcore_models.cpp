@@ -331,6 +331,14 @@ void TstAppcoreModels::compareOpKinds() {
                  .data(app::CompareOpKindModel::RankRole)
                  .toInt(),
              0);
+    // A later run's tooltip says its change against the first: b is 20% faster.
+    const QString tip =
+        model.index(f, model.column(1, Figure::Total)).data(Qt::ToolTipRole).toString();
+    QVERIFY2(tip.endsWith("\n-20.0% against a (0.046 ms there)"), qPrintable(tip));
+    QVERIFY(!model.index(f, model.column(0, Figure::Total))
+                 .data(Qt::ToolTipRole)
+                 .toString()
+                 .contains("against"));
     // The all-reduce: 4, 6 and 29 us, slowest on rank 2.
     QCOMPARE(model.index(row("ALLREDUCE"), model.column(0, Figure::SlowestRank)).data().toString(),
              QString("0.029 (rank 2)"));

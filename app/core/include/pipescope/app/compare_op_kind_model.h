@@ -40,6 +40,9 @@ class CompareOpKindModel : public QAbstractTableModel {
                         int role = Qt::DisplayRole) const override;
 
   private:
+    // For the tooltip of a later run's cell: its change against the first run's, in %.
+    QString changeAgainstFirst(const analysis::OpKindAcrossRuns& row, int run, bool slowest) const;
+
     std::vector<analysis::OpKindAcrossRuns> rows_;
     std::vector<QString> names_;
 };
