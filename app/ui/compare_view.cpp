@@ -71,7 +71,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
           tr("Each op kind's time per iteration in every run, over all ranks and on the rank "
              "that spends the most in it; click a header to sort")}});
     connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-            [this] { chart_->setFocusKinds(selectedKinds(*op_table_)); });
+            [this] { chart_->setFocusKinds(focusedKinds(*tables_, *op_table_)); });
+    connect(tables_, &QTabWidget::currentChanged, this,
+            [this] { chart_->setFocusKinds(focusedKinds(*tables_, *op_table_)); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -100,7 +102,7 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
     op_model_->setRuns(stats, CompareModel::headerNames(names));
     selectKinds(*op_table_, focus);
-    chart_->setFocusKinds(selectedKinds(*op_table_));
+    chart_->setFocusKinds(focusedKinds(*tables_, *op_table_));
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
     // Room for every run's ranks to stay readable; past the window's height the splitter gives

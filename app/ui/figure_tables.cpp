@@ -105,6 +105,10 @@ std::vector<trace::OpKind> selectedKinds(const QTableView& table) {
     return kinds;
 }
 
+std::vector<trace::OpKind> focusedKinds(const QTabWidget& tabs, const QTableView& table) {
+    return tabs.currentWidget() == &table ? selectedKinds(table) : std::vector<trace::OpKind>{};
+}
+
 void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds) {
     QItemSelection rows;
     const QAbstractItemModel& model = *table.model();

@@ -30,6 +30,10 @@ QTableView* makeSortableFigureTable(QAbstractItemModel* model, int sort_role);
 // (an Op kinds table: OpKindModel or CompareOpKindModel, sorted or not).
 std::vector<trace::OpKind> selectedKinds(const QTableView& table);
 
+// The kinds in focus: those selected in `table` while it is the page shown in `tabs`, else none
+// (a faded timeline with its reason out of sight would puzzle).
+std::vector<trace::OpKind> focusedKinds(const QTabWidget& tabs, const QTableView& table);
+
 // Selects the rows of `table` whose kind (first column) is one of `kinds`, and no others: the
 // focus kept across a model reset (a new simulation of an edited config).
 void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds);

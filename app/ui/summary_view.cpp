@@ -224,7 +224,9 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
           tr("Where the time went, op kind by op kind, over all ranks and on each "
              "(pipescope-trace ops); click a header to sort")}});
     connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-            [this] { emit focusKindsChanged(selectedKinds(*op_table_)); });
+            [this] { emit focusKindsChanged(focusedKinds(*tables_, *op_table_)); });
+    connect(tables_, &QTabWidget::currentChanged, this,
+            [this] { emit focusKindsChanged(focusedKinds(*tables_, *op_table_)); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 1);
@@ -249,7 +251,7 @@ void SummaryView::setRun(RunDataPtr run) {
     const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
     op_model_->setStats(run_->stats());
     selectKinds(*op_table_, focus);
-    emit focusKindsChanged(selectedKinds(*op_table_));
+    emit focusKindsChanged(focusedKinds(*tables_, *op_table_));
     // Only CUDA runs traced on the device have a GPU busy time to show.
     table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);
