@@ -10,6 +10,7 @@
 #include <QStringList>
 
 #include <pipescope/app/compare_model.h>
+#include <pipescope/app/table_cells.h>
 #include <pipescope/app/units.h>
 
 namespace pipescope::app {
@@ -30,10 +31,6 @@ std::string displayUnit(const analysis::QuantityComparison& q) {
         largest = std::max(largest, v ? std::fabs(*v) : 0.0);
     }
     return memoryUnitFor(largest).bytes == kBytesPerMiB ? "bytes:MiB" : q.unit;
-}
-
-QString missing() {
-    return QStringLiteral("\u2014");
 }
 
 std::optional<double> at(const std::vector<std::optional<double>>& v, int i) {
@@ -251,7 +248,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
                 return QString::fromStdString(q.label);
             }
             if (!number) {
-                return missing();
+                return missingCell();
             }
             switch (col.kind) {
                 case ColumnKind::Delta:

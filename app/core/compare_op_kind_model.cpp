@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include <pipescope/app/compare_op_kind_model.h>
+#include <pipescope/app/table_cells.h>
 #include <pipescope/app/units.h>
 
 namespace pipescope::app {
@@ -53,11 +54,7 @@ QVariant CompareOpKindModel::data(const QModelIndex& index, int role) const {
     const analysis::OpKindAcrossRuns& row = rows_[static_cast<std::size_t>(index.row())];
     const int c = index.column();
     if (c == Kind || c == Lane) {
-        if (role == Qt::DisplayRole || role == ValueRole) {
-            return QString::fromUtf8(c == Kind ? trace::toString(row.kind).data()
-                                               : trace::toString(row.lane).data());
-        }
-        return {};
+        return kindLaneCell(c == Kind, row.kind, row.lane, role, ValueRole);
     }
     const int run = (c - FirstRun) / kColumnsPerRun;
     const auto figure = static_cast<Figure>((c - FirstRun) % kColumnsPerRun);
@@ -66,7 +63,7 @@ QVariant CompareOpKindModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole:
             if (!cell) {
-                return QStringLiteral("\u2014");
+                return missingCell();
             }
             if (slowest) {
                 return tr("%1 (rank %2)")
@@ -93,15 +90,7 @@ QVariant CompareOpKindModel::headerData(int section, Qt::Orientation orientation
         return QAbstractTableModel::headerData(section, orientation, role);
     }
     if (section == Kind || section == Lane) {
-        if (role == Qt::DisplayRole) {
-            return section == Kind ? tr("kind") : tr("lane");
-        }
-        if (role == Qt::ToolTipRole) {
-            return section == Kind ? tr("Op kind: F, B, W, the vocabulary passes S and T, sends, "
-                                        "receives, collectives, OPT")
-                                   : tr("The lane the ops ran on: compute, comm or gpu");
-        }
-        return {};
+        return kindLaneHeader(section == Kind, role);
     }
     const int run = (section - FirstRun) / kColumnsPerRun;
     const bool slowest =

@@ -2,17 +2,10 @@
 #include <map>
 
 #include <pipescope/app/op_kind_model.h>
+#include <pipescope/app/table_cells.h>
 #include <pipescope/app/units.h>
 
 namespace pipescope::app {
-
-namespace {
-
-QString missing() {
-    return QStringLiteral("\u2014");
-}
-
-}  // namespace
 
 OpKindModel::OpKindModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -89,23 +82,13 @@ QVariant OpKindModel::data(const QModelIndex& index, int role) const {
     const int c = index.column();
     const auto& t = kinds_[static_cast<std::size_t>(index.row())];
     if (c == Kind || c == Lane) {
-        if (role == Qt::DisplayRole || role == ValueRole) {
-            return QString::fromUtf8(c == Kind ? trace::toString(t.kind).data()
-                                               : trace::toString(t.lane).data());
-        }
-        if (role == Qt::TextAlignmentRole) {
-            return static_cast<int>(Qt::AlignLeft | Qt::AlignVCenter);
-        }
-        if (role == Qt::ToolTipRole) {
-            return headerData(c, Qt::Horizontal, Qt::ToolTipRole);
-        }
-        return {};
+        return kindLaneCell(c == Kind, t.kind, t.lane, role, ValueRole);
     }
     const std::optional<double> v = value(index.row(), c);
     switch (role) {
         case Qt::DisplayRole: {
             if (!v) {
-                return missing();
+                return missingCell();
             }
             switch (c) {
                 case Ops: {
@@ -135,6 +118,9 @@ QVariant OpKindModel::headerData(int section, Qt::Orientation orientation, int r
     if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) {
         return QAbstractTableModel::headerData(section, orientation, role);
     }
+    if (section == Kind || section == Lane) {
+        return kindLaneHeader(section == Kind, role);
+    }
     if (section >= FirstRank) {
         const int rank = ranks_[static_cast<std::size_t>(section - FirstRank)];
         if (role == Qt::DisplayRole) {
@@ -147,10 +133,6 @@ QVariant OpKindModel::headerData(int section, Qt::Orientation orientation, int r
     }
     if (role == Qt::DisplayRole) {
         switch (section) {
-            case Kind:
-                return tr("kind");
-            case Lane:
-                return tr("lane");
             case Ops:
                 return tr("ops");
             case Time:
@@ -171,12 +153,6 @@ QVariant OpKindModel::headerData(int section, Qt::Orientation orientation, int r
     }
     if (role == Qt::ToolTipRole) {
         switch (section) {
-            case Kind:
-                return tr(
-                    "Op kind (docs/schedule-ir.md): F, B, W, the vocabulary passes S and T, "
-                    "sends, receives, collectives, OPT");
-            case Lane:
-                return tr("The lane the ops ran on: compute, comm, or gpu (device spans)");
             case Ops:
                 return tr("Ops of the kind per iteration, over all ranks");
             case Time:

@@ -1,17 +1,10 @@
 #include <algorithm>
 
 #include <pipescope/app/summary_model.h>
+#include <pipescope/app/table_cells.h>
 #include <pipescope/app/units.h>
 
 namespace pipescope::app {
-
-namespace {
-
-QString missing() {
-    return QStringLiteral("\u2014");
-}
-
-}  // namespace
 
 MemoryUnit memoryUnitOf(const analysis::RunStats& stats) {
     return memoryUnitFor(static_cast<double>(stats.maxPeakMemory().value_or(0)));
@@ -126,7 +119,7 @@ QVariant SummaryModel::data(const QModelIndex& index, int role) const {
             }
             const std::optional<double> v = value(row, c);
             if (!v) {
-                return missing();
+                return missingCell();
             }
             switch (c) {
                 case Rank:
