@@ -4,6 +4,14 @@
 
 namespace pipescope::analysis::detail {
 
+Json intArray(const std::vector<int>& values) {
+    Json out = Json::array();
+    for (const int v : values) {
+        out.push(v);
+    }
+    return out;
+}
+
 std::string jsonQuote(std::string_view text) {
     std::string out;
     out.reserve(text.size() + 2);

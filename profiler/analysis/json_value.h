@@ -49,6 +49,9 @@ class Json {
     std::variant<std::monostate, bool, std::int64_t, double, std::string, Array, Object> v_;
 };
 
+// An array of the numbers in `values` (iteration lists).
+Json intArray(const std::vector<int>& values);
+
 // JSON string literal for `text`, quotes included; invalid UTF-8 becomes U+FFFD so the output is
 // always valid JSON.
 std::string jsonQuote(std::string_view text);

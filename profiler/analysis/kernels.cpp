@@ -80,13 +80,8 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
         if (inserted) {
             n.name = name;
             n.short_name = k.short_name;
-            n.min_ns = d;
-            n.max_ns = d;
         }
-        ++n.launches;
-        n.total_ns += d;
-        n.min_ns = std::min(n.min_ns, d);
-        n.max_ns = std::max(n.max_ns, d);
+        n.add(d);
         ++s.launches;
         s.total_ns += d;
         s.by_device_ns[k.device_id] += d;
@@ -135,11 +130,11 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
     for (std::size_t i = 0; i < shown; ++i) {
         const KernelNameStats& k = summary.kernels[i];
         table.addRow(
-            {detail::printable(shortened(k.name)), detail::perIteration(k.launches, n),
+            {detail::printable(shortened(k.name)), detail::perIteration(k.count, n),
              fixed(static_cast<double>(k.total_ns) / n / kNsPerMs, 3),
              percent(static_cast<double>(k.total_ns) /
                      static_cast<double>(std::max<std::int64_t>(1, summary.total_ns))),
-             fixed(static_cast<double>(k.total_ns) / static_cast<double>(k.launches) / kNsPerUs, 1),
+             fixed(static_cast<double>(k.total_ns) / static_cast<double>(k.count) / kNsPerUs, 1),
              fixed(static_cast<double>(k.min_ns) / kNsPerUs, 1),
              fixed(static_cast<double>(k.max_ns) / kNsPerUs, 1)});
     }
@@ -149,7 +144,7 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
         std::int64_t rest_launches = 0;
         for (std::size_t i = shown; i < summary.kernels.size(); ++i) {
             rest_ns += summary.kernels[i].total_ns;
-            rest_launches += summary.kernels[i].launches;
+            rest_launches += summary.kernels[i].count;
         }
         out += "(" + std::to_string(summary.kernels.size() - shown) +
                " more kernels: " + detail::perIteration(rest_launches, n) + " launches, " +
@@ -161,11 +156,7 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
 std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stats) {
     Json root = Json::object();
     root.set("path", stats.path);
-    Json measured = Json::array();
-    for (const int i : stats.measured) {
-        measured.push(i);
-    }
-    root.set("iterations", std::move(measured));
+    root.set("iterations", detail::intArray(stats.measured));
     root.set("kernels_in_trace", summary.kernels_in_trace);
     root.set("launches", summary.launches);
     root.set("total_ns", summary.total_ns);
@@ -182,7 +173,7 @@ std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stat
         Json row = Json::object();
         row.set("name", k.name);
         row.set("short_name", k.short_name);
-        row.set("launches", k.launches);
+        row.set("launches", k.count);
         row.set("total_ns", k.total_ns);
         row.set("min_ns", k.min_ns);
         row.set("max_ns", k.max_ns);

@@ -103,11 +103,7 @@ std::string formatOpKindsTable(const RunStats& stats) {
 std::string formatOpKindsJson(const RunStats& stats) {
     Json root = Json::object();
     root.set("path", stats.path);
-    Json measured = Json::array();
-    for (const int i : stats.measured) {
-        measured.push(i);
-    }
-    root.set("iterations", std::move(measured));
+    root.set("iterations", detail::intArray(stats.measured));
     // Over the counted iterations, as the rows' sums are.
     const auto whole = rankTimeNs(stats);
     root.set("rank_time_ns",
@@ -177,11 +173,7 @@ std::string formatOpKindComparisonJson(const std::vector<RunStats>& runs) {
         r.set("label", detail::runLabel(i));
         r.set("file", runs[i].path);
         r.set("run", runs[i].run.name);
-        Json measured = Json::array();
-        for (const int it : runs[i].measured) {
-            measured.push(it);
-        }
-        r.set("iterations", std::move(measured));
+        r.set("iterations", detail::intArray(runs[i].measured));
         list.push(std::move(r));
     }
     root.set("runs", std::move(list));

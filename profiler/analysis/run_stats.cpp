@@ -314,6 +314,23 @@ std::optional<double> OpKindTotals::bandwidth() const {
     return static_cast<double>(bytes) * 1e9 / static_cast<double>(bytes_ns);
 }
 
+void DurationTotals::add(std::int64_t ns) {
+    min_ns = count == 0 ? ns : std::min(min_ns, ns);
+    max_ns = count == 0 ? ns : std::max(max_ns, ns);
+    ++count;
+    total_ns += ns;
+}
+
+void DurationTotals::add(const DurationTotals& other) {
+    if (other.count == 0) {
+        return;
+    }
+    min_ns = count == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
+    max_ns = count == 0 ? other.max_ns : std::max(max_ns, other.max_ns);
+    count += other.count;
+    total_ns += other.total_ns;
+}
+
 void OpKindTally::add(const trace::OpRecord& op) {
     if (!trace::isKnownOp(op)) {
         return;
@@ -330,13 +347,8 @@ void OpKindTally::add(const trace::OpRecord& op) {
         t.rank = op.rank;
         t.lane = op.lane;
         t.kind = op.kind;
-        t.min_ns = d;
-        t.max_ns = d;
     }
-    ++t.count;
-    t.total_ns += d;
-    t.min_ns = std::min(t.min_ns, d);
-    t.max_ns = std::max(t.max_ns, d);
+    t.add(d);
     if (op.bytes >= 0) {
         ++t.bytes_ops;
         t.bytes += op.bytes;
@@ -364,10 +376,7 @@ std::vector<OpKindTotals> combineRanks(const std::vector<OpKindTotals>& per_rank
         OpKindTotals& sum = it->second;
         sum.rank = -1;
         if (!inserted) {
-            sum.count += t.count;
-            sum.total_ns += t.total_ns;
-            sum.min_ns = std::min(sum.min_ns, t.min_ns);
-            sum.max_ns = std::max(sum.max_ns, t.max_ns);
+            sum.add(static_cast<const DurationTotals&>(t));
             sum.bytes_ops += t.bytes_ops;
             sum.bytes += t.bytes;
             sum.bytes_ns += t.bytes_ns;

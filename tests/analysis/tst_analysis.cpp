@@ -659,7 +659,7 @@ void TestAnalysis::kernelSummary() {
     QCOMPARE(k.kernels.size(), std::size_t{2});
     QCOMPARE(k.kernels[0].short_name, std::string("gemm"));
     QCOMPARE(k.kernels[0].name, std::string("void gemm<float>(float*)"));
-    QCOMPARE(k.kernels[0].launches, std::int64_t{3});
+    QCOMPARE(k.kernels[0].count, std::int64_t{3});  // launches
     QCOMPARE(k.kernels[0].min_ns, 10 * kUs);
     QCOMPARE(k.kernels[0].max_ns, 30 * kUs);
     QCOMPARE(k.kernels[1].total_ns, 5 * kUs);

@@ -14,13 +14,10 @@
 
 namespace pipescope::analysis {
 
-struct KernelNameStats {
+// One kernel name: its launches (count) and their times.
+struct KernelNameStats : DurationTotals {
     std::string name;        // the demangled name (the short name when there is none)
     std::string short_name;  // e.g. "gemm"; may be empty
-    std::int64_t launches = 0;
-    std::int64_t total_ns = 0;
-    std::int64_t min_ns = 0;
-    std::int64_t max_ns = 0;
 };
 
 struct KernelSummary {

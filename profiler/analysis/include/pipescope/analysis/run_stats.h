@@ -71,16 +71,23 @@ struct RankStats {
     MemoryPeak peak_memory;
 };
 
-// The ops of one kind on one rank's lane, summed over the measured iterations. An op counts in
-// its own iteration, whole. rank is -1 in a sum over all ranks (combineRanks).
-struct OpKindTotals {
-    int rank = 0;
-    trace::Lane lane = trace::Lane::Compute;
-    trace::OpKind kind = trace::OpKind::F;
+// How many spans and how long: summed, shortest and longest (min and max 0 until the first).
+struct DurationTotals {
     std::int64_t count = 0;
     std::int64_t total_ns = 0;
     std::int64_t min_ns = 0;
     std::int64_t max_ns = 0;
+
+    void add(std::int64_t ns);
+    void add(const DurationTotals& other);
+};
+
+// The ops of one kind on one rank's lane, summed over the measured iterations. An op counts in
+// its own iteration, whole. rank is -1 in a sum over all ranks (combineRanks).
+struct OpKindTotals : DurationTotals {
+    int rank = 0;
+    trace::Lane lane = trace::Lane::Compute;
+    trace::OpKind kind = trace::OpKind::F;
     std::int64_t bytes_ops = 0;  // the ops that record the bytes they move (communication)
     std::int64_t bytes = 0;      // those bytes
     std::int64_t bytes_ns = 0;   // the time of those ops: bytes / bytes_ns is their bandwidth
