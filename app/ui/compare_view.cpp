@@ -70,10 +70,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
          {op_table_, tr("Op kinds"),
           tr("Each op kind's time per iteration in every run, over all ranks and on the rank "
              "that spends the most in it; click a header to sort")}});
-    connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-            [this] { chart_->setFocusKinds(focusedKinds(*tables_, *op_table_)); });
-    connect(tables_, &QTabWidget::currentChanged, this,
-            [this] { chart_->setFocusKinds(focusedKinds(*tables_, *op_table_)); });
+    focus_ = new KindFocus(tables_, op_table_,
+                           [this](const auto& kinds) { chart_->setFocusKinds(kinds); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -98,11 +96,7 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     for (int i = 0; i < model_->runCount(); ++i) {
         names.push_back(model_->runName(i));
     }
-    // The kinds in focus stay in focus in the new runs (a reset model has no selection).
-    const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
-    op_model_->setRuns(stats, CompareModel::headerNames(names));
-    selectKinds(*op_table_, focus);
-    chart_->setFocusKinds(focusedKinds(*tables_, *op_table_));
+    focus_->resetKeeping([&] { op_model_->setRuns(stats, CompareModel::headerNames(names)); });
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
     // Room for every run's ranks to stay readable; past the window's height the splitter gives

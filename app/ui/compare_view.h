@@ -12,6 +12,8 @@
 
 namespace pipescope::app {
 
+class KindFocus;
+
 class CompareModel;
 class CompareOpKindModel;
 class TraceChart;
@@ -44,6 +46,7 @@ class CompareView : public QWidget {
     QTabWidget* tables_;
     QTableView* op_table_;
     CompareOpKindModel* op_model_;
+    KindFocus* focus_;
     QLabel* notes_;
     std::vector<RunDataPtr> runs_;
 };

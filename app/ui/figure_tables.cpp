@@ -105,10 +105,6 @@ std::vector<trace::OpKind> selectedKinds(const QTableView& table) {
     return kinds;
 }
 
-std::vector<trace::OpKind> focusedKinds(const QTabWidget& tabs, const QTableView& table) {
-    return tabs.currentWidget() == &table ? selectedKinds(table) : std::vector<trace::OpKind>{};
-}
-
 void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds) {
     QItemSelection rows;
     const QAbstractItemModel& model = *table.model();
@@ -120,6 +116,24 @@ void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds) {
         }
     }
     table.selectionModel()->select(rows, QItemSelectionModel::ClearAndSelect);
+}
+
+KindFocus::KindFocus(QTabWidget* tabs, QTableView* table, Notify notify)
+    : QObject(tabs), tabs_(tabs), table_(table), notify_(std::move(notify)) {
+    connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { notify_(kinds()); });
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] { notify_(kinds()); });
+}
+
+std::vector<trace::OpKind> KindFocus::kinds() const {
+    return tabs_->currentWidget() == table_ ? selectedKinds(*table_) : std::vector<trace::OpKind>{};
+}
+
+void KindFocus::resetKeeping(const std::function<void()>& reset) {
+    const std::vector<trace::OpKind> kept = selectedKinds(*table_);
+    reset();
+    selectKinds(*table_, kept);
+    notify_(kinds());  // also when the selection, empty before and after, sent no signal
 }
 
 QTabWidget* makeFigureTabs(std::initializer_list<FigurePage> pages) {

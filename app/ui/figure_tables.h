@@ -4,6 +4,7 @@
 // selected, as tab-separated text with the column headers, which spreadsheets paste as cells.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -30,13 +31,29 @@ QTableView* makeSortableFigureTable(QAbstractItemModel* model, int sort_role);
 // (an Op kinds table: OpKindModel or CompareOpKindModel, sorted or not).
 std::vector<trace::OpKind> selectedKinds(const QTableView& table);
 
-// The kinds in focus: those selected in `table` while it is the page shown in `tabs`, else none
-// (a faded timeline with its reason out of sight would puzzle).
-std::vector<trace::OpKind> focusedKinds(const QTabWidget& tabs, const QTableView& table);
-
 // Selects the rows of `table` whose kind (first column) is one of `kinds`, and no others: the
 // focus kept across a model reset (a new simulation of an edited config).
 void selectKinds(QTableView& table, const std::vector<trace::OpKind>& kinds);
+
+// The op kinds in focus of an Op kinds table on a tab page: those of its selected rows while the
+// page is shown, none otherwise (a faded timeline with its reason out of sight would puzzle).
+// Tells `notify` whenever they may have changed: a selection, a page switch, a model reset.
+class KindFocus : public QObject {
+  public:
+    using Notify = std::function<void(const std::vector<trace::OpKind>&)>;
+    // Owned by `tabs`.
+    KindFocus(QTabWidget* tabs, QTableView* table, Notify notify);
+
+    std::vector<trace::OpKind> kinds() const;
+    // Runs `reset` (a reset of the table's model, which drops the selection) and selects the
+    // rows of the same kinds again, so the focus outlives a new simulation of an edited config.
+    void resetKeeping(const std::function<void()>& reset);
+
+  private:
+    QTabWidget* tabs_;
+    QTableView* table_;
+    Notify notify_;
+};
 
 // Tabs in document mode holding `pages`, each with its title and tooltip.
 struct FigurePage {

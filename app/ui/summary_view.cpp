@@ -223,10 +223,8 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
          {op_table_, tr("Op kinds"),
           tr("Where the time went, op kind by op kind, over all ranks and on each "
              "(pipescope-trace ops); click a header to sort")}});
-    connect(op_table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
-            [this] { emit focusKindsChanged(focusedKinds(*tables_, *op_table_)); });
-    connect(tables_, &QTabWidget::currentChanged, this,
-            [this] { emit focusKindsChanged(focusedKinds(*tables_, *op_table_)); });
+    focus_ = new KindFocus(tables_, op_table_,
+                           [this](const auto& kinds) { emit focusKindsChanged(kinds); });
     split->addWidget(tables_);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 1);
@@ -238,8 +236,7 @@ void SummaryView::setRun(RunDataPtr run) {
     if (!run_) {
         headline_->clear();
         model_->setStats({});
-        op_model_->setStats({});
-        emit focusKindsChanged({});
+        focus_->resetKeeping([this] { op_model_->setStats({}); });
         table_->setColumnHidden(SummaryModel::GpuBusy, true);
         plot_->clearPlottables();
         plot_->replot();
@@ -247,11 +244,7 @@ void SummaryView::setRun(RunDataPtr run) {
     }
     headline_->setText(headline(*run_));
     model_->setStats(run_->stats());
-    // The kinds in focus stay in focus in the new run (a reset model has no selection).
-    const std::vector<trace::OpKind> focus = selectedKinds(*op_table_);
-    op_model_->setStats(run_->stats());
-    selectKinds(*op_table_, focus);
-    emit focusKindsChanged(focusedKinds(*tables_, *op_table_));
+    focus_->resetKeeping([this] { op_model_->setStats(run_->stats()); });
     // Only CUDA runs traced on the device have a GPU busy time to show.
     table_->setColumnHidden(SummaryModel::GpuBusy, !model_->hasGpuBusy());
     fillSummaryPlot(plot_, *run_);

@@ -12,6 +12,8 @@
 
 namespace pipescope::app {
 
+class KindFocus;
+
 class SummaryModel;
 class OpKindModel;
 
@@ -46,6 +48,7 @@ class SummaryView : public QWidget {
     QTabWidget* tables_;
     QTableView* op_table_;
     OpKindModel* op_model_;
+    KindFocus* focus_;
     RunDataPtr run_;
 };
 
