@@ -1,4 +1,7 @@
 // Linear layers (cuBLAS plus bias kernels), LayerNorm, GELU and the elementwise helpers.
+#include <climits>
+#include <utility>
+
 #include "common.cuh"
 
 namespace pipescope::kernels::cuda {
@@ -193,6 +196,21 @@ dim3 columnGrid(std::int64_t cols) {
     return dim3(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile));
 }
 
+// linearForward writes the bias into y before its GEMM runs, so the arguments the GEMM would
+// reject are rejected here first: a call that throws leaves y as it was.
+void checkLinearArgs(const Exec& exec, std::int64_t rows, std::int64_t in, std::int64_t out) {
+    const std::pair<std::int64_t, const char*> sizes[] = {{rows, "rows"}, {in, "in"}, {out, "out"}};
+    for (const auto& [value, name] : sizes) {
+        if (value < 0 || value > INT_MAX) {
+            throw std::invalid_argument(std::string("linearForward: ") + name + " = " +
+                                        std::to_string(value) + " is outside [0, 2^31)");
+        }
+    }
+    if (in > 0 && exec.blas == nullptr) {
+        throw std::invalid_argument("linearForward: the Exec has no cuBLAS handle");
+    }
+}
+
 }  // namespace
 
 template <typename T>
@@ -200,6 +218,7 @@ void linearForward(const Exec& exec, const T* x, const T* w, const T* b, T* y, s
                    std::int64_t in, std::int64_t out) {
     const bool bias = b != nullptr && rows > 0 && out > 0;
     if (bias) {
+        checkLinearArgs(exec, rows, in, out);
         broadcastBiasKernel<<<detail::elementwiseGrid(rows * out), detail::kElementwiseBlock, 0,
                               detail::stream(exec)>>>(dev(y), dev(b), rows, out);
         PIPESCOPE_CHECK_LAUNCH("broadcastBiasKernel");

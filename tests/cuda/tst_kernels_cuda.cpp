@@ -727,6 +727,18 @@ void testErrors(Context& ctx) {
     }
     expect(threw, "gemm without a cuBLAS handle throws");
     threw = false;
+    Dev<float> y(std::vector<float>{7.0f, 7.0f, 7.0f, 7.0f});
+    try {
+        Dev<float> x(4);
+        Dev<float> w(4);
+        Dev<float> b(std::vector<float>{1.0f, 2.0f});
+        kg::linearForward<float>(kg::Exec{}, x.get(), w.get(), b.get(), y.get(), 2, 2, 2);
+    } catch (const std::invalid_argument& e) {
+        threw = std::string(e.what()).find("cuBLAS handle") != std::string::npos;
+    }
+    expect(threw && y.download() == std::vector<float>{7.0f, 7.0f, 7.0f, 7.0f},
+           "linearForward without a cuBLAS handle throws before it writes the bias into y");
+    threw = false;
     try {
         // Two negative sizes have a positive product: each must be checked on its own.
         kg::positionEmbeddingForward<float>(ctx.exec, nullptr, nullptr, -2, -3, 4);
