@@ -68,9 +68,9 @@ bool writeOutput(const std::string& path, const std::string& text) {
 int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::string& path,
                   int iterations, const std::string& command_line) {
     trace::TraceWriter w;
-    trace::WriterOptions wo;
-    wo.overwrite = o.force;
-    if (auto st = w.create(path, sim::simRunInfo(r, iterations, command_line), wo); !st.ok()) {
+    if (auto st = w.create(path, sim::simRunInfo(r, iterations, command_line),
+                           sim::simWriterOptions(o.force));
+        !st.ok()) {
         std::cerr << "pipescope-run: " << st.message
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")

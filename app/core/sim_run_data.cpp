@@ -72,10 +72,9 @@ analysis::RunStats statsFromSim(const sim::SimResult& r, const std::string& name
 trace::TraceStatus saveSimTrace(const SimRunData& run, const std::string& path, int iterations,
                                 bool overwrite) {
     trace::TraceWriter w;
-    trace::WriterOptions options;
-    options.overwrite = overwrite;
     const auto& r = run.result();
-    if (auto st = w.create(path, sim::simRunInfo(r, iterations, "pipescope (app)"), options);
+    if (auto st = w.create(path, sim::simRunInfo(r, iterations, "pipescope (app)"),
+                           sim::simWriterOptions(overwrite));
         !st.ok()) {
         return st;
     }

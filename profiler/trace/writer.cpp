@@ -74,6 +74,7 @@ struct TraceWriter::Impl {
     int batch_delay_ms = 0;
 
     Batch cur;
+    std::chrono::steady_clock::time_point cur_since;  // when `cur` got its first row
     std::deque<Batch> queue;
     bool writing = false;
     bool stopping = false;
@@ -119,6 +120,10 @@ struct TraceWriter::Impl {
         }
         if constexpr (!std::is_same_v<Extra, std::nullptr_t>) {
             extra(*this);
+        }
+        if (cur.size() == 0 && options.max_batch_age.count() > 0) {
+            cur_since = std::chrono::steady_clock::now();
+            work.notify_one();  // the committer now has a deadline to wait for
         }
         (cur.*buffer).push_back(value);
         if (cur.size() >= options.batch_rows) {
@@ -324,8 +329,24 @@ std::string TraceWriter::Impl::commit(const Batch& b, int delay_ms) {
 
 void TraceWriter::Impl::commitLoop() {
     std::unique_lock lock(mutex);
+    const auto max_age = options.max_batch_age;
     for (;;) {
-        work.wait(lock, [this] { return !queue.empty() || stopping; });
+        const auto ready = [this] { return !queue.empty() || stopping; };
+        if (max_age.count() <= 0) {
+            work.wait(lock, ready);
+        } else {
+            // Also wake when the rows being buffered have waited max_age, and commit them.
+            while (!ready()) {
+                if (cur.size() == 0) {
+                    work.wait(lock);
+                } else if (work.wait_until(lock, cur_since + max_age) == std::cv_status::timeout &&
+                           cur.size() > 0 && queue.empty() &&
+                           std::chrono::steady_clock::now() >= cur_since + max_age) {
+                    queue.push_back(std::move(cur));
+                    cur = Batch{};
+                }
+            }
+        }
         if (queue.empty()) {
             return;  // stopping, and everything is written
         }

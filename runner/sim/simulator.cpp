@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -271,6 +272,13 @@ trace::RunInfo simRunInfo(const SimResult& result, int iterations,
     run.iterations = iterations;
     run.warmup = std::min(result.config.run.warmup, std::max(0, iterations - 1));
     return run;
+}
+
+trace::WriterOptions simWriterOptions(bool overwrite) {
+    trace::WriterOptions options;
+    options.overwrite = overwrite;
+    options.max_batch_age = std::chrono::milliseconds(0);
+    return options;
 }
 
 namespace {

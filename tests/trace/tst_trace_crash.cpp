@@ -1,6 +1,7 @@
 // Crash safety: a writer killed in the middle of a batch leaves a readable file with every
-// earlier batch intact and the run marked as not finished; of several processes that race to
-// mark such a file failed, one does.
+// earlier batch intact and the run marked as not finished; a slow writer's rows reach the file
+// within the batch age, though no batch fills; of several processes that race to mark such a
+// file failed, one does.
 #include <atomic>
 #include <sqlite3.h>
 #include <thread>
@@ -22,6 +23,7 @@ class TstTraceCrash : public QObject {
 
   private slots:
     void killedMidBatch();
+    void slowWriterKilled();
     void racingMarkersMarkOnce();
 
   private:
@@ -91,6 +93,36 @@ void TstTraceCrash::killedMidBatch() {
     QCOMPARE(int(repaired.run().status), int(RunStatus::Failed));
     QCOMPARE(repaired.opCount(), ops);
     QVERIFY(repaired.opsLod(0, ops * 1000, 500).level >= -1);
+}
+
+void TstTraceCrash::slowWriterKilled() {
+    // A slow run (a CPU run writes a few hundred ops a second) never fills a batch: what it
+    // wrote more than the batch age (1 s) before it was killed must be in the file.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("slow.db");
+    QProcess child;
+    child.start(pipescope::test::binaryPath("trace_crash_writer"), {path, "--slow", "10"});
+    QVERIFY2(child.waitForStarted(10000), qPrintable(child.errorString()));
+    QByteArray out;
+    const int added = 250;  // at least 2.5 s of writing
+    while (!out.contains("added " + QByteArray::number(added) + "\n")) {
+        QVERIFY2(child.waitForReadyRead(20000), "the writer stopped reporting ops");
+        out += child.readAllStandardOutput();
+    }
+    child.kill();
+    QVERIFY(child.waitForFinished(10000));
+    QCOMPARE(child.exitStatus(), QProcess::CrashExit);
+
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QVERIFY2(st.ok(), st.message.c_str());
+    QCOMPARE(int(r.run().status), int(RunStatus::Running));
+    const auto ops = r.opCount();
+    // The first batch began with op 1 and was committed a second later, at about op 100; a
+    // loaded machine only makes the batches longer, so at least a second's worth survives.
+    QVERIFY2(ops >= 50 && ops <= added + 1,
+             qPrintable(QString("%1 of %2 ops survived").arg(ops).arg(added)));
+    QCOMPARE(static_cast<std::int64_t>(r.ops(0, 0, ops * 1000).size()), ops);
 }
 
 void TstTraceCrash::racingMarkersMarkOnce() {

@@ -1,9 +1,11 @@
 // Writes one run into a trace file: prepared statements, one transaction per batch, WAL while
-// writing. A crash loses at most the batch that was not yet committed; run.status stays
-// "running", which tells a reader the run did not finish. finish() builds the indexes and the
+// writing. A batch is committed when it is full or has waited max_batch_age, so a crash loses at
+// most the rows of the last moment; run.status stays "running", which tells a reader the run did
+// not finish. finish() builds the indexes and the
 // level-of-detail tables and leaves a single self-contained file.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -17,7 +19,12 @@ namespace pipescope::trace {
 
 struct WriterOptions {
     std::size_t batch_rows = 65536;  // rows buffered before a batch is committed
-    bool overwrite = false;          // replace an existing file (else refuse with Code::Exists)
+    // A batch that is not full is committed once its first row has waited this long, so that a
+    // slow run (a few hundred ops a second) that is killed keeps all but its last moment.
+    // Zero: only full batches and flush() commit (a simulation, whose file must not depend on
+    // how fast it was written).
+    std::chrono::milliseconds max_batch_age{1000};
+    bool overwrite = false;  // replace an existing file (else refuse with Code::Exists)
 };
 
 struct WriterStats {

@@ -112,4 +112,8 @@ void writeTrace(const SimResult& result, int iterations, trace::TraceWriter& wri
 // The run row for a simulated run (time origin 0, so that equal configs give equal files).
 trace::RunInfo simRunInfo(const SimResult& result, int iterations, const std::string& command_line);
 
+// Writer options for a simulated run: batches committed by size only, so that the file does not
+// depend on how fast it was written.
+trace::WriterOptions simWriterOptions(bool overwrite);
+
 }  // namespace pipescope::sim
