@@ -14,6 +14,7 @@ struct Window {
     int iteration = 0;
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
+    std::int64_t ops = 0;  // compute and communication ops in it, over all ranks
 };
 
 // Accumulated time of one rank inside one window.

@@ -36,10 +36,20 @@ std::string describeMeasured(const RunStats& s) {
     if (s.single_iteration) {
         return text + "figures for iteration " + list + " only";
     }
-    if (s.warmup_fallback) {
-        return text + "none past the warm-up, so figures average all: " + plural + list;
+    const std::optional<int> cut = s.cut_short_iteration;
+    if (s.warmup_fallback && cut && *cut >= s.run.warmup) {
+        return text + "iteration " + std::to_string(*cut) +
+               ", past the warm-up, was cut short by the run's end, so figures average the "
+               "warm-up: " +
+               plural + list;
     }
-    return text + "figures average " + plural + list;
+    const std::string cut_note =
+        cut ? " (iteration " + std::to_string(*cut) + " was cut short by the run's end)"
+            : std::string();
+    if (s.warmup_fallback) {
+        return text + "none past the warm-up, so figures average all: " + plural + list + cut_note;
+    }
+    return text + "figures average " + plural + list + cut_note;
 }
 
 std::string perIterationLine(const RunStats& s) {
@@ -55,7 +65,9 @@ std::string perIterationLine(const RunStats& s) {
         }
         out += std::to_string(it.iteration) + ": " +
                fixed(static_cast<double>(it.timeNs()) / kNsPerMs, 3);
-        if (!it.measured) {
+        if (it.iteration == s.cut_short_iteration) {
+            out += " (cut short, not averaged)";
+        } else if (!it.measured) {
             out += " (not averaged)";
         }
         ++shown;
@@ -177,6 +189,7 @@ std::string formatStatsJson(const RunStats& s) {
         selected.push(i);
     }
     its.set("selected", std::move(selected));
+    its.set("cut_short", s.cut_short_iteration);
     Json numbers = Json::array();
     Json per = Json::array();
     for (const IterationStats& it : s.iterations) {

@@ -77,6 +77,7 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
             it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
             it->second.end_ns = std::max(it->second.end_ns, end);
         }
+        ++it->second.ops;
         return progress->step();
     });
     out->clear();
@@ -211,23 +212,41 @@ std::optional<double> maxOverMean(const std::vector<double>& values) {
 }
 
 // The iterations the run-level figures average (ascending, as the windows are).
+// A run that did not finish usually stopped inside its last iteration: with fewer ops than the
+// iteration before it (every iteration runs the same schedule), that one was cut short.
+std::optional<int> cutShortIteration(const trace::RunInfo& run,
+                                     const std::vector<Window>& windows) {
+    if (run.status == trace::RunStatus::Complete || windows.size() < 2) {
+        return std::nullopt;
+    }
+    const Window& last = windows.back();
+    if (last.ops < windows[windows.size() - 2].ops) {
+        return last.iteration;
+    }
+    return std::nullopt;
+}
+
 void chooseMeasured(const AnalysisOptions& options, int warmup, const std::vector<Window>& windows,
                     RunStats* s) {
     s->measured.clear();
+    s->cut_short_iteration = cutShortIteration(s->run, windows);
     if (options.iteration) {
         s->single_iteration = true;
         s->measured.push_back(*options.iteration);
         return;
     }
+    const auto whole = [&](const Window& w) { return w.iteration != s->cut_short_iteration; };
     for (const Window& w : windows) {
-        if (w.iteration >= warmup) {
+        if (w.iteration >= warmup && whole(w)) {
             s->measured.push_back(w.iteration);
         }
     }
     if (s->measured.empty() && !windows.empty()) {
         s->warmup_fallback = true;
         for (const Window& w : windows) {
-            s->measured.push_back(w.iteration);
+            if (whole(w)) {
+                s->measured.push_back(w.iteration);
+            }
         }
     }
 }

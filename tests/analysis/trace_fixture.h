@@ -134,6 +134,7 @@ struct FixtureOptions {
     std::string name = "fixture \"A\" \\ d\xc3\xa9mo\t\xe2\x9c\x93";
     std::vector<trace::KernelRecord> kernels;  // more kernel rows (times in ns of the trace)
     std::vector<FixtureOp> more_ops;           // more op rows (device spans, say)
+    int last_iteration_ops = -1;  // >= 0: only so many ops of iteration 1 (a run stopped in it)
 };
 
 inline trace::RunInfo fixtureRun(const FixtureOptions& o) {
@@ -164,6 +165,12 @@ inline QString writeFixtureTrace(const QString& path, const FixtureOptions& o = 
     }
     int op_index[3] = {0, 0, 0};
     std::vector<FixtureOp> ops = fixtureOps();
+    if (o.last_iteration_ops >= 0) {
+        int kept = 0;
+        std::erase_if(ops, [&](const FixtureOp& f) {
+            return f.iteration == 1 && kept++ >= o.last_iteration_ops;
+        });
+    }
     ops.insert(ops.end(), o.more_ops.begin(), o.more_ops.end());
     for (const FixtureOp& f : ops) {
         trace::OpRecord op;

@@ -86,6 +86,7 @@ class TestAnalysis : public QObject {
     void peakMemory_data();
     void peakMemory();
     void warmupFallback();
+    void cutShortIteration();
     void singleIteration();
     void missingIteration();
     void withoutMetrics();
@@ -241,6 +242,41 @@ void TestAnalysis::warmupFallback() {
     QCOMPARE(*s.iteration_time_ns, 76000.0);                         // (80 + 72) / 2
     QCOMPARE(s.ranks[0].busy_ns, 39500.0);                           // (35 + 44) / 2
     QCOMPARE(s.ranks[0].bubble_ratio, (45.0 / 80 + 28.0 / 72) / 2);  // mean of the ratios
+}
+
+void TestAnalysis::cutShortIteration() {
+    // A run killed inside iteration 1: 10 of its ops were written, against 20 in iteration 0.
+    test::FixtureOptions killed;
+    killed.finish = false;
+    killed.last_iteration_ops = 10;
+    const QString killed_path = dir_.filePath("killed.db");
+    QCOMPARE(test::writeFixtureTrace(killed_path, killed), QString());
+    const RunStats s = analyze(killed_path);
+    QCOMPARE(s.cut_short_iteration, std::optional<int>(1));
+    QCOMPARE(s.iterations.size(), std::size_t{2});
+    // Iteration 1, the only one past the warm-up, was cut short: iteration 0 stands in for it.
+    QVERIFY(s.warmup_fallback);
+    QCOMPARE(s.measured, std::vector<int>{0});
+    QCOMPARE(*s.iteration_time_ns, 80000.0);
+    const QString table = QString::fromStdString(analysis::formatStatsTable(s));
+    QVERIFY2(table.contains("iteration 1, past the warm-up, was cut short by the run's end, so "
+                            "figures average the warm-up: iteration 0\n"),
+             qPrintable(table));
+    QVERIFY2(table.contains("1: 0.070 (cut short, not averaged)"), qPrintable(table));
+    const QJsonObject its =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatStatsJson(s)))
+            .object()
+            .value("iterations")
+            .toObject();
+    QCOMPARE(its.value("cut_short").toInt(-1), 1);
+
+    // The same ops in a finished run are taken as they are (a run's last iteration may be
+    // smaller on purpose), as is an unfinished run whose last iteration is whole.
+    killed.finish = true;
+    QCOMPARE(test::writeFixtureTrace(killed_path, killed), QString());
+    QCOMPARE(analyze(killed_path).cut_short_iteration, std::nullopt);
+    QCOMPARE(analyze(running_).cut_short_iteration, std::nullopt);
+    QCOMPARE(analyze(running_).measured, std::vector<int>{1});
 }
 
 void TestAnalysis::singleIteration() {

@@ -139,6 +139,9 @@ struct RunStats {
     // True when no iteration was past the warm-up, so every iteration was averaged.
     bool warmup_fallback = false;
     bool single_iteration = false;  // the caller chose one iteration (AnalysisOptions)
+    // The last iteration of a run that did not finish, when it has fewer ops than the one
+    // before it: the run stopped inside it, so it is never averaged.
+    std::optional<int> cut_short_iteration;
 
     std::optional<double> iteration_time_ns;  // mean over the measured iterations
     std::optional<double> mean_bubble_ratio;  // mean over ranks of RankStats::bubble_ratio
