@@ -48,7 +48,10 @@ QString headline(const RunData& run) {
         parts << QObject::tr("iteration %1").arg(formatDuration(*s.iteration_time_ns));
     }
     if (s.mfu) {
-        parts << QObject::tr("MFU %1%").arg(*s.mfu * 100, 0, 'f', 1);
+        // A measured run's peak is the one its config declares, not the machine's.
+        parts << (s.inputs.hardwareFromConfig()
+                      ? QObject::tr("MFU %1% (config peak)").arg(*s.mfu * 100, 0, 'f', 1)
+                      : QObject::tr("MFU %1%").arg(*s.mfu * 100, 0, 'f', 1));
     }
     if (s.tokens_per_s) {
         parts << QObject::tr("%1 tokens/s").arg(*s.tokens_per_s, 0, 'f', 0);

@@ -156,6 +156,13 @@ std::string formatStatsTable(const RunStats& s) {
     std::string lines = summary.render();
     lines.erase(0, lines.find('\n') + 1);
     out += lines;
+    if (s.inputs.hardwareFromConfig()) {
+        const auto tflops = s.inputs.peak_flops_per_rank
+                                ? std::optional<double>(*s.inputs.peak_flops_per_rank / 1e12)
+                                : std::nullopt;
+        out += "note: MFU and memory capacity use the config's hardware section (" +
+               fixed(tflops, 3) + " TFLOP/s per rank), not this machine's\n";
+    }
     if (!s.iterations.empty()) {
         out += "per iteration ms: " + perIterationLine(s) + "\n";
     }
@@ -178,6 +185,8 @@ std::string formatStatsJson(const RunStats& s) {
     imbalance.set("peak_memory", s.imbalance.peak_memory);
     root.set("imbalance", std::move(imbalance));
     root.set("memory_capacity_bytes", s.inputs.memory_capacity_bytes);
+    root.set("peak_flops_per_rank", s.inputs.peak_flops_per_rank);
+    root.set("hardware_from_config", s.inputs.hardwareFromConfig());
     root.set("host_spans", std::string(s.hostSpansAreIssueTimes() ? "issue" : "execution"));
 
     Json its = Json::object();

@@ -194,6 +194,8 @@ RunMetricInputs readMetricInputs(const trace::TraceReader& reader) {
             in.memory_capacity_bytes = m.value;
         } else if (m.key == kMetricLaneSyncEvent) {
             in.lane_sync_event = m.value;
+        } else if (m.key == kMetricHardwareFromConfig) {
+            in.hardware_from_config = m.value;
         }
     }
     return in;

@@ -372,6 +372,17 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         writer.addRank({r, sim::rankStages(schedule, r), device, info.host, start_offset.offset_ns,
                         static_cast<std::int64_t>(getpid())});
     }
+    // What MFU and tokens/s need, from the config: written first, so that a run killed midway
+    // still reports them. The peak and the capacity are what hardware.* declares for one rank,
+    // as the simulator assumes, so a prediction and its measurement share one yardstick.
+    const auto run_metric = [&](const char* key, double value) {
+        writer.addMetric({key, value, std::nullopt, std::nullopt});
+    };
+    run_metric("model_flops_per_iteration", schedule::modelFlopsPerIteration(config));
+    run_metric("tokens_per_iteration", schedule::tokensPerIteration(config));
+    run_metric("peak_flops_per_rank", config.hardware.peak_tflops * 1e12);
+    run_metric("memory_capacity_bytes", config.hardware.memory_gib * 1024.0 * 1024.0 * 1024.0);
+    run_metric("hardware_from_config", 1);
     // On disk at once: a process killed before its first batch still says which rank it was.
     (void)writer.flush();
 
@@ -511,10 +522,6 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
 #endif
 
-    writer.addMetric({"model_flops_per_iteration", schedule::modelFlopsPerIteration(config),
-                      std::nullopt, std::nullopt});
-    writer.addMetric(
-        {"tokens_per_iteration", schedule::tokensPerIteration(config), std::nullopt, std::nullopt});
     for (int r : local) {
         const auto i = static_cast<std::size_t>(r);
         if (i < result.peak_bytes.size()) {

@@ -5,6 +5,7 @@
 
 #include <QFile>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -67,6 +68,29 @@ class TestRunCpu : public QObject {
         const QJsonObject stats = parseObject(st.out, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QCOMPARE(stats.value("iterations").toObject().value("recorded").toInt(), 3);
+
+        // MFU against the peak the config declares, with the simulator's model FLOPs.
+        QVERIFY(stats.value("hardware_from_config").toBool());
+        const ProcessResult sim = runBinary(
+            kRun, {preset("small-2stage-vocab-2.json"), "--backend", "sim", "--summary-json", "-"});
+        QVERIFY2(sim.exit_code == 0, qPrintable(describe(sim)));
+        const QJsonObject predicted = parseObject(sim.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QFile config(preset("small-2stage-vocab-2.json"));
+        QVERIFY(config.open(QIODevice::ReadOnly));
+        const double declared = QJsonDocument::fromJson(config.readAll())
+                                    .object()
+                                    .value("hardware")
+                                    .toObject()
+                                    .value("peak_tflops")
+                                    .toDouble();
+        const double peak = stats.value("peak_flops_per_rank").toDouble();
+        QVERIFY(declared > 0);
+        QCOMPARE(peak, declared * 1e12);
+        const double seconds = stats.value("iteration_time_ms").toDouble() / 1e3;
+        QVERIFY(seconds > 0);
+        QCOMPARE(stats.value("mfu").toDouble(-1),
+                 predicted.value("model_flops").toDouble() / (2 * seconds * peak));
     }
 
     void otherDtypeRunsAsFp32() {

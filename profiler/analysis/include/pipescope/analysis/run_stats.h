@@ -23,6 +23,9 @@ inline constexpr const char* kMetricModelFlops = "model_flops_per_iteration";
 inline constexpr const char* kMetricPeakFlops = "peak_flops_per_rank";  // FLOP/s
 inline constexpr const char* kMetricTokens = "tokens_per_iteration";
 inline constexpr const char* kMetricMemoryCapacity = "memory_capacity_bytes";
+// 1 when the peak and the capacity above are the config's hardware section, not the machine's
+// (measured runs; a simulation assumes its hardware anyway).
+inline constexpr const char* kMetricHardwareFromConfig = "hardware_from_config";
 // 1 when the CUDA backend ran with asynchronous lanes (--lane-sync event): its host spans are
 // the times ops were issued, not run.
 inline constexpr const char* kMetricLaneSyncEvent = "lane_sync_event";
@@ -126,6 +129,8 @@ struct RunMetricInputs {
     std::optional<double> tokens_per_iteration;
     std::optional<double> memory_capacity_bytes;
     std::optional<double> lane_sync_event;
+    std::optional<double> hardware_from_config;
+    bool hardwareFromConfig() const { return hardware_from_config.value_or(0) == 1; }
 };
 
 struct RunStats {
