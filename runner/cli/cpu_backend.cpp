@@ -13,6 +13,7 @@
 #include "gemm_report.h"
 #include "gone_traces.h"
 #include "launch.h"
+#include "report.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -580,14 +581,21 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         writeGemmReport(human, cuda, shared_device);
     }
     if (!o.summary_json.empty()) {
-        nlohmann::ordered_json j;
-        j["backend"] = o.backend;
-        j["config"] = config.name;
+        // The simulator's figures, from this run's own trace, then what only a real run has.
+        analysis::RunStats stats;
+        const trace::TraceStatus analysed =
+            fin.ok() ? analysis::analyzeFile(out_path, {}, &stats) : fin;
+        if (!analysed.ok()) {
+            std::cerr << "pipescope-run: the summary has no figures: " << analysed.message << "\n";
+            stats = {};
+        }
+        nlohmann::ordered_json j =
+            summaryFiguresJson(measuredFigures(stats, config, schedule, o.backend));
         j["status"] = std::string(trace::toString(status));
         j["losses"] = result.losses;
         j["iteration_s"] = result.iteration_s;
-        j["peak_memory_bytes"] = result.peak_bytes;
         j["memory_estimate_bytes"] = *estimate;
+        j["hardware_from_config"] = true;
         j["trace"] = out_path;
         const std::string text = j.dump(2) + "\n";
         if (o.summary_json == "-") {

@@ -44,45 +44,119 @@ std::string signedPercent(double now, double base) {
 
 }  // namespace
 
-std::string summaryJson(const sim::SimResult& r, const std::string& trace_path) {
+nlohmann::ordered_json summaryFiguresJson(const SummaryFigures& f) {
+    const auto orNull = [](const auto& v) {
+        return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+    };
     nlohmann::ordered_json j;
-    j["name"] = r.config.name;
-    j["backend"] = "sim";
-    j["schedule"] = std::string(schedule::toString(r.config.parallel.schedule));
-    j["vocab"] = std::string(schedule::toString(r.config.parallel.vocab));
-    j["pipeline"] = r.schedule.ranks;
-    j["microbatches"] = r.schedule.microbatches;
-    j["iteration_time_ms"] = r.iteration_time_s * 1e3;
+    j["name"] = f.name;
+    j["backend"] = f.backend;
+    j["schedule"] = std::string(schedule::toString(f.config->parallel.schedule));
+    j["vocab"] = std::string(schedule::toString(f.config->parallel.vocab));
+    j["pipeline"] = f.pipeline;
+    j["microbatches"] = f.microbatches;
+    j["iteration_time_ms"] = orNull(f.iteration_time_ms);
+    j["model_flops"] = orNull(f.model_flops);
+    j["mfu"] = orNull(f.mfu);
+    j["tokens_per_s"] = orNull(f.tokens_per_s);
+    j["bubble_ratio"] = orNull(f.bubble_ratio);
+    j["imbalance"] = {{"busy", orNull(f.busy_imbalance)},
+                      {"peak_memory", orNull(f.memory_imbalance)}};
+    j["max_peak_memory_bytes"] = orNull(f.max_peak_memory_bytes);
+    j["memory_capacity_bytes"] = orNull(f.memory_capacity_bytes);
+    j["fits"] = f.max_peak_memory_bytes && f.memory_capacity_bytes
+                    ? nlohmann::ordered_json(*f.max_peak_memory_bytes <= *f.memory_capacity_bytes)
+                    : nlohmann::ordered_json(nullptr);
+    auto ranks = nlohmann::ordered_json::array();
+    for (const SummaryRank& rk : f.ranks) {
+        nlohmann::ordered_json x;
+        x["rank"] = rk.rank;
+        x["busy_ms"] = orNull(rk.busy_ms);
+        x["bubble_ms"] = orNull(rk.bubble_ms);
+        x["bubble_ratio"] = orNull(rk.bubble_ratio);
+        x["comm_wait_ms"] = orNull(rk.comm_wait_ms);
+        x["peak_memory_bytes"] = orNull(rk.peak_memory_bytes);
+        if (rk.peak_activation_microbatches) {
+            x["peak_activation_microbatches"] = *rk.peak_activation_microbatches;
+        }
+        ranks.push_back(std::move(x));
+    }
+    j["ranks"] = std::move(ranks);
+    return j;
+}
+
+std::string summaryJson(const sim::SimResult& r, const std::string& trace_path) {
+    SummaryFigures f;
+    f.name = r.config.name;
+    f.backend = "sim";
+    f.config = &r.config;
+    f.pipeline = r.schedule.ranks;
+    f.microbatches = r.schedule.microbatches;
+    f.iteration_time_ms = r.iteration_time_s * 1e3;
+    f.model_flops = r.model_flops;
+    f.mfu = r.mfu;
+    f.tokens_per_s = r.tokens_per_s;
+    f.bubble_ratio = r.bubble_ratio;
+    f.busy_imbalance = r.busy_imbalance;
+    f.memory_imbalance = r.memory_imbalance;
+    f.max_peak_memory_bytes = r.maxPeakMemory();
+    f.memory_capacity_bytes = r.memory_capacity_bytes;
+    for (const auto& rk : r.ranks) {
+        f.ranks.push_back({rk.rank, rk.busy_s * 1e3, rk.bubble_s * 1e3, rk.bubble_ratio,
+                           rk.comm_wait_s * 1e3, rk.peak_memory_bytes,
+                           rk.peak_activation_microbatches});
+    }
+    nlohmann::ordered_json j = summaryFiguresJson(f);
     if (r.spread) {
         j["recorded_spread"] = {{"timings", r.spread->timings},
                                 {"iteration_time_ms", r.spread->mean_s * 1e3},
                                 {"p10_ms", r.spread->p10_s * 1e3},
                                 {"p90_ms", r.spread->p90_s * 1e3}};
     }
-    j["model_flops"] = r.model_flops;
-    j["mfu"] = r.mfu;
-    j["tokens_per_s"] = r.tokens_per_s;
-    j["bubble_ratio"] = r.bubble_ratio;
-    j["imbalance"] = {{"busy", r.busy_imbalance}, {"peak_memory", r.memory_imbalance}};
-    j["max_peak_memory_bytes"] = r.maxPeakMemory();
-    j["memory_capacity_bytes"] = r.memory_capacity_bytes;
-    j["fits"] = r.maxPeakMemory() <= r.memory_capacity_bytes;
-    auto ranks = nlohmann::ordered_json::array();
-    for (const auto& rk : r.ranks) {
-        nlohmann::ordered_json x;
-        x["rank"] = rk.rank;
-        x["busy_ms"] = rk.busy_s * 1e3;
-        x["bubble_ms"] = rk.bubble_s * 1e3;
-        x["bubble_ratio"] = rk.bubble_ratio;
-        x["comm_wait_ms"] = rk.comm_wait_s * 1e3;
-        x["peak_memory_bytes"] = rk.peak_memory_bytes;
-        x["peak_activation_microbatches"] = rk.peak_activation_microbatches;
-        ranks.push_back(std::move(x));
-    }
-    j["ranks"] = std::move(ranks);
     j["trace"] =
         trace_path.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(trace_path);
     return j.dump(2) + "\n";
+}
+
+SummaryFigures measuredFigures(const analysis::RunStats& s, const schedule::Config& config,
+                               const schedule::Schedule& schedule, const std::string& backend) {
+    const auto ms = [](std::optional<double> ns) {
+        return ns ? std::optional<double>(*ns / 1e6) : std::nullopt;
+    };
+    const auto whole = [](std::optional<double> v) {
+        return v ? std::optional<std::int64_t>(static_cast<std::int64_t>(*v)) : std::nullopt;
+    };
+    SummaryFigures f;
+    f.name = config.name;
+    f.backend = backend;
+    f.config = &config;
+    f.pipeline = schedule.ranks;
+    f.microbatches = schedule.microbatches;
+    f.iteration_time_ms = ms(s.iteration_time_ns);
+    f.model_flops = s.inputs.model_flops_per_iteration;
+    f.mfu = s.mfu;
+    f.tokens_per_s = s.tokens_per_s;
+    f.bubble_ratio = s.mean_bubble_ratio;
+    f.busy_imbalance = s.imbalance.busy;
+    f.memory_imbalance = s.imbalance.peak_memory;
+    f.max_peak_memory_bytes = s.maxPeakMemory();
+    f.memory_capacity_bytes = whole(s.inputs.memory_capacity_bytes);
+    const bool have = s.iteration_time_ns.has_value();
+    for (const analysis::RankStats& rk : s.ranks) {
+        SummaryRank x;
+        x.rank = rk.rank;
+        if (have) {
+            x.busy_ms = rk.busy_ns / 1e6;
+            x.bubble_ms = rk.bubble_ns / 1e6;
+            x.bubble_ratio = rk.bubble_ratio;
+            x.comm_wait_ms = rk.comm_wait_ns / 1e6;
+        }
+        if (rk.peak_memory.present) {
+            x.peak_memory_bytes = rk.peak_memory.bytes;
+        }
+        f.ranks.push_back(x);
+    }
+    return f;
 }
 
 void printSummary(std::ostream& os, const sim::SimResult& r) {

@@ -2,15 +2,45 @@
 // tables (text and CSV).
 #pragma once
 
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include <pipescope/analysis/run_stats.h>
 #include <pipescope/sim/simulator.h>
 
 namespace pipescope::cli {
 
+// The figures of --summary-json that a simulated and a measured run share, with one meaning
+// (architecture.md, "Metrics"): a script reads both the same way. Absent figures are null.
+struct SummaryRank {
+    int rank = 0;
+    std::optional<double> busy_ms, bubble_ms, bubble_ratio, comm_wait_ms;
+    std::optional<std::int64_t> peak_memory_bytes;
+    std::optional<double> peak_activation_microbatches;  // simulated runs only
+};
+
+struct SummaryFigures {
+    std::string name, backend;
+    const schedule::Config* config = nullptr;
+    int pipeline = 0, microbatches = 0;
+    std::optional<double> iteration_time_ms, model_flops, mfu, tokens_per_s, bubble_ratio;
+    std::optional<double> busy_imbalance, memory_imbalance;
+    std::optional<std::int64_t> max_peak_memory_bytes, memory_capacity_bytes;
+    std::vector<SummaryRank> ranks;
+};
+
+// `name` to `ranks`, in the documented order.
+nlohmann::ordered_json summaryFiguresJson(const SummaryFigures& f);
+
 std::string summaryJson(const sim::SimResult& r, const std::string& trace_path);
+
+// A measured run's figures, from the analysis of its finished trace.
+SummaryFigures measuredFigures(const analysis::RunStats& s, const schedule::Config& config,
+                               const schedule::Schedule& schedule, const std::string& backend);
 void printSummary(std::ostream& os, const sim::SimResult& r);
 
 // One row of a sweep or comparison: the point's label values and its result (or its error).

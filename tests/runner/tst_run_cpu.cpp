@@ -43,7 +43,8 @@ class TestRunCpu : public QObject {
         const QString db = path("run.db");
         const ProcessResult r =
             runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
-                             "--iterations", "3", "--progress", "jsonl"});
+                             "--iterations", "3", "--progress", "jsonl", "--summary-json",
+                             path("summary.json")});
         QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
         QString error;
         const auto ev = events(r.out, &error);
@@ -91,6 +92,32 @@ class TestRunCpu : public QObject {
         QVERIFY(seconds > 0);
         QCOMPARE(stats.value("mfu").toDouble(-1),
                  predicted.value("model_flops").toDouble() / (2 * seconds * peak));
+
+        // The summary has the simulator's figures under the same keys, from the trace.
+        QFile file(path("summary.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject summary = parseObject(file.readAll(), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        for (const QString& key : predicted.keys()) {
+            QVERIFY2(summary.contains(key) || key == "recorded_spread",
+                     qPrintable("missing " + key));
+        }
+        QCOMPARE(summary.value("backend").toString(), QString("cpu"));
+        QCOMPARE(summary.value("mfu").toDouble(-1), stats.value("mfu").toDouble());
+        QCOMPARE(summary.value("iteration_time_ms").toDouble(),
+                 stats.value("iteration_time_ms").toDouble());
+        QCOMPARE(summary.value("bubble_ratio").toDouble(), stats.value("bubble_ratio").toDouble());
+        const QJsonArray ranks = summary.value("ranks").toArray();
+        QCOMPARE(ranks.size(), 2);
+        for (const QString& key : predicted.value("ranks").toArray().first().toObject().keys()) {
+            QVERIFY2(
+                ranks.first().toObject().contains(key) || key == "peak_activation_microbatches",
+                qPrintable("missing ranks[]." + key));
+        }
+        QCOMPARE(ranks[1].toObject().value("busy_ms").toDouble(),
+                 stats.value("ranks").toArray()[1].toObject().value("busy_ms").toDouble());
+        QCOMPARE(summary.value("status").toString(), QString("complete"));
+        QCOMPARE(summary.value("losses").toArray().size(), 3);
     }
 
     void otherDtypeRunsAsFp32() {
