@@ -144,8 +144,8 @@ bool Generator::setup(std::string* error) {
             R.limit = p_ + extra_;
         } else if (kind_ == ScheduleKind::VHalf) {
             // Chunk activations in flight: p units would be half of 1F1B's p full-stage
-            // micro-batches. The greedy order needs slack to keep the V flowing: 2 + p/4 more
-            // units (fewer leave 10-25% bubbles at p = 4..8), one more per vocabulary barrier.
+            // micro-batches. Two more let the look-ahead window absorb ops whose ideal times
+            // collide on a rank; one more per vocabulary barrier (extra_).
             R.limit = p_ + 2 + extra_;
         }
     }
