@@ -54,4 +54,44 @@ std::vector<BaseOp> interleavedOrder(int ranks, int rank, int microbatches, int 
     return out;
 }
 
+std::vector<BaseOp> vHalfOrder(const VHalfTimetable& t, int rank, int microbatches) {
+    struct Item {
+        double time;
+        int along;  // place on the micro-batch's path: F of position q is q, B is 2 * positions - 1
+                    // - q
+        BaseOp op;
+    };
+    const int positions = static_cast<int>(t.position_rank.size());
+    std::vector<Item> items;
+    for (int q = 0; q < positions; ++q) {
+        if (t.position_rank[static_cast<std::size_t>(q)] != rank) {
+            continue;
+        }
+        const int chunk = q < positions / 2 ? 0 : 1;
+        for (int i = 0; i < microbatches; ++i) {
+            const double base = i * t.period;
+            items.push_back(
+                {base + t.f_offset[static_cast<std::size_t>(q)], q, {OpKind::F, i, chunk}});
+            items.push_back({base + t.b_offset[static_cast<std::size_t>(q)],
+                             2 * positions - 1 - q,
+                             {OpKind::B, i, chunk}});
+        }
+    }
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+        if (a.time != b.time) {
+            return a.time < b.time;
+        }
+        if (a.op.microbatch != b.op.microbatch) {
+            return a.op.microbatch < b.op.microbatch;
+        }
+        return a.along < b.along;
+    });
+    std::vector<BaseOp> out;
+    out.reserve(items.size());
+    for (const Item& it : items) {
+        out.push_back(it.op);
+    }
+    return out;
+}
+
 }  // namespace pipescope::schedule::detail

@@ -1,3 +1,4 @@
+#include <array>
 #include <memory>
 
 #include <pipescope/schedule/exec_graph.h>
@@ -86,17 +87,36 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
     }
     const int extra =
         vocabExtraWarmup(config.parallel.vocab, config.parallel.pipeline) + options.extra_warmup;
-    // V-Half is scheduled greedily under an activation limit; if a V needs more room than the
-    // rule gives (tiny m or uneven costs), allow one more unit at a time.
-    const int attempts =
-        config.parallel.schedule == ScheduleKind::VHalf ? 2 * config.parallel.pipeline + 1 : 1;
     std::string error;
-    for (int k = 0; k < attempts; ++k) {
-        detail::Generator gen(config, placement, *costs, extra + k, options.record_timing);
-        if (gen.run(&error)) {
+    if (config.parallel.schedule != ScheduleKind::VHalf) {
+        detail::Generator gen(config, placement, *costs, extra, options.record_timing);
+        if (!gen.run(&error)) {
+            out.error = error;
+            return out;
+        }
+        Schedule s;
+        gen.result(&s, options.record_timing ? &out.start : nullptr,
+                   options.record_timing ? &out.end : nullptr);
+        out.schedule = std::move(s);
+        return out;
+    }
+    // V-Half: the timetable's order with a few look-ahead windows; the shortest iteration wins
+    // (on a tie, the smaller window). All of them hold the same activation limit. If none
+    // completes within it (tiny m or very uneven costs), allow one more unit at a time.
+    constexpr std::array<int, 6> kWindows = {1, 2, 4, 6, 8, 12};
+    for (int k = 0; k <= 2 * config.parallel.pipeline; ++k) {
+        std::unique_ptr<detail::Generator> best;
+        for (int window : kWindows) {
+            auto gen = std::make_unique<detail::Generator>(config, placement, *costs, extra + k,
+                                                           options.record_timing, window);
+            if (gen->run(&error) && (!best || gen->makespan() < best->makespan())) {
+                best = std::move(gen);
+            }
+        }
+        if (best) {
             Schedule s;
-            gen.result(&s, options.record_timing ? &out.start : nullptr,
-                       options.record_timing ? &out.end : nullptr);
+            best->result(&s, options.record_timing ? &out.start : nullptr,
+                         options.record_timing ? &out.end : nullptr);
             out.schedule = std::move(s);
             return out;
         }

@@ -71,7 +71,7 @@ void RankHeap::set(int rank, double time) {
 }
 
 Generator::Generator(const Config& config, const Placement& placement, const CostModel& costs,
-                     int extra, bool record_timing)
+                     int extra, bool record_timing, int window)
     : config_(config),
       pl_(placement),
       costs_(costs),
@@ -87,11 +87,8 @@ Generator::Generator(const Config& config, const Placement& placement, const Cos
              config.parallel.schedule == ScheduleKind::VHalf),
       extra_(extra),
       record_timing_(record_timing),
-      hold_(config.parallel.vocab == VocabMethod::Vocab1),
-      chunk1_reserve_(2 +
-                      (config.parallel.vocab == VocabMethod::Interlaced
-                           ? 0
-                           : vocabExtraWarmup(config.parallel.vocab, config.parallel.pipeline))) {
+      window_(window),
+      hold_(config.parallel.vocab == VocabMethod::Vocab1) {
     const auto cells = static_cast<std::size_t>(positions_ * m_);
     f_end_.assign(cells, kInf);
     b_end_.assign(cells, kInf);
@@ -118,6 +115,8 @@ bool Generator::setup(std::string* error) {
     const auto chunks = static_cast<std::size_t>(pl_.chunks);
     const std::array<std::size_t, kStreamCount> reserve = {
         mbs * (chunks * 5 + 6) + 8, mbs * chunks * 2 + 8, (mbs + 1) * kCollectiveCount + 8};
+    const VHalfTimetable timetable =
+        kind_ == ScheduleKind::VHalf ? vHalfTimetable() : VHalfTimetable{};
     for (int r = 0; r < p_; ++r) {
         RankState& R = ranks_[static_cast<std::size_t>(r)];
         for (int q = 0; q < kStreamCount; ++q) {
@@ -135,7 +134,9 @@ bool Generator::setup(std::string* error) {
                 R.base = interleavedOrder(p_, r, m_, pl_.chunks, extra_);
                 break;
             case ScheduleKind::VHalf:
-                break;  // greedy
+                R.base = vHalfOrder(timetable, r, m_);
+                R.base_done.assign(R.base.size(), false);
+                break;
         }
         if (kind_ == ScheduleKind::ZBH1) {
             // ZB-H1 keeps 1F1B's peak, which is stage 0's p micro-batches: later stages may hold
@@ -143,9 +144,9 @@ bool Generator::setup(std::string* error) {
             R.limit = p_ + extra_;
         } else if (kind_ == ScheduleKind::VHalf) {
             // Chunk activations in flight: p units would be half of 1F1B's p full-stage
-            // micro-batches. The greedy order needs slack to keep the V flowing: 2 + p/4 more
-            // units (fewer leave 10-25% bubbles at p = 4..8), one more per vocabulary barrier.
-            R.limit = p_ + 2 + (p_ + 3) / 4 + extra_;
+            // micro-batches. Two more let the look-ahead window absorb ops whose ideal times
+            // collide on a rank; one more per vocabulary barrier (extra_).
+            R.limit = p_ + 2 + extra_;
         }
     }
     if (interlaced_) {
@@ -156,6 +157,93 @@ bool Generator::setup(std::string* error) {
     (void)error;
     markAllDirty();
     return true;
+}
+
+// V-Half's ideal timetable (base_orders.h) from the cost model: each position's F starts when
+// the previous position's F and its send have ended, the last position's B after its F (and,
+// with a vocabulary method, after the vocabulary work its B waits for), each earlier position's
+// B when the next one's B and its send have ended. The period is the busiest rank's compute per
+// micro-batch.
+VHalfTimetable Generator::vHalfTimetable() const {
+    VHalfTimetable t;
+    t.position_rank = pl_.position_rank;
+    const auto n = static_cast<std::size_t>(positions_);
+    t.f_offset.assign(n, 0.0);
+    t.b_offset.assign(n, 0.0);
+    auto cost = [&](OpKind kind, int q) {
+        const int r = pl_.position_rank[static_cast<std::size_t>(q)];
+        return costs_.compute(r, makeOp(kind, 0, pl_.position_chunk[static_cast<std::size_t>(q)]));
+    };
+    auto sendCost = [&](OpKind kind, int from, int to) {
+        const int a = pl_.position_rank[static_cast<std::size_t>(from)];
+        const int b = pl_.position_rank[static_cast<std::size_t>(to)];
+        if (a == b) {
+            return 0.0;
+        }
+        Op sd = makeOp(kind, 0, pl_.position_chunk[static_cast<std::size_t>(from)]);
+        sd.peer = b;
+        sd.bytes = commBytes(config_, sd);
+        return costs_.send(a, sd);
+    };
+    double longest = 0;  // the longest transformer op: how long a rank may take to reach a boundary
+    std::vector<double> busy(static_cast<std::size_t>(p_), 0.0);
+    for (int q = 0; q < positions_; ++q) {
+        const double f = cost(OpKind::F, q), b = cost(OpKind::B, q), w = cost(OpKind::W, q);
+        longest = std::max({longest, f, b, w});
+        busy[static_cast<std::size_t>(pl_.position_rank[static_cast<std::size_t>(q)])] += f + b + w;
+    }
+    const int last_rank = pl_.position_rank[static_cast<std::size_t>(last_)];
+    double s = 0, tc = 0, l = 0;
+    if (sharded_) {
+        for (int r = 0; r < p_; ++r) {
+            const double pass = costs_.compute(r, makeOp(OpKind::S, 0, 0));
+            const double back = costs_.compute(r, makeOp(OpKind::T, 0, 0));
+            s = std::max(s, pass);
+            tc = std::max(tc, back);
+            busy[static_cast<std::size_t>(r)] += pass + back +
+                                                 costs_.compute(r, makeOp(OpKind::IF, 0, 0)) +
+                                                 costs_.compute(r, makeOp(OpKind::IB, 0, 0));
+        }
+        l = costs_.compute(last_rank, makeOp(OpKind::L, 0, 0));
+        busy[static_cast<std::size_t>(last_rank)] += l;
+    }
+    t.period = *std::max_element(busy.begin(), busy.end());
+    if (t.period <= 0) {
+        t.period = 1;
+    }
+    for (int q = 1; q < positions_; ++q) {
+        t.f_offset[static_cast<std::size_t>(q)] = t.f_offset[static_cast<std::size_t>(q - 1)] +
+                                                  cost(OpKind::F, q - 1) +
+                                                  sendCost(OpKind::SendF, q - 1, q);
+    }
+    // What the last position's B(i) waits for besides its F(i).
+    double gap = 0;
+    if (sharded_) {
+        const double bcast = costs_.collective(makeCollective(Collective::OutputBcast, 0));
+        const double c1 = costs_.collective(makeCollective(Collective::OutputAllReduce, 0));
+        const double c2 = costs_.collective(makeCollective(Collective::OutputGradAllReduce, 0));
+        switch (method_) {
+            case VocabMethod::Vocab2:
+                // every rank's S(i) at its next boundary, barrier C, L(i)
+                gap = bcast + longest + s + c1 + l;
+                break;
+            case VocabMethod::Vocab1:
+                // T(i) waits for the broadcast of X(i + 1), a period later; then barrier C2
+                gap = t.period + bcast + longest + tc + c2;
+                break;
+            default:  // interlaced: the whole output-layer block, joined at a boundary
+                gap = bcast + longest + s + c1 + l + tc + c2;
+                break;
+        }
+    }
+    t.b_offset[static_cast<std::size_t>(last_)] =
+        t.f_offset[static_cast<std::size_t>(last_)] + cost(OpKind::F, last_) + gap;
+    for (int q = last_ - 1; q >= 0; --q) {
+        t.b_offset[static_cast<std::size_t>(q)] = t.b_offset[static_cast<std::size_t>(q + 1)] +
+                                                  cost(OpKind::B, q + 1) +
+                                                  sendCost(OpKind::SendB, q + 1, q);
+    }
+    return t;
 }
 
 // ---- state helpers ------------------------------------------------------------------------------
@@ -349,12 +437,7 @@ std::vector<Op> Generator::syncBlockOps(const SyncBlock& b, int rank) const {
 
 bool Generator::rankDone(int rank) const {
     const RankState& R = ranks_[static_cast<std::size_t>(rank)];
-    const bool base_done = kind_ == ScheduleKind::VHalf
-                               ? std::all_of(R.next_f.begin(), R.next_f.begin() + pl_.chunks,
-                                             [&](int n) { return n >= m_; }) &&
-                                     std::all_of(R.next_b.begin(), R.next_b.begin() + pl_.chunks,
-                                                 [&](int n) { return n >= m_; })
-                               : R.base_next >= R.base.size();
+    const bool base_done = R.base_next >= R.base.size();
     if (!base_done || !R.w_pending.empty() || R.blocked_on >= 0) {
         return false;
     }
@@ -457,6 +540,7 @@ bool Generator::run(std::string* error) {
         opt.kind = OpKind::Opt;
         const double start = std::max({R.compute_free, R.p2p_free, R.coll_free});
         emit(r, opt, start, start + costs_.compute(r, opt));
+        makespan_ = std::max(makespan_, start + costs_.compute(r, opt));
     }
     return true;
 }

@@ -51,15 +51,17 @@ class RankHeap {
 class Generator {
   public:
     // `extra` adds warm-up forwards (1F1B family) or activation units (V-Half).
+    // `window` (V-Half): how many ops of its order a rank looks at (below).
     Generator(const Config& config, const Placement& placement, const CostModel& costs, int extra,
-              bool record_timing);
+              bool record_timing, int window = 1);
     // False with *error set when the schedule cannot be completed (a stall).
     bool run(std::string* error);
+    double makespan() const { return makespan_; }
     void result(Schedule* schedule, std::vector<std::vector<double>>* start,
                 std::vector<std::vector<double>>* end);
 
   private:
-    enum class Choice { Due, Base, Greedy, Filler, Sync };
+    enum class Choice { Due, Base, Filler, Sync };
     enum class SyncType { Input = 0, Output = 1, Grad = 2 };
 
     struct Decision {
@@ -67,6 +69,7 @@ class Generator {
         Op op_;
         Choice choice = Choice::Due;
         int priority = 1 << 30;
+        int slot = -1;  // V-Half: index of the base op in the rank's order
         const Op& op() const;
     };
     struct Emitted {  // 48 bytes: the generator writes one per op, so size is time
@@ -78,9 +81,9 @@ class Generator {
         double compute_free = 0, p2p_free = 0, coll_free = 0;
         std::vector<BaseOp> base;
         std::size_t base_next = 0;
-        std::array<int, 2> next_f{0, 0}, next_b{0, 0};  // V-Half, per chunk
-        std::deque<std::pair<int, int>> w_pending;      // (micro-batch, chunk) after B
-        int units = 0;                                  // activations held until W
+        std::vector<bool> base_done;                // V-Half: ops of the order already run
+        std::deque<std::pair<int, int>> w_pending;  // (micro-batch, chunk) after B
+        int units = 0;                              // activations held until W
         int limit = 1 << 30;
         int next_if = 0, next_ib = 0, next_s = 0, next_t = 0, next_l = 0;
         int sync_block = 0, sync_step = 0;
@@ -112,6 +115,7 @@ class Generator {
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
 
     bool setup(std::string* error);
+    VHalfTimetable vHalfTimetable() const;
     std::size_t cell(int pos, int mb) const;
     Instance& instance(Collective c, int mb);
     double collectiveEnd(Collective c, int mb);
@@ -152,8 +156,9 @@ class Generator {
     bool sharded_, interlaced_, split_;
     int extra_;
     bool record_timing_;
-    bool hold_;           // ranks may wait for an imminent barrier (interlaced, vocab-1)
-    int chunk1_reserve_;  // V-Half: units a new micro-batch needs (itself, its chunk 1, barriers)
+    int window_;
+    double makespan_ = 0;
+    bool hold_;  // ranks may wait for an imminent barrier (interlaced, vocab-1)
 
     std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]
     std::vector<double> s_end_;                                   // [rank][micro-batch]

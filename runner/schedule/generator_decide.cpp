@@ -91,12 +91,7 @@ Generator::Decision Generator::decide(int rank) {
     }
     // Memory: a rank at its activation limit must run a weight-gradient pass first.
     const bool at_limit = split_ && R.units >= R.limit;
-    // V-Half: a new micro-batch waits for memory (admission control, below); a pending W is
-    // what frees it.
-    const bool admission_blocked =
-        kind_ == ScheduleKind::VHalf && R.next_f[0] < m_ &&
-        R.units + (R.next_f[0] - R.next_f[1]) + chunk1_reserve_ > R.limit;
-    if ((at_limit || admission_blocked) && !R.w_pending.empty()) {
+    if (at_limit && !R.w_pending.empty()) {
         const auto [mb, chunk] = R.w_pending.front();
         consider(best, t0, makeOp(OpKind::W, mb, chunk), Choice::Filler, 6);
     }
@@ -104,28 +99,26 @@ Generator::Decision Generator::decide(int rank) {
     // The base schedule's next transformer op.
     Decision base;
     if (kind_ == ScheduleKind::VHalf) {
-        for (int c = pl_.chunks - 1; c >= 0; --c) {
-            if (R.next_b[static_cast<std::size_t>(c)] < m_) {
-                const Op op = makeOp(OpKind::B, R.next_b[static_cast<std::size_t>(c)], c);
-                consider(base, at(ready(rank, op)), op, Choice::Greedy, 10 + (1 - c));
-            }
-        }
-        for (int c = pl_.chunks - 1; c >= 0; --c) {
-            // Admission control: a forward of chunk 0 starts a new micro-batch, which will need a
-            // unit for its chunk-1 forward on this rank too. Admit it only when every admitted
-            // micro-batch can still get that unit (and one more per vocabulary barrier, since
-            // the last position's B(i) then waits for later micro-batches' chunk-1 forwards):
-            // a V filled with chunk-0 activations would otherwise stall.
-            const int awaiting_chunk1 =
-                R.next_f[0] - R.next_f[1];  // admitted here, chunk-1 forward not yet run
-            const bool room =
-                c == 1 ? R.units < R.limit : R.units + awaiting_chunk1 + chunk1_reserve_ <= R.limit;
-            if (!room) {
+        // The timetable's order, but a rank whose next op waits may run one of the following
+        // ops of its order that can start earlier.
+        int seen = 0;
+        for (std::size_t j = R.base_next; j < R.base.size() && seen < window_; ++j) {
+            if (R.base_done[j]) {
                 continue;
             }
-            if (R.next_f[static_cast<std::size_t>(c)] < m_) {
-                const Op op = makeOp(OpKind::F, R.next_f[static_cast<std::size_t>(c)], c);
-                consider(base, at(ready(rank, op)), op, Choice::Greedy, 20 + (1 - c));
+            ++seen;
+            const BaseOp& b = R.base[j];
+            const Op op = makeOp(b.kind, b.microbatch, b.chunk);
+            if (at_limit && op.kind == OpKind::F) {
+                continue;
+            }
+            const double t = at(ready(rank, op));
+            if (t < base.time) {
+                base.time = t;
+                base.op_ = op;
+                base.choice = Choice::Base;
+                base.priority = 10;
+                base.slot = static_cast<int>(j);
             }
         }
     } else if (R.base_next < R.base.size()) {
@@ -240,14 +233,7 @@ double Generator::ifTrigger(int mb) const {
 
 bool Generator::hasWorkLeft(int rank) const {
     const RankState& R = ranks_[static_cast<std::size_t>(rank)];
-    if (kind_ == ScheduleKind::VHalf) {
-        for (int c = 0; c < pl_.chunks; ++c) {
-            if (R.next_f[static_cast<std::size_t>(c)] < m_ ||
-                R.next_b[static_cast<std::size_t>(c)] < m_) {
-                return true;
-            }
-        }
-    } else if (R.base_next < R.base.size()) {
+    if (R.base_next < R.base.size()) {
         return true;
     }
     if (interlaced_) {

@@ -52,7 +52,8 @@ void Generator::execute(int rank, const Decision& d) {
             break;
         case OpKind::W:
             R.units -= 1;
-            R.w_pending.pop_front();
+            R.w_pending.erase(std::find(R.w_pending.begin(), R.w_pending.end(),
+                                        std::pair<int, int>(mb, op.chunk)));
             break;
         case OpKind::IF:
             R.next_if += 1;
@@ -89,11 +90,13 @@ void Generator::execute(int rank, const Decision& d) {
         default:
             break;
     }
-    if (d.choice == Choice::Base) {
+    if (d.choice == Choice::Base && d.slot >= 0) {
+        R.base_done[static_cast<std::size_t>(d.slot)] = true;
+        while (R.base_next < R.base.size() && R.base_done[R.base_next]) {
+            R.base_next += 1;
+        }
+    } else if (d.choice == Choice::Base) {
         R.base_next += 1;
-    } else if (d.choice == Choice::Greedy) {
-        auto& next = op.kind == OpKind::F ? R.next_f : R.next_b;
-        next[static_cast<std::size_t>(op.chunk)] += 1;
     } else if (d.choice == Choice::Sync) {
         advanceSync(rank);
     }

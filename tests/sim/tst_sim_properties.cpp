@@ -69,6 +69,9 @@ class TstSimProperties : public QObject {
     void vocabParallelismBalancesCompute();
     void vocabParallelismKeepsTheBubble_data();
     void vocabParallelismKeepsTheBubble();
+    void vHalfVocabKeepsTheBubble_data();
+    void vHalfVocabKeepsTheBubble();
+    void vHalfBubbleNoWorseThanZbH1();
     void vocab1BarrierDoesNotWaitForLongOps();
     void interlacedBlocksDoNotStall();
     void zeroBubbleShrinksTheBubble();
@@ -140,9 +143,10 @@ void TstSimProperties::microbatchesInFlight() {
 void TstSimProperties::vHalfHalvesAndBalancesActivations_data() {
     QTest::addColumn<QString>("vocab");
     QTest::addColumn<int>("p");
-    for (int p : {4, 8}) {
-        QTest::addRow("naive p=%d", p) << "naive" << p;
-        QTest::addRow("vocab-2 p=%d", p) << "vocab-2" << p;
+    for (int p : {2, 4, 8}) {
+        for (const char* v : {"naive", "vocab-1", "vocab-2"}) {
+            QTest::addRow("%s p=%d", v, p) << v << p;
+        }
     }
 }
 
@@ -155,14 +159,18 @@ void TstSimProperties::vHalfHalvesAndBalancesActivations() {
         lo = std::min(lo, rank.peak_activation_microbatches);
         hi = std::max(hi, rank.peak_activation_microbatches);
     }
-    // Well below 1F1B's p on stage 0 (the limit is p + 2 + p/4 chunk units, one more per
-    // vocabulary barrier: about 0.6p micro-batches), and about the same on every rank: within one
-    // micro-batch, plus what a micro-batch between B and W holds less (W's inputs and gradients
-    // are 0.94 of its activations here).
-    const int limit_units = p + 2 + (p + 3) / 4 + (vocab == "vocab-2" ? 1 : 0);
-    QVERIFY2(hi <= limit_units / 2.0 + 1e-9 && hi < p,
+    // Half of 1F1B's p on stage 0 plus one micro-batch (the limit is p + 2 chunk units, one more
+    // per vocabulary barrier), and the same on every rank: every rank runs at its limit in the
+    // steady state (a rank's micro-batches between B and W hold a little less, 0.94 of their
+    // activations here).
+    const int extra = vocab == "vocab-1" ? 2 : vocab == "vocab-2" ? 1 : 0;
+    const int limit_units = p + 2 + extra;
+    QVERIFY2(hi <= limit_units / 2.0 + 1e-9,
              qPrintable(QString("%1 micro-batches for p = %2").arg(hi).arg(p)));
-    QVERIFY2(hi - lo <= 1.1,
+    // ... which from p = 4 on is below what 1F1B holds on stage 0 with the same method, p + e.
+    QVERIFY2(p < 4 || hi < p + extra,
+             qPrintable(QString("%1 micro-batches for p = %2").arg(hi).arg(p)));
+    QVERIFY2(hi - lo <= 0.1,
              qPrintable(QString("activations from %1 to %2 micro-batches").arg(lo).arg(hi)));
     if (vocab == "vocab-2") {
         // With the vocabulary sharded, memory as a whole is balanced too.
@@ -220,6 +228,53 @@ void TstSimProperties::vocabParallelismKeepsTheBubble() {
                                 .arg(rank.rank)
                                 .arg(rank.bubble_s * 1e3)
                                 .arg(base_idle * 1e3)));
+    }
+}
+
+void TstSimProperties::vHalfVocabKeepsTheBubble_data() {
+    QTest::addColumn<QString>("vocab");
+    QTest::addColumn<int>("p");
+    QTest::addColumn<int>("m");
+    for (auto [p, m] : {std::pair{2, 4}, std::pair{2, 16}, std::pair{4, 8}, std::pair{4, 16},
+                        std::pair{4, 64}, std::pair{8, 16}, std::pair{8, 32}}) {
+        for (const char* v : {"vocab-1", "vocab-2"}) {
+            QTest::addRow("%s p=%d m=%d", v, p, m) << v << p << m;
+        }
+    }
+}
+
+void TstSimProperties::vHalfVocabKeepsTheBubble() {
+    QFETCH(QString, vocab);
+    QFETCH(int, p);
+    QFETCH(int, m);
+    // With free communication the barriers cost nothing: vocabulary parallelism on V-Half must
+    // keep naive V-Half's idle time (up to half a stage forward, 0.5 ms, for where the passes
+    // land). The former greedy V-Half idled 1.5 to 2 times as long under vocab-1 and vocab-2.
+    const auto naive = run(uniform(p, m, "v-half", "naive"));
+    const auto r = run(uniform(p, m, "v-half", vocab.toStdString()));
+    for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+        QVERIFY2(r.ranks[k].bubble_s <= naive.ranks[k].bubble_s + 0.5e-3,
+                 qPrintable(QString("rank %1 idle %2 ms, naive v-half %3 ms")
+                                .arg(k)
+                                .arg(r.ranks[k].bubble_s * 1e3)
+                                .arg(naive.ranks[k].bubble_s * 1e3)));
+    }
+}
+
+void TstSimProperties::vHalfBubbleNoWorseThanZbH1() {
+    // V-Half holds about half of ZB-H1's activations; at p <= 4 its idle time is also no more
+    // than ZB-H1's (at p = 8 it is about 1.2 to 2 times ZB-H1's, docs/schedules.md).
+    for (int p : {2, 4}) {
+        for (int m : {2 * p, 8 * p}) {
+            const auto vh = run(uniform(p, m, "v-half", "naive"));
+            const auto zb = run(uniform(p, m, "zb-h1", "naive"));
+            QVERIFY2(vh.ranks[0].bubble_s <= zb.ranks[0].bubble_s * 1.001,
+                     qPrintable(QString("p=%1 m=%2: v-half idle %3 ms, zb-h1 %4 ms")
+                                    .arg(p)
+                                    .arg(m)
+                                    .arg(vh.ranks[0].bubble_s * 1e3)
+                                    .arg(zb.ranks[0].bubble_s * 1e3)));
+        }
     }
 }
 
