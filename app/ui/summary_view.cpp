@@ -94,6 +94,27 @@ QString twoLines(const QString& text, const QString& separator) {
 
 }  // namespace
 
+QString unfinishedNote(const analysis::RunStats& s) {
+    if (s.run.status == trace::RunStatus::Complete) {
+        return {};
+    }
+    QString note = QObject::tr("The run did not finish (%1")
+                       .arg(QString::fromStdString(std::string(trace::toString(s.run.status))));
+    if (!s.run.message.empty()) {
+        QString message = QString::fromStdString(s.run.message).simplified();
+        if (message.size() > 100) {
+            message = message.left(99) + QStringLiteral("…");
+        }
+        note += QStringLiteral(": ") + message;
+    }
+    note += QStringLiteral(")");
+    if (s.cut_short_iteration) {
+        note += QObject::tr("; iteration %1 was cut short and is not averaged")
+                    .arg(*s.cut_short_iteration);
+    }
+    return note;
+}
+
 void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     plot->clearPlottables();
     plot->clearItems();
@@ -115,8 +136,15 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     plot->plotLayout()->addElement(
         0, 0, new QCPTextElement(plot, heading, QFont(plot->font().family(), 10, QFont::Bold)));
     plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, long_name ? 68 : 48);
+    int row = 1;
+    if (const QString note = unfinishedNote(s); !note.isEmpty()) {
+        auto* text = new QCPTextElement(plot, note, QFont(plot->font().family(), 9));
+        text->setTextColor(QColor(0xc6, 0x28, 0x28));
+        text->setMargins(QMargins(0, 0, 0, 2));
+        plot->plotLayout()->addElement(row++, 0, text);
+    }
     auto* sub = new QCPLayoutGrid;
-    plot->plotLayout()->addElement(1, 0, sub);
+    plot->plotLayout()->addElement(row, 0, sub);
 
     // Per rank: busy stacked with bubble (ms), and peak memory (GiB, or MiB for a small run).
     // Each chart's title sits above it rather than along its value axis: in the app the charts

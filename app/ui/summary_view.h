@@ -21,6 +21,9 @@ class OpKindModel;
 void fillSummaryPlot(QCustomPlot* plot, const RunData& run);
 // One line of the run's headline figures.
 QString headline(const RunData& run);
+// For a run that did not finish (killed, failed, cancelled): its status, its message and the
+// iteration it stopped in, to show under the headline; empty for a complete run.
+QString unfinishedNote(const analysis::RunStats& stats);
 
 class SummaryView : public QWidget {
     Q_OBJECT

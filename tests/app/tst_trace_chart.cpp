@@ -38,6 +38,7 @@ class TstTraceChart : public QObject {
     void peakLabelFitsShortCharts();
     void summaryTitleSetsLongNamesApart_data();
     void summaryTitleSetsLongNamesApart();
+    void summarySaysARunDidNotFinish();
     void chartTitleFitsItsWidth_data();
     void chartTitleFitsItsWidth();
     void labelFontFitsTheBand_data();
@@ -525,6 +526,54 @@ void TstTraceChart::peakLabelFitsShortCharts() {
 
 // The summary chart's title: a short name leads the figures on their first line; a long one (a
 // trace file's) has a line of its own, shortened in the middle past 96 characters.
+void TstTraceChart::summarySaysARunDidNotFinish() {
+    // A run killed inside its second iteration: 6 ops per rank in iteration 0, 2 in iteration 1.
+    const std::string db = dir_.filePath("killed.db").toStdString();
+    {
+        trace::TraceWriter w;
+        trace::RunInfo info;
+        info.name = "killed";
+        info.backend = "cpu";
+        info.ranks = 2;
+        info.iterations = 5;
+        QVERIFY(w.create(db, info).ok());
+        for (int r = 0; r < 2; ++r) {
+            w.addRank({r, std::to_string(r), "cpu", "", 0, 0});
+            for (int i = 0; i < 8; ++i) {
+                trace::OpRecord op;
+                op.rank = r;
+                op.iteration = i < 6 ? 0 : 1;
+                op.kind = trace::OpKind::F;
+                op.microbatch = i % 6;
+                op.op_index = i;
+                op.source = trace::Source::Host;
+                op.start_ns = i * 1'000'000;
+                op.end_ns = op.start_ns + 900'000;
+                w.addOp(op);
+            }
+        }
+        QVERIFY(w.flush().ok());  // never finished: the file says "running"
+    }
+    std::string error;
+    const auto killed = app::TraceRunData::open(db, &error);
+    QVERIFY2(killed, error.c_str());
+    const auto notes = [](const app::RunData& run) {
+        QCustomPlot plot;
+        app::fillSummaryPlot(&plot, run);
+        QStringList out;
+        for (QCPLayoutElement* e : plot.plotLayout()->elements(false)) {
+            if (auto* text = qobject_cast<QCPTextElement*>(e);
+                text && text->text().contains(QLatin1String("did not finish"))) {
+                out << text->text();
+            }
+        }
+        return out;
+    };
+    QCOMPARE(notes(*killed), QStringList{"The run did not finish (running); iteration 1 was cut "
+                                         "short and is not averaged"});
+    QVERIFY(notes(*run_).isEmpty());
+}
+
 void TstTraceChart::summaryTitleSetsLongNamesApart_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QString>("first_line");
