@@ -64,6 +64,8 @@ void CpuRankBackend::basisCombine(const float* a, const float* g, const float* r
 
 double CpuRankBackend::meanLoss(const float* global_max, const float* global_sum,
                                 const float* target_logit, std::int64_t rows) {
+    const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
+                               rows * static_cast<std::int64_t>(sizeof(float)));
     std::vector<float> loss(static_cast<std::size_t>(rows));
     k::crossEntropyLossFromStats(global_max, global_sum, target_logit, loss.data(), rows);
     double total = 0;

@@ -118,6 +118,11 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
     r.d_fc1 = zeros<T>(rows * f);
     k::linearBackwardInput(dy, fc2_w_.value.data(), r.d_fc1.data(), rows, f, h);
     k::geluBackward(r.d_fc1.data(), r.fc1.data(), r.d_fc1.data(), rows * f);
+    // Scratch of this call (d_ln, d_attn, the attention backward's workspace), counted as the
+    // CUDA backend counts its own: workspace, for as long as the call runs.
+    const auto scratch_elements = 2 * rows * h + k::attentionBackwardWorkspace(s);
+    const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
+                               static_cast<std::int64_t>(scratch_elements * sizeof(T)));
     std::vector<T> d_ln(static_cast<std::size_t>(rows * h));
     k::linearBackwardInput(r.d_fc1.data(), fc1_w_.value.data(), d_ln.data(), rows, h, f);
     // dh = dy + LN2'(d_ln); LN parameter gradients are held for W.

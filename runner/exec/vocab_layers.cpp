@@ -216,7 +216,10 @@ void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* ro
         std::fill(a, a + rows * h, T(0));
         return;
     }
-    // The local softmax P_d, then A_d = P_d · W_d (the input-gradient GEMM of the logits).
+    // The local softmax P_d, then A_d = P_d · W_d (the input-gradient GEMM of the logits). P_d is
+    // as large as the shard's logits: workspace while this call runs, as on the CUDA backend.
+    const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
+                               static_cast<std::int64_t>(rows * n * sizeof(T)));
     std::vector<T> p(static_cast<std::size_t>(rows * n));
     for (std::int64_t t = 0; t < rows; ++t) {
         const T* y = r.logits.data() + t * n;

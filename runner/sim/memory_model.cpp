@@ -46,6 +46,7 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
     const auto act_cat = static_cast<int>(MemoryCategory::Activations);
     const auto vocab_cat = static_cast<int>(MemoryCategory::Vocab);
     const auto comm_cat = static_cast<int>(MemoryCategory::CommBuffers);
+    const auto work_cat = static_cast<int>(MemoryCategory::Workspace);
     // What a split backward keeps from B to W: W's inputs and the gradients it turns into the
     // parameters' (model-math.md).
     const auto layer_held = schedule::layerWeightInputBytes(m) + schedule::layerHeldGradBytes(m);
@@ -114,6 +115,10 @@ std::vector<RankMemory> modelMemory(const schedule::Config& config, const schedu
                     lane.push_back({t.start, vocab_cat, shard_logits});
                     if (vocab2) {
                         lane.push_back({t.start, vocab_cat, hidden_fp32});
+                        // A_d = P_d · W_d needs the shard's softmax P_d, as large as its logits,
+                        // while S runs (the runners' workspace).
+                        lane.push_back({t.start, work_cat, shard_logits});
+                        lane.push_back({t.end, work_cat, -shard_logits});
                     }
                     break;
                 case OpKind::T:

@@ -118,6 +118,20 @@ class TestRunCpu : public QObject {
                  stats.value("ranks").toArray()[1].toObject().value("busy_ms").toDouble());
         QCOMPARE(summary.value("status").toString(), QString("complete"));
         QCOMPARE(summary.value("losses").toArray().size(), 3);
+
+        // The memory model's estimate stays within a few percent under what the run held,
+        // scratch buffers (workspace) included, on every rank.
+        const QJsonArray estimates = summary.value("memory_estimate_bytes").toArray();
+        QCOMPARE(estimates.size(), 2);
+        for (int rank = 0; rank < 2; ++rank) {
+            const double held = ranks[rank].toObject().value("peak_memory_bytes").toDouble();
+            const double estimate = estimates[rank].toDouble();
+            QVERIFY2(estimate <= held * 1.01 && estimate >= held * 0.94,
+                     qPrintable(QString("rank %1: estimate %2 bytes against %3 held")
+                                    .arg(rank)
+                                    .arg(estimate)
+                                    .arg(held)));
+        }
     }
 
     void otherDtypeRunsAsFp32() {

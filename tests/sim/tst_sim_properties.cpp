@@ -79,6 +79,7 @@ class TstSimProperties : public QObject {
     void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
     void memoryReturnsToItsStaticLevel();
+    void vocab2HoldsTheShardSoftmaxDuringS();
 };
 
 void TstSimProperties::bubbleFormula_data() {
@@ -445,6 +446,32 @@ void TstSimProperties::memoryReturnsToItsStaticLevel() {
                                     .arg(c)
                                     .arg(last[c])
                                     .arg(expected[c])));
+        }
+    }
+}
+
+void TstSimProperties::vocab2HoldsTheShardSoftmaxDuringS() {
+    // vocab-2's S forms A_d = P_d · W_d from the shard's softmax P_d, as large as the shard's
+    // logits, which the runners count as workspace while S runs; no other method has it.
+    for (const char* vocab : {"vocab-2", "vocab-1", "naive"}) {
+        const auto r = run(makeConfig(4, 8, "1f1b", vocab));
+        const std::int64_t shard_logits = static_cast<std::int64_t>(std::llround(
+            schedule::logitsBytes(r.config.model, schedule::paddedVocab(r.config) / 4)));
+        const std::int64_t expected = std::string(vocab) == "vocab-2" ? shard_logits : 0;
+        QVERIFY(shard_logits > 0);
+        for (int rank = 0; rank < 4; ++rank) {
+            std::int64_t top = 0;
+            for (const auto& l : r.memory[static_cast<std::size_t>(rank)].levels) {
+                if (l.category == trace::MemoryCategory::Workspace) {
+                    top = std::max(top, l.bytes);
+                }
+            }
+            QVERIFY2(top == expected, qPrintable(QString("%1, rank %2: workspace peaks at %3 "
+                                                         "bytes, expected %4")
+                                                     .arg(vocab)
+                                                     .arg(rank)
+                                                     .arg(top)
+                                                     .arg(expected)));
         }
     }
 }
