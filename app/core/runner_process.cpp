@@ -113,6 +113,14 @@ void BackendQuery::start() {
     process_->start(runner, {QStringLiteral("--list-devices"), QStringLiteral("--json")});
 }
 
+BackendQuery::~BackendQuery() {
+    if (process_->state() != QProcess::NotRunning) {
+        process_->disconnect(this);
+        process_->kill();
+        process_->waitForFinished(2000);
+    }
+}
+
 RunnerProcess::RunnerProcess(QObject* parent) : QObject(parent) {
     qRegisterMetaType<RunOutcome>();
     kill_timer_.setSingleShot(true);

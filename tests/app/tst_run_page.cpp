@@ -22,6 +22,7 @@
 #include <pipescope/app/runs_library.h>
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
@@ -84,6 +85,7 @@ class TstRunPage : public QObject {
     void libraryRenamesAndDeletesTogether();
     void mergesAMultiProcessRun();
     void newRunNamesAreReadableAndUnique();
+    void libraryTellsAStoppedRunFromARunningOne();
 
   private:
     app::RunPage* page() const { return window_->runPage(); }
@@ -439,6 +441,39 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
     QVERIFY2(
         QFileInfo(d).fileName().startsWith(QString(10, 'a') + '-' + QString(29, 'b') + "-cpu-"),
         qPrintable(d));
+}
+
+void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
+    // Two traces left "running": one by a process that is still there (this one), one by a
+    // process that has exited, as a killed runner's is.
+    QTemporaryDir dir;
+    QProcess gone;
+    gone.start(QStringLiteral("sleep"), {QStringLiteral("0.1")});
+    QVERIFY(gone.waitForStarted(10000));
+    const qint64 gone_pid = gone.processId();
+    QVERIFY(gone_pid > 0);
+    QVERIFY(gone.waitForFinished(10000));
+    const auto write = [&](const QString& name, qint64 pid) {
+        trace::TraceWriter w;
+        trace::RunInfo info;
+        info.name = name.toStdString();
+        info.backend = "cpu";
+        info.ranks = 1;
+        info.iterations = 3;
+        const std::string path = dir.filePath(name + ".db").toStdString();
+        if (!w.create(path, info).ok()) {
+            return false;
+        }
+        w.addRank({0, "0", "cpu", QSysInfo::machineHostName().toStdString(), 0, pid});
+        return w.flush().ok();
+    };
+    QVERIFY(write("alive", QCoreApplication::applicationPid()));
+    QVERIFY(write("killed", gone_pid));
+    const app::RunEntry alive = app::readRunEntry(dir.filePath("alive.db"));
+    QCOMPARE(alive.status, QString("running"));
+    const app::RunEntry killed = app::readRunEntry(dir.filePath("killed.db"));
+    QCOMPARE(killed.status, QString("stopped"));
+    QVERIFY2(killed.message.contains("pipescope-trace repair"), qPrintable(killed.message));
 }
 
 QTEST_MAIN(TstRunPage)

@@ -40,6 +40,7 @@ class BackendQuery : public QObject {
 
   public:
     explicit BackendQuery(QObject* parent = nullptr);
+    ~BackendQuery() override;  // stops a query still running (a window closed at once)
     void start();
 
   signals:
