@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,6 +28,8 @@
 namespace {
 
 using namespace pipescope;
+using cli::progressEvent;
+using cli::writeOutput;
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
@@ -41,27 +42,6 @@ std::string joinArgs(int argc, char** argv) {
         s += (i ? " " : "") + std::string(argv[i]);
     }
     return s;
-}
-
-void progressEvent(const cli::Options& o, const nlohmann::ordered_json& event) {
-    if (o.progress_jsonl) {
-        std::cout << event.dump() << "\n" << std::flush;
-    }
-}
-
-// Writes text to a file or to stdout for "-"; false (with a message) when the file fails.
-bool writeOutput(const std::string& path, const std::string& text) {
-    if (path == "-") {
-        std::cout << text << std::flush;
-        return true;
-    }
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f) {
-        std::cerr << "pipescope-run: cannot write " << path << "\n";
-        return false;
-    }
-    return true;
 }
 
 // Writes the trace of a simulated run; returns an exit code.

@@ -54,12 +54,6 @@ extern "C" void onSignal(int) {
     g_cancel.store(true);
 }
 
-void progressEvent(const Options& o, const nlohmann::ordered_json& event) {
-    if (o.progress_jsonl) {
-        std::cout << event.dump() << "\n" << std::flush;
-    }
-}
-
 std::string hostName() {
     char buf[256] = {};
     if (gethostname(buf, sizeof(buf) - 1) != 0) {
@@ -580,8 +574,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     if (o.gemm_report) {
         writeGemmReport(human, cuda, shared_device);
     }
+    bool summary_written = true;
     if (!o.summary_json.empty()) {
-        // The simulator's figures, from this run's own trace, then what only a real run has.
         analysis::RunStats stats;
         const trace::TraceStatus analysed =
             fin.ok() ? analysis::analyzeFile(out_path, {}, &stats) : fin;
@@ -589,30 +583,16 @@ int runExecBackend(const Options& o, const schedule::Config& config,
             std::cerr << "pipescope-run: the summary has no figures: " << analysed.message << "\n";
             stats = {};
         }
-        nlohmann::ordered_json j =
-            summaryFiguresJson(measuredFigures(stats, config, schedule, o.backend));
-        j["status"] = std::string(trace::toString(status));
-        j["losses"] = result.losses;
-        j["iteration_s"] = result.iteration_s;
-        j["memory_estimate_bytes"] = *estimate;
-        j["hardware_from_config"] = true;
-        j["trace"] = out_path;
-        const std::string text = j.dump(2) + "\n";
-        if (o.summary_json == "-") {
-            std::cout << text << std::flush;
-        } else {
-            std::ofstream f(o.summary_json, std::ios::binary | std::ios::trunc);
-            f << text;
-            if (!f) {
-                std::cerr << "pipescope-run: cannot write " << o.summary_json << "\n";
-            }
-        }
+        summary_written = writeOutput(
+            o.summary_json,
+            measuredSummaryJson(stats, config, schedule, o.backend,
+                                {status, result.losses, result.iteration_s, *estimate, out_path}));
     }
     const char* word = status == trace::RunStatus::Complete    ? "complete"
                        : status == trace::RunStatus::Cancelled ? "cancelled"
                                                                : "failed";
     progressEvent(o, {{"event", "finished"}, {"status", word}, {"db", out_path}});
-    if (!fin.ok()) {
+    if (!fin.ok() || (!summary_written && status == trace::RunStatus::Complete)) {
         return kExitFailed;
     }
     return status == trace::RunStatus::Complete    ? kExitOk

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -118,6 +120,8 @@ std::string summaryJson(const sim::SimResult& r, const std::string& trace_path) 
     return j.dump(2) + "\n";
 }
 
+namespace {
+
 SummaryFigures measuredFigures(const analysis::RunStats& s, const schedule::Config& config,
                                const schedule::Schedule& schedule, const std::string& backend) {
     const auto ms = [](std::optional<double> ns) {
@@ -157,6 +161,41 @@ SummaryFigures measuredFigures(const analysis::RunStats& s, const schedule::Conf
         f.ranks.push_back(x);
     }
     return f;
+}
+
+}  // namespace
+
+std::string measuredSummaryJson(const analysis::RunStats& s, const schedule::Config& config,
+                                const schedule::Schedule& schedule, const std::string& backend,
+                                const MeasuredExtras& extras) {
+    nlohmann::ordered_json j = summaryFiguresJson(measuredFigures(s, config, schedule, backend));
+    j["status"] = std::string(trace::toString(extras.status));
+    j["losses"] = extras.losses;
+    j["iteration_s"] = extras.iteration_s;
+    j["memory_estimate_bytes"] = extras.memory_estimate_bytes;
+    j["hardware_from_config"] = true;
+    j["trace"] = extras.trace_path;
+    return j.dump(2) + "\n";
+}
+
+bool writeOutput(const std::string& path, const std::string& text) {
+    if (path == "-") {
+        std::cout << text << std::flush;
+        return true;
+    }
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f) {
+        std::cerr << "pipescope-run: cannot write " << path << "\n";
+        return false;
+    }
+    return true;
+}
+
+void progressEvent(const Options& o, const nlohmann::ordered_json& event) {
+    if (o.progress_jsonl) {
+        std::cout << event.dump() << "\n" << std::flush;
+    }
 }
 
 void printSummary(std::ostream& os, const sim::SimResult& r) {

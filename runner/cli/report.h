@@ -12,6 +12,8 @@
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/sim/simulator.h>
 
+#include "options.h"
+
 namespace pipescope::cli {
 
 // The figures of --summary-json that a simulated and a measured run share, with one meaning
@@ -38,9 +40,23 @@ nlohmann::ordered_json summaryFiguresJson(const SummaryFigures& f);
 
 std::string summaryJson(const sim::SimResult& r, const std::string& trace_path);
 
-// A measured run's figures, from the analysis of its finished trace.
-SummaryFigures measuredFigures(const analysis::RunStats& s, const schedule::Config& config,
-                               const schedule::Schedule& schedule, const std::string& backend);
+// A measured run's --summary-json: the figures from the analysis of its finished trace, then
+// what only a real run has.
+struct MeasuredExtras {
+    trace::RunStatus status = trace::RunStatus::Complete;
+    std::vector<double> losses, iteration_s;
+    std::vector<std::int64_t> memory_estimate_bytes;
+    std::string trace_path;
+};
+std::string measuredSummaryJson(const analysis::RunStats& s, const schedule::Config& config,
+                                const schedule::Schedule& schedule, const std::string& backend,
+                                const MeasuredExtras& extras);
+
+// Writes text to a file, or to stdout for "-"; false (with a message) when the file fails.
+bool writeOutput(const std::string& path, const std::string& text);
+
+// One JSON line of the progress stream (--progress jsonl), flushed; nothing without it.
+void progressEvent(const Options& o, const nlohmann::ordered_json& event);
 void printSummary(std::ostream& os, const sim::SimResult& r);
 
 // One row of a sweep or comparison: the point's label values and its result (or its error).

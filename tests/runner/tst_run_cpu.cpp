@@ -236,6 +236,18 @@ class TestRunCpu : public QObject {
         QVERIFY2(r.err.contains("--backend cpu needs --out"), qPrintable(describe(r)));
     }
 
+    void unwritableSummaryFailsTheRun() {
+        // The run itself completes and its trace is kept, but an output asked for is missing.
+        const QString db = path("summary-fails.db");
+        const ProcessResult r =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
+                             "--iterations", "1", "--summary-json", path("no-such-folder/s.json")});
+        QCOMPARE(r.exit_code, 4);
+        QVERIFY2(r.err.contains("cannot write") && r.err.contains("no-such-folder/s.json"),
+                 qPrintable(describe(r)));
+        QVERIFY(QFile::exists(db));
+    }
+
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
     QTemporaryDir dir_;
