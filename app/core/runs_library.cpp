@@ -64,10 +64,11 @@ RunEntry readRunEntry(const QString& path) {
     e.status = QString::fromStdString(std::string(trace::toString(run.status)));
     e.message = QString::fromStdString(run.message);
     if (run.status == trace::RunStatus::Running && runnerGone(reader)) {
+        e.stopped = true;
         e.status = QObject::tr("stopped");
         e.message = QObject::tr(
             "the runner stopped without finishing the trace (killed or "
-            "crashed); pipescope-trace repair marks it failed");
+            "crashed); Repair (or pipescope-trace repair) marks it failed");
     }
     if (run.start_ns > 0) {
         e.started = QDateTime::fromMSecsSinceEpoch(run.start_ns / 1'000'000);
@@ -111,9 +112,27 @@ QString defaultRunsFolder() {
 RunsLibrary::RunsLibrary(QObject* parent) : QAbstractTableModel(parent) {
     refresh_timer_.setSingleShot(true);
     refresh_timer_.setInterval(300);
-    connect(&refresh_timer_, &QTimer::timeout, this, &RunsLibrary::refresh);
+    connect(&refresh_timer_, &QTimer::timeout, this, &RunsLibrary::refreshIfChanged);
     connect(&watcher_, &QFileSystemWatcher::directoryChanged, this,
             [this] { refresh_timer_.start(); });
+}
+
+QStringList RunsLibrary::listing() const {
+    QStringList out;
+    for (const QFileInfo& f :
+         QDir(folder_).entryInfoList({QStringLiteral("*.db")}, QDir::Files, QDir::Name)) {
+        out << QStringLiteral("%1 %2 %3")
+                   .arg(f.fileName())
+                   .arg(f.size())
+                   .arg(f.lastModified().toMSecsSinceEpoch());
+    }
+    return out;
+}
+
+void RunsLibrary::refreshIfChanged() {
+    if (listing() != listing_) {
+        refresh();
+    }
 }
 
 void RunsLibrary::setFolder(const QString& folder) {
@@ -136,6 +155,7 @@ void RunsLibrary::refresh() {
     for (const QFileInfo& f : files) {
         fresh.push_back(readRunEntry(f.absoluteFilePath()));
     }
+    listing_ = listing();  // after reading, which may have checkpointed an unfinished trace
     beginResetModel();
     entries_ = std::move(fresh);
     endResetModel();

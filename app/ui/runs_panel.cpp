@@ -1,6 +1,7 @@
 #include "runs_panel.h"
 
 #include <memory>
+#include <utility>
 
 #include <QDesktopServices>
 #include <QFileInfo>
@@ -18,6 +19,7 @@
 
 #include <pipescope/app/runs_library.h>
 #include <pipescope/interop/merge.h>
+#include <pipescope/trace/writer.h>
 
 #include "background_progress.h"
 
@@ -49,7 +51,19 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
     });
     connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &RunsPanel::updateActions);
-    connect(library_, &QAbstractItemModel::modelReset, this, &RunsPanel::updateActions);
+    // A refresh (a run finished, a file changed) keeps the rows the user had selected.
+    connect(library_, &QAbstractItemModel::modelAboutToBeReset, this,
+            [this] { reselect_ = selectedPaths(); });
+    connect(library_, &QAbstractItemModel::modelReset, this, [this] {
+        for (const QString& path : std::exchange(reselect_, {})) {
+            if (const int row = library_->rowOf(path); row >= 0) {
+                table_->selectionModel()->select(
+                    library_->index(row, 0),
+                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
+            }
+        }
+        updateActions();
+    });
 
     open_button_ = button(tr("&Open"), tr("Open the selected runs, each in a tab"));
     compare_button_ =
@@ -74,6 +88,11 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
             emit message(error);
         }
     });
+    repair_button_ =
+        button(tr("Rep&air"), tr("Finish the traces of stopped runs (their runner was killed or "
+                                 "crashed): build their indexes and mark them failed, as "
+                                 "pipescope-trace repair does"));
+    connect(repair_button_, &QPushButton::clicked, this, &RunsPanel::repairSelected);
     auto* reveal = button(tr("Show &folder"), tr("Open the runs folder in the file manager"));
     auto* refresh = button(tr("Re&fresh"), tr("Read the runs folder again"));
     connect(open_button_, &QPushButton::clicked, this, [this] {
@@ -97,7 +116,7 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
     connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
     auto* lib_buttons = new QHBoxLayout;
     for (QPushButton* b : {open_button_, compare_button_, predict_button_, merge_button_,
-                           rename_button_, delete_button_, reveal, refresh}) {
+                           repair_button_, rename_button_, delete_button_, reveal, refresh}) {
         lib_buttons->addWidget(b);
     }
     lib_buttons->addStretch(1);
@@ -127,6 +146,45 @@ void RunsPanel::updateActions() {
     merge_button_->setEnabled(!selected.isEmpty() &&
                               RunsLibrary::rankTraces(selected.front(), &merged).size() >= 2);
     delete_button_->setEnabled(n > 0);
+    bool all_stopped = n > 0;
+    for (const QModelIndex& i : table_->selectionModel()->selectedRows()) {
+        all_stopped = all_stopped && library_->entries()[static_cast<std::size_t>(i.row())].stopped;
+    }
+    repair_button_->setEnabled(all_stopped);
+}
+
+void RunsPanel::repairSelected() {
+    const QStringList paths = selectedPaths();
+    if (paths.isEmpty()) {
+        return;
+    }
+    repair_button_->setEnabled(false);
+    auto* watcher = new QFutureWatcher<QStringList>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, paths] {
+        const QStringList errors = watcher->result();
+        watcher->deleteLater();
+        library_->refresh();
+        if (!errors.isEmpty()) {
+            QMessageBox::warning(this, tr("Repair runs"), errors.join(QLatin1Char('\n')));
+            return;
+        }
+        emit message(tr("Repaired %n run(s): indexed and marked failed", nullptr,
+                        static_cast<int>(paths.size())));
+    });
+    emit message(tr("Repairing %n run(s)…", nullptr, static_cast<int>(paths.size())));
+    watcher->setFuture(QtConcurrent::run([paths] {
+        QStringList errors;
+        for (const QString& path : paths) {
+            const trace::TraceStatus st =
+                trace::finalizeTrace(path.toStdString(),
+                                     "the runner stopped without finishing the trace (killed or "
+                                     "crashed); repaired in the app");
+            if (!st.ok()) {
+                errors << QString::fromStdString(st.message);
+            }
+        }
+        return errors;
+    }));
 }
 
 void RunsPanel::renameSelected() {

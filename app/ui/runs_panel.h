@@ -40,6 +40,9 @@ class RunsPanel : public QGroupBox {
     void renameSelected();
     void deleteSelected();
     void revealFolder();
+    // Finishes the traces of the selected stopped runs (indexes, summaries, status failed) in
+    // the background, as pipescope-trace repair does.
+    void repairSelected();
 
     RunsLibrary* library_;
     QTableView* table_;
@@ -49,6 +52,8 @@ class RunsPanel : public QGroupBox {
     QPushButton* rename_button_;
     QPushButton* delete_button_;
     QPushButton* merge_button_;
+    QPushButton* repair_button_;
+    QStringList reselect_;  // the selection across a refresh of the library
 };
 
 }  // namespace pipescope::app

@@ -471,9 +471,43 @@ void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
     QVERIFY(write("killed", gone_pid));
     const app::RunEntry alive = app::readRunEntry(dir.filePath("alive.db"));
     QCOMPARE(alive.status, QString("running"));
+    QVERIFY(!alive.stopped);
     const app::RunEntry killed = app::readRunEntry(dir.filePath("killed.db"));
     QCOMPARE(killed.status, QString("stopped"));
+    QVERIFY(killed.stopped);
     QVERIFY2(killed.message.contains("pipescope-trace repair"), qPrintable(killed.message));
+
+    // Repair is offered for the stopped run only, and finishes its trace as failed.
+    app::RunsLibrary lib;
+    lib.setFolder(dir.path());
+    // Reading the unfinished (WAL-mode) traces makes and removes their -wal and -shm files:
+    // the folder watcher must not read them again and again (which also dropped the selection).
+    QSignalSpy resets(&lib, &QAbstractItemModel::modelReset);
+    QTest::qWait(2500);
+    QVERIFY2(resets.size() <= 1, qPrintable(QString("%1 refreshes").arg(resets.size())));
+    app::RunsPanel panel(&lib);
+    QPushButton* repair = nullptr;
+    for (auto* b : panel.findChildren<QPushButton*>()) {
+        if (b->text() == QStringLiteral("Rep&air")) {
+            repair = b;
+        }
+    }
+    QVERIFY(repair);
+    const auto select = [&](const QString& file) {
+        panel.table()->clearSelection();
+        panel.table()->selectRow(lib.rowOf(dir.filePath(file)));
+    };
+    select("alive.db");
+    QVERIFY(!repair->isEnabled());
+    select("killed.db");
+    QVERIFY(repair->isEnabled());
+    repair->click();
+    QTRY_COMPARE_WITH_TIMEOUT(app::readRunEntry(dir.filePath("killed.db")).status,
+                              QString("failed"), 10000);
+    trace::TraceReader repaired;
+    QVERIFY(repaired.open(dir.filePath("killed.db").toStdString()).ok());
+    QVERIFY(repaired.finalized());
+    QCOMPARE(app::readRunEntry(dir.filePath("alive.db")).status, QString("running"));
 }
 
 QTEST_MAIN(TstRunPage)

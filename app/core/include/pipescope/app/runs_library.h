@@ -26,6 +26,9 @@ struct RunEntry {
     std::optional<double> iteration_ms;  // mean over the recorded iterations past warm-up
     qint64 bytes = 0;
     bool readable = false;
+    // Left "running" by a runner that is gone (killed or crashed): status "stopped"; repair
+    // (trace::finalizeTrace) finishes the file and marks it failed.
+    bool stopped = false;
 };
 
 // Reads one run's entry (a few small queries, no full analysis).
@@ -49,6 +52,10 @@ class RunsLibrary : public QAbstractTableModel {
     const QString& folder() const { return folder_; }
     // Reads the folder again now.
     void refresh();
+    // Reads it again only when its traces changed (names, sizes, times), as the folder watcher
+    // does: opening an unfinished trace (WAL mode) makes and removes its -wal and -shm files,
+    // which changes the folder, and must not read it again and again.
+    void refreshIfChanged();
 
     const std::vector<RunEntry>& entries() const { return entries_; }
     int rowOf(const QString& path) const;  // -1 when not listed
@@ -72,7 +79,10 @@ class RunsLibrary : public QAbstractTableModel {
                         int role = Qt::DisplayRole) const override;
 
   private:
+    QStringList listing() const;  // the traces' names, sizes and times
+
     QString folder_;
+    QStringList listing_;  // at the last refresh
     std::vector<RunEntry> entries_;
     QFileSystemWatcher watcher_;
     QTimer refresh_timer_;  // folds bursts of file changes into one refresh
