@@ -27,16 +27,10 @@ std::string quoted(std::string_view s) {
 
 }  // namespace
 
-std::vector<schedule::VocabMethod> methodsFor(const schedule::Config& config) {
+std::vector<schedule::VocabMethod> allMethods() {
     using schedule::VocabMethod;
-    std::vector<VocabMethod> out;
-    for (auto m : {VocabMethod::Naive, VocabMethod::Redistributed, VocabMethod::Interlaced,
-                   VocabMethod::Vocab1, VocabMethod::Vocab2}) {
-        if (!schedule::unsupportedCombination(config.parallel.schedule, m)) {
-            out.push_back(m);
-        }
-    }
-    return out;
+    return {VocabMethod::Naive, VocabMethod::Redistributed, VocabMethod::Interlaced,
+            VocabMethod::Vocab1, VocabMethod::Vocab2};
 }
 
 SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
@@ -66,7 +60,7 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
             break;
         }
         case SimRequest::Kind::Methods: {
-            const auto methods = methodsFor(req.config);
+            const auto methods = allMethods();
             int done = 0;
             for (auto m : methods) {
                 if (cancelled()) {
@@ -90,7 +84,7 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
             break;
         }
         case SimRequest::Kind::Sweep: {
-            const auto methods = methodsFor(req.config);
+            const auto methods = allMethods();
             const int total = static_cast<int>(methods.size() * req.sweep_values.size());
             int done = 0;
             for (auto m : methods) {

@@ -349,12 +349,6 @@ void Validator::checkParallelRules() {
         }
     }
 
-    if (par_vocab_.valid && par_schedule_.valid) {
-        if (auto why = unsupportedCombination(par_schedule_.value, par_vocab_.value)) {
-            report("parallel.vocab", *why, false);
-        }
-    }
-
     if (par_vocab_.valid && isShardedVocab(par_vocab_.value) && model_vocab_.valid &&
         par_pipeline_.valid && model_vocab_.value < par_pipeline_.value) {
         report("model.vocab",

@@ -34,9 +34,17 @@ void recordTiming(const Schedule& s, const CostModel& costs, GenerateResult* out
 
 }  // namespace
 
-int vocabExtraWarmup(VocabMethod method, int ranks) {
-    switch (method) {
+int vocabExtraWarmup(const Config& config) {
+    const int ranks = config.parallel.pipeline;
+    switch (config.parallel.vocab) {
         case VocabMethod::Vocab1:
+            if (config.parallel.schedule == ScheduleKind::Interleaved1F1B) {
+                // B(i) of the last position waits for F(i + 1) there (its loss gradient comes
+                // with the broadcast of X(i + 1)); Megatron's order runs the last chunk's
+                // forwards in groups of p, (v - 1) * p forwards of the other chunks apart, so a
+                // rank must run that much further ahead, and one more.
+                return (config.parallel.virtual_stages - 1) * ranks + 1;
+            }
             return 2;  // barriers C1 and C2 between the last stage's F(i) and B(i)
         case VocabMethod::Vocab2:
             return 1;  // the single barrier C
@@ -47,24 +55,8 @@ int vocabExtraWarmup(VocabMethod method, int ranks) {
     }
 }
 
-std::optional<std::string> unsupportedCombination(ScheduleKind schedule, VocabMethod vocab) {
-    if (vocab == VocabMethod::Vocab1 && schedule == ScheduleKind::Interleaved1F1B) {
-        // vocab-1's loss gradient g(i) travels with the broadcast of X(i + 1) and the last
-        // stage's B(i) waits for it; interleaving runs F(i + 1) on the last chunk only a chunk
-        // round after B(i) is due, so B(i) would wait on work queued behind itself.
-        return "vocab-1 cannot be combined with interleaved-1f1b: its B(i) waits for the next "
-               "micro-batch's forward, which interleaving schedules after it; use \"vocab-2\" or "
-               "\"interlaced\" with interleaved-1f1b, or vocab-1 with gpipe, 1f1b, zb-h1 or v-half";
-    }
-    return std::nullopt;
-}
-
 GenerateResult generateSchedule(const Config& config, const GenerateOptions& options) {
     GenerateResult out;
-    if (auto why = unsupportedCombination(config.parallel.schedule, config.parallel.vocab)) {
-        out.error = "parallel.vocab: " + *why;
-        return out;
-    }
     const Placement placement = computePlacement(config, options.redistribution);
     std::unique_ptr<CostModel> own;
     const CostModel* costs = options.costs;
@@ -85,8 +77,7 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
             return out;
         }
     }
-    const int extra =
-        vocabExtraWarmup(config.parallel.vocab, config.parallel.pipeline) + options.extra_warmup;
+    const int extra = vocabExtraWarmup(config) + options.extra_warmup;
     std::string error;
     if (config.parallel.schedule != ScheduleKind::VHalf) {
         detail::Generator gen(config, placement, *costs, extra, options.record_timing);

@@ -266,9 +266,10 @@ void TestRunCli::badInput_data() {
         << QStringList{default_, "--set", "parallel.vocb=naive"}
         << QStringList{"parallel.vocb: unknown key (did you mean \"parallel.vocab\"?)"};
     QTest::newRow("--set impossible combination")
-        << QStringList{default_, "--set", "parallel.schedule=interleaved-1f1b", "--set",
-                       "parallel.vocab=vocab-1"}
-        << QStringList{"parallel.vocab: vocab-1 cannot be combined with interleaved-1f1b"};
+        << QStringList{default_, "--set", "model.vocab=3"}
+        << QStringList{
+               "model.vocab: must be at least parallel.pipeline (4) with vocab "
+               "\"vocab-2\""};
     QTest::newRow("missing file") << QStringList{path("nosuch.json")}
                                   << QStringList{path("nosuch.json") + ": no such file"};
     QTest::newRow("--set syntax") << QStringList{default_, "--set", "parallel.microbatches"}

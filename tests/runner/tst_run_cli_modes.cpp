@@ -131,23 +131,24 @@ void TestRunCliModes::sweepCsv() {
 }
 
 void TestRunCliModes::sweepWithInvalidPoint() {
-    const QStringList args = {small_, "--set", "parallel.schedule=interleaved-1f1b", "--sweep",
-                              "parallel.vocab=naive,vocab-1,vocab-2"};
+    // Three vocabulary rows are too few for a shard on each of 4 ranks: only vocab-1 is refused.
+    const QStringList args = {small_, "--set", "model.vocab=3", "--sweep",
+                              "parallel.vocab=naive,vocab-1,redistributed"};
     const ProcessResult csv = runBinary(kRun, args + QStringList{"--sweep-csv", "-"});
     QVERIFY2(csv.exit_code == 0, qPrintable(describe(csv)));
     const QList<QByteArray> lines = csv.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 4);
     QVERIFY(lines[1].startsWith("naive,") && lines[1].endsWith(",true,"));
-    QVERIFY(lines[3].startsWith("vocab-2,") && lines[3].endsWith(",true,"));
-    QVERIFY2(lines[2].startsWith("vocab-1,,,,,,,,,\"parallel.vocab: vocab-1 cannot be combined "
-                                 "with interleaved-1f1b"),
+    QVERIFY(lines[3].startsWith("redistributed,") && lines[3].endsWith(",true,"));
+    QVERIFY2(lines[2].startsWith("vocab-1,,,,,,,,,\"model.vocab: must be at least "
+                                 "parallel.pipeline (4) with vocab \"\"vocab-1\"\""),
              lines[2].constData());
 
     const ProcessResult table = runBinary(kRun, args);
     QVERIFY2(table.exit_code == 0, qPrintable(describe(table)));
     const QList<QByteArray> text = table.out.split('\n');
     QVERIFY(text.size() >= 4);
-    QVERIFY2(text[2].startsWith("vocab-1         error: parallel.vocab: vocab-1 cannot"),
+    QVERIFY2(text[2].startsWith("vocab-1         error: model.vocab: must be at least"),
              table.out.constData());
     // The error runs on past the columns; the other rows keep the header's layout.
     QCOMPARE(text[1].size(), text[0].size());

@@ -49,8 +49,8 @@ struct SimOutput {
     double elapsed_ms = 0;
 };
 
-// The vocabulary methods that exist for `config`'s base schedule, in the paper's order.
-std::vector<schedule::VocabMethod> methodsFor(const schedule::Config& config);
+// The vocabulary methods, in the paper's order (each combines with every base schedule).
+std::vector<schedule::VocabMethod> allMethods();
 
 // Runs a request on the calling thread. `cancel` is polled between simulations; `progress`
 // (done, total) is called after each.

@@ -44,12 +44,9 @@ struct GenerateResult {
 
 GenerateResult generateSchedule(const Config& config, const GenerateOptions& options = {});
 
-// Why a base schedule and vocabulary method cannot be combined, or nothing when they can.
-// Every combination exists except vocab-1 with interleaved-1f1b.
-std::optional<std::string> unsupportedCombination(ScheduleKind schedule, VocabMethod vocab);
-
 // Warm-up forwards a vocabulary method adds to the base schedule: vocab-1 has two barriers
-// between the last stage's F(i) and B(i), vocab-2 one, interlaced its synchronous block.
-int vocabExtraWarmup(VocabMethod method, int ranks);
+// between the last stage's F(i) and B(i) (and, interleaved, needs F(i + 1) of the last chunk
+// before B(i): (v - 1) * p + 1), vocab-2 one, interlaced its synchronous block (ceil(p / 2)).
+int vocabExtraWarmup(const Config& config);
 
 }  // namespace pipescope::schedule
