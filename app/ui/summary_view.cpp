@@ -98,8 +98,14 @@ QString unfinishedNote(const analysis::RunStats& s) {
     if (s.run.status == trace::RunStatus::Complete) {
         return {};
     }
-    QString note = QObject::tr("The run did not finish (%1")
-                       .arg(QString::fromStdString(std::string(trace::toString(s.run.status))));
+    // "running" is also what a killed runner leaves behind: the file cannot tell which.
+    QString note =
+        s.run.status == trace::RunStatus::Running
+            ? QObject::tr(
+                  "Unfinished trace (running: the run is still going, or its "
+                  "runner was killed")
+            : QObject::tr("The run did not finish (%1")
+                  .arg(QString::fromStdString(std::string(trace::toString(s.run.status))));
     if (!s.run.message.empty()) {
         QString message = QString::fromStdString(s.run.message).simplified();
         if (message.size() > 100) {

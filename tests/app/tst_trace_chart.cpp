@@ -563,14 +563,16 @@ void TstTraceChart::summarySaysARunDidNotFinish() {
         QStringList out;
         for (QCPLayoutElement* e : plot.plotLayout()->elements(false)) {
             if (auto* text = qobject_cast<QCPTextElement*>(e);
-                text && text->text().contains(QLatin1String("did not finish"))) {
+                text && (text->text().contains(QLatin1String("Unfinished")) ||
+                         text->text().contains(QLatin1String("did not finish")))) {
                 out << text->text();
             }
         }
         return out;
     };
-    QCOMPARE(notes(*killed), QStringList{"The run did not finish (running); iteration 1 was cut "
-                                         "short and is not averaged"});
+    QCOMPARE(notes(*killed),
+             QStringList{"Unfinished trace (running: the run is still going, or its runner was "
+                         "killed); iteration 1 was cut short and is not averaged"});
     QVERIFY(notes(*run_).isEmpty());
 }
 
