@@ -5,6 +5,7 @@
 #include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/report.h>
+#include <pipescope/trace/liveness.h>
 
 #include "trace_cli.h"
 
@@ -22,6 +23,12 @@ int runOneTraceReport(const char* name, std::string (*table)(const analysis::Run
     analysis::RunStats stats;
     if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
         return *failed;
+    }
+    if (trace::runnerGone(reader)) {
+        printErr("note: " + a.path +
+                 " is unfinished and the runner that wrote it is gone (killed or crashed); "
+                 "pipescope-trace repair " +
+                 a.path + " finishes the file and marks it failed");
     }
     return printOut(a.json ? json(stats) : table(stats));
 }

@@ -1,7 +1,4 @@
-#include <cerrno>
 #include <map>
-#include <signal.h>
-#include <sys/types.h>
 
 #include <QDir>
 #include <QFile>
@@ -9,9 +6,9 @@
 #include <QLocale>
 #include <QRegularExpression>
 #include <QStandardPaths>
-#include <QSysInfo>
 
 #include <pipescope/app/runs_library.h>
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
 
 namespace pipescope::app {
@@ -23,24 +20,6 @@ const char* const kSidecars[] = {".db-wal", ".db-shm", ".json", ".log"};
 
 QString withSuffix(const QString& trace_path, const QString& base, const char* suffix) {
     return QFileInfo(trace_path).dir().filePath(base + QLatin1String(suffix));
-}
-
-// A trace still "running" whose runner processes on this machine are all gone was left by a
-// runner that was killed or crashed: it will never finish. Ranks on other hosts cannot be
-// checked, so a run with none here stays "running".
-bool runnerGone(const trace::TraceReader& reader) {
-    const std::string here = QSysInfo::machineHostName().toStdString();
-    bool any_here = false;
-    for (const trace::RankInfo& r : reader.ranks()) {
-        if (r.pid <= 0 || (!r.host.empty() && r.host != here)) {
-            continue;
-        }
-        any_here = true;
-        if (::kill(static_cast<pid_t>(r.pid), 0) == 0 || errno == EPERM) {
-            return false;  // still there (or another user's process with that id)
-        }
-    }
-    return any_here;
 }
 
 }  // namespace
@@ -63,7 +42,7 @@ RunEntry readRunEntry(const QString& path) {
     e.backend = QString::fromStdString(run.backend);
     e.status = QString::fromStdString(std::string(trace::toString(run.status)));
     e.message = QString::fromStdString(run.message);
-    if (run.status == trace::RunStatus::Running && runnerGone(reader)) {
+    if (trace::runnerGone(reader)) {
         e.stopped = true;
         e.status = QObject::tr("stopped");
         e.message = QObject::tr(

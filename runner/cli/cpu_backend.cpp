@@ -31,6 +31,7 @@
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/model_math.h>
 #include <pipescope/sim/simulator.h>
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/units.h>
 #include <pipescope/trace/writer.h>
 #if PIPESCOPE_HAVE_CUDA
@@ -52,14 +53,6 @@ std::atomic<bool> g_cancel{false};
 
 extern "C" void onSignal(int) {
     g_cancel.store(true);
-}
-
-std::string hostName() {
-    char buf[256] = {};
-    if (gethostname(buf, sizeof(buf) - 1) != 0) {
-        return {};
-    }
-    return buf;
 }
 
 // MemAvailable of /proc/meminfo in bytes; 0 when unknown.
@@ -341,7 +334,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     const ClockPair start = readClockPair();
     info.start_ns = start.wall_ns;
     const auto origin = start.steady;
-    info.host = hostName();
+    info.host = trace::thisHost();
     info.versions = "pipescope " PIPESCOPE_VERSION;
     info.command_line = command_line;
     info.ranks = schedule.ranks;

@@ -21,6 +21,7 @@
 #include <pipescope/app/runner_process.h>
 #include <pipescope/app/runs_library.h>
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -464,7 +465,7 @@ void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
         if (!w.create(path, info).ok()) {
             return false;
         }
-        w.addRank({0, "0", "cpu", QSysInfo::machineHostName().toStdString(), 0, pid});
+        w.addRank({0, "0", "cpu", trace::thisHost(), 0, pid});
         return w.flush().ok();
     };
     QVERIFY(write("alive", QCoreApplication::applicationPid()));

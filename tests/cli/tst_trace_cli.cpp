@@ -7,9 +7,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
 
 #include "testsupport.h"
@@ -207,6 +209,37 @@ void TestTraceCli::statsRunningRun() {
     const ProcessResult j = runBinary(kCli, {"stats", "--json", crashed_});
     QCOMPARE(parseObject(j.out).value("status").toString(), QString("running"));
     QCOMPARE(parseObject(j.out).value("iteration_time_ms").toDouble(), 0.072);
+    // Its rank rows name another host: nothing tells whether its runner is still there.
+    QVERIFY2(!r.err.contains("repair"), qPrintable(describe(r)));
+
+    // Written on this machine by a process that has exited: the runner is gone, and stats says
+    // how to finish the file (on stderr, so that --json stays one object).
+    QProcess gone;
+    gone.start(QStringLiteral("sleep"), {QStringLiteral("0.1")});
+    QVERIFY(gone.waitForStarted(10000));
+    const qint64 pid = gone.processId();
+    QVERIFY(gone.waitForFinished(10000));
+    const QString killed = path("killed.db");
+    QVERIFY(QFile::copy(crashed_, killed));
+    {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(killed.toUtf8().constData(), &db), SQLITE_OK);
+        sqlite3_stmt* st = nullptr;
+        QCOMPARE(sqlite3_prepare_v2(db, "UPDATE rank SET host = ?, pid = ?", -1, &st, nullptr),
+                 SQLITE_OK);
+        const std::string host = trace::thisHost();
+        sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, pid);
+        QCOMPARE(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    const ProcessResult k = runBinary(kCli, {"stats", "--json", killed});
+    QVERIFY2(k.exit_code == 0, qPrintable(describe(k)));
+    QVERIFY2(k.err.contains("the runner that wrote it is gone") &&
+                 k.err.contains("pipescope-trace repair " + killed.toUtf8()),
+             qPrintable(describe(k)));
+    QCOMPARE(parseObject(k.out).value("status").toString(), QString("running"));
 }
 
 void TestTraceCli::compare() {
