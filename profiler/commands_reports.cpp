@@ -5,7 +5,6 @@
 #include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/report.h>
-#include <pipescope/trace/liveness.h>
 
 #include "trace_cli.h"
 
@@ -23,12 +22,6 @@ int runOneTraceReport(const char* name, std::string (*table)(const analysis::Run
     analysis::RunStats stats;
     if (const auto failed = openAndAnalyze(a, &reader, &stats)) {
         return *failed;
-    }
-    if (trace::runnerGone(reader)) {
-        printErr("note: " + a.path +
-                 " is unfinished and the runner that wrote it is gone (killed or crashed); "
-                 "pipescope-trace repair " +
-                 a.path + " finishes the file and marks it failed");
     }
     return printOut(a.json ? json(stats) : table(stats));
 }
@@ -113,14 +106,13 @@ int runCriticalPath(const std::vector<std::string>& args) {
         return *a.exit_code;
     }
     const std::optional<int> wanted = a.iteration;
+    // The whole run's analysis (its measured iterations), whichever iteration is asked for.
+    OneTraceArgs whole = a;
+    whole.iteration.reset();
     trace::TraceReader reader;
-    if (!openTrace(a.path, &reader)) {
-        return kExitBadInput;
-    }
     analysis::RunStats stats;
-    if (const TraceStatus st = analysis::analyzeRun(reader, {}, &stats); !st.ok()) {
-        printErr(st.message);
-        return kExitBadInput;
+    if (const auto failed = openAndAnalyze(whole, &reader, &stats)) {
+        return *failed;
     }
     const int iteration = wanted ? *wanted : stats.measured.empty() ? 0 : stats.measured.front();
     const auto it = std::find_if(stats.iterations.begin(), stats.iterations.end(),

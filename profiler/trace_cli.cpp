@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <pipescope/trace/liveness.h>
+
 namespace pipescope::cli {
 
 void printErr(const std::string& text) {
@@ -126,6 +128,13 @@ std::optional<int> openAndAnalyze(const OneTraceArgs& a, trace::TraceReader* rea
                                   analysis::RunStats* stats) {
     if (!openTrace(a.path, reader)) {
         return kExitBadInput;
+    }
+    // On stderr, so that --json stays one object.
+    if (trace::runnerGone(*reader)) {
+        printErr("note: " + a.path +
+                 " is unfinished and the runner that wrote it is gone (killed or crashed); "
+                 "pipescope-trace repair " +
+                 a.path + " finishes the file and marks it failed");
     }
     analysis::AnalysisOptions options;
     options.iteration = a.iteration;

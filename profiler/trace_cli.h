@@ -73,7 +73,7 @@ std::optional<int> wholeOption(const Command& cmd, const std::string& name, cons
 OneTraceArgs parseOneTraceArgs(const Command& cmd, const std::vector<std::string>& args,
                                const std::set<std::string>& extra = {});
 // Opens the trace `a` names and analyzes it (the iteration asked for, or the measured ones); on
-// failure prints why and gives the exit code.
+// failure prints why and gives the exit code. A trace whose runner is gone gets a note on stderr.
 std::optional<int> openAndAnalyze(const OneTraceArgs& a, trace::TraceReader* reader,
                                   analysis::RunStats* stats);
 
