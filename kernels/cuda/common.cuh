@@ -50,6 +50,21 @@ inline cudaStream_t stream(const Exec& exec) {
     return exec.stream;
 }
 
+// A size that cuBLAS takes as an int: "FN: NAME = VALUE is outside [0, 2^31)" otherwise.
+inline int blasInt(const char* fn, std::int64_t value, const char* name) {
+    if (value < 0 || value > std::numeric_limits<int>::max()) {
+        throw std::invalid_argument(std::string(fn) + ": " + name + " = " + std::to_string(value) +
+                                    " is outside [0, 2^31)");
+    }
+    return static_cast<int>(value);
+}
+
+inline void requireBlasHandle(const char* fn, const Exec& exec) {
+    if (exec.blas == nullptr) {
+        throw std::invalid_argument(std::string(fn) + ": the Exec has no cuBLAS handle");
+    }
+}
+
 // Our element types to CUDA's.
 template <typename T>
 struct DeviceType;

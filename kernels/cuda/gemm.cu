@@ -2,7 +2,6 @@
 // column-major, Cᵀ = op(B)ᵀ·op(A)ᵀ, and a row-major matrix read column-major is its transpose.
 // So cuBLAS gets B first and A second, each with its own transpose flag unchanged, and the sizes
 // n, m, k.
-#include <climits>
 
 #include "common.cuh"
 #include "gemm_probe.h"
@@ -23,11 +22,7 @@ constexpr cudaDataType_t dataType<Bf16>() {
 }
 
 int asInt(std::int64_t value, const char* name) {
-    if (value < 0 || value > INT_MAX) {
-        throw std::invalid_argument(std::string("gemm: ") + name + " = " + std::to_string(value) +
-                                    " is outside [0, 2^31)");
-    }
-    return static_cast<int>(value);
+    return detail::blasInt("gemm", value, name);
 }
 
 template <typename TIn, typename TOut>
@@ -76,12 +71,6 @@ void scaleMatrix(const Exec& exec, TOut* c, std::int64_t m, std::int64_t n, std:
     PIPESCOPE_CHECK_LAUNCH("scaleMatrixKernel");
 }
 
-void requireHandle(const Exec& exec) {
-    if (exec.blas == nullptr) {
-        throw std::invalid_argument("gemm: the Exec has no cuBLAS handle");
-    }
-}
-
 }  // namespace
 
 template <typename TIn, typename TOut>
@@ -110,7 +99,7 @@ void gemmStridedBatched(const Exec& exec, Trans ta, Trans tb, std::int64_t m, st
         }
         return;
     }
-    requireHandle(exec);
+    detail::requireBlasHandle("gemm", exec);
     const std::int64_t a_cols = ta == Trans::No ? k : m;
     const std::int64_t b_cols = tb == Trans::No ? n : k;
     if (lda < a_cols || ldb < b_cols || ldc < n) {

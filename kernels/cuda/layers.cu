@@ -199,15 +199,11 @@ dim3 columnGrid(std::int64_t cols) {
 // linearForward writes the bias into y before its GEMM runs, so the arguments the GEMM would
 // reject are rejected here first: a call that throws leaves y as it was.
 void checkLinearArgs(const Exec& exec, std::int64_t rows, std::int64_t in, std::int64_t out) {
-    const std::pair<std::int64_t, const char*> sizes[] = {{rows, "rows"}, {in, "in"}, {out, "out"}};
-    for (const auto& [value, name] : sizes) {
-        if (value < 0 || value > INT_MAX) {
-            throw std::invalid_argument(std::string("linearForward: ") + name + " = " +
-                                        std::to_string(value) + " is outside [0, 2^31)");
-        }
-    }
-    if (in > 0 && exec.blas == nullptr) {
-        throw std::invalid_argument("linearForward: the Exec has no cuBLAS handle");
+    detail::blasInt("linearForward", rows, "rows");
+    detail::blasInt("linearForward", in, "in");
+    detail::blasInt("linearForward", out, "out");
+    if (in > 0) {
+        detail::requireBlasHandle("linearForward", exec);
     }
 }
 
