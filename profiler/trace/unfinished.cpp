@@ -1,0 +1,108 @@
+// Traces their runner did not finish: whether it is gone, and finishing them (repair).
+#include <cerrno>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <pipescope/trace/liveness.h>
+#include <pipescope/trace/writer.h>
+
+#include "lod_build.h"
+#include "sqlite_util.h"
+
+namespace pipescope::trace {
+
+using detail::Db;
+using detail::Stmt;
+
+std::string thisHost() {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof(buf) - 1) != 0) {
+        return {};
+    }
+    return buf;
+}
+
+bool runnerGone(const TraceReader& reader) {
+    if (reader.run().status != RunStatus::Running) {
+        return false;
+    }
+    const std::string here = thisHost();
+    bool any_here = false;
+    for (const RankInfo& r : reader.ranks()) {
+        if (r.pid <= 0 || (!r.host.empty() && r.host != here)) {
+            continue;
+        }
+        any_here = true;
+        if (::kill(static_cast<pid_t>(r.pid), 0) == 0 || errno == EPERM) {
+            return false;  // still there (or another user's process with that id)
+        }
+    }
+    return any_here;
+}
+
+namespace {
+
+// finalizeTrace and markRunningTraceFailed. The write lock is taken before the status is read
+// (BEGIN IMMEDIATE), so that of several processes racing to mark one file, one builds and marks
+// it and the others, once it has committed, find it no longer running.
+TraceStatus finalizeUnderLock(const std::string& path, const std::string& message,
+                              bool only_running, bool* marked) {
+    if (marked != nullptr) {
+        *marked = false;
+    }
+    Db db;
+    if (db.open(path, SQLITE_OPEN_READWRITE) != SQLITE_OK) {
+        return TraceStatus::error(TraceStatus::Code::IoError,
+                                  path + ": cannot open for writing: " + db.errorMessage());
+    }
+    if (!db.tableExists("pipescope_meta") || !db.tableExists("op") || !db.tableExists("run")) {
+        return TraceStatus::error(TraceStatus::Code::NotPipeScope,
+                                  path + ": not a PipeScope trace");
+    }
+    if (db.exec("BEGIN IMMEDIATE") != SQLITE_OK) {
+        return TraceStatus::error(TraceStatus::Code::IoError,
+                                  path + ": cannot lock for writing: " + db.errorMessage());
+    }
+    bool running = false;
+    {
+        Stmt q(db, "SELECT status = 'running' FROM run WHERE id = 1");
+        running = q.step() == SQLITE_ROW && q.int32(0) != 0;
+    }
+    if (only_running && !running) {
+        db.exec("ROLLBACK");
+        return TraceStatus::success();
+    }
+    std::string why;
+    if (!detail::buildIndexesAndLod(db, &why)) {
+        db.exec("ROLLBACK");
+        return TraceStatus::error(
+            TraceStatus::Code::IoError,
+            path + ": cannot build indexes: " + (why.empty() ? db.errorMessage() : why));
+    }
+    Stmt upd(db,
+             "UPDATE run SET status = 'failed', message = ? WHERE id = 1 AND status = 'running'");
+    upd.bind(1, message);
+    if (upd.step() != SQLITE_DONE || db.exec("COMMIT") != SQLITE_OK) {
+        db.exec("ROLLBACK");
+        return TraceStatus::error(TraceStatus::Code::IoError, path + ": " + db.errorMessage());
+    }
+    db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE");
+    if (marked != nullptr) {
+        *marked = running;
+    }
+    return TraceStatus::success();
+}
+
+}  // namespace
+
+TraceStatus finalizeTrace(const std::string& path, const std::string& message) {
+    return finalizeUnderLock(path, message, false, nullptr);
+}
+
+TraceStatus markRunningTraceFailed(const std::string& path, const std::string& message,
+                                   bool* marked) {
+    return finalizeUnderLock(path, message, true, marked);
+}
+
+}  // namespace pipescope::trace
