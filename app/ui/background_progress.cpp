@@ -42,4 +42,8 @@ QPointer<QProgressDialog> showBackgroundProgress(
     return dialog;
 }
 
+void closeBackgroundProgress(const QPointer<QProgressDialog>& dialog) {
+    delete dialog.data();  // never the sender here: the callers run on their worker's signal
+}
+
 }  // namespace pipescope::app

@@ -32,8 +32,13 @@ struct BackgroundProgress {
 std::shared_ptr<BackgroundProgress> traceWritingProgress(double writing_from,
                                                          const QString& output);
 
-// The dialog for `progress`, showing `text`; delete it (deleteLater) when the work is done.
+// The dialog for `progress`, showing `text`; close it with closeBackgroundProgress when the work
+// is done.
 QPointer<QProgressDialog> showBackgroundProgress(
     QWidget* parent, const QString& text, const std::shared_ptr<BackgroundProgress>& progress);
+
+// Removes the dialog at once, before anything that follows opens a message box: a dialog left for
+// deleteLater would still be shown by its timers inside that box's event loop, over it.
+void closeBackgroundProgress(const QPointer<QProgressDialog>& dialog);
 
 }  // namespace pipescope::app

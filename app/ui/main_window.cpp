@@ -343,9 +343,7 @@ void MainWindow::openTrace(const QString& path) {
     connect(watcher, &QFutureWatcherBase::finished, this, [=, this] {
         auto [opened, error] = watcher->result();
         watcher->deleteLater();
-        if (progress) {
-            progress->deleteLater();
-        }
+        closeBackgroundProgress(progress);
         if (shared->cancelled) {
             statusBar()->showMessage(tr("Opening %1 cancelled").arg(path), 5000);
             return;

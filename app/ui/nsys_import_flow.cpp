@@ -81,9 +81,7 @@ void NsysImportFlow::importFiles(const QString& run_path, const QStringList& exp
             [this, watcher, output, progress, shared] {
                 const auto [ok, text] = watcher->result();
                 watcher->deleteLater();
-                if (progress) {
-                    progress->deleteLater();
-                }
+                closeBackgroundProgress(progress);
                 busy_ = false;
                 if (ok) {
                     emit imported(output, text);

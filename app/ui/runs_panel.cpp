@@ -258,9 +258,7 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
     connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged, progress] {
         const auto [summary, failure] = watcher->result();
         watcher->deleteLater();
-        if (progress) {
-            progress->deleteLater();
-        }
+        closeBackgroundProgress(progress);
         library_->refresh();
         if (!failure.isEmpty()) {
             emit message(failure);

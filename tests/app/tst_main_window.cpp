@@ -7,6 +7,7 @@
 #include <QClipboard>
 #include <QImage>
 #include <QMessageBox>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -606,6 +607,9 @@ void TstMainWindow::refusesANonTrace() {
     window_->hide();  // no message box
     window_->openTrace(path);
     QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
+    // The progress dialog is gone before the error is shown, not left for a later event loop
+    // (a message box's own loop would show it over the box).
+    QVERIFY(window_->findChildren<QProgressDialog*>().isEmpty());
     QVERIFY2(failed.front().front().toString().contains("config.db"),
              qPrintable(failed.front().front().toString()));
     QCOMPARE(window_->tabs()->count(), kFixedTabs);
