@@ -526,6 +526,12 @@ void addKindLegend(QCustomPlot* plot, QCPAxisRect* rect, const std::vector<RunDa
         if (!run) {
             continue;
         }
+        // The kinds the analysis counted (all of them, in the measured iterations) and those the
+        // whole-run overview shows (warm-up ones too; a long run's overview keeps only each
+        // pixel's main kind, so it alone would miss kinds that are short or rare).
+        for (const auto& totals : run->stats().op_kinds) {
+            kinds.insert(static_cast<int>(totals.kind));
+        }
         const auto range = run->timeRange();
         const auto lod = run->opsLod(range.start_ns, range.end_ns + 1, 4000);
         for (const auto& lane : lod.lanes) {

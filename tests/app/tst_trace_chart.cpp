@@ -33,6 +33,7 @@ class TstTraceChart : public QObject {
     void aFittedViewFollowsTheRun();
     void memoryCoversTheView();
     void memoryByCategoryNamesItsColours();
+    void legendNamesEveryKindOfALongRun();
     void gpuLaneIsDrawnAndPicked();
     void peakLabelFitsShortCharts_data();
     void peakLabelFitsShortCharts();
@@ -224,6 +225,32 @@ void TstTraceChart::memoryByCategoryNamesItsColours() {
     QCOMPARE(names(), stacked);
     chart_->setMemoryRank(-1);
     QCOMPARE(names(), total);
+}
+
+// A long run's overview keeps one kind per pixel (the longest); the legend still names every kind
+// the run has, the short ones included.
+void TstTraceChart::legendNamesEveryKindOfALongRun() {
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    parsed.config->parallel.microbatches = 20000;
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    const auto run = std::make_shared<app::SimRunData>(std::move(*sim.result), "long");
+    app::TraceChart chart;
+    chart.resize(1000, 600);
+    chart.setRuns({run}, true);
+    QStringList names;
+    for (int i = 0; chart.legend && i < chart.legend->itemCount(); ++i) {
+        if (auto* item = dynamic_cast<QCPPlottableLegendItem*>(chart.legend->item(i))) {
+            names << item->plottable()->name();
+        }
+    }
+    for (const auto kind : {trace::OpKind::F, trace::OpKind::B, trace::OpKind::S, trace::OpKind::T,
+                            trace::OpKind::SendF}) {
+        QVERIFY2(names.contains(app::opKindDescription(kind)),
+                 qPrintable(app::opKindDescription(kind) + " not in " + names.join(", ")));
+    }
 }
 
 void TstTraceChart::memoryCoversTheView() {
