@@ -38,7 +38,9 @@ ExportDialog::ExportDialog(int default_height, const QString& stem, QWidget* par
     auto* file_row = new QHBoxLayout;
     file_row->addWidget(path_, 1);
     file_row->addWidget(browse);
-    form->addRow(tr("&File:"), file_row);
+    auto* file_label = new QLabel(tr("&File:"));
+    file_label->setBuddy(path_);  // a row of two widgets has no buddy of its own
+    form->addRow(file_label, file_row);
 
     width_ = new QSpinBox;
     width_->setRange(kExportMinSide, kExportMaxSide);

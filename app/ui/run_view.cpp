@@ -44,7 +44,7 @@ void RunView::setRun(RunDataPtr run, bool keep_view) {
     {
         QSignalBlocker block(memory_rank_);
         memory_rank_->clear();
-        memory_rank_->addItem(tr("all ranks (total)"), -1);
+        memory_rank_->addItem(tr("each rank's total"), -1);
         for (int r = 0; run && r < run->rankCount(); ++r) {
             memory_rank_->addItem(tr("rank %1 by category").arg(r), r);
         }

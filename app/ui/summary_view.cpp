@@ -174,11 +174,13 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);  // legible in a short chart
     }
 
+    // One stack per rank, busy + bubble = the iteration: the bubble's part spent waiting on
+    // communication sits right above busy, the rest of the bubble above it.
     auto* busy = bars(time_rect, QObject::tr("busy"), opKindColor(trace::OpKind::F));
-    auto* idle = bars(time_rect, QObject::tr("bubble"), QColor(0xbd, 0xbd, 0xbd));
-    idle->moveAbove(busy);
-    auto* wait = bars(time_rect, QObject::tr("of which comm wait"), QColor(0xc6, 0x28, 0x28));
-    wait->setWidth(0.25);
+    auto* wait = bars(time_rect, QObject::tr("bubble: comm wait"), QColor(0xc6, 0x28, 0x28));
+    wait->moveAbove(busy);
+    auto* idle = bars(time_rect, QObject::tr("bubble: other"), QColor(0xbd, 0xbd, 0xbd));
+    idle->moveAbove(wait);
     double top = 0;
     double mem_top = 0;
     // Peak memory stacked by category at the moment of the peak.
@@ -193,8 +195,9 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     }
     for (const auto& r : s.ranks) {
         busy->addData(r.rank, r.busy_ns / 1e6);
-        idle->addData(r.rank, r.bubble_ns / 1e6);
-        wait->addData(r.rank, r.comm_wait_ns / 1e6);
+        const double wait_ns = std::clamp(r.comm_wait_ns, 0.0, std::max(r.bubble_ns, 0.0));
+        wait->addData(r.rank, wait_ns / 1e6);
+        idle->addData(r.rank, (r.bubble_ns - wait_ns) / 1e6);
         top = std::max(top, (r.busy_ns + r.bubble_ns) / 1e6);
         if (r.peak_memory.present) {
             for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {

@@ -215,10 +215,11 @@ void TraceChart::showSelection() {
                     .arg(op->microbatch)
                     .arg(RunData::kSelectionBudget.count());
     } else if (follow) {
-        text +=
-            timelines_.size() > 1
-                ? tr(" · micro-batch %1 highlighted in every run (M: off)").arg(op->microbatch)
-                : tr(" · micro-batch %1 highlighted on every rank (M: off)").arg(op->microbatch);
+        text += timelines_.size() > 1
+                    ? tr(" · micro-batch %1 highlighted in every run (press M to clear)")
+                          .arg(op->microbatch)
+                    : tr(" · micro-batch %1 highlighted on every rank (press M to clear)")
+                          .arg(op->microbatch);
     } else if (op->microbatch >= 0) {
         text += tr(" · M highlights micro-batch %1").arg(op->microbatch);
     }
