@@ -1,5 +1,7 @@
 // pipescope-trace's commands that write files: export-chrome, export-csv, repair, merge,
 // import-nsys.
+#include <filesystem>
+
 #include <pipescope/interop/chrome_export.h>
 #include <pipescope/interop/csv_export.h>
 #include <pipescope/interop/merge.h>
@@ -18,7 +20,8 @@ int exportFailed(const TraceStatus& st) {
 }
 
 // Shared checks of the export commands: two positionals, a readable trace, and an output that
-// is not the trace itself (replacing it would destroy the run).
+// is not the trace itself (replacing it would destroy the run) nor, without --force, another
+// existing file (a pipe or /dev/stdout is not one).
 bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* reader,
                    int* exit_code) {
     if (p.positional.size() != 2) {
@@ -36,12 +39,18 @@ bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* 
             badArguments(cmd, p.positional[1] + ": is the trace itself; refusing to overwrite it");
         return false;
     }
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p.positional[1], ec) && p.options.count("--force") == 0) {
+        printErr(p.positional[1] + ": file exists (pass --force to replace it)");
+        *exit_code = kExitBadInput;
+        return false;
+    }
     return true;
 }
 
 int runExportChrome(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("export-chrome");
-    const ParsedArgs p = parseArgs(args, {}, {});
+    const ParsedArgs p = parseArgs(args, {"--force"}, {});
     if (p.help) {
         return printOut(commandHelp(cmd));
     }
@@ -66,7 +75,7 @@ int runExportChrome(const std::vector<std::string>& args) {
 
 int runExportCsv(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("export-csv");
-    const ParsedArgs p = parseArgs(args, {}, {"--table"});
+    const ParsedArgs p = parseArgs(args, {"--force"}, {"--table"});
     if (p.help) {
         return printOut(commandHelp(cmd));
     }

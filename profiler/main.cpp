@@ -59,14 +59,16 @@ const Command kCommands[] = {
      "  --iteration N   that iteration (default: the first measured one)\n"
      "  --json          JSON instead of a table\n",
      runCriticalPath},
-    {"export-chrome", "export-chrome RUN.db OUT.json",
+    {"export-chrome", "export-chrome RUN.db OUT.json [--force]",
      "Chrome / Perfetto trace-event JSON: one process per rank (threads compute, comm and extra\n"
      "threads for overlapping ops), memory counters, send->receive flow arrows, GPU kernels.\n"
-     "Open it in https://ui.perfetto.dev or chrome://tracing.\n",
+     "Open it in https://ui.perfetto.dev or chrome://tracing.\n"
+     "  --force         replace OUT.json if it exists\n",
      runExportChrome},
-    {"export-csv", "export-csv RUN.db OUT.csv [--table op|memory|metric]",
+    {"export-csv", "export-csv RUN.db OUT.csv [--table op|memory|metric] [--force]",
      "One table as CSV (RFC 4180) with a header row; empty fields are NULL.\n"
-     "  --table T       op (default; the op_named view's columns), memory or metric\n",
+     "  --table T       op (default; the op_named view's columns), memory or metric\n"
+     "  --force         replace OUT.csv if it exists\n",
      runExportCsv},
     {"repair", "repair RUN.db",
      "For a run that stopped before finishing (status running): builds the indexes and summary\n"

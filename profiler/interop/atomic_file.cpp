@@ -52,6 +52,17 @@ trace::TraceStatus AtomicFile::open(const std::string& target) {
             trace::TraceStatus::error(Code::IoError, target + ": cannot write: it is a directory");
         return error_;
     }
+    const auto status = fs::status(target, ec);  // through links: /dev/stdout is one
+    direct_ = !ec && fs::exists(status) && !fs::is_regular_file(status);
+    if (direct_) {
+        fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd_ < 0) {
+            fail("cannot write", errno);
+            return error_;
+        }
+        buffer_.reserve(kBufferBytes);
+        return error_;
+    }
     fd_ = createBeside(target, ".tmp", &temp_);
     if (fd_ < 0) {
         const int err = errno;
@@ -97,13 +108,16 @@ trace::TraceStatus AtomicFile::commit() {
                            : error_;
     }
     flushBuffer();
-    if (error_.ok() && ::fsync(fd_) != 0 && errno != EINVAL) {
+    if (error_.ok() && !direct_ && ::fsync(fd_) != 0 && errno != EINVAL) {
         fail("writing failed", errno);  // EINVAL: a file system without fsync (e.g. a pipe)
     }
     if (::close(fd_) != 0 && error_.ok()) {
         fail("writing failed", errno);
     }
     fd_ = -1;
+    if (direct_) {
+        return error_;
+    }
     if (error_.ok() && std::rename(temp_.c_str(), target_.c_str()) != 0) {
         fail("cannot replace it", errno);
     }

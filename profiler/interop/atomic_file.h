@@ -17,7 +17,9 @@ class AtomicFile {
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
 
-    // Creates the temporary file. Errors name the target and the reason (Code::IoError).
+    // Creates the temporary file. Errors name the target and the reason (Code::IoError). A
+    // target that is not a regular file (a pipe, /dev/stdout) is written directly instead: it
+    // cannot be replaced by a rename, and what it receives is not kept as a file anyway.
     trace::TraceStatus open(const std::string& target);
     // Buffered; the first failure is kept and reported by commit().
     void write(std::string_view bytes);
@@ -33,6 +35,7 @@ class AtomicFile {
     std::string target_;
     std::string temp_;
     int fd_ = -1;
+    bool direct_ = false;  // writing to the target itself (not a regular file)
     std::string buffer_;
     trace::TraceStatus error_;
 };

@@ -81,6 +81,7 @@ class TestTraceCli : public QObject {
     void exportUnwritable_data();
     void exportUnwritable();
     void exportOntoTrace();
+    void exportOntoAnExistingFile();
     void repair();
     void badInput_data();
     void badInput();
@@ -466,6 +467,27 @@ void TestTraceCli::exportOntoTrace() {
     const ProcessResult r = runBinary(kCli, {"export-csv", copy, copy});
     QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
     QCOMPARE(test::readFile(copy), before);
+}
+
+// An existing file is replaced only with --force (it may be another trace); a pipe or
+// /dev/stdout is written as it is.
+void TestTraceCli::exportOntoAnExistingFile() {
+    const QString other = path("other.csv");
+    QVERIFY(QFile::copy(good_, other));
+    const QByteArray before = test::readFile(other);
+    const ProcessResult refused = runBinary(kCli, {"export-csv", good_, other});
+    QVERIFY2(refused.exit_code == 2 && refused.err.contains(other.toUtf8()) &&
+                 refused.err.contains("--force"),
+             qPrintable(describe(refused)));
+    QCOMPARE(test::readFile(other), before);
+    const ProcessResult chrome = runBinary(kCli, {"export-chrome", good_, other});
+    QVERIFY2(chrome.exit_code == 2, qPrintable(describe(chrome)));
+    QCOMPARE(test::readFile(other), before);
+    const ProcessResult forced = runBinary(kCli, {"export-csv", good_, other, "--force"});
+    QVERIFY2(forced.exit_code == 0, qPrintable(describe(forced)));
+    QVERIFY(test::readFile(other).startsWith("id,rank,"));
+    const ProcessResult piped = runBinary(kCli, {"export-csv", good_, "/dev/stdout"});
+    QVERIFY2(piped.exit_code == 0 && piped.out.startsWith("id,rank,"), qPrintable(describe(piped)));
 }
 
 void TestTraceCli::repair() {
