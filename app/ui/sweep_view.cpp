@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include <pipescope/app/units.h>
+#include <pipescope/schedule/config_parse.h>
 
 #include "memory_plot.h"
 #include "plot_layout.h"
@@ -239,6 +240,10 @@ QString sweepKeyProblem(const QString& key) {
     }
     if (key == QLatin1String("compare") || key.startsWith(QLatin1String("compare."))) {
         return QObject::tr("sweep key %1: the compare list is not a setting to sweep").arg(key);
+    }
+    // Checked once here, not reported again for every point of the sweep.
+    if (const auto problem = schedule::configKeyProblem(key.toStdString())) {
+        return QObject::tr("sweep key %1: %2").arg(key, QString::fromStdString(*problem));
     }
     return {};
 }

@@ -67,6 +67,36 @@ std::size_t editDistance(std::string_view a, std::string_view b) {
     return d[n][m];
 }
 
+// The names Megatron-LM's arguments and Hugging Face configs give our keys: users arriving from
+// those write them first.
+std::optional<std::string_view> knownAlias(std::string_view word) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 17> kAliases = {{
+        {"num_layers", "layers"},
+        {"num_hidden_layers", "layers"},
+        {"hidden_size", "hidden"},
+        {"ffn_hidden_size", "ffn_hidden"},
+        {"intermediate_size", "ffn_hidden"},
+        {"num_attention_heads", "heads"},
+        {"seq_length", "seq_len"},
+        {"sequence_length", "seq_len"},
+        {"vocab_size", "vocab"},
+        {"padded_vocab_size", "vocab"},
+        {"micro_batch_size", "micro_batch"},
+        {"pipeline_model_parallel_size", "pipeline"},
+        {"pipeline_parallel_size", "pipeline"},
+        {"num_microbatches", "microbatches"},
+        {"virtual_pipeline_model_parallel_size", "virtual_stages"},
+        {"lr", "learning_rate"},
+        {"train_iters", "iterations"},
+    }};
+    for (const auto& [alias, key] : kAliases) {
+        if (equalsIgnoringCase(word, alias)) {
+            return key;
+        }
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 const std::vector<std::string_view>* knownKeys(std::string_view object_path) {
@@ -84,6 +114,10 @@ std::optional<std::string_view> closestMatch(std::string_view word,
         if (equalsIgnoringCase(word, c)) {
             return c;
         }
+    }
+    if (const auto alias = knownAlias(word);
+        alias && std::find(candidates.begin(), candidates.end(), *alias) != candidates.end()) {
+        return alias;
     }
     // A word much longer than every candidate cannot be within two edits; skip the quadratic
     // distance table for pasted garbage.

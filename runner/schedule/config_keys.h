@@ -19,7 +19,8 @@ inline constexpr std::string_view kVariantObject = "compare[]";
 // in the order toJson writes them; nullptr when `object_path` is not an object of the format.
 const std::vector<std::string_view>* knownKeys(std::string_view object_path);
 
-// The closest candidate to `word`: a case-insensitive match, else the nearest one within two
+// The closest candidate to `word`: a case-insensitive match, else the candidate that Megatron-LM
+// or Hugging Face call `word` ("hidden_size" for "hidden"), else the nearest one within two
 // edits (insertions, deletions, substitutions, swaps of neighbours) that is also fewer edits
 // than the candidate is long, so that "X" does not suggest "F".
 std::optional<std::string_view> closestMatch(std::string_view word,

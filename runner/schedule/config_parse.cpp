@@ -292,6 +292,10 @@ std::optional<KeyOwner> ownerOf(std::string_view path) {
     return std::nullopt;
 }
 
+std::optional<std::string> configKeyProblem(std::string_view path) {
+    return detail::checkKeyPath(path);
+}
+
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error) {
     const auto fail = [&](std::string message) -> std::optional<Override> {
         if (error != nullptr) {

@@ -447,6 +447,12 @@ void TstMainWindow::sweepExplainsItselfFirst() {
     QVERIFY(!view.busy());
     QVERIFY2(view.statusText().contains(QLatin1String("one line per vocabulary method")),
              qPrintable(view.statusText()));
+    // A key the config has not is refused before any point is simulated.
+    key->setEditText(QStringLiteral("model.hidden_size"));
+    view.run();
+    QVERIFY(!view.busy());
+    QVERIFY2(view.statusText().contains(QLatin1String("did you mean \"model.hidden\"")),
+             qPrintable(view.statusText()));
     QVERIFY(app::sweepKeyProblem(QStringLiteral("model.vocab")).isEmpty());
     QVERIFY(!app::sweepKeyProblem(QString()).isEmpty());
 }

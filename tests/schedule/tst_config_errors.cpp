@@ -186,6 +186,13 @@ void TstConfigErrors::invalidValues_data() {
         R"(costs.collectives_us.outptu: unknown key (did you mean "costs.collectives_us.output"?))");
     row("override of unknown key", {"model.vocb=5"},
         R"(model.vocb: unknown key (did you mean "model.vocab"?))");
+    // Megatron-LM's and Hugging Face's names for our keys.
+    row("megatron name", {"model.hidden_size=64"},
+        R"(model.hidden_size: unknown key (did you mean "model.hidden"?))");
+    row("hugging face name", {"parallel.num_microbatches=8"},
+        R"(parallel.num_microbatches: unknown key (did you mean "parallel.microbatches"?))");
+    row("alias in the wrong object", {"parallel.hidden_size=64"},
+        R"(parallel.hidden_size: unknown key)");
     row("override of unknown section", {"paralel.vocab=naive"},
         R"(paralel.vocab: unknown key (did you mean "parallel.vocab"?))");
     row("override below a value", {"model.layers.x=1"},

@@ -59,6 +59,10 @@ struct KeyOwner {
 };
 std::optional<KeyOwner> ownerOf(std::string_view path);
 
+// nullopt when `path` ("model.vocab") names a key of the config format, else why not
+// ("unknown key (did you mean \"model.hidden\"?)"), as --set reports it.
+std::optional<std::string> configKeyProblem(std::string_view path);
+
 // Parses "model.vocab=256000" into an Override; nullopt (and *error set) when malformed.
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error);
 
