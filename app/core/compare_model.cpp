@@ -146,6 +146,14 @@ std::vector<QString> CompareModel::headerNames(const std::vector<QString>& names
     return shown;
 }
 
+void CompareModel::setJudged(bool judged) {
+    judged_ = judged;
+    if (rowCount() > 0) {
+        emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1),
+                         {Qt::ForegroundRole, Qt::ToolTipRole});
+    }
+}
+
 void CompareModel::setComparison(const analysis::RunComparison& comparison) {
     beginResetModel();
     cmp_ = comparison;
@@ -266,6 +274,9 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
         case VerdictRole:
             return col.kind == ColumnKind::Label ? QVariant() : QVariant(static_cast<int>(verdict));
         case Qt::ForegroundRole:
+            if (!judged_) {
+                return {};
+            }
             if (is_change && verdict == analysis::Verdict::Better) {
                 return colour(kBetterColor);
             }
@@ -290,6 +301,18 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
             if (col.kind == ColumnKind::Value) {
                 return col.run == 0 ? tr("%1, the baseline").arg(runName(col.run))
                                     : runName(col.run);
+            }
+            if (!judged_) {
+                const auto delta = at(q.delta, col.run);
+                if (!delta) {
+                    return tr("no comparison: %1 or %2 has no value")
+                        .arg(runName(col.run), runName(0));
+                }
+                return tr("%1's error against %2: %3")
+                    .arg(runName(col.run), runName(0),
+                         *delta > 0   ? tr("above it")
+                         : *delta < 0 ? tr("below it")
+                                      : tr("the same"));
             }
             switch (verdict) {
                 case analysis::Verdict::Same:

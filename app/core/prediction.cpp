@@ -57,6 +57,7 @@ std::optional<Prediction> predictRun(const std::string& path, std::string* error
     const schedule::Config base = *measured->config();
 
     std::optional<double> spread_ns;
+    int spread_samples = 0;
     schedule::Config calibrated = base;
     calibrated.costs.source = schedule::CostSource::Calibrated;
     calibrated.costs.calibrated_path = path;
@@ -65,6 +66,7 @@ std::optional<Prediction> predictRun(const std::string& path, std::string* error
         // the timeline shows one typical timing.
         if (sim.result->spread) {
             spread_ns = sim.result->spread->mean_s * 1e9;
+            spread_samples = sim.result->spread->timings;
         }
         p.calibrated = std::make_shared<SimRunData>(std::move(*sim.result), "calibrated");
     } else {
@@ -80,8 +82,9 @@ std::optional<Prediction> predictRun(const std::string& path, std::string* error
     if (p.calibrated) {
         p.errors.push_back(errorOf("calibrated", p.calibrated->stats(), measured->stats()));
         if (spread_ns) {
-            p.errors.back().iteration =
+            p.errors.back().iteration_spread =
                 relative(*spread_ns, measured->stats().iteration_time_ns.value_or(0));
+            p.errors.back().spread_samples = spread_samples;
         }
     }
     if (p.analytic) {

@@ -17,6 +17,7 @@
 #include <QStatusBar>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <pipescope/app/compare_model.h>
 #include <pipescope/app/prediction.h>
 #include <pipescope/app/recent_files.h>
 #include <pipescope/app/sim_run_data.h>
@@ -532,10 +533,21 @@ void MainWindow::predictVsMeasured(const QString& path) {
             for (std::size_t r = 0; r < e.rank_busy.size(); ++r) {
                 ranks << tr("r%1 %2%").arg(r).arg(e.rank_busy[r] * 100, 0, 'f', 1);
             }
-            notes << tr("%1 prediction: iteration time %2%, busy time per rank %3")
-                         .arg(QString::fromStdString(e.model))
-                         .arg(e.iteration * 100, 0, 'f', 1)
-                         .arg(ranks.join(QStringLiteral(", ")));
+            const auto percent = [](double x) {
+                return (x >= 0 ? QStringLiteral("+") : QString()) +
+                       QString::number(x * 100, 'f', 1) + QLatin1Char('%');
+            };
+            QString iteration = tr("iteration time %1").arg(percent(e.iteration));
+            if (e.iteration_spread) {
+                iteration = tr("iteration time %1 as the mean of %2 timings drawn from the run's "
+                               "op times (the prediction), %3 for the one timeline shown")
+                                .arg(percent(*e.iteration_spread))
+                                .arg(e.spread_samples)
+                                .arg(percent(e.iteration));
+            }
+            notes << tr("%1 prediction against the measured run: %2; busy time per rank %3")
+                         .arg(QString::fromStdString(e.model), iteration,
+                              ranks.join(QStringLiteral(", ")));
         }
         for (const auto& n : prediction->notes) {
             notes << QString::fromStdString(n);
@@ -543,13 +555,13 @@ void MainWindow::predictVsMeasured(const QString& path) {
         notes << tr(
             "The measured run is drawn from its first measured iteration at 0 ms beside "
             "one simulated iteration of each model (press 0 in the chart for the whole "
-            "run); the calibrated iteration-time error uses the mean over timings drawn "
-            "from the run's op times. The analytic model assumes the config's hardware "
-            "section, not this machine.");
+            "run); the table's changes are the predictions' errors against it. The analytic "
+            "model assumes the config's hardware section, not this machine.");
         auto runs = prediction->runs();
         runs.front() = alignedAtFirstMeasured(runs.front());
         statusBar()->clearMessage();
         auto* view = new CompareView;
+        view->model()->setJudged(false);  // a prediction's error is neither better nor worse
         view->setRuns(runs, notes, false);
         view->showFirstIterations();
         const int index = tabs_->addTab(view, tr("Predicted vs measured: %1").arg(name));

@@ -548,6 +548,14 @@ void TstAppcoreModels::compareThreeRuns() {
     QCOMPARE(model.index(time, 6).data(CompareModel::VerdictRole).toInt(),
              static_cast<int>(analysis::Verdict::Same));
     QVERIFY(!model.index(time, 7).data(Qt::ForegroundRole).isValid());
+    // Runs that predict the baseline: their changes are errors, coloured neither way.
+    model.setJudged(false);
+    QVERIFY(!model.index(mfu, 4).data(Qt::ForegroundRole).isValid());
+    QVERIFY2(model.index(mfu, 4).data(Qt::ToolTipRole).toString().contains("above it"),
+             qPrintable(model.index(mfu, 4).data(Qt::ToolTipRole).toString()));
+    QCOMPARE(model.index(mfu, 4).data().toString(), "+12.5 pp");
+    model.setJudged(true);
+    QCOMPARE(model.index(mfu, 4).data(Qt::ForegroundRole).toString(), "#1a7f37");
 
     model.setComparison({});
     QCOMPARE(model.rowCount(), 0);

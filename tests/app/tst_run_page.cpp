@@ -310,6 +310,7 @@ void TstRunPage::predictedVersusMeasured() {
     QCOMPARE(QString::fromStdString(view->runs()[1]->name()), QStringLiteral("calibrated"));
     QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
     QVERIFY(view->model()->rowCount() > 0);
+    QVERIFY(!view->model()->judged());  // errors of predictions, not improvements
     checkShowsFirstIterations(*view);
 
     std::string error;
@@ -317,6 +318,10 @@ void TstRunPage::predictedVersusMeasured() {
     QVERIFY2(p, error.c_str());
     QCOMPARE(p->errors.size(), std::size_t(2));
     QCOMPARE(p->errors[0].rank_busy.size(), std::size_t(2));
+    // The calibrated model on the run's own schedule also has the mean over drawn timings; the
+    // analytic one has no recorded times to draw from.
+    QVERIFY(p->errors[0].iteration_spread && p->errors[0].spread_samples >= 8);
+    QVERIFY(!p->errors[1].iteration_spread);
     // The calibrated prediction uses the run's own times: it is the closer one here (the
     // analytic one assumes the config's H100 and misses a CPU run by ~99%). How close it comes
     // depends on the machine's load during the run's two measured iterations, which a test

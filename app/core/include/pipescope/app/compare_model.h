@@ -39,6 +39,11 @@ class CompareModel : public QAbstractTableModel {
 
     // Replaces what the model shows (a model reset).
     void setComparison(const analysis::RunComparison& comparison);
+    // Whether a change is judged better or worse (the default): not where the runs after the
+    // baseline are predictions of it, whose changes are their errors. Unjudged changes have no
+    // colour and their tooltips say above or below.
+    void setJudged(bool judged);
+    bool judged() const { return judged_; }
     const analysis::RunComparison& comparison() const { return cmp_; }
 
     int runCount() const { return static_cast<int>(cmp_.names.size()); }
@@ -71,6 +76,7 @@ class CompareModel : public QAbstractTableModel {
   private:
     analysis::RunComparison cmp_;
     std::vector<QString> header_names_;
+    bool judged_ = true;
 };
 
 }  // namespace pipescope::app

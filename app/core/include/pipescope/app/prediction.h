@@ -15,9 +15,15 @@ namespace pipescope::app {
 
 struct PredictionError {
     std::string model;  // "calibrated", "analytic"
-    // (predicted − measured) / measured of the iteration time, and of each rank's busy time.
+    // (predicted − measured) / measured of the iteration time of the simulated timeline (what
+    // the delta table shows), and of each rank's busy time.
     double iteration = 0;
     std::vector<double> rank_busy;
+    // The same for the mean iteration time over repeated timings drawn from the run's recorded
+    // op times (calibrated on the run's own schedule, cost-model.md): the prediction of the
+    // run's iteration time. Empty when there was no such spread.
+    std::optional<double> iteration_spread;
+    int spread_samples = 0;
 };
 
 struct Prediction {
