@@ -354,6 +354,19 @@ QString newRunPath(const QString& folder, const QString& config_name, const QStr
     // the name's closing "(vocab-2 vs naive)": it describes the pair, not this run.
     constexpr qsizetype kNameChars = 40;
     QString name = variant.isEmpty() ? config_name.trimmed() : withoutClosingNote(config_name);
+    // The changes an edited config appends ("... [model.vocab=262144, parallel.schedule=v-half]")
+    // survive the cut, by their last key part: "vocab-262144-schedule-v-half".
+    QString changes;
+    if (name.endsWith(QLatin1Char(']'))) {
+        if (const qsizetype open = name.lastIndexOf(QStringLiteral(" [")); open > 0) {
+            for (const QString& change :
+                 name.mid(open + 2).chopped(1).split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
+                changes += QLatin1Char('-') + change.section(QLatin1Char('.'), -1);
+            }
+            changes.truncate(kNameChars);
+            name = name.left(open).trimmed();
+        }
+    }
     if (name.size() > kNameChars) {
         const qsizetype space = name.lastIndexOf(QLatin1Char(' '), kNameChars);
         name.truncate(space >= kNameChars / 2 ? space : kNameChars);
@@ -365,6 +378,7 @@ QString newRunPath(const QString& folder, const QString& config_name, const QStr
     if (name.isEmpty()) {
         name = QStringLiteral("run");
     }
+    name += changes;
     const QString base =
         safeFileStem(name + (variant.isEmpty() ? QString() : QLatin1Char('-') + variant) +
                      QLatin1Char('-') + backend + QLatin1Char('-') +

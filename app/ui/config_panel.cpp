@@ -430,6 +430,12 @@ void ConfigPanel::reparse() {
     }
     issues_->clear();
     config_ = parsed.config;
+    // The loaded config's name says what was loaded; the edits join it, so that runs and
+    // exports made from an edited config are not named after the one it came from.
+    if (const auto base = schedule::parseConfig(base_json_, source_name_.toStdString());
+        base.ok()) {
+        config_->name = schedule::editedName(*base.config, *config_);
+    }
     config_valid_ = true;
     commit();
     emit configChanged(*config_);

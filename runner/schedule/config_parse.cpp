@@ -219,6 +219,37 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
     return result;
 }
 
+// Whether a change of `path` belongs in the config's name: not the run's length or seed, nor the
+// compare list (the name describes the pipeline being run).
+bool namesAChange(std::string_view path) {
+    return path.rfind("run.", 0) != 0 && path != "compare" && path != "name";
+}
+
+// "parallel.schedule=v-half": a change as a name shows it, strings without their quotes.
+std::string describeChange(const std::string& path, std::string value_json) {
+    if (value_json.size() >= 2 && value_json.front() == '"' && value_json.back() == '"') {
+        value_json = value_json.substr(1, value_json.size() - 2);
+    }
+    return path + "=" + value_json;
+}
+
+// The leaves (values that are not objects) of `edited` that `base` has not, or has otherwise.
+void collectChanges(const Json& base, const Json& edited, const std::string& prefix,
+                    std::string* out) {
+    for (const auto& [key, value] : edited.items()) {
+        const std::string path = detail::memberPath(prefix, key);
+        if (!namesAChange(path)) {
+            continue;
+        }
+        const auto it = base.is_object() ? base.find(key) : base.end();
+        if (value.is_object()) {
+            collectChanges(it != base.end() ? *it : Json::object(), value, path, out);
+        } else if (it == base.end() || *it != value) {
+            *out += (out->empty() ? "" : ", ") + describeChange(path, dumpJson(value, -1));
+        }
+    }
+}
+
 }  // namespace
 
 ParseResult parseConfig(std::string_view json_text, std::string_view source_name) {
@@ -266,14 +297,10 @@ ParseResult loadConfigFile(const std::string& path, const std::vector<Override>&
             if (o.path == "name") {
                 return r;  // the command line named it
             }
-            if (o.path.rfind("run.", 0) == 0 || o.path == "compare") {
+            if (!namesAChange(o.path)) {
                 continue;
             }
-            std::string value = o.value_json;
-            if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-                value = value.substr(1, value.size() - 2);
-            }
-            changes += (changes.empty() ? "" : ", ") + o.path + "=" + value;
+            changes += (changes.empty() ? "" : ", ") + describeChange(o.path, o.value_json);
         }
         if (!changes.empty()) {
             r.config->name += " [" + changes + "]";
@@ -322,6 +349,15 @@ std::optional<Override> parseOverride(std::string_view assignment, std::string* 
 
 std::string toJson(const Config& config, int indent) {
     return dumpJson(configToJson(config), indent);
+}
+
+std::string editedName(const Config& base, const Config& edited) {
+    if (edited.name != base.name) {
+        return edited.name;  // derived anew from the edited values, or named by the user
+    }
+    std::string changes;
+    collectChanges(configToJson(base), configToJson(edited), "", &changes);
+    return changes.empty() ? base.name : base.name + " [" + changes + "]";
 }
 
 ParseResult applyVariant(const Config& base, const Variant& variant) {

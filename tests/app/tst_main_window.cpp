@@ -121,6 +121,11 @@ void TstMainWindow::settingChangeResimulates() {
     QVERIFY(window_->configPanel()->setField("parallel.vocab", "vocab-2"));
     QTRY_VERIFY_WITH_TIMEOUT(
         window_->currentRun()->config()->parallel.vocab == schedule::VocabMethod::Vocab2, 10000);
+    // The preset's name says what was loaded; what was changed since joins it (runs and exports
+    // are named after it), and what was changed back leaves it.
+    QCOMPARE(QString::fromStdString(window_->configPanel()->config()->name),
+             QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive) "
+                            "[parallel.microbatches=12]"));
 }
 
 void TstMainWindow::invalidValueKeepsLastRun() {

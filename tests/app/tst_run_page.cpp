@@ -441,6 +441,16 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
                         QStringLiteral("cpu"));
     QVERIFY2(QFileInfo(e).fileName().startsWith(QStringLiteral("Default-4-stages-V-32768-cpu-")),
              qPrintable(e));
+    // An edited config's changes stay in the file's name, by their last key part, whatever the
+    // cut leaves of the name before them.
+    const QString g = app::newRunPath(
+        folder,
+        QStringLiteral("Default: 4 stages, V=32768 (vocab-2 vs naive) [model.vocab=262144, "
+                       "parallel.schedule=interleaved-1f1b]"),
+        QStringLiteral("cpu"), QStringLiteral("vocab-2"));
+    QVERIFY2(QFileInfo(g).fileName().startsWith(QStringLiteral(
+                 "Default-4-stages-V-32768-vocab-262144-schedule-interleaved-1f1b-vocab-2-cpu-")),
+             qPrintable(g));
     // A name whose only space is in its first half is cut at 40 characters.
     const QString d =
         app::newRunPath(folder, QString(10, 'a') + ' ' + QString(50, 'b'), QStringLiteral("cpu"));

@@ -70,6 +70,12 @@ std::optional<Override> parseOverride(std::string_view assignment, std::string* 
 // virtual_stages only for interleaved-1f1b: the other schedules imply theirs).
 std::string toJson(const Config& config, int indent = 2);
 
+// The name of `edited`, `base` with some keys changed (the app's settings): base's name with the
+// changed keys appended, as --set appends them ("Default [model.vocab=262144,
+// parallel.schedule=v-half]"; run.* left out); edited's own name where it has another (a name
+// derived from the values, or one the user gave).
+std::string editedName(const Config& base, const Config& edited);
+
 // The applied form of a compare variant: the config with that variant's overrides, validated.
 ParseResult applyVariant(const Config& base, const Variant& variant);
 
