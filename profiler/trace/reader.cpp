@@ -136,9 +136,13 @@ TraceStatus TraceReader::open(const std::string& path) {
     Stmt run(d.db,
              "SELECT name, config_json, backend, status, message, start_ns, end_ns, host, "
              "versions, command_line, ranks, iterations, warmup FROM run WHERE id = 1");
-    if (!run.valid() || run.step() != SQLITE_ROW) {
-        return TraceStatus::error(
-            Code::Corrupt, path + ": the run table has no row (" + d.db.errorMessage() + ")");
+    if (!run.valid()) {
+        return TraceStatus::error(Code::Corrupt, path + ": cannot read the run table (" +
+                                                     d.db.errorMessage() +
+                                                     "): the file is damaged");
+    }
+    if (run.step() != SQLITE_ROW) {
+        return TraceStatus::error(Code::Corrupt, path + ": the run table has no row");
     }
     d.run.name = run.text(0);
     d.run.config_json = run.text(1);
@@ -158,6 +162,11 @@ TraceStatus TraceReader::open(const std::string& path) {
 
     Stmt ranks(d.db,
                "SELECT rank, stages, device, host, clock_offset_ns, pid FROM rank ORDER BY rank");
+    if (!ranks.valid()) {
+        return TraceStatus::error(Code::Corrupt, path + ": cannot read the rank table (" +
+                                                     d.db.errorMessage() +
+                                                     "): the file is damaged");
+    }
     while (ranks.step() == SQLITE_ROW) {
         d.ranks.push_back(RankInfo{ranks.int32(0), ranks.text(1), ranks.text(2), ranks.text(3),
                                    ranks.int64(4), ranks.int64(5)});
@@ -165,7 +174,13 @@ TraceStatus TraceReader::open(const std::string& path) {
     // Ranks that wrote ops but no rank row (a crash before the first batch) still get lanes.
     std::set<int> known;
     for (const auto& k : d.ranks) {
-        known.insert(k.rank);
+        // Every reader of the trace indexes ranks by number: one listed twice would give two
+        // lanes the same index.
+        if (!known.insert(k.rank).second) {
+            return TraceStatus::error(Code::Corrupt, path + ": rank " + std::to_string(k.rank) +
+                                                         " is listed twice in the rank table: "
+                                                         "the file is damaged");
+        }
         d.listed_ranks.push_back(k.rank);
     }
     for (int r = 0; r < std::min(d.run.ranks, kMaxRanks); ++r) {

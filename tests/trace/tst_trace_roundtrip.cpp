@@ -297,6 +297,10 @@ void TstTraceRoundtrip::recognisesForeignFiles_data() {
     QTest::newRow("directory") << "directory" << int(TraceStatus::Code::BadInput) << "directory";
     QTest::newRow("absurd rank") << "absurd-rank" << int(TraceStatus::Code::Corrupt)
                                  << "rank numbers";
+    QTest::newRow("rank twice") << "rank-twice" << int(TraceStatus::Code::Corrupt)
+                                << "rank 0 is listed twice";
+    QTest::newRow("run column missing") << "run-column" << int(TraceStatus::Code::Corrupt)
+                                        << "cannot read the run table (no such column: status)";
 }
 
 void TstTraceRoundtrip::recognisesForeignFiles() {
@@ -347,6 +351,25 @@ void TstTraceRoundtrip::recognisesForeignFiles() {
         }
         QVERIFY(w.finish(RunStatus::Complete).ok());
         sqlExec(path, "UPDATE op SET rank = 2000000000 WHERE rowid = 5");
+    } else if (kind == "rank-twice" || kind == "run-column") {
+        TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+        w.addRank({0, "0", "sim", "testhost", 0, 11});
+        w.addRank({1, "1", "sim", "testhost", 0, 12});
+        for (const auto& o : sampleOps()) {
+            w.addOp(o);
+        }
+        QVERIFY(w.finish(RunStatus::Complete).ok());
+        if (kind == "rank-twice") {
+            // Without its key, the rank table takes a second row for rank 0 (which crashed every
+            // report once: two lanes with one index).
+            sqlExec(path,
+                    "CREATE TABLE r2 AS SELECT * FROM rank; DROP TABLE rank; "
+                    "ALTER TABLE r2 RENAME TO rank; INSERT INTO rank SELECT * FROM rank "
+                    "WHERE rank = 0");
+        } else {
+            sqlExec(path, "ALTER TABLE run DROP COLUMN status");
+        }
     } else if (kind == "directory") {
         QVERIFY(QDir().mkpath(path));
     }
