@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <filesystem>
 #include <initializer_list>
 #include <stdexcept>
 #include <utility>
@@ -23,6 +24,16 @@ bool parseInt(const std::string& text, int* out) {
     } catch (...) {
         return false;
     }
+}
+
+// Whether two paths name one file, whether it exists yet or not ("./a.json" and "a.json", a
+// link and its target).
+bool sameTarget(const std::string& a, const std::string& b) {
+    std::error_code ec_a;
+    std::error_code ec_b;
+    const auto ca = std::filesystem::weakly_canonical(a, ec_a);
+    const auto cb = std::filesystem::weakly_canonical(b, ec_b);
+    return ec_a || ec_b ? a == b : ca == cb;
 }
 
 }  // namespace
@@ -166,7 +177,26 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                 }
                 start = comma + 1;
             }
+            if (const auto problem = schedule::configKeyProblem(axis.path)) {
+                return fail("--sweep " + axis.path + ": " + *problem);
+            }
+            for (const SweepAxis& earlier : o.sweeps) {
+                if (earlier.path == axis.path) {
+                    return fail("--sweep " + axis.path +
+                                " is given twice; list all its values in one --sweep");
+                }
+            }
             o.sweeps.push_back(std::move(axis));
+            std::size_t points = 1;
+            for (const SweepAxis& each : o.sweeps) {
+                // Checked after each factor: the product never gets near overflowing.
+                points *= each.values.size();
+                if (points > kMaxSweepPoints) {
+                    return fail("--sweep: the combinations come to more than " +
+                                std::to_string(kMaxSweepPoints) +
+                                " points; sweep fewer values, or fewer keys at once");
+                }
+            }
         } else if (a == "--sweep-csv") {
             if (!value(&o.sweep_csv)) {
                 return fail("--sweep-csv needs a file name or -");
@@ -323,6 +353,32 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
         return fail(
             "only one of --summary-json -, --save-schedule -, --sweep-csv - and --progress jsonl "
             "can write to stdout; give the others a file name");
+    }
+    // An output never replaces an input or another output: --summary-json run.json naming the
+    // config, or the trace given to --out, would destroy what the user made.
+    const std::vector<std::pair<const char*, std::string>> inputs = {
+        {"the config file", o.config_path}, {"--schedule", o.load_schedule}};
+    std::vector<std::pair<const char*, std::string>> outputs;
+    for (const auto& [name, path] : std::initializer_list<std::pair<const char*, std::string>>{
+             {"--out", o.out},
+             {"--summary-json", o.summary_json},
+             {"--sweep-csv", o.sweep_csv},
+             {"--save-schedule", o.save_schedule}}) {
+        if (path.empty() || path == "-") {
+            continue;
+        }
+        for (const auto& [other, other_path] : inputs) {
+            if (!other_path.empty() && sameTarget(path, other_path)) {
+                return fail(std::string(name) + " " + path + " is " + other +
+                            "; refusing to overwrite it");
+            }
+        }
+        for (const auto& [other, other_path] : outputs) {
+            if (sameTarget(path, other_path)) {
+                return fail(std::string(name) + " and " + other + " name the same file, " + path);
+            }
+        }
+        outputs.emplace_back(name, path);
     }
     out.options = std::move(o);
     return out;

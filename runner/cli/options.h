@@ -1,6 +1,7 @@
 // Command line of pipescope-run (docs/runner-cli.md).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,9 @@
 #include <pipescope/schedule/config.h>
 
 namespace pipescope::cli {
+
+// The most points (combinations of the swept values) one pipescope-run --sweep simulates.
+inline constexpr std::size_t kMaxSweepPoints = 10000;
 
 struct SweepAxis {
     std::string path;                 // "model.vocab"

@@ -313,6 +313,32 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--lane-sync bad value")
         << QStringList{default_, "--backend", "cuda", "--lane-sync", "async", "--out", path("c.db")}
         << QStringList{"--lane-sync needs op or event"};
+    QStringList many;
+    for (int i = 1; i <= 101; ++i) {
+        many << QString::number(i);
+    }
+    QTest::newRow("--sweep too many points")
+        << QStringList{default_, "--sweep", "run.seed=" + many.join(','), "--sweep",
+                       "model.seq_len=" + many.join(',')}
+        << QStringList{"--sweep: the combinations come to more than 10000 points"};
+    QTest::newRow("--sweep key twice")
+        << QStringList{default_, "--sweep", "model.vocab=4096", "--sweep", "model.vocab=8192"}
+        << QStringList{"--sweep model.vocab is given twice"};
+    // An output never replaces an input or another output (a copy of the preset: were the check
+    // to fail, the source tree's would be overwritten).
+    const QString config = path("victim.json");
+    QFile::remove(config);
+    QVERIFY(QFile::copy(default_, config));
+    QTest::newRow("--summary-json onto the config")
+        << QStringList{config, "--summary-json", config}
+        << QStringList{"--summary-json " + config +
+                       " is the config file; refusing to overwrite it"};
+    QTest::newRow("--save-schedule onto the config, another spelling")
+        << QStringList{config, "--save-schedule", dir_.path() + "/./victim.json"}
+        << QStringList{"is the config file; refusing to overwrite it"};
+    QTest::newRow("--summary-json onto the trace")
+        << QStringList{config, "--out", path("x.db"), "--summary-json", path("x.db")}
+        << QStringList{"--summary-json and --out name the same file"};
 }
 
 void TestRunCli::badInput() {
@@ -326,6 +352,7 @@ void TestRunCli::badInput() {
     QVERIFY2(r.err.startsWith("pipescope-run: ") && r.err.endsWith('\n'), qPrintable(describe(r)));
     QVERIFY2(r.out.isEmpty(), qPrintable(describe(r)));
     QVERIFY(!QFile::exists(path("x.db")) && !QFile::exists(path("s.db")));
+    QCOMPARE(readFile(path("victim.json")), readFile(default_));
 }
 
 void TestRunCli::backendNotAvailable_data() {

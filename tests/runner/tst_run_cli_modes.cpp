@@ -157,11 +157,16 @@ void TestRunCliModes::sweepWithInvalidPoint() {
 }
 
 void TestRunCliModes::sweepAllPointsFail() {
-    // A misspelt key fails every point: that is a bad argument.
-    const ProcessResult r = runBinary(kRun, {small_, "--sweep", "model.vocb=32000,64000"});
+    // A misspelt key is refused before any point runs.
+    const ProcessResult misspelt = runBinary(kRun, {small_, "--sweep", "model.vocb=32000,64000"});
+    QVERIFY2(misspelt.exit_code == 2 && misspelt.out.isEmpty(), qPrintable(describe(misspelt)));
+    QVERIFY2(
+        misspelt.err.contains("--sweep model.vocb: unknown key (did you mean \"model.vocab\"?)"),
+        qPrintable(describe(misspelt)));
+    // Values no config accepts fail every point: that is a bad argument too.
+    const ProcessResult r = runBinary(kRun, {small_, "--sweep", "model.vocab=2,3"});
     QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
-    QVERIFY2(r.out.contains("error: model.vocb: unknown key (did you mean \"model.vocab\"?)"),
-             qPrintable(describe(r)));
+    QVERIFY2(r.out.contains("error: model.vocab: must be at least"), qPrintable(describe(r)));
     QVERIFY2(r.err.contains("every point of the sweep failed"), qPrintable(describe(r)));
 
     // A config file that is missing or not JSON fails every point for one reason: said once,
