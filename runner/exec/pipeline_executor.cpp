@@ -4,6 +4,7 @@
 #include <limits>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -431,10 +432,19 @@ ExecResult PipelineExecutor::run() {
     }
 
     std::vector<std::thread> threads;
-    for (int r : im.local) {
-        for (int l = 0; l < schedule::kStreamCount; ++l) {
-            threads.emplace_back([&im, r, l] { im.lane(r, l); });
+    try {
+        for (int r : im.local) {
+            for (int l = 0; l < schedule::kStreamCount; ++l) {
+                threads.emplace_back([&im, r, l] { im.lane(r, l); });
+            }
         }
+    } catch (const std::system_error& e) {
+        // The system gave no more threads (a limit on processes or memory): the lanes that
+        // started would wait for the others forever, so the run fails and they stop.
+        im.fail("cannot start the thread for " + std::to_string(threads.size() + 1) + " of " +
+                std::to_string(im.local.size() * schedule::kStreamCount) + " lanes (" +
+                std::to_string(schedule::kStreamCount) + " per rank): " + e.what() +
+                "; run fewer ranks per process (parallel.pipeline) or raise the process limit");
     }
     for (auto& t : threads) {
         t.join();

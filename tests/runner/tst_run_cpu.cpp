@@ -2,6 +2,7 @@
 // SIGTERM (exit 130, a readable trace marked cancelled), a config too large for memory (exit 2
 // before anything is written), and the arguments only a real run takes.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <QFile>
 #include <QJsonArray>
@@ -248,8 +249,39 @@ class TestRunCpu : public QObject {
         QVERIFY(QFile::exists(db));
     }
 
+    void refusedThreadsFailTheRun() {
+        // A process that may not start all its lanes' threads (here: 1 GiB stacks in 2.5 GiB of
+        // address space; in the field a process limit) fails the run with a message, instead of
+        // aborting on an uncaught exception and leaving the trace "running".
+#if defined(__SANITIZE_ADDRESS__)
+        QSKIP("AddressSanitizer reserves more address space than this test allows the runner");
+#endif
+        const QString db = path("no-threads.db");
+        QProcess p;
+        p.setChildProcessModifier([] {
+            const rlimit stack{1L << 30, 1L << 30};
+            const rlimit space{5L << 29, 5L << 29};
+            setrlimit(RLIMIT_STACK, &stack);
+            setrlimit(RLIMIT_AS, &space);
+        });
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("OPENBLAS_NUM_THREADS", "1");  // its own pool would take the threads first
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {preset("small-2stage-naive.json"), "--backend", "cpu", "--out",
+                                   db, "--iterations", "1"});
+        QVERIFY(p.waitForFinished(120000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(p.exitCode() == 4 && err.contains("cannot start the thread for"), err.constData());
+        pipescope::trace::TraceReader reader;
+        QVERIFY(reader.open(db.toStdString()).ok());
+        QVERIFY(reader.run().status == pipescope::trace::RunStatus::Failed);
+    }
+
   private:
-    QString path(const QString& name) const { return dir_.filePath(name); }
+    QString path(const QString& name) const {
+        return dir_.filePath(name);
+    }
     QTemporaryDir dir_;
 };
 
