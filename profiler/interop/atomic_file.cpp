@@ -186,6 +186,16 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
     return trace::TraceStatus::success();
 }
 
+trace::TraceStatus PartialTrace::named(trace::TraceStatus status) const {
+    if (!temp_.empty()) {
+        for (std::size_t at = status.message.find(temp_); at != std::string::npos;
+             at = status.message.find(temp_, at + target_.size())) {
+            status.message.replace(at, temp_.size(), target_);
+        }
+    }
+    return status;
+}
+
 trace::TraceStatus PartialTrace::commit() {
     if (temp_.empty()) {
         return trace::TraceStatus::error(Code::IoError, target_ + ": nothing to commit");

@@ -58,6 +58,9 @@ class PartialTrace {
     const std::string& path() const { return temp_; }
     // Renames the finished trace onto the target.
     trace::TraceStatus commit();
+    // `status` with the hidden name in its message replaced by the target's: what failed while
+    // writing the partial trace is reported against the file the user asked for.
+    trace::TraceStatus named(trace::TraceStatus status) const;
 
   private:
     void discard();

@@ -169,7 +169,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     info.status = trace::RunStatus::Running;
     info.end_ns.reset();
     if (TraceStatus st = writer.create(partial.path(), info, wo); !st.ok()) {
-        return st;
+        return partial.named(st);
     }
     const auto fail = [&](const TraceStatus& why) {
         writer.finish(trace::RunStatus::Failed, why.message);
@@ -325,7 +325,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     if (TraceStatus st = writer.finish(status, message, s0 + end,
                                        [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {
-        return st;
+        return partial.named(st);
     }
     return partial.commit();
 }

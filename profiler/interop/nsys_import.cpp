@@ -143,7 +143,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     trace::WriterOptions wo;
     wo.overwrite = true;  // the partial file's reserved, empty name
     if (st = writer.create(partial.path(), info, wo); !st.ok()) {
-        return st;
+        return partial.named(st);
     }
     const auto fail = [&](TraceStatus why) {
         writer.finish(trace::RunStatus::Failed, why.message);
@@ -207,7 +207,7 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
     if (st = writer.finish(status, message, end_ns,
                            [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {
-        return st;
+        return partial.named(st);
     }
     return partial.commit();
 }

@@ -71,8 +71,16 @@ class OpLodBuilder {
   public:
     OpLodBuilder(Db& db, int min_level, int max_level)
         : insert_(db,
+                  // Narrow ops that start with a wide one, before and after it, make two
+                  // entries at one start; they join into one (SET reads the row as it was).
                   "INSERT INTO op_lod (level, rank, lane, start_ns, end_ns, count, busy_ns, kind, "
-                  "mixed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                  "mixed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                  "ON CONFLICT (level, rank, lane, start_ns) DO UPDATE SET "
+                  "end_ns = max(end_ns, excluded.end_ns), count = count + excluded.count, "
+                  "busy_ns = busy_ns + excluded.busy_ns, "
+                  "kind = CASE WHEN excluded.busy_ns > busy_ns THEN excluded.kind ELSE kind END, "
+                  "mixed = CASE WHEN mixed = 1 OR excluded.mixed = 1 OR kind != excluded.kind "
+                  "THEN 1 ELSE 0 END"),
           min_level_(min_level),
           max_level_(max_level) {}
 

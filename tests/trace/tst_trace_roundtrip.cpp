@@ -112,6 +112,7 @@ class TstTraceRoundtrip : public QObject {
     void recognisesForeignFiles_data();
     void recognisesForeignFiles();
     void smallBatchesCommitAsTheyGo();
+    void opsStartingTogetherFinish();
     void nvtxOpTextRoundTrips();
     void nvtxOpTextRejectsOtherText_data();
     void nvtxOpTextRejectsOtherText();
@@ -379,6 +380,49 @@ void TstTraceRoundtrip::recognisesForeignFiles() {
     const QString msg = QString::fromStdString(st.message);
     QVERIFY2(msg.contains(phrase), qPrintable(msg));
     QVERIFY2(msg.contains(QFileInfo(path).fileName()), qPrintable(msg));
+}
+
+// Ops of one lane that start at the same instant, a wide one between narrow ones: the narrow ones
+// fold into one summary entry per level (they once made two with one key, and finishing the trace
+// failed on the key).
+void TstTraceRoundtrip::opsStartingTogetherFinish() {
+    const QString path = dir_.filePath("together.db");
+    TraceWriter w;
+    QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+    constexpr std::int64_t kWide = 100'000'000;
+    for (const std::int64_t dur : {std::int64_t{10}, kWide, std::int64_t{10}, std::int64_t{20}}) {
+        OpRecord o;
+        o.rank = 0;
+        o.lane = Lane::Comm;
+        o.kind = OpKind::SendF;
+        o.start_ns = 1000;
+        o.end_ns = 1000 + dur;
+        w.addOp(o);
+    }
+    // Enough ops over a second on another rank that the trace gets summary levels.
+    for (int i = 0; i < 20000; ++i) {
+        OpRecord o;
+        o.rank = 1;
+        o.start_ns = std::int64_t{i} * 50'000;
+        o.end_ns = o.start_ns + 1000;
+        o.op_index = i;
+        w.addOp(o);
+    }
+    const auto st = w.finish(RunStatus::Complete);
+    QVERIFY2(st.ok(), st.message.c_str());
+    // Each level covers rank 0's narrow ops once (3 ops, 40 ns), and the wide one too where it
+    // is narrow enough to fold.
+    const char* levels =
+        "SELECT level, sum(count) AS c, sum(busy_ns) AS b FROM op_lod WHERE rank = 0 "
+        "GROUP BY level";
+    const auto count = [&](const QString& sql) { return sqlInt(path, sql.toUtf8().constData()); };
+    QVERIFY(count(QStringLiteral("SELECT count(*) FROM (%1) WHERE c = 3 AND b = 40").arg(levels)) >
+            0);
+    QCOMPARE(count(QStringLiteral("SELECT count(*) FROM (%1) WHERE NOT ((c = 3 AND b = 40) OR "
+                                  "(c = 4 AND b = 40 + %2))")
+                       .arg(levels)
+                       .arg(kWide)),
+             0);
 }
 
 void TstTraceRoundtrip::smallBatchesCommitAsTheyGo() {
