@@ -142,6 +142,10 @@ std::optional<int> openAndAnalyze(const OneTraceArgs& a, trace::TraceReader* rea
         printErr(st.message);
         return kExitBadInput;
     }
+    for (const std::string& problem : stats->damage) {
+        printErr("note: " + a.path + ": " + problem +
+                 " (the file is damaged or was edited; figures from it may be meaningless)");
+    }
     return std::nullopt;
 }
 

@@ -95,8 +95,15 @@ QString twoLines(const QString& text, const QString& separator) {
 }  // namespace
 
 QString unfinishedNote(const analysis::RunStats& s) {
+    QStringList damage;
+    for (const std::string& problem : s.damage) {
+        damage << QString::fromStdString(problem);
+    }
+    const QString damaged = damage.isEmpty() ? QString()
+                                             : QObject::tr("The file is damaged or was edited: %1")
+                                                   .arg(damage.join(QStringLiteral("; ")));
     if (s.run.status == trace::RunStatus::Complete) {
-        return {};
+        return damaged;
     }
     // "running" is also what a killed runner leaves behind: the file cannot tell which.
     QString note =
@@ -118,7 +125,7 @@ QString unfinishedNote(const analysis::RunStats& s) {
         note += QObject::tr("; iteration %1 was cut short and is not averaged")
                     .arg(*s.cut_short_iteration);
     }
-    return note;
+    return damaged.isEmpty() ? note : note + QLatin1Char('\n') + damaged;
 }
 
 void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {

@@ -199,6 +199,11 @@ std::string formatStatsJson(const RunStats& s) {
     }
     its.set("selected", std::move(selected));
     its.set("cut_short", s.cut_short_iteration);
+    Json damage = Json::array();
+    for (const std::string& problem : s.damage) {
+        damage.push(problem);
+    }
+    root.set("damage", std::move(damage));
     Json numbers = Json::array();
     Json per = Json::array();
     for (const IterationStats& it : s.iterations) {

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <string_view>
 
 #include <pipescope/analysis/run_stats.h>
@@ -52,12 +54,15 @@ class Progress {
 // the host or simulated lanes), and whether device spans exist.
 trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
                                   std::vector<Window>* out, std::map<int, Window>* device_extents,
-                                  bool* gpu_spans) {
+                                  bool* gpu_spans, std::int64_t* backwards) {
     std::map<int, Window> by_iteration;
     *gpu_spans = false;
     const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
         if (!trace::isKnownOp(op)) {
             return progress->step();
+        }
+        if (op.end_ns < op.start_ns) {
+            ++*backwards;
         }
         if (op.lane == trace::Lane::Gpu) {
             *gpu_spans = true;
@@ -144,7 +149,7 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
-                                std::vector<MemoryPeak>* peaks) {
+                                std::vector<MemoryPeak>* peaks, std::int64_t* negative) {
     peaks->assign(rank_index.size(), MemoryPeak{});
     std::optional<detail::MemoryPeakTracker> tracker;
     std::size_t current = 0;
@@ -168,6 +173,9 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
             current = it->second;
             tracker.emplace(window);
         }
+        if (s.bytes < 0) {
+            ++*negative;
+        }
         if (tracker) {
             tracker->add(s);
         }
@@ -177,25 +185,33 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
     return progress->after(st, reader.path());
 }
 
-RunMetricInputs readMetricInputs(const trace::TraceReader& reader) {
+RunMetricInputs readMetricInputs(const trace::TraceReader& reader,
+                                 std::vector<std::string>* damage) {
     RunMetricInputs in;
+    const std::pair<std::string_view, std::optional<double>*> inputs[] = {
+        {kMetricModelFlops, &in.model_flops_per_iteration},
+        {kMetricPeakFlops, &in.peak_flops_per_rank},
+        {kMetricTokens, &in.tokens_per_iteration},
+        {kMetricMemoryCapacity, &in.memory_capacity_bytes},
+        {kMetricLaneSyncEvent, &in.lane_sync_event},
+        {kMetricHardwareFromConfig, &in.hardware_from_config},
+    };
     for (const trace::MetricRecord& m : reader.metrics()) {
         if (m.rank || m.iteration) {
             continue;  // per-rank or per-iteration values are not the run-level inputs
         }
-        // A key written twice: the later row wins, as a later write corrects an earlier one.
-        if (m.key == kMetricModelFlops) {
-            in.model_flops_per_iteration = m.value;
-        } else if (m.key == kMetricPeakFlops) {
-            in.peak_flops_per_rank = m.value;
-        } else if (m.key == kMetricTokens) {
-            in.tokens_per_iteration = m.value;
-        } else if (m.key == kMetricMemoryCapacity) {
-            in.memory_capacity_bytes = m.value;
-        } else if (m.key == kMetricLaneSyncEvent) {
-            in.lane_sync_event = m.value;
-        } else if (m.key == kMetricHardwareFromConfig) {
-            in.hardware_from_config = m.value;
+        for (const auto& [key, slot] : inputs) {
+            if (m.key != key) {
+                continue;
+            }
+            if (!std::isfinite(m.value) || m.value < 0) {
+                std::ostringstream value;
+                value << m.value;
+                damage->push_back("metric " + m.key + " is " + value.str() +
+                                  ", not a number of at least 0; left out");
+            } else {
+                *slot = m.value;  // a key written twice: the later row corrects the earlier
+            }
         }
     }
     return in;
@@ -430,10 +446,22 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     Progress progress(reader, options.progress);
     std::vector<Window> windows;
     std::map<int, Window> device_extents;
+    std::int64_t backwards = 0;
     if (trace::TraceStatus st =
-            collectWindows(reader, &progress, &windows, &device_extents, &s.gpu_spans);
+            collectWindows(reader, &progress, &windows, &device_extents, &s.gpu_spans, &backwards);
         !st.ok()) {
         return st;
+    }
+    if (backwards > 0) {
+        s.damage.push_back(
+            std::to_string(backwards) +
+            (backwards == 1 ? " op ends before it starts" : " ops end before they start") +
+            "; counted as taking no time");
+    }
+    if (s.run.warmup < 0 || s.run.iterations < 0) {
+        s.damage.push_back("the run table says warm-up " + std::to_string(s.run.warmup) + " of " +
+                           std::to_string(s.run.iterations) + " iterations");
+        s.run.warmup = std::max(0, s.run.warmup);
     }
     std::optional<trace::TimeRange> memory_window;
     if (options.iteration) {
@@ -491,14 +519,20 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     markMeasured(&s);
 
     std::vector<MemoryPeak> peaks;
-    if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress, &peaks);
+    std::int64_t negative = 0;
+    if (trace::TraceStatus st =
+            collectPeaks(reader, rank_index, memory_window, &progress, &peaks, &negative);
         !st.ok()) {
         return st;
+    }
+    if (negative > 0) {
+        s.damage.push_back(std::to_string(negative) + " memory " +
+                           (negative == 1 ? "sample is" : "samples are") + " below 0 bytes");
     }
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         s.ranks[r].peak_memory = peaks[r];
     }
-    s.inputs = readMetricInputs(reader);
+    s.inputs = readMetricInputs(reader, &s.damage);
     summarize(&s);
     *out = std::move(s);
     return trace::TraceStatus::success();

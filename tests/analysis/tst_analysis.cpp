@@ -1,5 +1,7 @@
 // Metrics of pipescope_analysis against values worked out by hand from the fixture tables
 // (trace_fixture.h) and from small traces built here for one rule each.
+#include <sqlite3.h>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -87,6 +89,7 @@ class TestAnalysis : public QObject {
     void peakMemory();
     void warmupFallback();
     void cutShortIteration();
+    void damagedTraceSaysSo();
     void singleIteration();
     void missingIteration();
     void withoutMetrics();
@@ -242,6 +245,39 @@ void TestAnalysis::warmupFallback() {
     QCOMPARE(*s.iteration_time_ns, 76000.0);                         // (80 + 72) / 2
     QCOMPARE(s.ranks[0].busy_ns, 39500.0);                           // (35 + 44) / 2
     QCOMPARE(s.ranks[0].bubble_ratio, (45.0 / 80 + 28.0 / 72) / 2);  // mean of the ratios
+}
+
+// A hand-edited or damaged file still gives figures, and says what in it cannot be right.
+void TestAnalysis::damagedTraceSaysSo() {
+    const QString path = dir_.filePath("damaged.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    QVERIFY(analyze(path).damage.empty());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db,
+                          "UPDATE op SET end_ns = start_ns - 1 WHERE rowid IN (1, 2);"
+                          "UPDATE memory SET bytes = -5 WHERE rowid = 1;"
+                          "UPDATE run SET warmup = -1;"
+                          "UPDATE metric SET value = 1e999 WHERE key = 'model_flops_per_iteration'",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const RunStats s = analyze(path);
+    const QString all = QString::fromStdString([&] {
+        std::string joined;
+        for (const auto& d : s.damage) {
+            joined += d + "\n";
+        }
+        return joined;
+    }());
+    QCOMPARE(s.damage.size(), std::size_t{4});
+    QVERIFY2(all.contains("2 ops end before they start"), qPrintable(all));
+    QVERIFY2(all.contains("1 memory sample is below 0 bytes"), qPrintable(all));
+    QVERIFY2(all.contains("warm-up -1"), qPrintable(all));
+    QVERIFY2(all.contains("metric model_flops_per_iteration is inf"), qPrintable(all));
+    QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
+    const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
+    QCOMPARE(o.value("damage").toArray().size(), 4);
 }
 
 void TestAnalysis::cutShortIteration() {

@@ -162,6 +162,10 @@ struct RunStats {
     std::vector<OpKindTotals> op_kinds;
     std::optional<double> mfu;           // 0..1
     std::optional<double> tokens_per_s;  // tokens per second of iteration time
+    // What in the file cannot be right ("12 ops end before they start"): a damaged or hand-edited
+    // trace. The figures are computed anyway (such ops count as taking no time, such samples
+    // as what they say); readers of them are told.
+    std::vector<std::string> damage;
 };
 
 struct AnalysisOptions {
