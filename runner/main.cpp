@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -44,9 +46,44 @@ std::string joinArgs(int argc, char** argv) {
     return s;
 }
 
+// Why a trace of `iterations` of `r` cannot be written at `path` for want of disk space, or
+// empty. A trace takes about kBytesPerRow per op or memory row with its indexes and summary
+// levels (measured: 85 on the default preset), and a simulation writes every iteration at once:
+// --iterations 1000000 asks for terabytes, which are better refused than half written.
+std::string diskSpaceProblem(const sim::SimResult& r, const std::string& path, int iterations) {
+    constexpr double kBytesPerRow = 100;
+    double rows = 0;
+    for (std::size_t k = 0; k < r.schedule.ops.size(); ++k) {
+        rows += static_cast<double>(r.schedule.ops[k].size());
+    }
+    for (const auto& m : r.memory) {
+        rows += static_cast<double>(m.levels.size());
+    }
+    const double bytes = rows * kBytesPerRow * iterations;
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+    const auto space = std::filesystem::space(folder, ec);
+    if (ec || bytes <= static_cast<double>(space.available)) {
+        return {};
+    }
+    const auto gib = [](double b) {
+        std::ostringstream text;
+        text << std::fixed << std::setprecision(1) << b / (1024.0 * 1024.0 * 1024.0);
+        return text.str();
+    };
+    return path + ": a trace of " + std::to_string(iterations) + " iterations takes about " +
+           gib(bytes) + " GiB and " + folder.string() + " has " +
+           gib(static_cast<double>(space.available)) +
+           " GiB free; lower --iterations (run.iterations)";
+}
+
 // Writes the trace of a simulated run; returns an exit code.
 int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::string& path,
                   int iterations, const std::string& command_line) {
+    if (const std::string problem = diskSpaceProblem(r, path, iterations); !problem.empty()) {
+        std::cerr << "pipescope-run: " << problem << "\n";
+        return kExitBadInput;
+    }
     trace::TraceWriter w;
     if (auto st = w.create(path, sim::simRunInfo(r, iterations, command_line),
                            sim::simWriterOptions(o.force));

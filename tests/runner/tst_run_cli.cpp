@@ -283,6 +283,10 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--iterations x")
         << QStringList{default_, "--iterations", "3x"}
         << QStringList{"--iterations: must be a whole number of at least 1, got \"3x\""};
+    QTest::newRow("--iterations beyond the disk")
+        << QStringList{default_, "--iterations", "2000000000", "--out", path("x.db")}
+        << QStringList{"x.db: a trace of 2000000000 iterations takes about",
+                       "free; lower --iterations (run.iterations)"};
     QTest::newRow("no config") << QStringList{"--out", path("x.db")}
                                << QStringList{"no config file given"};
     QTest::newRow("two configs") << QStringList{default_, default_}
