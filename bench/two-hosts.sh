@@ -73,7 +73,7 @@ node() {
     pids+=($!)
 }
 # The losses a log printed, one per iteration ("-" where another process computes them).
-losses() { grep -E '^iteration' "$1" | awk '{print $4}' | tr '\n' ' '; }
+losses() { grep -E '^iteration' "$1" | awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' | tr '\n' ' '; }
 now_ms() { date +%s%3N; }
 
 status=0

@@ -411,11 +411,16 @@ void RunPage::showLossHint(const QString& text) {
     loss_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void RunPage::onProgress(int iteration, int of, double loss, double seconds) {
+void RunPage::onProgress(int done, int of, double loss, double seconds) {
     progress_->setRange(0, std::max(1, of));
-    progress_->setValue(iteration);
-    QString text =
-        tr("iteration %1 of %2, %3 ms").arg(iteration).arg(of).arg(seconds * 1e3, 0, 'f', 1);
+    progress_->setValue(done);
+    // Iterations are numbered from 0, as in the trace and its reports; `done` counts them.
+    const int iteration = done - 1;
+    QString text = tr("iteration %1 (%2 of %3), %4 ms")
+                       .arg(iteration)
+                       .arg(done)
+                       .arg(of)
+                       .arg(seconds * 1e3, 0, 'f', 1);
     if (std::isfinite(loss)) {
         text += tr(", loss %1").arg(loss, 0, 'f', 4);
         loss_->graph(0)->addData(iteration, loss);
@@ -423,7 +428,7 @@ void RunPage::onProgress(int iteration, int of, double loss, double seconds) {
         loss_->rescaleAxes();
         // The iterations so far (the axis grows with the run; a long run is not a thin line at
         // its left edge).
-        loss_->xAxis->setRange(0.5, std::max(iteration, 2) + 0.5);
+        loss_->xAxis->setRange(-0.5, std::max(iteration, 1) + 0.5);
         loss_->yAxis->scaleRange(1.1);
         loss_->replot(QCustomPlot::rpQueuedReplot);
     }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <pipescope/analysis/report.h>
 #include <pipescope/exec/pipeline_executor.h>
 #include <pipescope/exec/socket_transport.h>
 #if PIPESCOPE_HAVE_MPI
@@ -443,7 +444,9 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                           {"of", iterations},
                           {"loss", loss},
                           {"seconds", seconds}});
-        human << "iteration " << std::setw(3) << it + 1 << "/" << iterations << "  loss ";
+        // Numbered from 0, as the trace and every report number them; the count after it.
+        human << "iteration " << std::setw(3) << it << " (" << it + 1 << "/" << iterations
+              << ")  loss ";
         if (std::isnan(loss)) {
             human << "-     ";  // another process's rank computes it
         } else {
@@ -564,18 +567,22 @@ int runExecBackend(const Options& o, const schedule::Config& config,
               << " / " << memoryText(static_cast<double>((*estimate)[i]), unit);
     }
     human << "\ntrace: " << out_path << "\n";
+    // The figures of the run as pipescope-trace stats gives them, from the trace just written:
+    // the same numbers the app and the summary JSON show.
+    analysis::RunStats stats;
+    const trace::TraceStatus analysed =
+        fin.ok() ? analysis::analyzeFile(out_path, {}, &stats) : fin;
+    if (analysed.ok()) {
+        human << "\n" << analysis::formatStatsTable(stats);
+    } else {
+        std::cerr << "pipescope-run: no figures for the run: " << analysed.message << "\n";
+        stats = {};
+    }
     if (o.gemm_report) {
         writeGemmReport(human, cuda, shared_device);
     }
     bool summary_written = true;
     if (!o.summary_json.empty()) {
-        analysis::RunStats stats;
-        const trace::TraceStatus analysed =
-            fin.ok() ? analysis::analyzeFile(out_path, {}, &stats) : fin;
-        if (!analysed.ok()) {
-            std::cerr << "pipescope-run: the summary has no figures: " << analysed.message << "\n";
-            stats = {};
-        }
         summary_written = writeOutput(
             o.summary_json,
             measuredSummaryJson(stats, config, schedule, o.backend,
