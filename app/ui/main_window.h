@@ -99,6 +99,9 @@ class MainWindow : public QMainWindow {
     std::vector<std::pair<QCustomPlot*, int>> exportedCharts() const;
     // The file name an export of the current tab suggests.
     QString exportStem() const;
+    // The heading of an exported chart: the config, schedule and method (or the run) and the
+    // figures.
+    QString exportTitle() const;
     void openTraceDialog();
     void openConfigDialog();
     void saveConfigDialog();

@@ -18,6 +18,7 @@
 #include "main_window.h"
 #include "nsys_import_flow.h"
 #include "run_tab.h"
+#include "summary_view.h"
 #include "sweep_view.h"
 
 namespace pipescope::app {
@@ -84,8 +85,43 @@ QString MainWindow::exportStem() const {
     return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
 }
 
-bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& options,
+QString MainWindow::exportTitle() const {
+    // An exported image stands alone (a slide, a report): its heading says what it shows, as the
+    // headless export's do.
+    QWidget* w = tabs_->currentWidget();
+    if (auto* tab = dynamic_cast<RunTab*>(w)) {
+        const RunData& run = *tab->view->run();
+        return QString::fromStdString(run.name()) + QStringLiteral(" \u2014 ") + headline(run);
+    }
+    if (!current_ || !current_->config()) {
+        return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+    }
+    const schedule::Config& config = *current_->config();
+    const QString name = withoutClosingNote(QString::fromStdString(config.name));
+    if (w == explore_tab_) {
+        return name + QStringLiteral(" \u00b7 ") +
+               QString::fromLatin1(schedule::toString(config.parallel.schedule)) +
+               QStringLiteral(" \u00b7 ") +
+               QString::fromLatin1(schedule::toString(config.parallel.vocab)) +
+               QStringLiteral(" \u2014 ") + headline(*current_);
+    }
+    if (w == methods_view_) {
+        return name + QStringLiteral(" \u00b7 ") +
+               QString::fromLatin1(schedule::toString(config.parallel.schedule)) +
+               tr(" \u2014 vocabulary methods");
+    }
+    if (w == sweep_view_) {
+        return name + tr(" \u2014 sweep");
+    }
+    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+}
+
+bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& given,
                                     QString* error) {
+    ExportOptions options = given;
+    if (options.title.isEmpty()) {
+        options.title = exportTitle();
+    }
     const auto charts = exportedCharts();
     // Memory curves still waiting for their detail are fetched now: a file is always exact.
     if (!charts.empty()) {
