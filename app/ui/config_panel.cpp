@@ -92,6 +92,15 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
               [](const C& c) { return std::string(toString(c.parallel.vocab)); });
     addInt(par, "parallel.pipeline", tr("Stages"), 1, 4096, tr("Pipeline ranks p"),
            [](const C& c) { return c.parallel.pipeline; });
+    // Greyed out under every other schedule (ownerOf); 2, interleaved's default, until then.
+    addInt(par, "parallel.virtual_stages", tr("Chunks per rank"), 2, 64,
+           tr("Interleaved 1F1B only: model chunks per rank v (virtual stages); layers must "
+              "divide into p × v chunks"),
+           [](const C& c) {
+               return c.parallel.schedule == schedule::ScheduleKind::Interleaved1F1B
+                          ? c.parallel.virtual_stages
+                          : 2;
+           });
     addInt(par, "parallel.microbatches", tr("Micro-batches"), 1, 1 << 20,
            tr("Micro-batches per iteration m"), [](const C& c) { return c.parallel.microbatches; });
     addOptionalInt(par, "parallel.first_stage_layers", tr("First stage layers"),

@@ -432,6 +432,19 @@ void TstMainWindow::stageLayersFollowTheMethod() {
     QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
     QVERIFY(last->isEnabled());
     QCOMPARE(panel.config()->parallel.last_stage_layers, std::optional<int>(0));
+
+    // Chunks per rank belong to interleaved 1F1B: greyed out elsewhere, set there.
+    QWidget* chunks = panel.field("parallel.virtual_stages");
+    QVERIFY(chunks && !chunks->isEnabled());
+    QVERIFY(panel.setField("parallel.schedule", "interleaved-1f1b"));
+    QVERIFY(chunks->isEnabled());
+    QVERIFY(panel.setField("parallel.virtual_stages", 4));
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+    QCOMPARE(panel.config()->parallel.virtual_stages, 4);
+    QVERIFY(panel.setField("parallel.schedule", "1f1b"));
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+    QCOMPARE(panel.config()->parallel.virtual_stages, 1);
+    QVERIFY(!chunks->isEnabled());
 }
 
 // Before its first sweep the tab says what it does, instead of showing an empty pair of axes.
