@@ -305,8 +305,14 @@ QVariant RunsLibrary::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunsLibrary::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) {
+    if (orientation != Qt::Horizontal ||
+        (role != Qt::DisplayRole && !(role == Qt::ToolTipRole && section == IterationTime))) {
         return {};
+    }
+    if (role == Qt::ToolTipRole) {
+        return tr(
+            "Mean iteration time over the measured iterations (past the warm-up), as "
+            "pipescope-trace stats gives it");
     }
     switch (section) {
         case Name:
@@ -320,7 +326,7 @@ QVariant RunsLibrary::headerData(int section, Qt::Orientation orientation, int r
         case Started:
             return tr("Started");
         case IterationTime:
-            return tr("Iteration");
+            return tr("Iteration time");
         case Size:
             return tr("Size");
         default:
