@@ -278,8 +278,14 @@ void MainWindow::onConfigChanged(const schedule::Config& config) {
     req.config = config;
     single_request_ = sim_->request(std::move(req));
     sim_status_->setText(tr("explorer: simulating…"));
-    if (!methods_view_->runs().empty() || tabs_->currentWidget() == methods_view_) {
-        compareMethods();  // keep the comparison current once it has been asked for
+    if (tabs_->currentWidget() == methods_view_) {
+        compareMethods();  // the comparison in view follows every edit
+    } else if (!methods_view_->runs().empty()) {
+        // Out of view it would cost five more simulations per edit, in time and memory (a
+        // large config's runs take gigabytes); it is dropped, and redone when its tab is shown.
+        methods_sim_->cancel();  // and so is one still on its way
+        methods_request_ = 0;
+        methods_view_->setRuns({}, {}, false);
     }
 }
 

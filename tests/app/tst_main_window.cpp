@@ -171,6 +171,17 @@ void TstMainWindow::comparesMethods() {
     QVERIFY(kinds->index(s_row, kinds->column(4, Figure::Total))
                 .data(app::CompareOpKindModel::ValueRole)
                 .toDouble() > 0);
+
+    // Out of view, an edit drops the comparison instead of simulating five more runs; showing
+    // its tab again redoes it for the edited config.
+    window_->tabs()->setCurrentIndex(0);
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", 10));
+    QVERIFY(window_->methodComparison()->runs().empty());
+    window_->tabs()->setCurrentWidget(window_->methodComparison());
+    QTRY_COMPARE_WITH_TIMEOUT(window_->methodComparison()->runs().size(), std::size_t{5}, 20000);
+    QCOMPARE(window_->methodComparison()->runs().front()->config()->parallel.microbatches, 10);
+    window_->tabs()->setCurrentIndex(0);
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", 12));
 }
 
 // Ctrl+C on a figure table: the whole table without hidden columns, or the selected cells, with
