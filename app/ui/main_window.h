@@ -99,8 +99,7 @@ class MainWindow : public QMainWindow {
     std::vector<std::pair<QCustomPlot*, int>> exportedCharts() const;
     // The file name an export of the current tab suggests.
     QString exportStem() const;
-    // The heading of an exported chart: the config, schedule and method (or the run) and the
-    // figures.
+    // The heading of an exported chart: the config, schedule and method, or the run.
     QString exportTitle() const;
     void openTraceDialog();
     void openConfigDialog();

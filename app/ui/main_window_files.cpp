@@ -18,7 +18,6 @@
 #include "main_window.h"
 #include "nsys_import_flow.h"
 #include "run_tab.h"
-#include "summary_view.h"
 #include "sweep_view.h"
 
 namespace pipescope::app {
@@ -88,10 +87,12 @@ QString MainWindow::exportStem() const {
 QString MainWindow::exportTitle() const {
     // An exported image stands alone (a slide, a report): its heading says what it shows, as the
     // headless export's do.
+    // The figures are in the summary's own heading below it.
     QWidget* w = tabs_->currentWidget();
     if (auto* tab = dynamic_cast<RunTab*>(w)) {
         const RunData& run = *tab->view->run();
-        return QString::fromStdString(run.name()) + QStringLiteral(" \u2014 ") + headline(run);
+        return QString::fromStdString(run.name()) + QStringLiteral(" (") +
+               QFileInfo(QString::fromStdString(run.origin())).fileName() + QLatin1Char(')');
     }
     if (!current_ || !current_->config()) {
         return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
@@ -102,8 +103,7 @@ QString MainWindow::exportTitle() const {
         return name + QStringLiteral(" \u00b7 ") +
                QString::fromLatin1(schedule::toString(config.parallel.schedule)) +
                QStringLiteral(" \u00b7 ") +
-               QString::fromLatin1(schedule::toString(config.parallel.vocab)) +
-               QStringLiteral(" \u2014 ") + headline(*current_);
+               QString::fromLatin1(schedule::toString(config.parallel.vocab));
     }
     if (w == methods_view_) {
         return name + QStringLiteral(" \u00b7 ") +
