@@ -41,6 +41,8 @@ std::string ParseResult::errorText() const {
 
 namespace {
 
+constexpr std::size_t kMaxIssues = 100;
+
 std::string dumpJson(const Json& value, int indent) {
     return value.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
@@ -213,6 +215,17 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
     });
     result.issues.insert(result.issues.end(), std::make_move_iterator(found.begin()),
                          std::make_move_iterator(found.end()));
+    // A generated or mangled file can have thousands of issues; past the first ones they are
+    // noise, and printing them all costs more than finding them.
+    if (result.issues.size() > kMaxIssues) {
+        const std::size_t more = result.issues.size() - kMaxIssues;
+        result.issues.resize(kMaxIssues);
+        result.issues.push_back(ConfigIssue{"",
+                                            "and " + std::to_string(more) +
+                                                " more issues (only the first " +
+                                                std::to_string(kMaxIssues) + " are listed)",
+                                            0, 0});
+    }
     if (result.issues.empty()) {
         result.config = std::move(v.config);
     }

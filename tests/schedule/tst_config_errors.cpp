@@ -56,6 +56,8 @@ class TstConfigErrors : public QObject {
     void rulesWaitForValidFields();
     void variantIssuesNameTheVariant();
     void missingFileIsAnIssue();
+    void longLinesKeepPositions();
+    void manyIssuesAreCapped();
 };
 
 void TstConfigErrors::baseIsValid() {
@@ -485,6 +487,53 @@ void TstConfigErrors::missingFileIsAnIssue() {
     const ParseResult directory = loadConfigFile(dir);
     QCOMPARE(QString::fromStdString(directory.errorText()),
              QString::fromStdString(dir) + QStringLiteral(": is a directory, not a config file"));
+}
+
+// A minified file is one long line. Positions on it must cost linear time in total: before, each
+// value's column was counted from the line start (hours for this one, past the test timeout).
+void TstConfigErrors::longLinesKeepPositions() {
+    std::string name;
+    for (int i = 0; i < 4'000'000; ++i) {
+        name += "\xc3\xa9";  // two bytes, one character: columns count characters
+    }
+    std::string json = R"({"name": ")" + name +
+                       R"(", "model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                       R"("vocab": 1000}, "parallel": {"pipeline": 4, "microbatches": 8}, )"
+                       R"("costs": {"per_stage_us": {"F": [)";
+    for (int i = 0; i < 100'000; ++i) {
+        json += i == 0 ? "1" : ", 1";
+    }
+    json += R"(]}, "p2p_uss": 1}})";
+    const ParseResult r = parseConfig(json, "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{2});
+    const auto column = [&](const std::string& token) {
+        return static_cast<int>(json.find(token) - name.size() / 2) + 1;
+    };
+    QCOMPARE(QString::fromStdString(r.issues[0].text()),
+             QStringLiteral("costs.per_stage_us.F: has 100000 entries but parallel.pipeline is 4; "
+                            "give one entry per rank or none"));
+    QCOMPARE(r.issues[0].line, 1);
+    QCOMPARE(r.issues[0].column, column("[1, 1"));
+    QCOMPARE(r.issues[1].path, std::string("costs.p2p_uss"));
+    QCOMPARE(r.issues[1].column, column(R"("p2p_uss")"));
+}
+
+// Thousands of unknown keys (a generated file, a wrong file) list the first 100 and say how many
+// more there are, rather than thousands of lines.
+void TstConfigErrors::manyIssuesAreCapped() {
+    std::string json = R"({"model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                       R"("vocab": 1000)";
+    for (int i = 0; i < 100'000; ++i) {
+        json += ", \"k" + std::to_string(i) + "\": 1";
+    }
+    json += R"(}, "parallel": {"pipeline": 4, "microbatches": 0}})";
+    const ParseResult r = parseConfig(json, "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{101});
+    QCOMPARE(QString::fromStdString(r.issues[99].text()),
+             QStringLiteral("model.k99: unknown key; expected one of layers, hidden, ffn_hidden, "
+                            "heads, seq_len, vocab, micro_batch, dtype, flash_attention"));
+    QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
+             QStringLiteral("x.json: and 99901 more issues (only the first 100 are listed)"));
 }
 
 QTEST_GUILESS_MAIN(TstConfigErrors)
