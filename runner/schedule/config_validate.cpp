@@ -108,6 +108,15 @@ class Validator : private FieldReader {
     void readParallel() {
         const Section s = section(root_, "parallel", true);
         par_pipeline_ = readInt(s, "pipeline", 1, std::nullopt);
+        if (par_pipeline_.valid && par_pipeline_.value > kMaxPipeline) {
+            // Every stage costs kilobytes of schedule state: a million took gigabytes.
+            report("parallel.pipeline",
+                   "must be at most " + std::to_string(kMaxPipeline) + ", got " +
+                       std::to_string(par_pipeline_.value) + " (PipeScope simulates at most " +
+                       std::to_string(kMaxPipeline) + " pipeline stages)",
+                   false);
+            par_pipeline_ = {};
+        }
         par_microbatches_ = readInt(s, "microbatches", 1, std::nullopt);
         par_schedule_ = readEnum(s, "schedule", "schedule", kScheduleNames, scheduleFromString,
                                  ScheduleKind::OneF1B);

@@ -87,6 +87,9 @@ void TstConfigErrors::invalidValues_data() {
         R"(model.dtype: unknown dtype "bf8"; expected one of bf16, fp16, fp32 (did you mean "bf16"?))");
     row("dtype number", {"model.dtype=16"}, "model.dtype: must be a string, got 16");
     row("model not an object", {"model=5"}, "model: must be an object, got 5");
+    row("pipeline beyond the limit", {"parallel.pipeline=100001"},
+        "parallel.pipeline: must be at most 100000, got 100001 (PipeScope simulates at most "
+        "100000 pipeline stages)");
     row("microbatches zero", {"parallel.microbatches=0"},
         "parallel.microbatches: must be at least 1, got 0");
     row("schedule swapped letters", {"parallel.schedule=1fb1"},
