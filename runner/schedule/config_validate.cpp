@@ -146,14 +146,21 @@ class Validator : private FieldReader {
         if (const auto name = readString(s, "name", d.name); name.valid) {
             h.name = name.value;
         }
-        take(h.peak_tflops, readNumber(s, "peak_tflops", Bound::Positive, d.peak_tflops));
-        take(h.memory_gib, readNumber(s, "memory_gib", Bound::Positive, d.memory_gib));
-        take(h.p2p_gbps, readNumber(s, "p2p_gbps", Bound::Positive, d.p2p_gbps));
-        take(h.allreduce_gbps, readNumber(s, "allreduce_gbps", Bound::Positive, d.allreduce_gbps));
-        take(h.latency_us, readNumber(s, "latency_us", Bound::NonNegative, d.latency_us));
-        take(h.memory_gbps, readNumber(s, "memory_gbps", Bound::Positive, d.memory_gbps));
+        // Sane limits: a denormal rate made op times infinite, a huge latency overflowed the
+        // trace clock's day count.
+        take(h.peak_tflops,
+             readNumber(s, "peak_tflops", Bound::Positive, d.peak_tflops, kHardwareRate));
+        take(h.memory_gib,
+             readNumber(s, "memory_gib", Bound::Positive, d.memory_gib, kHardwareRate));
+        take(h.p2p_gbps, readNumber(s, "p2p_gbps", Bound::Positive, d.p2p_gbps, kHardwareRate));
+        take(h.allreduce_gbps,
+             readNumber(s, "allreduce_gbps", Bound::Positive, d.allreduce_gbps, kHardwareRate));
+        take(h.latency_us,
+             readNumber(s, "latency_us", Bound::NonNegative, d.latency_us, kMicroseconds));
+        take(h.memory_gbps,
+             readNumber(s, "memory_gbps", Bound::Positive, d.memory_gbps, kHardwareRate));
         take(h.gemm_efficiency,
-             readNumber(s, "gemm_efficiency", Bound::Fraction, d.gemm_efficiency));
+             readNumber(s, "gemm_efficiency", Bound::Fraction, d.gemm_efficiency, kEfficiency));
     }
 
     void readCostSource(const Section& s) {
@@ -207,7 +214,8 @@ class Validator : private FieldReader {
             field = ok(std::vector<double>(), true);
             for (std::size_t i = 0; i < v->size(); ++i) {
                 const Json& e = (*v)[i];
-                if (checkNumber(elementPath(path, i), e, Bound::NonNegative, "a number")) {
+                if (checkNumber(elementPath(path, i), e, Bound::NonNegative, "a number",
+                                kMicroseconds)) {
                     field.value.push_back(e.get<double>());
                 } else {
                     field.valid = false;
@@ -217,16 +225,16 @@ class Validator : private FieldReader {
                 out_.config.costs.per_stage_us[static_cast<std::size_t>(k)] = field.value;
             }
         }
-        if (const auto f = readNullableNumber(s, "p2p_us"); f.valid) {
+        if (const auto f = readNullableNumber(s, "p2p_us", kMicroseconds); f.valid) {
             out_.config.costs.p2p_us = f.value;
         }
-        if (const auto f = readNullableNumber(s, "collective_us"); f.valid) {
+        if (const auto f = readNullableNumber(s, "collective_us", kMicroseconds); f.valid) {
             out_.config.costs.collective_us = f.value;
         }
         const Section kinds = section(s, "collectives_us", false);
         for (std::size_t i = 1; i < kCollectiveKinds; ++i) {
             const auto name = toString(static_cast<Collective>(i));
-            if (const auto f = readNullableNumber(kinds, name); f.valid) {
+            if (const auto f = readNullableNumber(kinds, name, kMicroseconds); f.valid) {
                 out_.config.costs.collectives_us[i] = f.value;
             }
         }

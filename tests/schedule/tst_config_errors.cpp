@@ -170,6 +170,26 @@ void TstConfigErrors::invalidValues_data() {
         "hardware.gemm_efficiency: must be in (0, 1], got 1.5");
     row("latency negative", {"hardware.latency_us=-1"},
         "hardware.latency_us: must be at least 0, got -1");
+    // Sane limits: past them op times overflowed the trace clock or came out infinite.
+    row("latency beyond the limit", {"hardware.latency_us=1e30"},
+        "hardware.latency_us: must be at most 1e9, got 1e+30");
+    row("gemm efficiency denormal", {"hardware.gemm_efficiency=5e-324"},
+        "hardware.gemm_efficiency: must be at least 1e-6, got 5e-324");
+    row("peak denormal", {"hardware.peak_tflops=5e-324"},
+        "hardware.peak_tflops: must be at least 1e-6, got 5e-324");
+    row("p2p bandwidth tiny", {"hardware.p2p_gbps=1e-300"},
+        "hardware.p2p_gbps: must be at least 1e-6, got 1e-300");
+    row("memory bandwidth denormal", {"hardware.memory_gbps=5e-324"},
+        "hardware.memory_gbps: must be at least 1e-6, got 5e-324");
+    row("allreduce bandwidth tiny", {"hardware.allreduce_gbps=1e-9"},
+        "hardware.allreduce_gbps: must be at least 1e-6, got 1e-09");
+    row("memory size tiny", {"hardware.memory_gib=1e-7"},
+        "hardware.memory_gib: must be at least 1e-6, got 1e-07");
+    row("cost table entry huge", {"costs.per_stage_us.F=[1, 1e300, 1, 1]"},
+        "costs.per_stage_us.F[1]: must be at most 1e9, got 1e+300");
+    row("p2p time huge", {"costs.p2p_us=1e300"}, "costs.p2p_us: must be at most 1e9, got 1e+300");
+    row("collective time huge", {"costs.collectives_us.output=1e10"},
+        "costs.collectives_us.output: must be at most 1e9, got 10000000000.0");
     row("hardware name empty", {R"(hardware.name="")"}, "hardware.name: must not be empty");
     row("name not a string", {"name=5"}, "name: must be a string, got 5");
     row("cost source typo", {"costs.source=tabel"},
