@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,8 +17,33 @@ namespace pipescope::schedule {
 
 using detail::Json;
 
+namespace {
+
+// A message is one line of printable text whatever the keys hold: a key "seed\u0000" put a NUL
+// byte in it, and a key of megabytes would fill the terminal.
+std::string printable(std::string_view s, std::size_t max_bytes) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (out.size() >= max_bytes && (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+            return out + "...";
+        }
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c == 0x7F) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04x", c);
+            out += esc;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string ConfigIssue::text() const {
-    return path.empty() ? message : path + ": " + message;
+    const std::string shown_message = printable(message, std::string::npos);
+    return path.empty() ? shown_message : printable(path, 80) + ": " + shown_message;
 }
 
 std::string ConfigIssue::text(std::string_view source_name) const {

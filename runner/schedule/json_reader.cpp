@@ -264,6 +264,23 @@ std::string quoteToken(std::string_view text, std::size_t at) {
     return "'" + std::string(text.substr(at, end - at)) + "'";
 }
 
+// Source text as a message shows it: up to the first space, at most 40 characters (then
+// "..."), so that a 5 MB number or a key followed by a line break stays a short, one-line
+// message. Control characters are escaped by ConfigIssue::text.
+std::string shortText(std::string_view t) {
+    constexpr std::size_t kMax = 40;
+    const auto space = std::find_if(t.begin(), t.end(), isSpace);
+    t = t.substr(0, static_cast<std::size_t>(space - t.begin()));
+    if (t.size() <= kMax) {
+        return std::string(t);
+    }
+    std::size_t cut = kMax - 3;
+    while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) {
+        --cut;  // never cut a UTF-8 sequence
+    }
+    return std::string(t.substr(0, cut)) + "...";
+}
+
 struct Explained {
     std::size_t offset;
     std::string message;
@@ -362,7 +379,7 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
         return {at, std::string("trailing comma before '") + c + "'; remove it"};
     }
     if (has(detail, "number overflow")) {
-        return {at, "number " + std::string(tok) + " is out of range"};
+        return {at, "number " + shortText(tok) + " is out of range"};
     }
     if (c == '"' && has(detail, "invalid string")) {
         if (has(detail, "missing closing quote")) {
@@ -415,7 +432,7 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
             key.remove_suffix(1);
         }
         key.remove_prefix(key.empty() ? 0 : 1);
-        return {at, "expected ':' after the key \"" + std::string(key) + "\", got " +
+        return {at, "expected ':' after the key \"" + shortText(key) + "\", got " +
                         quoteToken(text, at)};
     }
     if (has(detail, "object key")) {
@@ -435,8 +452,20 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
         return {at, "expected a value, got " + quoteToken(text, at)};
     }
     // Anything else: nlohmann's own words, without its prefix.
+    // nlohmann quotes the last token it read, which may be megabytes long.
     const std::string prefix = "syntax error ";
-    return {error_offset, detail.rfind(prefix, 0) == 0 ? detail.substr(prefix.size()) : detail};
+    if (detail.rfind(prefix, 0) == 0) {
+        detail = detail.substr(prefix.size());
+    }
+    if (const auto last = detail.find("; last read: '"); last != std::string::npos) {
+        const std::size_t from = last + 14;
+        const std::size_t to = detail.find('\'', from);
+        detail = detail.substr(0, from) +
+                 shortText(std::string_view(detail).substr(
+                     from, to == std::string::npos ? std::string::npos : to - from)) +
+                 (to == std::string::npos ? std::string("'") : detail.substr(to));
+    }
+    return {error_offset, detail};
 }
 
 }  // namespace

@@ -268,6 +268,13 @@ void TstConfigErrors::invalidDocuments_data() {
     QTest::newRow("duplicate key")
         << QStringLiteral(R"({%1, %2, "run": {"seed": 1, "seed": 2}})").arg(model, parallel)
         << QStringLiteral("run.seed: duplicate key; it already appears at line 1, column 138");
+    // Control characters in a key are escaped: the message stays one printable line.
+    QTest::newRow("control character in a key")
+        << doc(R"("run": {"seed\u0000": 1, "x\ny": 2})")
+        << QStringLiteral(R"(run.seed\u0000: unknown key (did you mean "seed"?))"
+                          "\n"
+                          R"(run.x\u000ay: unknown key; expected one of iterations, warmup, seed, )"
+                          "learning_rate");
     QTest::newRow("compare not an array")
         << doc(R"("compare": {"label": "x"})")
         << QStringLiteral("compare: must be an array of variants, got an object");
@@ -348,6 +355,14 @@ void TstConfigErrors::syntaxErrors_data() {
         R"(1:6: syntax error: expected ':' after the key "a", got '1')");
     row("number out of range", R"({"a": 1e999})",
         "1:7: syntax error: number 1e999 is out of range");
+    // Values in syntax errors are shortened like values elsewhere, and stop at a line break.
+    row("huge number", "{\"a\": 4" + QByteArray(5'000'000, '0') + "}",
+        "1:7: syntax error: number 4000000000000000000000000000000000000... is out of range");
+    row("number out of range before a line break", "{\"a\": 1e400\n, \"b\": 2}",
+        "1:7: syntax error: number 1e400 is out of range");
+    row("long key without colon", "{\"" + QByteArray(100, 'k') + "\" 1}",
+        "1:105: syntax error: expected ':' after the key "
+        "\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\", got '1'");
     row("comment", "// c\n{}", "1:1: syntax error: comments are not allowed in JSON");
     row("end inside an object", R"({"a": 1)",
         "1:8: syntax error: expected ',' or '}' after an object member");
