@@ -423,11 +423,22 @@ void Validator::checkRedistribution(std::int64_t positions) {
                false);
         return;
     }
+    const int layers = model_layers_.value;
+    const std::string ls = std::to_string(layers);
+    // The other methods split evenly, so every position holds a layer; here the middle ones
+    // could be left empty (4 layers on 100 stages ran 96 idle ranks).
+    if (layers < positions - 2) {
+        report("model.layers",
+               ls + " layers leave pipeline positions empty: redistributed gives each of the " +
+                   std::to_string(positions - 2) +
+                   " positions between the first and the last at least one layer; use at least " +
+                   std::to_string(positions - 2) + " layers or fewer stages",
+               false);
+        return;
+    }
     if (!par_first_.valid || !par_last_.valid) {
         return;
     }
-    const int layers = model_layers_.value;
-    const std::string ls = std::to_string(layers);
     const auto& first = par_first_.value;
     const auto& last = par_last_.value;
     bool each_fits = true;
@@ -447,6 +458,13 @@ void Validator::checkRedistribution(std::int64_t positions) {
         report("parallel.last_stage_layers",
                "first_stage_layers + last_stage_layers = " + sum + " is more than model.layers (" +
                    ls + "); lower one of them",
+               false);
+    } else if (layers - *first - *last < positions - 2) {
+        report("parallel.last_stage_layers",
+               "first_stage_layers + last_stage_layers = " + sum + " leaves " +
+                   std::to_string(layers - *first - *last) + " of model.layers (" + ls +
+                   ") for the " + std::to_string(positions - 2) +
+                   " positions between, which need at least one each; lower one of them",
                false);
     } else if (positions == 2 && *first + *last != layers) {
         report("parallel.last_stage_layers",

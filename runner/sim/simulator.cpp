@@ -222,6 +222,15 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
                         "hardware.allreduce_gbps, hardware.latency_us and the costs times";
         return outcome;
     }
+    // With every op free, MFU, throughput and the bubble are 0/0: refuse rather than report
+    // zeros as results.
+    if (!(iteration > 0)) {
+        outcome.error =
+            "costs.per_stage_us: every op takes zero time, so the iteration does too and MFU, "
+            "throughput and the bubble are undefined; give non-zero times in "
+            "costs.per_stage_us, costs.p2p_us, costs.collective_us or hardware.latency_us";
+        return outcome;
+    }
     double busy_sum = 0, busy_max = 0, mem_sum = 0, ratio_sum = 0;
     Intervals compute, waits;
     for (int r = 0; r < p; ++r) {

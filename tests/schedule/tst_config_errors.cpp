@@ -145,6 +145,17 @@ void TstConfigErrors::invalidValues_data() {
     row("redistributed one position", {"parallel.vocab=redistributed", "parallel.pipeline=1"},
         "parallel.vocab: redistributed needs at least 2 pipeline positions, got "
         "parallel.pipeline = 1; use more stages or another method");
+    row("redistributed leaves positions empty",
+        {"parallel.vocab=redistributed", "parallel.pipeline=100"},
+        "model.layers: 8 layers leave pipeline positions empty: redistributed gives each of the "
+        "98 positions between the first and the last at least one layer; use at least 98 layers "
+        "or fewer stages");
+    row("redistributed ends leave the middle empty",
+        {"parallel.vocab=redistributed", "parallel.first_stage_layers=4",
+         "parallel.last_stage_layers=3"},
+        "parallel.last_stage_layers: first_stage_layers + last_stage_layers = 4 + 3 = 7 leaves 1 "
+        "of model.layers (8) for the 2 positions between, which need at least one each; lower "
+        "one of them");
     row("sharded vocab smaller than pipeline", {"parallel.vocab=vocab-2", "model.vocab=3"},
         R"(model.vocab: must be at least parallel.pipeline (4) with vocab "vocab-2", which gives every rank a shard of at least one row; got 3)");
     row("interleaved microbatches",
