@@ -125,7 +125,7 @@ Field<std::optional<int>> FieldReader::readNullableInt(const Section& s, std::st
 }
 
 bool FieldReader::checkNumber(const std::string& path, const Json& v, Bound bound,
-                              std::string_view what) {
+                              std::string_view what, const Sane& sane) {
     if (!v.is_number()) {
         report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
         return false;
@@ -143,11 +143,20 @@ bool FieldReader::checkNumber(const std::string& path, const Json& v, Bound boun
         report(path, "must be in (0, 1], got " + v.dump(), false);
         return false;
     }
+    if (sane.least_text != nullptr && d < sane.least) {
+        report(path, "must be at least " + std::string(sane.least_text) + ", got " + v.dump(),
+               false);
+        return false;
+    }
+    if (sane.most_text != nullptr && d > sane.most) {
+        report(path, "must be at most " + std::string(sane.most_text) + ", got " + v.dump(), false);
+        return false;
+    }
     return true;
 }
 
 Field<double> FieldReader::readNumber(const Section& s, std::string_view key, Bound bound,
-                                      double fallback) {
+                                      double fallback, const Sane& sane) {
     if (!s.usable) {
         return {};
     }
@@ -155,14 +164,14 @@ Field<double> FieldReader::readNumber(const Section& s, std::string_view key, Bo
     if (v == nullptr) {
         return ok(fallback, false);
     }
-    if (!checkNumber(memberPath(s.path, key), *v, bound, "a number")) {
+    if (!checkNumber(memberPath(s.path, key), *v, bound, "a number", sane)) {
         return {};
     }
     return ok(v->get<double>(), true);
 }
 
-Field<std::optional<double>> FieldReader::readNullableNumber(const Section& s,
-                                                             std::string_view key) {
+Field<std::optional<double>> FieldReader::readNullableNumber(const Section& s, std::string_view key,
+                                                             const Sane& sane) {
     if (!s.usable) {
         return {};
     }
@@ -170,7 +179,7 @@ Field<std::optional<double>> FieldReader::readNullableNumber(const Section& s,
     if (v == nullptr || v->is_null()) {
         return ok(std::optional<double>(), false);
     }
-    if (!checkNumber(memberPath(s.path, key), *v, Bound::NonNegative, "null or a number")) {
+    if (!checkNumber(memberPath(s.path, key), *v, Bound::NonNegative, "null or a number", sane)) {
         return {};
     }
     return ok(std::optional<double>(v->get<double>()), true);

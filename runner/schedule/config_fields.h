@@ -39,6 +39,23 @@ struct Section {
 
 enum class Bound { Positive, NonNegative, Fraction };
 
+// Limits past which a number, though of the right sign, cannot describe real hardware or an op
+// and would make times overflow or vanish (denormals); `text` is how messages write them.
+struct Sane {
+    double least = 0;
+    double most = 0;
+    const char* least_text = nullptr;  // nullptr: no lower limit beyond the Bound
+    const char* most_text = nullptr;
+};
+inline constexpr Sane kAnyNumber{};
+// Rates and sizes of hardware: at least 1e-6 of their unit (TFLOP/s, GiB, GB/s). No upper
+// limit: a huge rate makes an op free, which tests and what-if studies use.
+inline constexpr Sane kHardwareRate{1e-6, 0, "1e-6", nullptr};
+// gemm_efficiency: a fraction, but not a vanishing one.
+inline constexpr Sane kEfficiency{1e-6, 1, "1e-6", nullptr};
+// Times in microseconds (latency, cost tables): at most 1e9 µs, about 17 minutes.
+inline constexpr Sane kMicroseconds{0, 1e9, nullptr, "1e9"};
+
 class FieldReader {
   public:
     FieldReader(const PositionMap& positions, std::vector<ConfigIssue>* issues)
@@ -58,14 +75,17 @@ class FieldReader {
     // expected type in words ("an integer", "null or an integer").
     std::optional<std::int64_t> checkInt(const std::string& path, const Json& v, std::int64_t min,
                                          std::int64_t max, std::string_view what);
-    bool checkNumber(const std::string& path, const Json& v, Bound bound, std::string_view what);
+    bool checkNumber(const std::string& path, const Json& v, Bound bound, std::string_view what,
+                     const Sane& sane = kAnyNumber);
 
     // A missing key takes `fallback`; without one it is required.
     Field<int> readInt(const Section& s, std::string_view key, int min,
                        std::optional<int> fallback);
     Field<std::optional<int>> readNullableInt(const Section& s, std::string_view key, int min);
-    Field<double> readNumber(const Section& s, std::string_view key, Bound bound, double fallback);
-    Field<std::optional<double>> readNullableNumber(const Section& s, std::string_view key);
+    Field<double> readNumber(const Section& s, std::string_view key, Bound bound, double fallback,
+                             const Sane& sane = kAnyNumber);
+    Field<std::optional<double>> readNullableNumber(const Section& s, std::string_view key,
+                                                    const Sane& sane = kAnyNumber);
     Field<std::string> readString(const Section& s, std::string_view key, std::string fallback);
     Field<bool> readBool(const Section& s, std::string_view key, bool fallback);
 

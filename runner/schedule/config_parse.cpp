@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,8 +17,33 @@ namespace pipescope::schedule {
 
 using detail::Json;
 
+namespace {
+
+// A message is one line of printable text whatever the keys hold: a key "seed\u0000" put a NUL
+// byte in it, and a key of megabytes would fill the terminal.
+std::string printable(std::string_view s, std::size_t max_bytes) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (out.size() >= max_bytes && (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+            return out + "...";
+        }
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c == 0x7F) {
+            char esc[8];
+            std::snprintf(esc, sizeof esc, "\\u%04x", c);
+            out += esc;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string ConfigIssue::text() const {
-    return path.empty() ? message : path + ": " + message;
+    const std::string shown_message = printable(message, std::string::npos);
+    return path.empty() ? shown_message : printable(path, 80) + ": " + shown_message;
 }
 
 std::string ConfigIssue::text(std::string_view source_name) const {
@@ -40,6 +66,8 @@ std::string ParseResult::errorText() const {
 }
 
 namespace {
+
+constexpr std::size_t kMaxIssues = 100;
 
 std::string dumpJson(const Json& value, int indent) {
     return value.dump(indent, ' ', false, Json::error_handler_t::replace);
@@ -213,6 +241,17 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
     });
     result.issues.insert(result.issues.end(), std::make_move_iterator(found.begin()),
                          std::make_move_iterator(found.end()));
+    // A generated or mangled file can have thousands of issues; past the first ones they are
+    // noise, and printing them all costs more than finding them.
+    if (result.issues.size() > kMaxIssues) {
+        const std::size_t more = result.issues.size() - kMaxIssues;
+        result.issues.resize(kMaxIssues);
+        result.issues.push_back(ConfigIssue{"",
+                                            "and " + std::to_string(more) +
+                                                " more issues (only the first " +
+                                                std::to_string(kMaxIssues) + " are listed)",
+                                            0, 0});
+    }
     if (result.issues.empty()) {
         result.config = std::move(v.config);
     }

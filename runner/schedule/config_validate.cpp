@@ -108,6 +108,15 @@ class Validator : private FieldReader {
     void readParallel() {
         const Section s = section(root_, "parallel", true);
         par_pipeline_ = readInt(s, "pipeline", 1, std::nullopt);
+        if (par_pipeline_.valid && par_pipeline_.value > kMaxPipeline) {
+            // Every stage costs kilobytes of schedule state: a million took gigabytes.
+            report("parallel.pipeline",
+                   "must be at most " + std::to_string(kMaxPipeline) + ", got " +
+                       std::to_string(par_pipeline_.value) + " (PipeScope simulates at most " +
+                       std::to_string(kMaxPipeline) + " pipeline stages)",
+                   false);
+            par_pipeline_ = {};
+        }
         par_microbatches_ = readInt(s, "microbatches", 1, std::nullopt);
         par_schedule_ = readEnum(s, "schedule", "schedule", kScheduleNames, scheduleFromString,
                                  ScheduleKind::OneF1B);
@@ -137,14 +146,21 @@ class Validator : private FieldReader {
         if (const auto name = readString(s, "name", d.name); name.valid) {
             h.name = name.value;
         }
-        take(h.peak_tflops, readNumber(s, "peak_tflops", Bound::Positive, d.peak_tflops));
-        take(h.memory_gib, readNumber(s, "memory_gib", Bound::Positive, d.memory_gib));
-        take(h.p2p_gbps, readNumber(s, "p2p_gbps", Bound::Positive, d.p2p_gbps));
-        take(h.allreduce_gbps, readNumber(s, "allreduce_gbps", Bound::Positive, d.allreduce_gbps));
-        take(h.latency_us, readNumber(s, "latency_us", Bound::NonNegative, d.latency_us));
-        take(h.memory_gbps, readNumber(s, "memory_gbps", Bound::Positive, d.memory_gbps));
+        // Sane limits: a denormal rate made op times infinite, a huge latency overflowed the
+        // trace clock's day count.
+        take(h.peak_tflops,
+             readNumber(s, "peak_tflops", Bound::Positive, d.peak_tflops, kHardwareRate));
+        take(h.memory_gib,
+             readNumber(s, "memory_gib", Bound::Positive, d.memory_gib, kHardwareRate));
+        take(h.p2p_gbps, readNumber(s, "p2p_gbps", Bound::Positive, d.p2p_gbps, kHardwareRate));
+        take(h.allreduce_gbps,
+             readNumber(s, "allreduce_gbps", Bound::Positive, d.allreduce_gbps, kHardwareRate));
+        take(h.latency_us,
+             readNumber(s, "latency_us", Bound::NonNegative, d.latency_us, kMicroseconds));
+        take(h.memory_gbps,
+             readNumber(s, "memory_gbps", Bound::Positive, d.memory_gbps, kHardwareRate));
         take(h.gemm_efficiency,
-             readNumber(s, "gemm_efficiency", Bound::Fraction, d.gemm_efficiency));
+             readNumber(s, "gemm_efficiency", Bound::Fraction, d.gemm_efficiency, kEfficiency));
     }
 
     void readCostSource(const Section& s) {
@@ -198,7 +214,8 @@ class Validator : private FieldReader {
             field = ok(std::vector<double>(), true);
             for (std::size_t i = 0; i < v->size(); ++i) {
                 const Json& e = (*v)[i];
-                if (checkNumber(elementPath(path, i), e, Bound::NonNegative, "a number")) {
+                if (checkNumber(elementPath(path, i), e, Bound::NonNegative, "a number",
+                                kMicroseconds)) {
                     field.value.push_back(e.get<double>());
                 } else {
                     field.valid = false;
@@ -208,16 +225,16 @@ class Validator : private FieldReader {
                 out_.config.costs.per_stage_us[static_cast<std::size_t>(k)] = field.value;
             }
         }
-        if (const auto f = readNullableNumber(s, "p2p_us"); f.valid) {
+        if (const auto f = readNullableNumber(s, "p2p_us", kMicroseconds); f.valid) {
             out_.config.costs.p2p_us = f.value;
         }
-        if (const auto f = readNullableNumber(s, "collective_us"); f.valid) {
+        if (const auto f = readNullableNumber(s, "collective_us", kMicroseconds); f.valid) {
             out_.config.costs.collective_us = f.value;
         }
         const Section kinds = section(s, "collectives_us", false);
         for (std::size_t i = 1; i < kCollectiveKinds; ++i) {
             const auto name = toString(static_cast<Collective>(i));
-            if (const auto f = readNullableNumber(kinds, name); f.valid) {
+            if (const auto f = readNullableNumber(kinds, name, kMicroseconds); f.valid) {
                 out_.config.costs.collectives_us[i] = f.value;
             }
         }
@@ -406,11 +423,22 @@ void Validator::checkRedistribution(std::int64_t positions) {
                false);
         return;
     }
+    const int layers = model_layers_.value;
+    const std::string ls = std::to_string(layers);
+    // The other methods split evenly, so every position holds a layer; here the middle ones
+    // could be left empty (4 layers on 100 stages ran 96 idle ranks).
+    if (layers < positions - 2) {
+        report("model.layers",
+               ls + " layers leave pipeline positions empty: redistributed gives each of the " +
+                   std::to_string(positions - 2) +
+                   " positions between the first and the last at least one layer; use at least " +
+                   std::to_string(positions - 2) + " layers or fewer stages",
+               false);
+        return;
+    }
     if (!par_first_.valid || !par_last_.valid) {
         return;
     }
-    const int layers = model_layers_.value;
-    const std::string ls = std::to_string(layers);
     const auto& first = par_first_.value;
     const auto& last = par_last_.value;
     bool each_fits = true;
@@ -430,6 +458,13 @@ void Validator::checkRedistribution(std::int64_t positions) {
         report("parallel.last_stage_layers",
                "first_stage_layers + last_stage_layers = " + sum + " is more than model.layers (" +
                    ls + "); lower one of them",
+               false);
+    } else if (layers - *first - *last < positions - 2) {
+        report("parallel.last_stage_layers",
+               "first_stage_layers + last_stage_layers = " + sum + " leaves " +
+                   std::to_string(layers - *first - *last) + " of model.layers (" + ls +
+                   ") for the " + std::to_string(positions - 2) +
+                   " positions between, which need at least one each; lower one of them",
                false);
     } else if (positions == 2 && *first + *last != layers) {
         report("parallel.last_stage_layers",

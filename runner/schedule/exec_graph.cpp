@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 
 #include <pipescope/schedule/exec_graph.h>
 
@@ -186,13 +187,30 @@ class Builder {
     }
 
     bool pairSends(ExecGraph& g) {
-        // Per (from, to, direction), sends and receives in list order.
-        const int p = s_.ranks;
-        auto slot = [p](int from, int to, bool forward) {
-            return static_cast<std::size_t>((from * p + to) * 2 + (forward ? 1 : 0));
+        // Per (from, to, direction), sends and receives in list order. Only the channels that
+        // carry messages get one (about 4 per rank), not all 2 p^2: p = 10000 needed gigabytes.
+        struct Channel {
+            std::uint64_t key;
+            std::vector<int> sends;
+            std::vector<int> recvs;
         };
-        std::vector<std::vector<int>> sends(static_cast<std::size_t>(2 * p * p));
-        std::vector<std::vector<int>> recvs(sends.size());
+        const int p = s_.ranks;
+        // Keys sort as the channels are checked: by sender, receiver, forward before backward.
+        auto key = [p](int from, int to, bool forward) {
+            return (static_cast<std::uint64_t>(from) * static_cast<std::uint64_t>(p) +
+                    static_cast<std::uint64_t>(to)) *
+                       2 +
+                   (forward ? 0 : 1);
+        };
+        std::vector<Channel> channels;
+        std::unordered_map<std::uint64_t, std::size_t> channel_of;
+        auto channel = [&](std::uint64_t k) -> Channel& {
+            const auto [it, added] = channel_of.try_emplace(k, channels.size());
+            if (added) {
+                channels.push_back({k, {}, {}});
+            }
+            return channels[it->second];
+        };
         for (int r = 0; r < p; ++r) {
             const auto& list = s_.ops[static_cast<std::size_t>(r)];
             for (int i = 0; i < static_cast<int>(list.size()); ++i) {
@@ -207,42 +225,40 @@ class Builder {
                 }
                 const bool fwd = o.kind == OpKind::SendF || o.kind == OpKind::RecvF;
                 if (send) {
-                    sends[slot(r, o.peer, fwd)].push_back(g.node(r, i));
+                    channel(key(r, o.peer, fwd)).sends.push_back(g.node(r, i));
                 } else {
-                    recvs[slot(o.peer, r, fwd)].push_back(g.node(r, i));
+                    channel(key(o.peer, r, fwd)).recvs.push_back(g.node(r, i));
                 }
             }
         }
-        for (int from = 0; from < p; ++from) {
-            for (int to = 0; to < p; ++to) {
-                for (bool fwd : {true, false}) {
-                    const auto& sd = sends[slot(from, to, fwd)];
-                    const auto& rv = recvs[slot(from, to, fwd)];
-                    for (std::size_t k = 0; k < rv.size(); ++k) {
-                        const OpRef at = g.node_ref[static_cast<std::size_t>(rv[k])];
-                        if (k >= sd.size()) {
-                            return fail(at.rank, at.index,
-                                        "has no matching send on rank " + std::to_string(from) +
-                                            " (that rank sends " + std::to_string(sd.size()) +
-                                            ", this one receives " + std::to_string(rv.size()) +
-                                            ")");
-                        }
-                        const OpRef src = g.node_ref[static_cast<std::size_t>(sd[k])];
-                        if (op(src.rank, src.index).microbatch !=
-                            op(at.rank, at.index).microbatch) {
-                            return fail(at.rank, at.index,
-                                        "pairs with " + opPlace(s_, src.rank, src.index) +
-                                            ", a different micro-batch: sends and receives must "
-                                            "come in the same order on both sides");
-                        }
-                        g.end_dep[static_cast<std::size_t>(rv[k])] = sd[k];
-                    }
-                    if (sd.size() > rv.size()) {
-                        const OpRef src = g.node_ref[static_cast<std::size_t>(sd[rv.size()])];
-                        return fail(src.rank, src.index,
-                                    "has no matching receive on rank " + std::to_string(to));
-                    }
+        std::sort(channels.begin(), channels.end(),
+                  [](const Channel& a, const Channel& b) { return a.key < b.key; });
+        for (const Channel& c : channels) {
+            const int from = static_cast<int>(c.key / 2 / static_cast<std::uint64_t>(p));
+            const int to = static_cast<int>(c.key / 2 % static_cast<std::uint64_t>(p));
+            const auto& sd = c.sends;
+            const auto& rv = c.recvs;
+            for (std::size_t k = 0; k < rv.size(); ++k) {
+                const OpRef at = g.node_ref[static_cast<std::size_t>(rv[k])];
+                if (k >= sd.size()) {
+                    return fail(at.rank, at.index,
+                                "has no matching send on rank " + std::to_string(from) +
+                                    " (that rank sends " + std::to_string(sd.size()) +
+                                    ", this one receives " + std::to_string(rv.size()) + ")");
                 }
+                const OpRef src = g.node_ref[static_cast<std::size_t>(sd[k])];
+                if (op(src.rank, src.index).microbatch != op(at.rank, at.index).microbatch) {
+                    return fail(at.rank, at.index,
+                                "pairs with " + opPlace(s_, src.rank, src.index) +
+                                    ", a different micro-batch: sends and receives must "
+                                    "come in the same order on both sides");
+                }
+                g.end_dep[static_cast<std::size_t>(rv[k])] = sd[k];
+            }
+            if (sd.size() > rv.size()) {
+                const OpRef src = g.node_ref[static_cast<std::size_t>(sd[rv.size()])];
+                return fail(src.rank, src.index,
+                            "has no matching receive on rank " + std::to_string(to));
             }
         }
         return true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_set>
 
 namespace pipescope::schedule::detail {
 namespace {
@@ -67,31 +68,42 @@ class TextIndex {
         }
     }
 
-    // Line and column of a byte offset; columns count UTF-8 code points.
-    TextPos posOf(std::size_t offset) const {
+    // Line and column of a byte offset; columns count UTF-8 code points. Offsets asked for in
+    // increasing order (as the parser goes) count on from the previous one, so that a long
+    // minified line costs linear, not quadratic, time.
+    TextPos posOf(std::size_t offset) {
         offset = std::min(offset, text_.size());
         const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
         const std::size_t line_start = *(it - 1);
+        const int line = static_cast<int>(it - line_starts_.begin());
+        std::size_t from = line_start;
         int column = 1;
-        for (std::size_t i = line_start; i < offset; ++i) {
+        if (line == last_.line && offset >= last_offset_) {
+            from = last_offset_;
+            column = last_.column;
+        }
+        for (std::size_t i = from; i < offset; ++i) {
             if ((static_cast<unsigned char>(text_[i]) & 0xC0) != 0x80) {
                 ++column;
             }
         }
-        return {static_cast<int>(it - line_starts_.begin()), column};
+        last_ = {line, column};
+        last_offset_ = offset;
+        return last_;
     }
 
   private:
     std::string_view text_;
     std::vector<std::size_t> line_starts_;
+    TextPos last_;  // the previous answer, and its offset
+    std::size_t last_offset_ = 0;
 };
 
 // Builds the ordered_json tree from nlohmann's SAX events, keeping the first of duplicate keys
 // (and reporting the others) and recording where each value stands.
 class TreeBuilder {
   public:
-    TreeBuilder(const std::vector<std::size_t>& starts, const TextIndex& index,
-                JsonReadResult& result)
+    TreeBuilder(const std::vector<std::size_t>& starts, TextIndex& index, JsonReadResult& result)
         : starts_(starts), index_(index), result_(result) {}
 
     bool null() { return scalar(Json(nullptr)); }
@@ -117,7 +129,8 @@ class TreeBuilder {
         Frame& f = stack_.back();
         key_ = std::move(k);
         key_pos_ = index_.posOf(at);
-        discard_next_ = f.value->contains(key_);
+        // ordered_json finds keys by a linear scan; the set keeps many keys linear in total.
+        discard_next_ = !f.keys.insert(key_).second;
         if (discard_next_) {
             result_.duplicates.push_back({memberPath(f.path, key_), key_pos_});
         }
@@ -140,6 +153,7 @@ class TreeBuilder {
     struct Frame {
         Json* value;
         std::string path;
+        std::unordered_set<std::string> keys;  // of an object, to find duplicates
     };
 
     std::size_t nextToken() {
@@ -168,8 +182,10 @@ class TreeBuilder {
         } else {
             *path = memberPath(f.path, key_);
             key_pos = key_pos_;
-            slot = &(*f.value)[key_];
-            *slot = std::move(v);
+            // The key is new (duplicates are dropped above): append without ordered_map's scan.
+            auto& members = f.value->get_ref<Json::object_t&>();
+            members.emplace_back(key_, std::move(v));
+            slot = &members.back().second;
         }
         result_.positions[*path] = NodePos{key_pos, here};
         return slot;
@@ -195,7 +211,7 @@ class TreeBuilder {
         std::string path;
         Json* slot = place(std::move(v), at, &path);
         // The parent does not change while this value is open, so the pointer stays valid.
-        stack_.push_back({slot, std::move(path)});
+        stack_.push_back({slot, std::move(path), {}});
         return true;
     }
 
@@ -211,7 +227,7 @@ class TreeBuilder {
     }
 
     const std::vector<std::size_t>& starts_;
-    const TextIndex& index_;
+    TextIndex& index_;
     JsonReadResult& result_;
     std::vector<Frame> stack_;
     std::size_t next_ = 0;
@@ -246,6 +262,23 @@ std::string quoteToken(std::string_view text, std::size_t at) {
         ++end;  // never cut a UTF-8 sequence
     }
     return "'" + std::string(text.substr(at, end - at)) + "'";
+}
+
+// Source text as a message shows it: up to the first space, at most 40 characters (then
+// "..."), so that a 5 MB number or a key followed by a line break stays a short, one-line
+// message. Control characters are escaped by ConfigIssue::text.
+std::string shortText(std::string_view t) {
+    constexpr std::size_t kMax = 40;
+    const auto space = std::find_if(t.begin(), t.end(), isSpace);
+    t = t.substr(0, static_cast<std::size_t>(space - t.begin()));
+    if (t.size() <= kMax) {
+        return std::string(t);
+    }
+    std::size_t cut = kMax - 3;
+    while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xC0) == 0x80) {
+        --cut;  // never cut a UTF-8 sequence
+    }
+    return std::string(t.substr(0, cut)) + "...";
 }
 
 struct Explained {
@@ -346,7 +379,7 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
         return {at, std::string("trailing comma before '") + c + "'; remove it"};
     }
     if (has(detail, "number overflow")) {
-        return {at, "number " + std::string(tok) + " is out of range"};
+        return {at, "number " + shortText(tok) + " is out of range"};
     }
     if (c == '"' && has(detail, "invalid string")) {
         if (has(detail, "missing closing quote")) {
@@ -399,7 +432,7 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
             key.remove_suffix(1);
         }
         key.remove_prefix(key.empty() ? 0 : 1);
-        return {at, "expected ':' after the key \"" + std::string(key) + "\", got " +
+        return {at, "expected ':' after the key \"" + shortText(key) + "\", got " +
                         quoteToken(text, at)};
     }
     if (has(detail, "object key")) {
@@ -419,15 +452,27 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
         return {at, "expected a value, got " + quoteToken(text, at)};
     }
     // Anything else: nlohmann's own words, without its prefix.
+    // nlohmann quotes the last token it read, which may be megabytes long.
     const std::string prefix = "syntax error ";
-    return {error_offset, detail.rfind(prefix, 0) == 0 ? detail.substr(prefix.size()) : detail};
+    if (detail.rfind(prefix, 0) == 0) {
+        detail = detail.substr(prefix.size());
+    }
+    if (const auto last = detail.find("; last read: '"); last != std::string::npos) {
+        const std::size_t from = last + 14;
+        const std::size_t to = detail.find('\'', from);
+        detail = detail.substr(0, from) +
+                 shortText(std::string_view(detail).substr(
+                     from, to == std::string::npos ? std::string::npos : to - from)) +
+                 (to == std::string::npos ? std::string("'") : detail.substr(to));
+    }
+    return {error_offset, detail};
 }
 
 }  // namespace
 
 JsonReadResult readJson(std::string_view text) {
     const std::vector<std::size_t> starts = tokenStarts(text);
-    const TextIndex index(text);
+    TextIndex index(text);
     JsonReadResult result;
     TreeBuilder builder(starts, index, result);
     const bool ok = Json::sax_parse(text, &builder);

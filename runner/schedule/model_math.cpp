@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include <pipescope/schedule/model_math.h>
 
@@ -90,10 +91,13 @@ int Placement::positionSearch(int rank, int chunk) const {
 }
 
 int Placement::layersOnRank(int rank) const {
+    // Through the rank's chunks, not all positions: callers ask for every rank, and p^2 steps
+    // took minutes at p = 10^5.
     int total = 0;
-    for (std::size_t q = 0; q < layers.size(); ++q) {
-        if (position_rank[q] == rank) {
-            total += layers[q];
+    for (int c = 0; c < chunks; ++c) {
+        const int q = position(rank, c);
+        if (q >= 0 && static_cast<std::size_t>(q) < layers.size()) {
+            total += layers[static_cast<std::size_t>(q)];
         }
     }
     return total;
@@ -121,36 +125,123 @@ RedistributionChoice chooseRedistribution(const Config& config, double layer_cos
     double best_max = std::numeric_limits<double>::infinity();
     double best_spread = best_max;
     int best_moved = std::numeric_limits<int>::max();
-    for (int first = 0; first <= layers; ++first) {
-        if (fixed_first && first != *fixed_first) {
+    const std::int64_t middle = positions - 2;
+    // The cost of each candidate in O(1): the middle positions hold lo or lo + 1 layers.
+    const auto consider = [&](int first, int last) {
+        double max_cost = first * layer_cost + input_cost;
+        double min_cost = max_cost;
+        const double end_cost = last * layer_cost + output_cost;
+        max_cost = std::max(max_cost, end_cost);
+        min_cost = std::min(min_cost, end_cost);
+        if (middle > 0) {
+            const std::int64_t rest = layers - first - last;
+            const auto lo = static_cast<double>(rest / middle);
+            const double hi = lo + (rest % middle != 0 ? 1.0 : 0.0);
+            max_cost = std::max(max_cost, hi * layer_cost);
+            min_cost = std::min(min_cost, lo * layer_cost);
+        }
+        const double spread = max_cost - min_cost;
+        const int moved = std::abs(first - even.front()) + std::abs(last - even.back());
+        const bool better =
+            less(max_cost, best_max) ||
+            (!less(best_max, max_cost) &&
+             (less(spread, best_spread) || (!less(best_spread, spread) && moved < best_moved)));
+        if (better) {
+            best = {first, last};
+            best_max = max_cost;
+            best_spread = spread;
+            best_moved = moved;
+        }
+    };
+    // The most layers a position with `extra` cost can hold and keep its cost within `bound`.
+    const auto fits = [&](double bound, double extra) -> std::int64_t {
+        if (!(layer_cost > 0) || !std::isfinite(bound)) {
+            return layers;
+        }
+        const double n = std::floor((bound - extra) / layer_cost);
+        return static_cast<std::int64_t>(std::clamp(n, -1.0, static_cast<double>(layers)));
+    };
+    // A candidate whose every position costs at most `bound`, if there is one.
+    const auto within = [&](double bound) -> std::optional<RedistributionChoice> {
+        const std::int64_t in_middle = middle > 0 ? fits(bound, 0.0) * middle : 0;
+        const std::int64_t first =
+            fixed_first
+                ? *fixed_first
+                : std::min<std::int64_t>(fits(bound, input_cost), layers - fixed_last.value_or(0));
+        std::int64_t last = fixed_last ? *fixed_last
+                            : positions == 2
+                                ? layers - first
+                                : std::max<std::int64_t>(0, layers - first - in_middle);
+        const std::int64_t rest = layers - first - last;
+        if (first < 0 || first > fits(bound, input_cost) || last < 0 ||
+            last > fits(bound, output_cost) || rest < 0 || rest > in_middle) {
+            return std::nullopt;
+        }
+        return RedistributionChoice{static_cast<int>(first), static_cast<int>(last)};
+    };
+    // The smallest such bound, by bisection. The winner costs no more than it (up to the
+    // tolerance of `less`), so the search below skips every candidate that costs more: without
+    // that it took O(layers^2) steps, hours for 10^5 layers.
+    double low = 0;
+    double high = layers * layer_cost + input_cost + output_cost;
+    std::optional<RedistributionChoice> seed = within(high);
+    for (int i = 0; i < 200 && seed && low < high; ++i) {
+        const double mid = low + (high - low) / 2;
+        if (mid <= low || mid >= high) {
+            break;
+        }
+        if (const auto c = within(mid)) {
+            high = mid;
+            seed = c;
+        } else {
+            low = mid;
+        }
+    }
+    double bound = std::numeric_limits<double>::infinity();
+    if (seed) {
+        const double saved_max = best_max;
+        consider(seed->first, seed->last);  // only to learn its cost; the search redoes it
+        bound = best_max;
+        best_max = saved_max;
+        best_spread = std::numeric_limits<double>::infinity();
+        best_moved = std::numeric_limits<int>::max();
+        best = {even.front(), even.back()};
+    }
+    // The margin covers the tolerance of `less`.
+    const auto most = [&](double extra) {
+        return fits(std::min(bound, best_max) * (1 + 1e-6), extra);
+    };
+    const int first_begin = fixed_first ? *fixed_first : 0;
+    const int first_end = fixed_first ? std::min(*fixed_first, layers) : layers;
+    for (std::int64_t first = first_begin; first <= first_end; ++first) {
+        if (first > most(input_cost)) {
+            break;  // every later first costs more still
+        }
+        // What the middle and last cannot hold must be on the first position.
+        const std::int64_t middle_most = middle > 0 ? most(0.0) * middle : 0;
+        const std::int64_t last_most =
+            fixed_last ? std::min<std::int64_t>(*fixed_last, most(output_cost)) : most(output_cost);
+        const std::int64_t need = layers - last_most - middle_most;
+        if (first < need && !fixed_first) {
+            first = need - 1;  // the loop's ++first lands on it
             continue;
         }
-        for (int last = 0; first + last <= layers; ++last) {
-            if ((fixed_last && last != *fixed_last) || (positions == 2 && first + last != layers)) {
+        std::int64_t last_begin = std::max<std::int64_t>(0, layers - first - middle_most);
+        std::int64_t last_end = layers - first;
+        if (positions == 2) {
+            last_begin = last_end;
+        }
+        if (fixed_last) {
+            if (*fixed_last < last_begin || *fixed_last > last_end) {
                 continue;
             }
-            const std::vector<int> split = redistributedLayers(layers, positions, first, last);
-            double max_cost = -std::numeric_limits<double>::infinity();
-            double min_cost = std::numeric_limits<double>::infinity();
-            for (std::size_t q = 0; q < split.size(); ++q) {
-                double cost = split[q] * layer_cost;
-                cost += q == 0 ? input_cost : 0.0;
-                cost += q + 1 == split.size() ? output_cost : 0.0;
-                max_cost = std::max(max_cost, cost);
-                min_cost = std::min(min_cost, cost);
+            last_begin = last_end = *fixed_last;
+        }
+        for (std::int64_t last = last_begin; last <= last_end; ++last) {
+            if (last > most(output_cost)) {
+                break;
             }
-            const double spread = max_cost - min_cost;
-            const int moved = std::abs(first - even.front()) + std::abs(last - even.back());
-            const bool better =
-                less(max_cost, best_max) ||
-                (!less(best_max, max_cost) &&
-                 (less(spread, best_spread) || (!less(best_spread, spread) && moved < best_moved)));
-            if (better) {
-                best = {first, last};
-                best_max = max_cost;
-                best_spread = spread;
-                best_moved = moved;
-            }
+            consider(static_cast<int>(first), static_cast<int>(last));
         }
     }
     return best;

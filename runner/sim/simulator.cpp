@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include <pipescope/schedule/config_parse.h>
@@ -206,13 +207,28 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
     res.iteration_time_s = iteration;
     // Traces count nanoseconds in 64 bits; an iteration of absurd sizes would overflow them.
     if (!(iteration * 1e9 * std::max(1, config.run.iterations) < kMaxSimulatedNs)) {
+        // In double: llround of 1e30 days gave -9223372036854775808.
+        const double days = iteration / 86400.0;
+        char shown[32];
+        std::snprintf(shown, sizeof shown, days < 1e15 ? "%.0f" : "%.3g", days);
         outcome.error = "model: one iteration takes " +
-                        std::to_string(std::llround(iteration / 86400.0)) +
+                        std::string(std::isfinite(days) ? shown : "endless") +
                         " days of simulated time, beyond what a trace's nanosecond clock holds "
                         "(about " +
                         std::to_string(std::llround(kMaxSimulatedNs / 1e9 / 86400.0 / 365.0)) +
                         " years over all iterations); check model.seq_len, model.hidden, "
-                        "model.layers and hardware.peak_tflops";
+                        "model.layers, model.vocab, hardware.peak_tflops, "
+                        "hardware.gemm_efficiency, hardware.memory_gbps, hardware.p2p_gbps, "
+                        "hardware.allreduce_gbps, hardware.latency_us and the costs times";
+        return outcome;
+    }
+    // With every op free, MFU, throughput and the bubble are 0/0: refuse rather than report
+    // zeros as results.
+    if (!(iteration > 0)) {
+        outcome.error =
+            "costs.per_stage_us: every op takes zero time, so the iteration does too and MFU, "
+            "throughput and the bubble are undefined; give non-zero times in "
+            "costs.per_stage_us, costs.p2p_us, costs.collective_us or hardware.latency_us";
         return outcome;
     }
     double busy_sum = 0, busy_max = 0, mem_sum = 0, ratio_sum = 0;

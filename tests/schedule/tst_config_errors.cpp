@@ -56,6 +56,8 @@ class TstConfigErrors : public QObject {
     void rulesWaitForValidFields();
     void variantIssuesNameTheVariant();
     void missingFileIsAnIssue();
+    void longLinesKeepPositions();
+    void manyIssuesAreCapped();
 };
 
 void TstConfigErrors::baseIsValid() {
@@ -85,6 +87,9 @@ void TstConfigErrors::invalidValues_data() {
         R"(model.dtype: unknown dtype "bf8"; expected one of bf16, fp16, fp32 (did you mean "bf16"?))");
     row("dtype number", {"model.dtype=16"}, "model.dtype: must be a string, got 16");
     row("model not an object", {"model=5"}, "model: must be an object, got 5");
+    row("pipeline beyond the limit", {"parallel.pipeline=100001"},
+        "parallel.pipeline: must be at most 100000, got 100001 (PipeScope simulates at most "
+        "100000 pipeline stages)");
     row("microbatches zero", {"parallel.microbatches=0"},
         "parallel.microbatches: must be at least 1, got 0");
     row("schedule swapped letters", {"parallel.schedule=1fb1"},
@@ -140,6 +145,17 @@ void TstConfigErrors::invalidValues_data() {
     row("redistributed one position", {"parallel.vocab=redistributed", "parallel.pipeline=1"},
         "parallel.vocab: redistributed needs at least 2 pipeline positions, got "
         "parallel.pipeline = 1; use more stages or another method");
+    row("redistributed leaves positions empty",
+        {"parallel.vocab=redistributed", "parallel.pipeline=100"},
+        "model.layers: 8 layers leave pipeline positions empty: redistributed gives each of the "
+        "98 positions between the first and the last at least one layer; use at least 98 layers "
+        "or fewer stages");
+    row("redistributed ends leave the middle empty",
+        {"parallel.vocab=redistributed", "parallel.first_stage_layers=4",
+         "parallel.last_stage_layers=3"},
+        "parallel.last_stage_layers: first_stage_layers + last_stage_layers = 4 + 3 = 7 leaves 1 "
+        "of model.layers (8) for the 2 positions between, which need at least one each; lower "
+        "one of them");
     row("sharded vocab smaller than pipeline", {"parallel.vocab=vocab-2", "model.vocab=3"},
         R"(model.vocab: must be at least parallel.pipeline (4) with vocab "vocab-2", which gives every rank a shard of at least one row; got 3)");
     row("interleaved microbatches",
@@ -165,6 +181,26 @@ void TstConfigErrors::invalidValues_data() {
         "hardware.gemm_efficiency: must be in (0, 1], got 1.5");
     row("latency negative", {"hardware.latency_us=-1"},
         "hardware.latency_us: must be at least 0, got -1");
+    // Sane limits: past them op times overflowed the trace clock or came out infinite.
+    row("latency beyond the limit", {"hardware.latency_us=1e30"},
+        "hardware.latency_us: must be at most 1e9, got 1e+30");
+    row("gemm efficiency denormal", {"hardware.gemm_efficiency=5e-324"},
+        "hardware.gemm_efficiency: must be at least 1e-6, got 5e-324");
+    row("peak denormal", {"hardware.peak_tflops=5e-324"},
+        "hardware.peak_tflops: must be at least 1e-6, got 5e-324");
+    row("p2p bandwidth tiny", {"hardware.p2p_gbps=1e-300"},
+        "hardware.p2p_gbps: must be at least 1e-6, got 1e-300");
+    row("memory bandwidth denormal", {"hardware.memory_gbps=5e-324"},
+        "hardware.memory_gbps: must be at least 1e-6, got 5e-324");
+    row("allreduce bandwidth tiny", {"hardware.allreduce_gbps=1e-9"},
+        "hardware.allreduce_gbps: must be at least 1e-6, got 1e-09");
+    row("memory size tiny", {"hardware.memory_gib=1e-7"},
+        "hardware.memory_gib: must be at least 1e-6, got 1e-07");
+    row("cost table entry huge", {"costs.per_stage_us.F=[1, 1e300, 1, 1]"},
+        "costs.per_stage_us.F[1]: must be at most 1e9, got 1e+300");
+    row("p2p time huge", {"costs.p2p_us=1e300"}, "costs.p2p_us: must be at most 1e9, got 1e+300");
+    row("collective time huge", {"costs.collectives_us.output=1e10"},
+        "costs.collectives_us.output: must be at most 1e9, got 10000000000.0");
     row("hardware name empty", {R"(hardware.name="")"}, "hardware.name: must not be empty");
     row("name not a string", {"name=5"}, "name: must be a string, got 5");
     row("cost source typo", {"costs.source=tabel"},
@@ -243,6 +279,13 @@ void TstConfigErrors::invalidDocuments_data() {
     QTest::newRow("duplicate key")
         << QStringLiteral(R"({%1, %2, "run": {"seed": 1, "seed": 2}})").arg(model, parallel)
         << QStringLiteral("run.seed: duplicate key; it already appears at line 1, column 138");
+    // Control characters in a key are escaped: the message stays one printable line.
+    QTest::newRow("control character in a key")
+        << doc(R"("run": {"seed\u0000": 1, "x\ny": 2})")
+        << QStringLiteral(R"(run.seed\u0000: unknown key (did you mean "seed"?))"
+                          "\n"
+                          R"(run.x\u000ay: unknown key; expected one of iterations, warmup, seed, )"
+                          "learning_rate");
     QTest::newRow("compare not an array")
         << doc(R"("compare": {"label": "x"})")
         << QStringLiteral("compare: must be an array of variants, got an object");
@@ -323,6 +366,14 @@ void TstConfigErrors::syntaxErrors_data() {
         R"(1:6: syntax error: expected ':' after the key "a", got '1')");
     row("number out of range", R"({"a": 1e999})",
         "1:7: syntax error: number 1e999 is out of range");
+    // Values in syntax errors are shortened like values elsewhere, and stop at a line break.
+    row("huge number", "{\"a\": 4" + QByteArray(5'000'000, '0') + "}",
+        "1:7: syntax error: number 4000000000000000000000000000000000000... is out of range");
+    row("number out of range before a line break", "{\"a\": 1e400\n, \"b\": 2}",
+        "1:7: syntax error: number 1e400 is out of range");
+    row("long key without colon", "{\"" + QByteArray(100, 'k') + "\" 1}",
+        "1:105: syntax error: expected ':' after the key "
+        "\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\", got '1'");
     row("comment", "// c\n{}", "1:1: syntax error: comments are not allowed in JSON");
     row("end inside an object", R"({"a": 1)",
         "1:8: syntax error: expected ',' or '}' after an object member");
@@ -485,6 +536,53 @@ void TstConfigErrors::missingFileIsAnIssue() {
     const ParseResult directory = loadConfigFile(dir);
     QCOMPARE(QString::fromStdString(directory.errorText()),
              QString::fromStdString(dir) + QStringLiteral(": is a directory, not a config file"));
+}
+
+// A minified file is one long line. Positions on it must cost linear time in total: before, each
+// value's column was counted from the line start (hours for this one, past the test timeout).
+void TstConfigErrors::longLinesKeepPositions() {
+    std::string name;
+    for (int i = 0; i < 4'000'000; ++i) {
+        name += "\xc3\xa9";  // two bytes, one character: columns count characters
+    }
+    std::string json = R"({"name": ")" + name +
+                       R"(", "model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                       R"("vocab": 1000}, "parallel": {"pipeline": 4, "microbatches": 8}, )"
+                       R"("costs": {"per_stage_us": {"F": [)";
+    for (int i = 0; i < 100'000; ++i) {
+        json += i == 0 ? "1" : ", 1";
+    }
+    json += R"(]}, "p2p_uss": 1}})";
+    const ParseResult r = parseConfig(json, "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{2});
+    const auto column = [&](const std::string& token) {
+        return static_cast<int>(json.find(token) - name.size() / 2) + 1;
+    };
+    QCOMPARE(QString::fromStdString(r.issues[0].text()),
+             QStringLiteral("costs.per_stage_us.F: has 100000 entries but parallel.pipeline is 4; "
+                            "give one entry per rank or none"));
+    QCOMPARE(r.issues[0].line, 1);
+    QCOMPARE(r.issues[0].column, column("[1, 1"));
+    QCOMPARE(r.issues[1].path, std::string("costs.p2p_uss"));
+    QCOMPARE(r.issues[1].column, column(R"("p2p_uss")"));
+}
+
+// Thousands of unknown keys (a generated file, a wrong file) list the first 100 and say how many
+// more there are, rather than thousands of lines.
+void TstConfigErrors::manyIssuesAreCapped() {
+    std::string json = R"({"model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                       R"("vocab": 1000)";
+    for (int i = 0; i < 100'000; ++i) {
+        json += ", \"k" + std::to_string(i) + "\": 1";
+    }
+    json += R"(}, "parallel": {"pipeline": 4, "microbatches": 0}})";
+    const ParseResult r = parseConfig(json, "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{101});
+    QCOMPARE(QString::fromStdString(r.issues[99].text()),
+             QStringLiteral("model.k99: unknown key; expected one of layers, hidden, ffn_hidden, "
+                            "heads, seq_len, vocab, micro_batch, dtype, flash_attention"));
+    QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
+             QStringLiteral("x.json: and 99901 more issues (only the first 100 are listed)"));
 }
 
 QTEST_GUILESS_MAIN(TstConfigErrors)

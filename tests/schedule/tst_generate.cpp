@@ -46,6 +46,8 @@ class TstGenerate : public QObject {
     void handEditedScheduleIsChecked();
     void parseLabels_data();
     void parseLabels();
+    void sendsPairAtManyStages_data();
+    void sendsPairAtManyStages();
 };
 
 void TstGenerate::everyCombination_data() {
@@ -307,6 +309,56 @@ void TstGenerate::parseLabels() {
     } else {
         QVERIFY2(why.find(label.toStdString()) != std::string::npos, why.c_str());
     }
+}
+
+void TstGenerate::sendsPairAtManyStages_data() {
+    QTest::addColumn<QString>("sched");
+    QTest::addColumn<QString>("method");
+    QTest::newRow("1f1b vocab-2") << "1f1b"
+                                  << "vocab-2";
+    QTest::newRow("zb-h1 redistributed") << "zb-h1"
+                                         << "redistributed";
+}
+
+// Sends are paired per channel that carries messages (there used to be a list for each of the
+// 2 p^2 possible ones): every receive waits for the send of its micro-batch and kind from its
+// peer, at a pipeline far deeper than the other tests use.
+void TstGenerate::sendsPairAtManyStages() {
+    QFETCH(QString, sched);
+    QFETCH(QString, method);
+    const int p = 512;
+    const int m = 16;
+    const Config c = makeConfig(p, m, sched.toStdString(), method.toStdString());
+    const auto g = generateSchedule(c, {});
+    QVERIFY2(g.schedule.has_value(), g.error.c_str());
+    const Schedule& s = *g.schedule;
+    const auto built = buildGraph(s);
+    QVERIFY2(!built.error, built.error ? built.error->message.c_str() : "");
+    int receives = 0;
+    for (int r = 0; r < p; ++r) {
+        const auto& ops = s.ops[static_cast<std::size_t>(r)];
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            const Op& recv = ops[i];
+            if (recv.kind != OpKind::RecvF && recv.kind != OpKind::RecvB) {
+                continue;
+            }
+            ++receives;
+            const int dep =
+                built.graph
+                    .end_dep[static_cast<std::size_t>(built.graph.node(r, static_cast<int>(i)))];
+            QVERIFY(dep >= 0);
+            const OpRef from = built.graph.node_ref[static_cast<std::size_t>(dep)];
+            const Op& send =
+                s.ops[static_cast<std::size_t>(from.rank)][static_cast<std::size_t>(from.index)];
+            QCOMPARE(from.rank, recv.peer);
+            QCOMPARE(send.peer, r);
+            QVERIFY(send.kind == (recv.kind == OpKind::RecvF ? OpKind::SendF : OpKind::SendB));
+            QCOMPARE(send.microbatch, recv.microbatch);
+        }
+    }
+    // Forward and backward between each pair of neighbours, for every micro-batch.
+    QVERIFY(receives >= 2 * (p - 1) * m);
+    QVERIFY(!validateSchedule(s));
 }
 
 QTEST_GUILESS_MAIN(TstGenerate)

@@ -1,6 +1,8 @@
 // Model arithmetic against numbers worked out by hand (the arithmetic is in the comments), and
 // the placement of layers for every schedule and vocabulary method (docs/model-math.md).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <QtTest>
@@ -88,6 +90,8 @@ class TstModelMath : public QObject {
     void placementLookups();
     void chooseRedistribution_data();
     void chooseRedistribution();
+    void chooseRedistributionMatchesExhaustiveSearch();
+    void chooseRedistributionForHugeModels();
     void redistributionForThePapersModel_data();
     void redistributionForThePapersModel();
     void computePlacementUsesTheAnalyticChoice();
@@ -488,6 +492,129 @@ void TstModelMath::chooseRedistribution() {
         pipescope::schedule::chooseRedistribution(c, 1.0, input_cost, output_cost);
     QCOMPARE(got.first, first);
     QCOMPARE(got.last, last);
+}
+
+namespace {
+
+// The search as it was first written: every (first, last), every position's cost summed up.
+RedistributionChoice exhaustiveRedistribution(const Config& config, double layer_cost,
+                                              double input_cost, double output_cost) {
+    const int layers = config.model.layers;
+    const int positions = config.parallel.pipeline;
+    const auto& fixed_first = config.parallel.first_stage_layers;
+    const auto& fixed_last = config.parallel.last_stage_layers;
+    if (fixed_first && fixed_last) {
+        return {*fixed_first, *fixed_last};
+    }
+    const auto less = [](double a, double b) {
+        return a < b - 1e-9 * std::max(std::abs(a), std::abs(b));
+    };
+    const auto spread = [](int total, int count) {
+        std::vector<int> out(static_cast<std::size_t>(std::max(0, count)), 0);
+        for (int i = 0; i < count && total > 0; ++i) {
+            out[static_cast<std::size_t>(i)] = total / count + (i < total % count ? 1 : 0);
+        }
+        return out;
+    };
+    const std::vector<int> even = spread(layers, positions);
+    RedistributionChoice best{even.front(), even.back()};
+    double best_max = std::numeric_limits<double>::infinity();
+    double best_spread = best_max;
+    int best_moved = std::numeric_limits<int>::max();
+    for (int first = 0; first <= layers; ++first) {
+        if (fixed_first && first != *fixed_first) {
+            continue;
+        }
+        for (int last = 0; first + last <= layers; ++last) {
+            if ((fixed_last && last != *fixed_last) || (positions == 2 && first + last != layers)) {
+                continue;
+            }
+            std::vector<int> split{first};
+            const std::vector<int> middle = spread(layers - first - last, positions - 2);
+            split.insert(split.end(), middle.begin(), middle.end());
+            split.push_back(last);
+            double max_cost = -std::numeric_limits<double>::infinity();
+            double min_cost = std::numeric_limits<double>::infinity();
+            for (std::size_t q = 0; q < split.size(); ++q) {
+                double cost = split[q] * layer_cost;
+                cost += q == 0 ? input_cost : 0.0;
+                cost += q + 1 == split.size() ? output_cost : 0.0;
+                max_cost = std::max(max_cost, cost);
+                min_cost = std::min(min_cost, cost);
+            }
+            const double s = max_cost - min_cost;
+            const int moved = std::abs(first - even.front()) + std::abs(last - even.back());
+            if (less(max_cost, best_max) ||
+                (!less(best_max, max_cost) &&
+                 (less(s, best_spread) || (!less(best_spread, s) && moved < best_moved)))) {
+                best = {first, last};
+                best_max = max_cost;
+                best_spread = s;
+                best_moved = moved;
+            }
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+// The search skips candidates that cannot win; it must still pick what trying all of them picks.
+void TstModelMath::chooseRedistributionMatchesExhaustiveSearch() {
+    int cases = 0;
+    for (int pipeline = 2; pipeline <= 6; ++pipeline) {
+        for (int layers = 1; layers <= 24; ++layers) {
+            for (const double layer_cost : {1.0, 0.37}) {
+                for (const double input_cost : {0.0, 0.5, 2.0, 7.25}) {
+                    for (const double output_cost : {0.0, 1.0, 3.0, 12.5, 40.0}) {
+                        for (int fixed = -1; fixed <= 2 * layers + 1; fixed += 1 + layers / 3) {
+                            Config c = smallConfig(ScheduleKind::OneF1B, pipeline, 1, layers,
+                                                   VocabMethod::Redistributed);
+                            if (fixed >= 0 && fixed <= layers) {
+                                c.parallel.first_stage_layers = fixed;
+                            } else if (fixed > layers) {
+                                c.parallel.last_stage_layers = fixed - layers - 1;
+                            }
+                            const auto want =
+                                exhaustiveRedistribution(c, layer_cost, input_cost, output_cost);
+                            const auto got = pipescope::schedule::chooseRedistribution(
+                                c, layer_cost, input_cost, output_cost);
+                            const QByteArray where =
+                                QStringLiteral("p=%1 L=%2 costs %3/%4/%5 fixed %6")
+                                    .arg(pipeline)
+                                    .arg(layers)
+                                    .arg(layer_cost)
+                                    .arg(input_cost)
+                                    .arg(output_cost)
+                                    .arg(fixed)
+                                    .toUtf8();
+                            QVERIFY2(got.first == want.first && got.last == want.last,
+                                     where.constData());
+                            ++cases;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    QVERIFY(cases > 10000);
+}
+
+// Every layer count the format allows is searched in moments (it took O(layers^2) steps:
+// hours, past the test timeout, for these).
+void TstModelMath::chooseRedistributionForHugeModels() {
+    const int layers = 2147483647;
+    for (const int pipeline : {2, 4, 1000}) {
+        Config c =
+            smallConfig(ScheduleKind::OneF1B, pipeline, 1, layers, VocabMethod::Redistributed);
+        const RedistributionChoice got =
+            pipescope::schedule::chooseRedistribution(c, 1.0, 0.0, 1e6);
+        // The output layer is worth 10^6 layers: the last position gives up that many, spread
+        // over the others.
+        const double share = (static_cast<double>(layers) + 1e6) / pipeline;
+        QVERIFY2(std::abs(got.first - share) <= 1, qPrintable(QString::number(got.first)));
+        QVERIFY2(std::abs(got.last + 1e6 - share) <= 1, qPrintable(QString::number(got.last)));
+    }
 }
 
 void TstModelMath::redistributionForThePapersModel_data() {

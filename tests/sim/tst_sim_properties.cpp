@@ -325,6 +325,26 @@ void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
     QVERIFY2(QString::fromStdString(r.error).contains("nanosecond"), r.error.c_str());
     QVERIFY2(QString::fromStdString(r.error).contains("model.seq_len"), r.error.c_str());
 
+    // Past 10^15 days the count is written in double: as an int64 it read
+    // -9223372036854775808. The config refuses such a latency; a Config built in code may not.
+    auto endless = test::makeConfig(4, 8, "1f1b", "naive");
+    endless.hardware.latency_us = 1e30;
+    r = sim::simulate(endless);
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).contains("2.2e+20 days"), r.error.c_str());
+    QVERIFY2(QString::fromStdString(r.error).contains("hardware.latency_us"), r.error.c_str());
+
+    // Every op free: the iteration takes 0 s and MFU, throughput and the bubble are 0/0.
+    std::vector<std::string> zero = {"costs.source=table", "costs.p2p_us=0",
+                                     "costs.collective_us=0", "hardware.latency_us=0"};
+    for (const char* k : {"F", "B", "W", "S", "T", "IF", "IB", "L", "OPT"}) {
+        zero.push_back(std::string("costs.per_stage_us.") + k + "=" + list(2, 0));
+    }
+    r = sim::simulate(test::makeConfig(2, 8, "1f1b", "naive", zero));
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).startsWith("costs.per_stage_us: every op takes zero"),
+             r.error.c_str());
+
     // Just inside the op limit still simulates (8 stages x 128 micro-batches: the paper's).
     QVERIFY(sim::simulate(test::makeConfig(8, 128, "1f1b", "vocab-2")).result);
 }

@@ -75,6 +75,9 @@ struct HardwareConfig {
     double gemm_efficiency = 0.75;  // achieved fraction of peak on large GEMMs
 };
 
+// The most pipeline stages a config may have (docs/config.md).
+inline constexpr int kMaxPipeline = 100000;
+
 // The number of Collective values (ir.h), kept here so that the config does not depend on the IR.
 inline constexpr std::size_t kCollectiveKinds = 6;
 

@@ -25,9 +25,11 @@ struct ConfigIssue {
 };
 
 struct ParseResult {
-    std::optional<Config> config;     // set only when there are no issues
-    std::vector<ConfigIssue> issues;  // every problem found, in document order
-    std::string source_name;          // file name or "<config>"
+    std::optional<Config> config;  // set only when there are no issues
+    // Every problem found, in document order; past 100, the first 100 and one issue (path "")
+    // that says how many more there are.
+    std::vector<ConfigIssue> issues;
+    std::string source_name;  // file name or "<config>"
 
     bool ok() const { return config.has_value(); }
     // All issues, one per line, each prefixed with the source name.
