@@ -1,7 +1,9 @@
 // pipescope-run: runs a config on a backend and writes its trace (docs/runner-cli.md).
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -35,6 +37,7 @@ using cli::writeOutput;
 
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
+constexpr int kExitCancelled = 130;  // as a shell reports a process ended by Ctrl-C
 constexpr int kExitNoBackend = 3;
 constexpr int kExitFailed = 4;
 
@@ -44,6 +47,12 @@ std::string joinArgs(int argc, char** argv) {
         s += (i ? " " : "") + std::string(argv[i]);
     }
     return s;
+}
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void onInterrupt(int) {
+    g_interrupted.store(true);
 }
 
 // Why a trace of `iterations` of `r` cannot be written at `path` for want of disk space, or
@@ -94,18 +103,34 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
                   << "\n";
         return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
     }
-    sim::writeTrace(r, iterations, w);
-    for (int it = 0; it < iterations; ++it) {
+    // Ctrl-C or SIGTERM during a long write stops it between iterations, and the trace is
+    // finished as cancelled instead of being left "running" by a killed process.
+    g_interrupted.store(false);
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+    const int written = sim::writeTrace(r, iterations, w, [] { return g_interrupted.load(); });
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    for (int it = 0; it < written; ++it) {
         progressEvent(
             o,
             {{"event", "progress"}, {"iteration", it + 1}, {"of", iterations}, {"loss", nullptr}});
     }
+    const bool cancelled = written < iterations;
+    const std::string message = cancelled ? "interrupted after " + std::to_string(written) +
+                                                " of " + std::to_string(iterations) + " iterations"
+                                          : std::string();
     // The same rounding as sim::writeTrace uses for the iteration period.
-    if (auto st = w.finish(trace::RunStatus::Complete, {},
-                           std::llround(r.iteration_time_s * 1e9) * iterations);
+    if (auto st = w.finish(cancelled ? trace::RunStatus::Cancelled : trace::RunStatus::Complete,
+                           message, std::llround(r.iteration_time_s * 1e9) * written);
         !st.ok()) {
         std::cerr << "pipescope-run: " << st.message << "\n";
         return kExitFailed;
+    }
+    if (cancelled) {
+        std::cerr << "pipescope-run: " << path << ": " << message
+                  << "; the trace holds those and is marked cancelled\n";
+        return kExitCancelled;
     }
     return kExitOk;
 }
@@ -395,7 +420,7 @@ int main(int argc, char** argv) {
     // never waits for it.
     const auto failed = [&](int rc) {
         progressEvent(o, {{"event", "finished"},
-                          {"status", "failed"},
+                          {"status", rc == kExitCancelled ? "cancelled" : "failed"},
                           {"db", o.out.empty() || o.compare ? nlohmann::ordered_json(nullptr)
                                                             : nlohmann::ordered_json(o.out)}});
         return rc;

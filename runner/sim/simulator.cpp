@@ -334,14 +334,19 @@ std::string rankStages(const schedule::Schedule& s, int r) {
     return stages;
 }
 
-void writeTrace(const SimResult& res, int iterations, trace::TraceWriter& w) {
+int writeTrace(const SimResult& res, int iterations, trace::TraceWriter& w,
+               const std::function<bool()>& stop) {
     const auto& s = res.schedule;
     const auto ns = toNs;
     const std::int64_t period = ns(res.iteration_time_s);
     for (int r = 0; r < s.ranks; ++r) {
         w.addRank({r, rankStages(s, r), "sim", "", 0, 0});
     }
-    for (int it = 0; it < iterations; ++it) {
+    int written = 0;
+    for (int it = 0; it < iterations; ++it, ++written) {
+        if (stop && stop()) {
+            break;
+        }
         const std::int64_t base = period * it;
         for (int r = 0; r < s.ranks; ++r) {
             const int count = static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
@@ -371,6 +376,7 @@ void writeTrace(const SimResult& res, int iterations, trace::TraceWriter& w) {
                  std::nullopt});
     w.addMetric({"memory_capacity_bytes", static_cast<double>(res.memory_capacity_bytes),
                  std::nullopt, std::nullopt});
+    return written;
 }
 
 }  // namespace pipescope::sim

@@ -2,12 +2,17 @@
 // trace, refusing to overwrite a trace, bad configs and arguments (exit 2, a message naming the
 // key), backends this build does not have (exit 3), the progress protocol and determinism.
 // Sweeps, comparisons and schedule files are in tst_run_cli_modes.cpp.
+#include <signal.h>
+
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <pipescope/trace/reader.h>
 
 #include "run_cli_support.h"
 
@@ -44,6 +49,7 @@ class TestRunCli : public QObject {
     void progressJsonlOnFailure();
     void deterministicTrace();
     void listDevices();
+    void interruptedWriteIsCancelled();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -471,6 +477,31 @@ void TestRunCli::listDevices() {
     QCOMPARE(mpi.value("available").toBool(), bool(PIPESCOPE_TEST_HAVE_MPI));
     QVERIFY2(mpi.value(PIPESCOPE_TEST_HAVE_MPI ? "library" : "reason").toString().size() > 3,
              r.out.constData());
+}
+
+// Ctrl-C while a long simulated trace is written: the iterations written so far are kept and the
+// trace says cancelled, instead of a killed process leaving it "running".
+void TestRunCli::interruptedWriteIsCancelled() {
+    const QString db = path("interrupted.db");
+    QProcess p;
+    // About 2.7 GiB if it ran to the end (a minute and more); it is stopped long before.
+    p.start(binaryPath(kRun),
+            {preset("small-2stage-naive.json"), "--iterations", "200000", "--out", db, "--force"});
+    QVERIFY(p.waitForStarted(10000));
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(db) || p.state() == QProcess::NotRunning, 10000);
+    if (p.state() == QProcess::NotRunning) {
+        QSKIP(p.readAllStandardError().constData());  // refused: the disk is too full for it
+    }
+    QTest::qWait(300);
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 130 && err.contains("interrupted after"), err.constData());
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Cancelled);
+    QVERIFY(reader.finalized());
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)

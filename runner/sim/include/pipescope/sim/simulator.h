@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,8 +107,11 @@ std::string rankStages(const schedule::Schedule& schedule, int rank);
 
 // Writes `iterations` back-to-back copies of the simulated iteration (each starts when the
 // previous one has ended on every rank, as the optimizer's gradient-norm all-reduce makes them)
-// with source = sim, memory levels, and the run metrics. Does not finish the writer.
-void writeTrace(const SimResult& result, int iterations, trace::TraceWriter& writer);
+// with source = sim, memory levels, and the run metrics. Does not finish the writer. `stop`, when
+// given, is asked before each iteration; once it says true no more are written. Returns how many
+// iterations were written.
+int writeTrace(const SimResult& result, int iterations, trace::TraceWriter& writer,
+               const std::function<bool()>& stop = {});
 
 // The run row for a simulated run (time origin 0, so that equal configs give equal files).
 trace::RunInfo simRunInfo(const SimResult& result, int iterations, const std::string& command_line);
