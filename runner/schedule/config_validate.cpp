@@ -449,7 +449,26 @@ void Validator::checkRedistribution(std::int64_t positions) {
             each_fits = false;
         }
     }
-    if (!each_fits || !first || !last) {
+    if (!each_fits) {
+        return;
+    }
+    // One count given: the other is chosen, but what the given one leaves must still give each
+    // middle position a layer.
+    if (first.has_value() != last.has_value()) {
+        const bool is_first = first.has_value();
+        const int given = is_first ? *first : *last;
+        if (layers - given < positions - 2) {
+            report(is_first ? "parallel.first_stage_layers" : "parallel.last_stage_layers",
+                   std::to_string(given) + " of model.layers (" + ls + ") leaves " +
+                       std::to_string(layers - given) + " for the " +
+                       std::to_string(positions - 2) +
+                       " positions between the first and the last, which need at least one "
+                       "each; lower it",
+                   false);
+        }
+        return;
+    }
+    if (!first || !last) {
         return;
     }
     const std::string sum = std::to_string(*first) + " + " + std::to_string(*last) + " = " +

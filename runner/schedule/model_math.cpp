@@ -165,16 +165,16 @@ RedistributionChoice chooseRedistribution(const Config& config, double layer_cos
     const auto within = [&](double bound) -> std::optional<RedistributionChoice> {
         const std::int64_t in_middle = middle > 0 ? fits(bound, 0.0) * middle : 0;
         const std::int64_t first =
-            fixed_first
-                ? *fixed_first
-                : std::min<std::int64_t>(fits(bound, input_cost), layers - fixed_last.value_or(0));
+            fixed_first ? *fixed_first
+                        : std::min<std::int64_t>(fits(bound, input_cost),
+                                                 layers - fixed_last.value_or(0) - middle);
         std::int64_t last = fixed_last ? *fixed_last
                             : positions == 2
                                 ? layers - first
                                 : std::max<std::int64_t>(0, layers - first - in_middle);
         const std::int64_t rest = layers - first - last;
         if (first < 0 || first > fits(bound, input_cost) || last < 0 ||
-            last > fits(bound, output_cost) || rest < 0 || rest > in_middle) {
+            last > fits(bound, output_cost) || rest < middle || rest > in_middle) {
             return std::nullopt;
         }
         return RedistributionChoice{static_cast<int>(first), static_cast<int>(last)};
@@ -227,7 +227,8 @@ RedistributionChoice chooseRedistribution(const Config& config, double layer_cos
             continue;
         }
         std::int64_t last_begin = std::max<std::int64_t>(0, layers - first - middle_most);
-        std::int64_t last_end = layers - first;
+        // Every middle position keeps a layer (a rank with none would idle through the run).
+        std::int64_t last_end = layers - first - middle;
         if (positions == 2) {
             last_begin = last_end;
         }

@@ -156,6 +156,10 @@ void TstConfigErrors::invalidValues_data() {
         "parallel.last_stage_layers: first_stage_layers + last_stage_layers = 4 + 3 = 7 leaves 1 "
         "of model.layers (8) for the 2 positions between, which need at least one each; lower "
         "one of them");
+    row("redistributed first count leaves the middle empty",
+        {"parallel.vocab=redistributed", "parallel.first_stage_layers=7"},
+        "parallel.first_stage_layers: 7 of model.layers (8) leaves 1 for the 2 positions between "
+        "the first and the last, which need at least one each; lower it");
     row("sharded vocab smaller than pipeline", {"parallel.vocab=vocab-2", "model.vocab=3"},
         R"(model.vocab: must be at least parallel.pipeline (4) with vocab "vocab-2", which gives every rank a shard of at least one row; got 3)");
     row("interleaved microbatches",

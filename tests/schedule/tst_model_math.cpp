@@ -526,8 +526,9 @@ RedistributionChoice exhaustiveRedistribution(const Config& config, double layer
             continue;
         }
         for (int last = 0; first + last <= layers; ++last) {
-            if ((fixed_last && last != *fixed_last) || (positions == 2 && first + last != layers)) {
-                continue;
+            if ((fixed_last && last != *fixed_last) || (positions == 2 && first + last != layers) ||
+                layers - first - last < positions - 2) {
+                continue;  // fixed elsewhere, or a middle position left without a layer
             }
             std::vector<int> split{first};
             const std::vector<int> middle = spread(layers - first - last, positions - 2);
