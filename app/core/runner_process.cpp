@@ -328,16 +328,28 @@ void RunnerProcess::finish(RunOutcome outcome) {
     emit finished(outcome);
 }
 
-QString withoutClosingNote(const QString& config_name) {
+namespace {
+
+// Splits the changes a name carries at its end (" [model.vocab=262144, ...]", as --set and the
+// settings panel append them) from the rest; *changes is empty when it has none.
+QString splitChanges(const QString& config_name, QString* changes) {
     QString name = config_name.trimmed();
-    // The overrides a command line appended ("... [parallel.schedule=v-half]") stay.
-    QString overrides;
+    changes->clear();
     if (name.endsWith(QLatin1Char(']'))) {
         if (const qsizetype open = name.lastIndexOf(QStringLiteral(" [")); open > 0) {
-            overrides = name.mid(open);
+            *changes = name.mid(open);
             name = name.left(open).trimmed();
         }
     }
+    return name;
+}
+
+}  // namespace
+
+QString withoutClosingNote(const QString& config_name) {
+    // The changes appended to the name stay.
+    QString overrides;
+    QString name = splitChanges(config_name, &overrides);
     if (name.endsWith(QLatin1Char(')'))) {
         if (const qsizetype open = name.lastIndexOf(QLatin1Char('(')); open > 0) {
             name = name.left(open).trimmed();
@@ -353,19 +365,18 @@ QString newRunPath(const QString& folder, const QString& config_name, const QStr
     // comes after the cut, so that the runs of a pair tell themselves apart. A variant run drops
     // the name's closing "(vocab-2 vs naive)": it describes the pair, not this run.
     constexpr qsizetype kNameChars = 40;
-    QString name = variant.isEmpty() ? config_name.trimmed() : withoutClosingNote(config_name);
-    // The changes an edited config appends ("... [model.vocab=262144, parallel.schedule=v-half]")
-    // survive the cut, by their last key part: "vocab-262144-schedule-v-half".
+    // The changes an edited config appends survive the cut, by their last key part:
+    // " [model.vocab=262144, parallel.schedule=v-half]" gives "-vocab-262144-schedule-v-half".
+    QString bracket;
+    QString name =
+        splitChanges(variant.isEmpty() ? config_name : withoutClosingNote(config_name), &bracket);
     QString changes;
-    if (name.endsWith(QLatin1Char(']'))) {
-        if (const qsizetype open = name.lastIndexOf(QStringLiteral(" [")); open > 0) {
-            for (const QString& change :
-                 name.mid(open + 2).chopped(1).split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
-                changes += QLatin1Char('-') + change.section(QLatin1Char('.'), -1);
-            }
-            changes.truncate(kNameChars);
-            name = name.left(open).trimmed();
+    if (!bracket.isEmpty()) {
+        for (const QString& change :
+             bracket.mid(2).chopped(1).split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
+            changes += QLatin1Char('-') + change.section(QLatin1Char('.'), -1);
         }
+        changes.truncate(kNameChars);
     }
     if (name.size() > kNameChars) {
         const qsizetype space = name.lastIndexOf(QLatin1Char(' '), kNameChars);

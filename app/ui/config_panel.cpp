@@ -242,6 +242,7 @@ bool ConfigPanel::load(const QString& json, const QString& source_name, const QS
         return false;
     }
     base_json_ = json.toStdString();
+    base_config_ = parsed.config;
     source_name_ = source_name;
     // A file of the user's: the preset list no longer names what is loaded, the label does.
     const QString name = QString::fromStdString(parsed.config->name);
@@ -297,6 +298,9 @@ ConfigPanel::State ConfigPanel::snapshot() const {
 void ConfigPanel::restore(const State& s) {
     restoring_ = true;
     assigning_ = true;
+    if (s.base_json != base_json_) {
+        base_config_ = schedule::parseConfig(s.base_json, s.source_name.toStdString()).config;
+    }
     base_json_ = s.base_json;
     source_name_ = s.source_name;
     source_->setText(s.label);
@@ -441,9 +445,8 @@ void ConfigPanel::reparse() {
     config_ = parsed.config;
     // The loaded config's name says what was loaded; the edits join it, so that runs and
     // exports made from an edited config are not named after the one it came from.
-    if (const auto base = schedule::parseConfig(base_json_, source_name_.toStdString());
-        base.ok()) {
-        config_->name = schedule::editedName(*base.config, *config_);
+    if (base_config_) {
+        config_->name = schedule::editedName(*base_config_, *config_);
     }
     config_valid_ = true;
     commit();

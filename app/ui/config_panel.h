@@ -106,6 +106,9 @@ class ConfigPanel : public QWidget {
     QLabel* source_;
     QLabel* issues_;
     std::string base_json_;
+    // base_json_ as loaded, without the fields' values: what an edited config's name is told
+    // apart from (schedule::editedName).
+    std::optional<schedule::Config> base_config_;
     QString source_name_;
     std::optional<schedule::Config> config_;
     bool config_valid_ = false;  // the fields as they stand parse (config_ may be older)

@@ -20,6 +20,21 @@
 
 using namespace pipescope;
 
+namespace {
+
+// The names a chart's legend shows, in order.
+QStringList legendNames(const QCustomPlot& chart) {
+    QStringList out;
+    for (int i = 0; chart.legend && i < chart.legend->itemCount(); ++i) {
+        if (auto* item = dynamic_cast<QCPPlottableLegendItem*>(chart.legend->item(i))) {
+            out << item->plottable()->name();
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
 class TstTraceChart : public QObject {
     Q_OBJECT
 
@@ -197,15 +212,7 @@ void TstTraceChart::aFittedViewFollowsTheRun() {
 void TstTraceChart::memoryByCategoryNamesItsColours() {
     // One rank stacked by category: its colours (vocab is orange, as S ops are) join the legend,
     // and leave it with the every-rank view, whose ranks' colours are named instead.
-    const auto names = [&] {
-        QStringList out;
-        for (int i = 0; chart_->legend && i < chart_->legend->itemCount(); ++i) {
-            if (auto* item = dynamic_cast<QCPPlottableLegendItem*>(chart_->legend->item(i))) {
-                out << item->plottable()->name();
-            }
-        }
-        return out;
-    };
+    const auto names = [&] { return legendNames(*chart_); };
     chart_->setMemoryRank(-1);
     const QStringList total = names();
     QVERIFY(!total.isEmpty());
@@ -240,12 +247,7 @@ void TstTraceChart::legendNamesEveryKindOfALongRun() {
     app::TraceChart chart;
     chart.resize(1000, 600);
     chart.setRuns({run}, true);
-    QStringList names;
-    for (int i = 0; chart.legend && i < chart.legend->itemCount(); ++i) {
-        if (auto* item = dynamic_cast<QCPPlottableLegendItem*>(chart.legend->item(i))) {
-            names << item->plottable()->name();
-        }
-    }
+    const QStringList names = legendNames(chart);
     for (const auto kind : {trace::OpKind::F, trace::OpKind::B, trace::OpKind::S, trace::OpKind::T,
                             trace::OpKind::SendF}) {
         QVERIFY2(names.contains(app::opKindDescription(kind)),
