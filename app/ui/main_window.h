@@ -83,6 +83,9 @@ class MainWindow : public QMainWindow {
     void dropEvent(QDropEvent* event) override;
 
   private:
+    // Explore, Compare methods, Sweep, Run: never closed.
+    static constexpr int kFixedTabs = 4;
+
     void buildMenus();
     void onConfigChanged(const schedule::Config& config);
     void onSimulated(quint64 id, std::shared_ptr<const SimOutput> output);
