@@ -45,6 +45,62 @@ void layoutNow(QCustomPlot* plot, const QRect& viewport) {
     layout->update(QCPLayoutElement::upLayout);
 }
 
+// QCustomPlot's axis rects ask for 50 pixels inside their axes; this many when the plot is short.
+constexpr int kAxisRectMinHeight = 50;
+constexpr int kSqueezedAxisRectMinHeight = 16;
+
+// The height a row of the top layout asks for (its tallest element), as QCustomPlot counts it: an
+// axis rect's minimum is inside its margins, a legend's comes from its entries. Adds the row's
+// axis rects to `rects`.
+int rowMinimumHeight(QCPLayoutGrid* grid, int row, std::vector<QCPAxisRect*>* rects) {
+    int height = 0;
+    for (int c = 0; c < grid->columnCount(); ++c) {
+        if (!grid->hasElement(row, c)) {
+            continue;
+        }
+        QCPLayoutElement* e = grid->element(row, c);
+        int h = std::max(e->minimumSize().height(), e->minimumOuterSizeHint().height());
+        if (auto* rect = qobject_cast<QCPAxisRect*>(e)) {
+            h = rect->minimumSize().height() + rect->margins().top() + rect->margins().bottom();
+            rects->push_back(rect);
+        }
+        height = std::max(height, h);
+    }
+    return height;
+}
+
+// When the rows' minimum heights add up to more than the plot has (five stacked timelines in a
+// short window), QCustomPlot squeezes every row alike, the legend too, whose entries then lose
+// their last pixels (the underscore of SEND_F). The axis rects give way instead. Needs the margins
+// of a layout at this size (layoutNow).
+void keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
+    QCPLayoutGrid* grid = plot->plotLayout();
+    std::vector<QCPAxisRect*> rects;
+    int needed = grid->rowSpacing() * std::max(0, grid->rowCount() - 1) + grid->margins().top() +
+                 grid->margins().bottom();
+    int rows_with_rects = 0;
+    for (int r = 0; r < grid->rowCount(); ++r) {
+        const std::size_t before = rects.size();
+        needed += rowMinimumHeight(grid, r, &rects);
+        rows_with_rects += rects.size() > before ? 1 : 0;
+    }
+    if (rects.empty()) {
+        return;
+    }
+    // What the rows would need with the rects at their usual minimum.
+    needed += static_cast<int>(rows_with_rects) *
+              (kAxisRectMinHeight - rects.front()->minimumSize().height());
+    const int excess = std::max(0, needed - viewport.height());
+    const int height =
+        std::max(kSqueezedAxisRectMinHeight,
+                 kAxisRectMinHeight - (excess + rows_with_rects - 1) / rows_with_rects);
+    for (QCPAxisRect* rect : rects) {
+        if (rect->minimumSize().height() != height) {
+            rect->setMinimumSize(rect->minimumSize().width(), height);
+        }
+    }
+}
+
 // Calls fitPlotLegends when the plot it watches is resized.
 class LegendFitter : public QObject {
   public:
@@ -93,6 +149,8 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
             fitLegendColumns(legend, width);
         }
     }
+    keepLegendHeight(plot, viewport);
+    layoutNow(plot, viewport);
 }
 
 void letPlotShrink(QCustomPlot* plot, int min_width) {

@@ -49,6 +49,8 @@ class TstTraceChart : public QObject {
     void memoryCoversTheView();
     void memoryByCategoryNamesItsColours();
     void legendNamesEveryKindOfALongRun();
+    void stackedRunsKeepTheLegendWhole_data();
+    void stackedRunsKeepTheLegendWhole();
     void gpuLaneIsDrawnAndPicked();
     void peakLabelFitsShortCharts_data();
     void peakLabelFitsShortCharts();
@@ -288,6 +290,38 @@ void TstTraceChart::memoryCoversTheView() {
                                 .arg(data.lower)
                                 .arg(data.upper)));
         QVERIFY(curves->lastBoxesDrawn() > 0);
+    }
+}
+
+void TstTraceChart::stackedRunsKeepTheLegendWhole_data() {
+    QTest::addColumn<int>("height");
+    QTest::newRow("compare tab at the default window size") << 517;
+    QTest::newRow("short") << 420;
+    QTest::newRow("tall") << 900;
+}
+
+// Five timelines stacked (the Compare methods tab) ask for more height than a short chart has:
+// the timelines give way, not the legend, whose entries would lose their last pixels (the
+// underscore of SEND_F).
+void TstTraceChart::stackedRunsKeepTheLegendWhole() {
+    QFETCH(int, height);
+    app::TraceChart chart;
+    chart.resize(960, height);
+    chart.setRuns({run_, run_, run_, run_, run_}, false);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.replot();
+    QVERIFY(chart.legend);
+    QVERIFY2(chart.legend->outerRect().height() >= chart.legend->minimumOuterSizeHint().height(),
+             qPrintable(QStringLiteral("legend %1 px of %2")
+                            .arg(chart.legend->outerRect().height())
+                            .arg(chart.legend->minimumOuterSizeHint().height())));
+    for (const QCPAxisRect* rect : chart.axisRects()) {
+        QVERIFY(rect->rect().height() > 0);
+    }
+    // A chart with room to spare keeps QCustomPlot's usual minimum.
+    if (height >= 900) {
+        QCOMPARE(chart.axisRects().front()->minimumSize().height(), 50);
     }
 }
 
