@@ -6,6 +6,7 @@
 #include <pipescope/interop/csv_export.h>
 #include <pipescope/interop/merge.h>
 #include <pipescope/interop/nsys_import.h>
+#include <pipescope/trace/output_path.h>
 #include <pipescope/trace/writer.h>
 
 #include "long_write.h"
@@ -22,6 +23,11 @@ int exportFailed(const TraceStatus& st) {
 // Shared checks of the export commands: two positionals, a readable trace, and an output that
 // is not the trace itself (replacing it would destroy the run) nor, without --force, another
 // existing file (a pipe or /dev/stdout is not one).
+// How an export's output is named in what the command says: "-" is standard output.
+std::string outputName(const std::string& path) {
+    return path == "-" ? "standard output" : path;
+}
+
 bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* reader,
                    int* exit_code) {
     if (p.positional.size() != 2) {
@@ -39,8 +45,10 @@ bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* 
             badArguments(cmd, p.positional[1] + ": is the trace itself; refusing to overwrite it");
         return false;
     }
+    // A file, also through a link, needs --force; standard output ("-") and the like do not.
     std::error_code ec;
-    if (std::filesystem::is_regular_file(p.positional[1], ec) && p.options.count("--force") == 0) {
+    if (trace::namedDescriptor(p.positional[1]) < 0 &&
+        std::filesystem::is_regular_file(p.positional[1], ec) && p.options.count("--force") == 0) {
         printErr(p.positional[1] + ": file exists (pass --force to replace it)");
         *exit_code = kExitBadInput;
         return false;
@@ -66,7 +74,7 @@ int runExportChrome(const std::vector<std::string>& args) {
     if (const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats); !st.ok()) {
         return exportFailed(st);
     }
-    printErr("wrote " + p.positional[1] + ": " + std::to_string(stats.ops) + " ops, " +
+    printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(stats.ops) + " ops, " +
              std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
              " memory events, " + std::to_string(stats.kernels) + " kernels, " +
              std::to_string(stats.overlap_lanes) + " overlap lanes");
@@ -101,7 +109,7 @@ int runExportCsv(const std::vector<std::string>& args) {
         !st.ok()) {
         return exportFailed(st);
     }
-    printErr("wrote " + p.positional[1] + ": " + std::to_string(rows) + " " +
+    printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(rows) + " " +
              std::string(interop::toString(table)) + " rows");
     return kExitOk;
 }

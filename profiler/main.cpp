@@ -125,7 +125,9 @@ std::string usage() {
     }
     text += "  " + std::string(kProgram) + " help COMMAND\n";
     text += "  " + std::string(kProgram) + " --version\n\n";
-    text += "exit codes: 0 ok, 2 bad arguments or bad input file, 4 writing an output failed\n";
+    text +=
+        "exit codes: 0 ok, 2 bad arguments or bad input file, 4 writing an output failed, 130 "
+        "interrupted\n";
     return text;
 }
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <pipescope/trace/output_path.h>
+
 namespace pipescope::interop::detail {
 
 namespace {
@@ -47,15 +49,10 @@ trace::TraceStatus AtomicFile::open(const std::string& target) {
     error_ = {};
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::is_directory(target, ec)) {
-        error_ =
-            trace::TraceStatus::error(Code::IoError, target + ": cannot write: it is a directory");
-        return error_;
-    }
-    const auto status = fs::status(target, ec);  // through links: /dev/stdout is one
-    direct_ = !ec && fs::exists(status) && !fs::is_regular_file(status);
-    if (direct_) {
-        fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (const int named = trace::namedDescriptor(target); named >= 0) {
+        // Standard output and the like: written as they are open (a shell's `>>` appends).
+        direct_ = true;
+        fd_ = ::fcntl(named, F_DUPFD_CLOEXEC, 0);
         if (fd_ < 0) {
             fail("cannot write", errno);
             return error_;
@@ -63,7 +60,25 @@ trace::TraceStatus AtomicFile::open(const std::string& target) {
         buffer_.reserve(kBufferBytes);
         return error_;
     }
-    fd_ = createBeside(target, ".tmp", &temp_);
+    // Through a link, the file it names is replaced and the link kept.
+    file_ = trace::followLinks(target);
+    if (fs::is_directory(file_, ec)) {
+        error_ =
+            trace::TraceStatus::error(Code::IoError, target + ": cannot write: it is a directory");
+        return error_;
+    }
+    const auto status = fs::status(file_, ec);
+    direct_ = !ec && fs::exists(status) && !fs::is_regular_file(status);
+    if (direct_) {
+        fd_ = ::open(file_.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd_ < 0) {
+            fail("cannot write", errno);
+            return error_;
+        }
+        buffer_.reserve(kBufferBytes);
+        return error_;
+    }
+    fd_ = createBeside(file_, ".tmp", &temp_);
     if (fd_ < 0) {
         const int err = errno;
         temp_.clear();
@@ -118,7 +133,7 @@ trace::TraceStatus AtomicFile::commit() {
     if (direct_) {
         return error_;
     }
-    if (error_.ok() && std::rename(temp_.c_str(), target_.c_str()) != 0) {
+    if (error_.ok() && std::rename(temp_.c_str(), file_.c_str()) != 0) {
         fail("cannot replace it", errno);
     }
     if (!error_.ok()) {
@@ -167,6 +182,11 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
     target_ = target;
     namespace fs = std::filesystem;
     std::error_code ec;
+    if (trace::namedDescriptor(target) >= 0) {
+        return trace::TraceStatus::error(
+            Code::IoError,
+            target + ": a trace is an SQLite file; it cannot be written to a stream");
+    }
     if (fs::is_directory(target, ec)) {
         return trace::TraceStatus::error(Code::IoError,
                                          target + ": cannot write: it is a directory");
@@ -175,8 +195,9 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
         return trace::TraceStatus::error(Code::Exists,
                                          target + ": file exists (refusing to overwrite it)");
     }
+    file_ = trace::followLinks(target);  // a link is kept; the file it names is replaced
     std::string temp;
-    const int fd = createBeside(target, ".partial", &temp);
+    const int fd = createBeside(file_, ".partial", &temp);
     if (fd < 0) {
         return trace::TraceStatus::error(Code::IoError,
                                          target + ": cannot write: " + std::strerror(errno));
@@ -200,7 +221,7 @@ trace::TraceStatus PartialTrace::commit() {
     if (temp_.empty()) {
         return trace::TraceStatus::error(Code::IoError, target_ + ": nothing to commit");
     }
-    if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
+    if (std::rename(temp_.c_str(), file_.c_str()) != 0) {
         const int err = errno;
         discard();
         return trace::TraceStatus::error(Code::IoError,

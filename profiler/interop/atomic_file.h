@@ -18,8 +18,10 @@ class AtomicFile {
     AtomicFile& operator=(const AtomicFile&) = delete;
 
     // Creates the temporary file. Errors name the target and the reason (Code::IoError). A
-    // target that is not a regular file (a pipe, /dev/stdout) is written directly instead: it
-    // cannot be replaced by a rename, and what it receives is not kept as a file anyway.
+    // target that is not a regular file (a pipe, /dev/null) is written directly instead: it
+    // cannot be replaced by a rename, and what it receives is not kept as a file anyway. So is a
+    // descriptor the target names ("-", /dev/stdout: trace::namedDescriptor), as it is open. A
+    // symbolic link is kept: the file it names is replaced.
     trace::TraceStatus open(const std::string& target);
     // Buffered; the first failure is kept and reported by commit().
     void write(std::string_view bytes);
@@ -32,7 +34,8 @@ class AtomicFile {
     void flushBuffer();
     void fail(const std::string& what, int err);
 
-    std::string target_;
+    std::string target_;  // as named, for messages
+    std::string file_;    // what is replaced: the target, or the file its links name
     std::string temp_;
     int fd_ = -1;
     bool direct_ = false;  // writing to the target itself (not a regular file)
@@ -64,7 +67,8 @@ class PartialTrace {
 
   private:
     void discard();
-    std::string target_;
+    std::string target_;  // as named, for messages
+    std::string file_;    // what is replaced: the target, or the file its links name
     std::string temp_;
 };
 

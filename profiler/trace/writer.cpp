@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <pipescope/trace/lod.h>
+#include <pipescope/trace/output_path.h>
 #include <pipescope/trace/writer.h>
 
 #include "lod_build.h"
@@ -423,20 +424,31 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
     d.error = {};
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::exists(path, ec)) {
+    if (namedDescriptor(path) >= 0) {
+        return d.error = TraceStatus::error(
+                   TraceStatus::Code::IoError,
+                   path + ": a trace is an SQLite file; it cannot be written to a stream");
+    }
+    // Through a link, the file it names is replaced and the link kept.
+    const std::string file = followLinks(path);
+    if (fs::is_directory(file, ec)) {
+        return d.error =
+                   TraceStatus::error(TraceStatus::Code::IoError, path + ": it is a directory");
+    }
+    if (fs::exists(file, ec)) {
         if (!options.overwrite) {
             return d.error = TraceStatus::error(TraceStatus::Code::Exists,
                                                 path + ": file exists (refusing to overwrite it)");
         }
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
-            fs::remove(path + suffix, ec);
+            fs::remove(file + suffix, ec);
         }
-        if (fs::exists(path)) {
+        if (fs::exists(file)) {
             return d.error = TraceStatus::error(TraceStatus::Code::IoError,
                                                 path + ": cannot replace the existing file");
         }
     }
-    if (d.db.open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
+    if (d.db.open(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
         d.fail(TraceStatus::Code::IoError, "cannot create: " + d.db.errorMessage());
         return d.error;
     }

@@ -54,7 +54,7 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --sweep KEY=V1,V2,...    simulate every combination of the listed values (repeatable, sim)
   --sweep-csv PATH|-       write the sweep table as CSV
   --compare                run every variant of the config's "compare" list and compare them
-  --save-schedule PATH     write the generated schedule as JSON (for hand editing)
+  --save-schedule PATH|-   write the generated schedule as JSON (for hand editing)
   --schedule PATH          run this schedule file instead of generating one
   --print-schedule         print each rank's op list
   --timeout SECONDS        cpu: how long a rank may wait for another before the run

@@ -82,6 +82,7 @@ class TestTraceCli : public QObject {
     void exportUnwritable();
     void exportOntoTrace();
     void exportOntoAnExistingFile();
+    void outputsThroughLinks();
     void repair();
     void badInput_data();
     void badInput();
@@ -488,6 +489,46 @@ void TestTraceCli::exportOntoAnExistingFile() {
     QVERIFY(test::readFile(other).startsWith("id,rank,"));
     const ProcessResult piped = runBinary(kCli, {"export-csv", good_, "/dev/stdout"});
     QVERIFY2(piped.exit_code == 0 && piped.out.startsWith("id,rank,"), qPrintable(describe(piped)));
+}
+
+// A link keeps being a link: the file it names gets the output (it used to be replaced by a new
+// file, and /dev/stdout, a link on Linux, with it). Standard output is written as it is open.
+void TestTraceCli::outputsThroughLinks() {
+    const QString file = path("linked.csv");
+    const QString link = path("link.csv");
+    QVERIFY(QFile::copy(good_, file));
+    QVERIFY(QFile::link(file, link));
+    const ProcessResult refused = runBinary(kCli, {"export-csv", good_, link});
+    QVERIFY2(refused.exit_code == 2 && refused.err.contains("--force"),
+             qPrintable(describe(refused)));
+    const ProcessResult csv = runBinary(kCli, {"export-csv", good_, link, "--force"});
+    QVERIFY2(csv.exit_code == 0, qPrintable(describe(csv)));
+    QVERIFY(QFileInfo(link).isSymLink());
+    QVERIFY(test::readFile(file).startsWith("id,rank,"));
+
+    // A link to a file not there yet: it is created, the link kept.
+    const QString merged = path("merged-target.db");
+    const QString merged_link = path("merged-link.db");
+    QVERIFY(QFile::link(merged, merged_link));
+    const ProcessResult merge = runBinary(kCli, {"merge", good_, "-o", merged_link});
+    QVERIFY2(merge.exit_code == 0, qPrintable(describe(merge)));
+    QVERIFY(QFileInfo(merged_link).isSymLink());
+    QVERIFY(QFileInfo(merged).isFile());
+    QVERIFY(runBinary(kCli, {"stats", merged_link}).exit_code == 0);
+
+    // "-" and a link to this process's standard output are the stream, not files.
+    const ProcessResult dash = runBinary(kCli, {"export-csv", good_, "-", "--table", "metric"});
+    QVERIFY2(dash.exit_code == 0 && dash.out.startsWith("key,value,"), qPrintable(describe(dash)));
+    QVERIFY(!QFileInfo::exists(QDir::current().filePath(QStringLiteral("-"))));
+    const QString fd_link = path("stdout-link");
+    QVERIFY(QFile::link(QStringLiteral("/proc/self/fd/1"), fd_link));
+    const ProcessResult via = runBinary(kCli, {"export-csv", good_, fd_link, "--table", "metric"});
+    QVERIFY2(via.exit_code == 0 && via.out.startsWith("key,value,"), qPrintable(describe(via)));
+    QVERIFY(QFileInfo(fd_link).isSymLink());
+
+    // A trace is an SQLite file: never written to a stream.
+    const ProcessResult stream = runBinary(kCli, {"merge", good_, "-o", "/dev/stdout"});
+    QVERIFY2(stream.exit_code != 0 && stream.err.contains("stream"), qPrintable(describe(stream)));
 }
 
 void TestTraceCli::repair() {
