@@ -114,18 +114,19 @@ class ChromeWriter {
             if (!r.stages.empty()) {
                 name += " (stages " + r.stages + ")";
             }
-            metadata("process_name", r.rank, 0, name);
-            sortIndex("process_sort_index", r.rank, 0, r.rank);
+            const std::int64_t pid = detail::rankPid(r.rank);
+            metadata("process_name", pid, 0, name);
+            sortIndex("process_sort_index", pid, 0, r.rank);
             for (int lane = 0; lane < detail::kFixedChromeLanes; ++lane) {
-                metadata("thread_name", r.rank, lane,
-                         trace::toString(static_cast<trace::Lane>(lane)));
-                sortIndex("thread_sort_index", r.rank, lane, lane);
+                const int tid = detail::laneTid(static_cast<trace::Lane>(lane));
+                metadata("thread_name", pid, tid, trace::toString(static_cast<trace::Lane>(lane)));
+                sortIndex("thread_sort_index", pid, tid, tid);
             }
         }
     }
 
     void writeOp(const trace::OpRecord& op, int tid) {
-        begin(detail::opName(op), "X", op.rank);
+        begin(detail::opName(op), "X", detail::rankPid(op.rank));
         field("tid", tid);
         field("cat", trace::toString(op.lane));
         micros("ts", op.start_ns);
@@ -160,7 +161,7 @@ class ChromeWriter {
     void writeFlow(const trace::OpRecord& op, int tid, std::int64_t id) {
         const bool send = op.kind == trace::OpKind::SendF || op.kind == trace::OpKind::SendB;
         const bool forward = op.kind == trace::OpKind::SendF || op.kind == trace::OpKind::RecvF;
-        begin(forward ? "SEND_F" : "SEND_B", send ? "s" : "f", op.rank);
+        begin(forward ? "SEND_F" : "SEND_B", send ? "s" : "f", detail::rankPid(op.rank));
         field("tid", tid);
         field("cat", "p2p");
         field("id", id);
@@ -178,8 +179,8 @@ class ChromeWriter {
                 name += " (overlap " + std::to_string(extra.overlap_index) + ")";
                 ++stats_.overlap_lanes;
             }
-            metadata("thread_name", rank, extra.tid, name);
-            sortIndex("thread_sort_index", rank, extra.tid, extra.tid);
+            metadata("thread_name", detail::rankPid(rank), extra.tid, name);
+            sortIndex("thread_sort_index", detail::rankPid(rank), extra.tid, extra.tid);
         }
     }
 
@@ -238,7 +239,7 @@ class ChromeWriter {
                 pending = false;
                 return;
             }
-            begin("memory", "C", rank);
+            begin("memory", "C", detail::rankPid(rank));
             micros("ts", t);
             ev_ += ",\"args\":{";
             bool first = true;

@@ -9,22 +9,25 @@ void LanePacker::beginRank() {
         subs.clear();
     }
     extra_.clear();
-    next_tid_ = kFixedChromeLanes;
+    next_tid_ = kFirstExtraTid;
 }
 
 int LanePacker::place(trace::Lane lane, std::int64_t start_ns, std::int64_t end_ns) {
     auto& subs = lanes_[static_cast<std::size_t>(lane)];
-    end_ns = std::max(end_ns, start_ns);
+    // A zero-length op keeps its thread busy for one more nanosecond, and needs one that was
+    // free before its instant.
+    const bool point = end_ns <= start_ns;
+    const std::int64_t busy_until = point ? start_ns + 1 : end_ns;
     for (SubLane& s : subs) {
-        if (s.end_ns <= start_ns) {
-            s.end_ns = end_ns;
+        if (point ? s.end_ns < start_ns : s.end_ns <= start_ns) {
+            s.end_ns = busy_until;
             return s.tid;
         }
     }
     SubLane fresh;
-    fresh.end_ns = end_ns;
+    fresh.end_ns = busy_until;
     if (subs.empty() && static_cast<int>(lane) < kFixedChromeLanes) {
-        fresh.tid = static_cast<int>(lane);
+        fresh.tid = laneTid(lane);
     } else {
         fresh.tid = next_tid_++;
         extra_.push_back({fresh.tid, lane, static_cast<int>(subs.size())});

@@ -13,14 +13,26 @@
 
 namespace pipescope::interop::detail {
 
+// A rank's process id in the export: rank + 1, since viewers treat pid 0 (and tid 0) as the
+// kernel's idle task (Perfetto merged tid 0 into another thread until mid-2025).
+inline std::int64_t rankPid(int rank) {
+    return static_cast<std::int64_t>(rank) + 1;
+}
+
 // Chrome's viewer expects the "X" events of one thread to nest; ops of one lane that overlap
 // (several streams, asynchronous launches) would be drawn wrongly or dropped. Each op goes on
 // the lane's first sub-lane that is free at its start (greedy interval colouring in start order,
-// which uses the fewest sub-lanes); sub-lane 0 of compute and comm is the lane itself (tid 0
-// compute, 1 comm), the others become extra threads numbered from 2 per rank in the order they
+// which uses the fewest sub-lanes); sub-lane 0 of compute and comm is the lane itself (tid 1
+// compute, 2 comm), the others become extra threads numbered from 3 per rank in the order they
 // appear, and so does the gpu lane of a CUDA run (its sub-lane 0 included), so a trace without
-// device spans keeps the same threads.
+// device spans keeps the same threads. A zero-length op touches no other op of its thread (it
+// is not free at the instant another op ends or starts there): a viewer could not tell which
+// slice holds it, nor which one its flow arrow binds to.
 inline constexpr int kFixedChromeLanes = 2;  // compute and comm
+inline int laneTid(trace::Lane lane) {
+    return static_cast<int>(lane) + 1;
+}
+inline constexpr int kFirstExtraTid = kFixedChromeLanes + 1;
 class LanePacker {
   public:
     struct ExtraLane {
@@ -42,7 +54,7 @@ class LanePacker {
     };
     std::array<std::vector<SubLane>, trace::kLaneCount> lanes_;
     std::vector<ExtraLane> extra_;
-    int next_tid_ = kFixedChromeLanes;
+    int next_tid_ = kFirstExtraTid;
 };
 
 // The op's short name in exports: its kind and micro-batch, "F3", "SEND_B0", "OPT".

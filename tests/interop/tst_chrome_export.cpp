@@ -55,6 +55,7 @@ class TestChromeExport : public QObject {
     void deterministic();
     void failedWriteLeavesNothing();
     void replacesExistingFile();
+    void zeroLengthOpsStandApart();
 
   private:
     QTemporaryDir dir_;
@@ -110,10 +111,12 @@ void TestChromeExport::document() {
                                 .arg(e.value("tid").toInteger());
         names[key] = e.value("args").toObject().value("name").toString();
     }
-    QCOMPARE(names.value("process_name 0/0"), QString("rank 0 (stages 0)"));
-    QCOMPARE(names.value("process_name 2/0"), QString("rank 2 (stages 2)"));
-    QCOMPARE(names.value("thread_name 1/0"), QString("compute"));
-    QCOMPARE(names.value("thread_name 1/1"), QString("comm"));
+    // pid = rank + 1 and tid = lane + 1: viewers treat pid 0 and tid 0 as the idle task.
+    QCOMPARE(names.value("process_name 1/0"), QString("rank 0 (stages 0)"));
+    QCOMPARE(names.value("process_name 3/0"), QString("rank 2 (stages 2)"));
+    QCOMPARE(names.value("thread_name 2/1"), QString("compute"));
+    QCOMPARE(names.value("thread_name 2/2"), QString("comm"));
+    QVERIFY(!names.contains("process_name 0/0"));
 }
 
 void TestChromeExport::everyOpOnce() {
@@ -179,8 +182,8 @@ void TestChromeExport::flowsPaired() {
                  qPrintable(QString::number(id)));
         const QJsonObject sa = send.value("args").toObject();
         const QJsonObject ra = recv.value("args").toObject();
-        QCOMPARE(sa.value("peer").toInteger(), recv.value("pid").toInteger());
-        QCOMPARE(ra.value("peer").toInteger(), send.value("pid").toInteger());
+        QCOMPARE(sa.value("peer").toInteger() + 1, recv.value("pid").toInteger());
+        QCOMPARE(ra.value("peer").toInteger() + 1, send.value("pid").toInteger());
         QCOMPARE(sa.value("iteration"), ra.value("iteration"));
         QCOMPARE(sa.value("microbatch"), ra.value("microbatch"));  // k-th send meets k-th receive
         QCOMPARE(send.value("name").toString().mid(5, 1), recv.value("name").toString().mid(5, 1));
@@ -196,9 +199,9 @@ void TestChromeExport::overlapLanes() {
                 e.value("args").toObject().value("name").toString();
         }
     }
-    QCOMPARE(thread_names.value({2, 2}), QString("compute (overlap 1)"));
-    QCOMPARE(thread_names.value({2, 3}), QString("comm (overlap 1)"));
-    QVERIFY(!thread_names.contains({0, 2}));  // ranks 0 and 1 have no overlapping ops
+    QCOMPARE(thread_names.value({3, 3}), QString("compute (overlap 1)"));
+    QCOMPARE(thread_names.value({3, 4}), QString("comm (overlap 1)"));
+    QVERIFY(!thread_names.contains({1, 3}));  // ranks 0 and 1 have no overlapping ops
 
     // No two "X" events of one thread overlap, so nothing is mis-nested.
     QMap<QPair<qint64, qint64>, QVector<QPair<qint64, qint64>>> spans;
@@ -208,7 +211,7 @@ void TestChromeExport::overlapLanes() {
         spans[{e.value("pid").toInteger(), e.value("tid").toInteger()}].append(
             {start, start + ns(e.value("dur"))});
         if (e.value("name").toString() == "W0") {
-            QCOMPARE(e.value("tid").toInteger(), qint64(2));
+            QCOMPARE(e.value("tid").toInteger(), qint64(3));
             QCOMPARE(e.value("cat").toString(), QString("compute"));
         }
     }
@@ -234,10 +237,10 @@ void TestChromeExport::memoryCounters() {
     }
     // One event per instant with a change: the two rows at 0 us and the two at 140 us of rank 0
     // each give one event.
-    QCOMPARE(by_rank.value(0).size(), 5);
-    QCOMPARE(by_rank.value(1).size(), 4);
-    QCOMPARE(by_rank.value(2).size(), 2);
-    const QJsonObject at140 = by_rank.value(0).at(3);
+    QCOMPARE(by_rank.value(1).size(), 5);  // by pid: rank + 1
+    QCOMPARE(by_rank.value(2).size(), 4);
+    QCOMPARE(by_rank.value(3).size(), 2);
+    const QJsonObject at140 = by_rank.value(1).at(3);
     QCOMPARE(at140.value("ts").toDouble(), 140.0);
     const QJsonObject args = at140.value("args").toObject();
     QCOMPARE(args.keys(), QStringList({"activations", "grads", "optimizer", "weights"}));
@@ -245,7 +248,7 @@ void TestChromeExport::memoryCounters() {
     QCOMPARE(args.value("activations").toInteger(), 512 * test::kMiB);
     QCOMPARE(args.value("weights").toInteger(), 2048 * test::kMiB);
     // Rank 2 only uses weights, vocab and activations: no empty series.
-    QCOMPARE(by_rank.value(2).at(0).value("args").toObject().keys(),
+    QCOMPARE(by_rank.value(3).at(0).value("args").toObject().keys(),
              QStringList({"activations", "vocab", "weights"}));
 }
 
@@ -320,4 +323,53 @@ void TestChromeExport::replacesExistingFile() {
 }
 
 QTEST_GUILESS_MAIN(TestChromeExport)
+// A simulator's zero-length send or receive at the instant another op of its lane ends or starts:
+// on one thread a viewer could not tell which slice holds it, nor bind its flow arrow to it.
+void TestChromeExport::zeroLengthOpsStandApart() {
+    test::FixtureOptions o;
+    o.more_ops = {
+        {1, 1, trace::OpKind::SendB, 2, trace::Lane::Comm, 150, 150, 0},  // as SEND_B1 ends
+        {0, 1, trace::OpKind::RecvB, 2, trace::Lane::Comm, 162, 162,
+         1},  // as the all-reduce starts
+    };
+    const QString path = dir_.filePath("points.db");
+    QCOMPARE(test::writeFixtureTrace(path, o), QString());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    const QString out = dir_.filePath("points.json");
+    interop::ChromeExportStats stats;
+    QVERIFY(interop::exportChrome(reader, out.toStdString(), &stats).ok());
+    QCOMPARE(stats.flows, std::int64_t{13});
+    const QJsonDocument doc = QJsonDocument::fromJson(test::readFile(out));
+    const QJsonArray xs = eventsOf(doc, "X");
+    // Every slice of the thread that holds `ts` (closed at both ends).
+    const auto holding = [&](const QJsonObject& e) {
+        QStringList names;
+        for (const QJsonValue& v : xs) {
+            const QJsonObject x = v.toObject();
+            const qint64 start = ns(x.value("ts"));
+            if (x.value("pid") == e.value("pid") && x.value("tid") == e.value("tid") &&
+                start <= ns(e.value("ts")) && ns(e.value("ts")) <= start + ns(x.value("dur"))) {
+                names << x.value("name").toString();
+            }
+        }
+        return names;
+    };
+    int points = 0;
+    for (const QJsonValue& v : xs) {
+        const QJsonObject x = v.toObject();
+        if (ns(x.value("dur")) == 0) {
+            ++points;
+            QCOMPARE(holding(x), QStringList{x.value("name").toString()});
+        }
+    }
+    QCOMPARE(points, 2);
+    for (const char* phase : {"s", "f"}) {
+        for (const QJsonValue& v : eventsOf(doc, phase)) {
+            const QStringList names = holding(v.toObject());
+            QVERIFY2(names.size() == 1, qPrintable(names.join(", ")));
+        }
+    }
+}
+
 #include "tst_chrome_export.moc"
