@@ -156,6 +156,23 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         text->setMargins(QMargins(0, 0, 0, 2));
         plot->plotLayout()->addElement(row++, 0, text);
     }
+    if (s.partial()) {
+        // One process's file of a multi-process run: its figures are not the run's.
+        QStringList held;
+        for (int r : s.held_ranks) {
+            held << QString::number(r);
+        }
+        auto* text = new QCPTextElement(
+            plot,
+            QObject::tr("This file holds rank %1 of the run's %2: the figures are that rank's. "
+                        "Merge the rank files (Runs panel, Merge ranks) for the run's.")
+                .arg(held.join(QStringLiteral(", ")))
+                .arg(s.rank_count),
+            QFont(plot->font().family(), 9));
+        text->setTextColor(QColor(0x8a, 0x5a, 0x00));
+        text->setMargins(QMargins(0, 0, 0, 2));
+        plot->plotLayout()->addElement(row++, 0, text);
+    }
     auto* sub = new QCPLayoutGrid;
     plot->plotLayout()->addElement(row, 0, sub);
 

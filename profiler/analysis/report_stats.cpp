@@ -93,6 +93,21 @@ std::string describeStatus(const trace::RunInfo& run) {
     return text + " (the run did not finish; figures cover what was recorded)";
 }
 
+std::string partialRunNote(const RunStats& s) {
+    if (!s.partial()) {
+        return {};
+    }
+    std::string ranks;
+    for (int r : s.held_ranks) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    }
+    return "this file holds rank" + std::string(s.held_ranks.size() == 1 ? " " : "s ") + ranks +
+           " of the run's " + std::to_string(s.rank_count) +
+           " (one process of a multi-process run): the figures are its rank's, and the "
+           "imbalances need every rank; merge every rank's file for the run's figures "
+           "(pipescope-trace merge RUN-rank0.db RUN-rank1.db ... -o RUN.db)";
+}
+
 std::string formatStatsTable(const RunStats& s) {
     std::string out;
     out += "run: " + detail::printable(s.run.name) + " (backend " +
@@ -166,6 +181,9 @@ std::string formatStatsTable(const RunStats& s) {
     if (!s.iterations.empty()) {
         out += "per iteration ms: " + perIterationLine(s) + "\n";
     }
+    if (s.partial()) {
+        out += "note: " + partialRunNote(s) + "\n";
+    }
     return out;
 }
 
@@ -204,6 +222,11 @@ std::string formatStatsJson(const RunStats& s) {
         damage.push(problem);
     }
     root.set("damage", std::move(damage));
+    Json held = Json::array();
+    for (int r : s.held_ranks) {
+        held.push(r);
+    }
+    root.set("held_ranks", std::move(held));
     Json numbers = Json::array();
     Json per = Json::array();
     for (const IterationStats& it : s.iterations) {

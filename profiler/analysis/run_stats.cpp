@@ -317,10 +317,12 @@ void summarize(RunStats* s) {
             memory.push_back(static_cast<double>(rs.peak_memory.bytes));
         }
     }
-    if (s->iteration_time_ns) {
-        s->imbalance.busy = maxOverMean(busy);
+    if (!s->partial()) {  // an imbalance needs every rank
+        if (s->iteration_time_ns) {
+            s->imbalance.busy = maxOverMean(busy);
+        }
+        s->imbalance.peak_memory = maxOverMean(memory);
     }
-    s->imbalance.peak_memory = maxOverMean(memory);
 
     const RunMetricInputs& in = s->inputs;
     const double seconds = s->iteration_time_ns.value_or(0) * 1e-9;
@@ -477,8 +479,17 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         memory_window = trace::TimeRange{it->start_ns, it->end_ns};
     }
 
+    // A multi-process run's file lists its own rank; the others are another process's.
+    const std::vector<int>& listed = reader.listedRanks();
+    if (!listed.empty() && listed.size() < reader.ranks().size()) {
+        s.held_ranks = listed;
+        std::sort(s.held_ranks.begin(), s.held_ranks.end());
+    }
     std::map<int, std::size_t> rank_index;
     for (const trace::RankInfo& r : reader.ranks()) {
+        if (s.partial() && !std::binary_search(s.held_ranks.begin(), s.held_ranks.end(), r.rank)) {
+            continue;
+        }
         rank_index.emplace(r.rank, s.ranks.size());
         s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }

@@ -90,6 +90,7 @@ class TestAnalysis : public QObject {
     void warmupFallback();
     void cutShortIteration();
     void damagedTraceSaysSo();
+    void oneProcessOfSeveral();
     void singleIteration();
     void missingIteration();
     void withoutMetrics();
@@ -248,6 +249,39 @@ void TestAnalysis::warmupFallback() {
 }
 
 // A hand-edited or damaged file still gives figures, and says what in it cannot be right.
+// One process's file of a multi-process run lists its own rank: the others are not idle ranks
+// (they used to show 100% bubble and make the imbalances 2 or 3) but another file's.
+void TestAnalysis::oneProcessOfSeveral() {
+    const QString path = dir_.filePath("rank0-of-3.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db,
+                          "DELETE FROM rank WHERE rank > 0; DELETE FROM op WHERE rank > 0;"
+                          "DELETE FROM memory WHERE rank > 0",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const RunStats s = analyze(path);
+    QCOMPARE(s.held_ranks, std::vector<int>{0});
+    QCOMPARE(s.rank_count, 3);
+    QCOMPARE(s.ranks.size(), std::size_t{1});
+    QVERIFY(!s.imbalance.busy);
+    QVERIFY(!s.imbalance.peak_memory);
+    QVERIFY(s.mean_bubble_ratio);
+    QCOMPARE(*s.mean_bubble_ratio, s.ranks.front().bubble_ratio);  // rank 0's own
+    const std::string table = analysis::formatStatsTable(s);
+    QVERIFY2(table.find("holds rank 0 of the run's 3") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("pipescope-trace merge") != std::string::npos, table.c_str());
+    const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
+    QCOMPARE(o.value("held_ranks").toArray(), QJsonArray({0}));
+    // A whole run's file says nothing of the kind.
+    const RunStats whole = analyze(a_);
+    QVERIFY(!whole.partial());
+    QCOMPARE(whole.ranks.size(), std::size_t{3});
+    QVERIFY(analysis::partialRunNote(whole).empty());
+}
+
 void TestAnalysis::damagedTraceSaysSo() {
     const QString path = dir_.filePath("damaged.db");
     QCOMPARE(test::writeFixtureTrace(path), QString());

@@ -30,4 +30,8 @@ std::string formatComparisonJson(const RunComparison& comparison);
 // "running (the run did not finish; figures cover what was recorded)", "complete", ...
 std::string describeStatus(const trace::RunInfo& run);
 
+// For a file that holds only some of the run's ranks (RunStats::partial): which, and that the
+// run's figures need every rank's file merged; "" for a whole run.
+std::string partialRunNote(const RunStats& stats);
+
 }  // namespace pipescope::analysis

@@ -166,6 +166,11 @@ struct RunStats {
     // trace. The figures are computed anyway (such ops count as taking no time, such samples
     // as what they say); readers of them are told.
     std::vector<std::string> damage;
+    // The ranks this file holds when it holds only some of the run's (one process's file of a
+    // multi-process run, before pipescope-trace merge); empty when it holds them all. `ranks`
+    // then has only these, and the imbalances, which need every rank, are left out.
+    std::vector<int> held_ranks;
+    bool partial() const { return !held_ranks.empty(); }
 };
 
 struct AnalysisOptions {
