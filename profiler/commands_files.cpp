@@ -228,6 +228,10 @@ int runMerge(const std::vector<std::string>& args) {
     }
     text += "merged " + std::to_string(report.files) + " traces (" + std::to_string(report.ranks) +
             " ranks, " + std::to_string(report.ops) + " ops) into " + out + "\n";
+    if (report.status != trace::RunStatus::Complete) {
+        text += "status: " + std::string(trace::toString(report.status)) + " (" +
+                report.status_message + ")\n";
+    }
     text += "causality: " + std::to_string(report.pairs_checked) + " send/receive pairs checked, " +
             std::to_string(report.violation_count) + " violations\n";
     for (const auto& v : report.violations) {

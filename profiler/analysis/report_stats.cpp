@@ -178,6 +178,11 @@ std::string formatStatsTable(const RunStats& s) {
         out += "note: MFU and memory capacity use the config's hardware section (" +
                fixed(tflops, 3) + " TFLOP/s per rank), not this machine's\n";
     }
+    if (s.mfu && *s.mfu > 1) {
+        out +=
+            "note: MFU above 100%: the run was faster than the peak it is taken against "
+            "allows for the model's FLOPs\n";
+    }
     if (!s.iterations.empty()) {
         out += "per iteration ms: " + perIterationLine(s) + "\n";
     }

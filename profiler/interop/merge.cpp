@@ -147,6 +147,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     }
     for (int r = 0; r < first.ranks; ++r) {
         if (!file_of_rank.count(r)) {
+            report->notes.push_back("rank " + std::to_string(r) + ": missing (no input holds it)");
             failed = true;
             failures += (failures.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) +
                         "'s trace is missing";
@@ -322,6 +323,8 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                                     : cancelled ? trace::RunStatus::Cancelled
                                                 : trace::RunStatus::Complete;
     std::string message = failed ? failures : (cancelled ? "a process was cancelled" : "");
+    report->status = status;
+    report->status_message = message;
     if (TraceStatus st = writer.finish(status, message, s0 + end,
                                        [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {

@@ -226,6 +226,11 @@ void printSummary(std::ostream& os, const sim::SimResult& r) {
            << fixed(unit.of(static_cast<double>(rk.peak_memory_bytes)), unit.decimals)
            << std::setw(9) << fixed(rk.peak_activation_microbatches, 2) << "\n";
     }
+    if (r.mfu > 1) {
+        os << "  note: MFU above 100%: the op times are shorter than hardware.peak_tflops ("
+           << fixed(r.config.hardware.peak_tflops, 3)
+           << " TFLOP/s) allows for the model's FLOPs; check costs.per_stage_us or the peak\n";
+    }
     if (r.maxPeakMemory() > r.memory_capacity_bytes) {
         os << "  does NOT fit: peak "
            << fixed(unit.of(static_cast<double>(r.maxPeakMemory())), unit.decimals) << " "

@@ -227,6 +227,17 @@ void TestRunCli::humanSummary() {
              qPrintable(out));
     QVERIFY2(!out.contains("trace:"), qPrintable(out));  // no --out, no trace
     QVERIFY(r.err.isEmpty());
+    QVERIFY2(!out.contains("MFU above 100%"), qPrintable(out));
+
+    // A cost table faster than the peak allows: MFU over 100% is said to be so.
+    QStringList fast = {default_,         "--set", "costs.source=table",   "--set",
+                        "costs.p2p_us=0", "--set", "costs.collective_us=0"};
+    for (const char* kind : {"F", "B", "S", "T", "IF", "IB"}) {
+        fast << "--set" << QStringLiteral("costs.per_stage_us.%1=[1,1,1,1]").arg(kind);
+    }
+    const ProcessResult over = runBinary(kRun, fast);
+    QVERIFY2(over.exit_code == 0 && over.out.contains("note: MFU above 100%"),
+             qPrintable(describe(over)));
 
     // A model of tens of GiB per rank reads in GiB.
     const ProcessResult big = runBinary(kRun, {preset("paper-s2048-v256k-naive.json")});

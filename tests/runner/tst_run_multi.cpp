@@ -10,6 +10,7 @@
 
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -168,6 +169,23 @@ void TestRunMulti::twoProcessesMatchOneAndMerge() {
     QVERIFY2(error.isEmpty(), qPrintable(error));
     QVERIFY(o.value("iteration_time_ms").toDouble() > 0);
     QCOMPARE(o.value("ranks").toArray().size(), 2);
+    QVERIFY(o.value("held_ranks").toArray().isEmpty());
+
+    // One process's file alone: its stats are its rank's and say so; a merge of it names the
+    // rank that is missing and the failed status that gives.
+    const auto one = runBinary(kTraceCli, {"stats", r1});
+    QVERIFY2(
+        one.exit_code == 0 && one.out.contains("holds rank 1 of the run's 2") &&
+            QRegularExpression("busy imbalance +-\\n").match(QString::fromUtf8(one.out)).hasMatch(),
+        qPrintable(describe(one)));
+    const auto alone = runBinary(
+        kTraceCli, {"merge", r1, "-o", dir_.filePath(QStringLiteral("alone.db")), "--force"});
+    QVERIFY2(alone.exit_code == 2 && alone.err.contains("rank 0"), qPrintable(describe(alone)));
+    const auto missing = runBinary(
+        kTraceCli, {"merge", r0, "-o", dir_.filePath(QStringLiteral("missing.db")), "--force"});
+    QVERIFY2(missing.exit_code == 0 && missing.out.contains("rank 1: missing") &&
+                 missing.out.contains("status: failed (rank 1's trace is missing)"),
+             qPrintable(describe(missing)));
 }
 
 void TestRunMulti::launcherEnvironment() {

@@ -34,6 +34,9 @@ struct MergeReport {
     std::vector<CausalityViolation> violations;  // the worst first, at most 20
     std::int64_t violation_count = 0;
     std::vector<std::string> notes;  // per-rank status, missing ranks, clock drift, ...
+    // The merged run's status and, unless complete, why (a process failed, a rank is missing).
+    trace::RunStatus status = trace::RunStatus::Complete;
+    std::string status_message;
 };
 
 struct MergeOptions {
