@@ -1,6 +1,7 @@
 // `ops` output: where the measured iterations' time went, by op kind, over all ranks and on each.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include <pipescope/analysis/report.h>
@@ -41,6 +42,17 @@ std::optional<double> gbPerS(const OpKindTotals& t) {
     return bw ? std::optional<double>(*bw / 1e9) : std::nullopt;
 }
 
+// GB/s with two decimals, or three significant digits below 1 (a slow collective of a small
+// model moves 0.004 GB/s, which two decimals print as 0.00).
+std::string rateText(std::optional<double> gb_per_s) {
+    if (!gb_per_s || *gb_per_s >= 1 || *gb_per_s <= 0) {
+        return fixed(gb_per_s, 2);
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%#.3g", *gb_per_s);
+    return text;
+}
+
 }  // namespace
 
 std::string formatOpKindsTable(const RunStats& stats) {
@@ -62,7 +74,7 @@ std::string formatOpKindsTable(const RunStats& stats) {
              percent(whole && *whole > 0 ? std::optional<double>(total / *whole) : std::nullopt),
              fixed(static_cast<double>(t.total_ns) / static_cast<double>(t.count) / kNsPerMs, 3),
              fixed(static_cast<double>(t.min_ns) / kNsPerMs, 3),
-             fixed(static_cast<double>(t.max_ns) / kNsPerMs, 3), fixed(gbPerS(t), 2)});
+             fixed(static_cast<double>(t.max_ns) / kNsPerMs, 3), rateText(gbPerS(t))});
     }
     out += all.render();
     if (whole) {

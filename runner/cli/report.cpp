@@ -320,20 +320,20 @@ void writeCsv(std::ostream& os, const std::vector<std::string>& headers,
         os << csvField(h) << ",";
     }
     os << "iteration_time_ms,mfu,tokens_per_s,bubble_ratio,max_peak_memory_bytes,"
-          "busy_imbalance,memory_imbalance,fits,error\n";
+          "busy_imbalance,memory_imbalance,fits,error\r\n";
     for (const auto& row : rows) {
         for (const auto& l : row.labels) {
             os << csvField(l) << ",";
         }
         if (!row.result) {
-            os << ",,,,,,,," << csvField(row.error) << "\n";
+            os << ",,,,,,,," << csvField(row.error) << "\r\n";
             continue;
         }
         const auto& r = *row.result;
         os << std::setprecision(10) << r.iteration_time_s * 1e3 << "," << r.mfu << ","
            << r.tokens_per_s << "," << r.bubble_ratio << "," << r.maxPeakMemory() << ","
            << r.busy_imbalance << "," << r.memory_imbalance << ","
-           << (r.maxPeakMemory() <= r.memory_capacity_bytes ? "true" : "false") << ",\n";
+           << (r.maxPeakMemory() <= r.memory_capacity_bytes ? "true" : "false") << ",\r\n";
     }
 }
 

@@ -68,6 +68,7 @@ struct Row {
 
 void printTable(std::ostream& os, const std::vector<std::string>& label_headers,
                 const std::vector<Row>& rows, bool deltas_against_first);
+// RFC 4180: CRLF line ends, fields quoted where they must be (as pipescope-trace export-csv).
 void writeCsv(std::ostream& os, const std::vector<std::string>& label_headers,
               const std::vector<Row>& rows);
 

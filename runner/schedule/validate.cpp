@@ -110,11 +110,14 @@ std::optional<ScheduleError> checkOps(const Schedule& s) {
                     for (int c = 0; c < e.chunks_; ++c) {
                         const auto k = e.at(static_cast<OpKind>(kind), mb, c);
                         if (e.want_[k] && e.seen_[k] < 0) {
+                            const int more = e.remaining - 1;
                             return ScheduleError{
                                 {r, -1},
                                 "rank " + std::to_string(r) + ": " +
-                                    opName(static_cast<OpKind>(kind), mb, c) + " is missing (and " +
-                                    std::to_string(e.remaining - 1) + " more ops of this rank)"};
+                                    opName(static_cast<OpKind>(kind), mb, c) + " is missing" +
+                                    (more == 0 ? std::string()
+                                               : " (and " + std::to_string(more) + " more op" +
+                                                     (more == 1 ? "" : "s") + " of this rank)")};
                         }
                     }
                 }

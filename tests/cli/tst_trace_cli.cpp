@@ -316,7 +316,8 @@ void TestTraceCli::criticalPath() {
 
     const ProcessResult missing = runBinary(kCli, {"critical-path", good_, "--iteration", "9"});
     QVERIFY2(missing.exit_code == 2, qPrintable(describe(missing)));
-    QVERIFY2(missing.err.contains(good_.toUtf8()) && missing.err.contains("no iteration 9"),
+    QVERIFY2(missing.err.contains(good_.toUtf8()) &&
+                 missing.err.contains("iteration 9 is not in the trace"),
              qPrintable(describe(missing)));
     QVERIFY(missing.out.isEmpty());
 }

@@ -77,12 +77,12 @@ while read -r base; do
         continue
     fi
     # What the terminal shows (stdout and stderr together), or stdout alone where the doc
-    # says the rest went to stderr.
-    actual=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>&1 || true)
+    # says the rest went to stderr. A CSV's CRLF line ends read as the doc's plain ones.
+    actual=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>&1 | tr -d '\r' || true)
     expected=$(cat "$base.out")
     if [ "$actual" != "$expected" ]; then
         rm -f "$work"/*.db "$work"/*.db-* 2>/dev/null || true
-        stdout_only=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>/dev/null || true)
+        stdout_only=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>/dev/null | tr -d '\r' || true)
         [ "$stdout_only" == "$expected" ] && actual=$stdout_only
     fi
     if [ "$actual" == "$expected" ]; then
