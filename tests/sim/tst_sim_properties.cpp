@@ -92,6 +92,7 @@ class TstSimProperties : public QObject {
     void zeroBubbleShrinksTheBubble();
     void zeroBubbleH1MatchesThePaper_data();
     void zeroBubbleH1MatchesThePaper();
+    void tableWIsTheWeightGradientOnEverySchedule();
     void splitBackwardDefersWWithinOneF1BsMemory();
     void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
@@ -434,6 +435,31 @@ void TstSimProperties::zeroBubbleH1MatchesThePaper() {
             rank.peak_activation_microbatches <= p + extra + 1e-9,
             qPrintable(QString("peak %1 micro-batches").arg(rank.peak_activation_microbatches)));
     }
+}
+
+void TstSimProperties::tableWIsTheWeightGradientOnEverySchedule() {
+    // A table that gives W gives B as the input gradient on every schedule: one that does not
+    // split the backward runs B + W in its B. With F = B = W = 1 ms, p = 4, m = 8 and free
+    // communication, 1F1B and GPipe take (m + p - 1)(F + B + W) = 33 ms, the same as with
+    // B = 2 ms and no W, and ZB-H1 its 27 ms. (W was ignored there: 22 ms, and a sweep over
+    // schedules showed zero-bubble losing to 1F1B.)
+    const int p = 4, m = 8;
+    for (const char* sched : {"1f1b", "gpipe"}) {
+        const auto r = run(splitCosts(p, m, sched, "naive", 1000, 1000, 1000));
+        QVERIFY2(std::abs(r.iteration_time_s - 33e-3) < 1e-12,
+                 qPrintable(QString("%1: %2 ms").arg(sched).arg(r.iteration_time_s * 1e3)));
+        auto no_w = splitCosts(p, m, sched, "naive", 1000, 2000, 0);
+        no_w.costs.per_stage_us[static_cast<std::size_t>(schedule::CostKey::W)].clear();
+        QCOMPARE(run(no_w).iteration_time_s, r.iteration_time_s);
+    }
+    // Interleaved: each chunk's backward is its share of B + W.
+    const auto il = run(splitCosts(p, m, "interleaved-1f1b", "naive", 1000, 1000, 1000));
+    auto il_no_w = splitCosts(p, m, "interleaved-1f1b", "naive", 1000, 2000, 0);
+    il_no_w.costs.per_stage_us[static_cast<std::size_t>(schedule::CostKey::W)].clear();
+    QCOMPARE(run(il_no_w).iteration_time_s, il.iteration_time_s);
+    const auto zb = run(splitCosts(p, m, "zb-h1", "naive", 1000, 1000, 1000));
+    QVERIFY2(std::abs(zb.iteration_time_s - 27e-3) < 1e-12,
+             qPrintable(QString("zb-h1: %1 ms").arg(zb.iteration_time_s * 1e3)));
 }
 
 void TstSimProperties::splitBackwardDefersWWithinOneF1BsMemory() {
