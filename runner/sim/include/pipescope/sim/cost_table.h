@@ -20,9 +20,9 @@
 namespace pipescope::sim {
 
 // Per-stage microseconds from config.costs, anything missing from the analytic model.
-//  - F, B, W, S, T, IF, IB are per rank and per micro-batch. A stage's F and B are its whole
-//    forward and backward, including a vocabulary layer it holds under naive or redistributed
-//    handling; S, T, IF and IB are the sharded passes.
+//  - F, B, W, S, T, IF, IB are per rank and per micro-batch. A stage's F is its whole forward
+//    and its backward B (+ W, below) its whole backward, including a vocabulary layer it holds
+//    under naive or redistributed handling; S, T, IF and IB are the sharded passes.
 //  - A rank with several chunks splits its F, B and W over them in proportion to their layers.
 //  - With W, B is the input gradient and W the weight gradient on every schedule: a schedule
 //    that does not split the backward takes B + W for it. Without W, B is the whole backward,
