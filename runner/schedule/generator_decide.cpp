@@ -89,12 +89,9 @@ Generator::Decision Generator::decide(int rank) {
             consider(best, at(ready(rank, op)), op, Choice::Due, 5);
         }
     }
-    // Memory: a rank at its activation limit must run a weight-gradient pass first.
+    // Memory: a rank at its activation limit may not start a forward (below).
     const bool at_limit = split_ && R.units >= R.limit;
-    if (at_limit && !R.w_pending.empty()) {
-        const auto [mb, chunk] = R.w_pending.front();
-        consider(best, t0, makeOp(OpKind::W, mb, chunk), Choice::Filler, 6);
-    }
+    bool only_forwards = true;  // at the limit: nothing of the base order may run next
 
     // The base schedule's next transformer op.
     Decision base;
@@ -112,6 +109,7 @@ Generator::Decision Generator::decide(int rank) {
             if (at_limit && op.kind == OpKind::F) {
                 continue;
             }
+            only_forwards = false;
             const double t = at(ready(rank, op));
             if (t < base.time) {
                 base.time = t;
@@ -126,7 +124,18 @@ Generator::Decision Generator::decide(int rank) {
         const Op op = makeOp(b.kind, b.microbatch, b.chunk);
         if (!(at_limit && op.kind == OpKind::F)) {
             consider(base, at(ready(rank, op)), op, Choice::Base, 10);
+            only_forwards = false;
         }
+    }
+    // At the limit with only forwards next, the rank runs its oldest weight gradient now, which
+    // releases a unit (a vocabulary pass due at this very moment goes first). A B adds no memory:
+    // under ZB-H1 it runs when it is ready, and a W goes before it only to fill a gap (below), as
+    // anywhere. V-Half's timetable order is paced by the limit instead: there the W goes first
+    // whatever comes next (letting a B go first made most V-Half runs slower, docs/schedules.md).
+    const bool w_first = at_limit && (only_forwards || kind_ == ScheduleKind::VHalf);
+    if (w_first && !R.w_pending.empty()) {
+        const auto [mb, chunk] = R.w_pending.front();
+        consider(best, t0, makeOp(OpKind::W, mb, chunk), Choice::Filler, 6);
     }
     if (base.time < best.time) {
         best = base;

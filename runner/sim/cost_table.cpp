@@ -58,6 +58,18 @@ double TableCostModel::compute(int rank, const Op& op) const {
         const double t = tableSeconds(key, rank);
         return t < 0 ? -1.0 : t * chunkShare(rank, op.chunk);
     };
+    // When drawing, a time the table gives is drawn from the recorded ones of `kind`.
+    auto drawn = [&](double t, OpKind kind) {
+        if (t >= 0 && samples_ != nullptr) {
+            const auto it = samples_->compute.find({rank, static_cast<int>(kind), op.chunk});
+            t = draw(it == samples_->compute.end() ? nullptr : &it->second, t);
+        }
+        return t;
+    };
+    // What B means depends on whether the table gives W, not on the schedule: with W[r], B[r] is
+    // the input gradient and W[r] the weight gradient, and an unsplit backward takes both;
+    // without it, B[r] is the whole backward, which split schedules split by FLOPs.
+    const bool has_w = tableSeconds(CostKey::W, rank) >= 0;
     double t = -1.0;
     switch (op.kind) {
         case OpKind::F:
@@ -65,7 +77,16 @@ double TableCostModel::compute(int rank, const Op& op) const {
             break;
         case OpKind::B:
             t = scaled(CostKey::B);
-            if (t >= 0 && split && tableSeconds(CostKey::W, rank) < 0) {
+            if (!split && has_w) {
+                Op w = op;
+                w.kind = OpKind::W;
+                // Without B[r], the analytic input gradient: its whole backward less its W.
+                const double input = t >= 0
+                                         ? drawn(t, OpKind::B)
+                                         : analytic_.compute(rank, op) - analytic_.compute(rank, w);
+                return input + drawn(scaled(CostKey::W), OpKind::W);
+            }
+            if (t >= 0 && split && !has_w) {
                 t *= schedule::layerBackwardInputFlops(m) / schedule::layerBackwardFlops(m);
             }
             break;
@@ -97,10 +118,7 @@ double TableCostModel::compute(int rank, const Op& op) const {
         default:
             break;
     }
-    if (t >= 0 && samples_ != nullptr) {
-        const auto it = samples_->compute.find({rank, static_cast<int>(op.kind), op.chunk});
-        t = draw(it == samples_->compute.end() ? nullptr : &it->second, t);
-    }
+    t = drawn(t, op.kind);
     return t >= 0 ? t : analytic_.compute(rank, op);
 }
 

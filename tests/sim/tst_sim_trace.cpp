@@ -54,6 +54,7 @@ class TstSimTrace : public QObject {
     void calibrationReproducesTheRun();
     void calibrationPerCollectiveKind();
     void calibrationIgnoresADisturbedIteration();
+    void calibrationCountsTheBackwardOnce();
     void drawnTimesComeFromTheRecordedOnes();
     void criticalPathFollowsTheGraph_data();
     void criticalPathFollowsTheGraph();
@@ -252,6 +253,48 @@ void TstSimTrace::calibrationIgnoresADisturbedIteration() {
     // The drawn timings do see the disturbed iteration: their 90th percentile is longer.
     QVERIFY(calibrated.spread.has_value());
     QVERIFY(calibrated.spread->p90_s > calibrated.iteration_time_s);
+}
+
+void TstSimTrace::calibrationCountsTheBackwardOnce() {
+    // A split run's trace has B (input gradient) and W ops, an unsplit run's whole backwards in B
+    // and no W. Calibrated from either, any schedule counts each part of the backward once: an
+    // unsplit schedule from a split run takes B + W, a split one from an unsplit run splits B.
+    const std::vector<std::string> table = {
+        "costs.source=table", "costs.per_stage_us.F=[1000,1000,1000,1000]", "costs.p2p_us=0",
+        "costs.collective_us=0", "costs.per_stage_us.OPT=[0,0,0,0]"};
+    auto with = [&](std::vector<std::string> extra) {
+        extra.insert(extra.begin(), table.begin(), table.end());
+        return extra;
+    };
+    const auto split_run = with({"costs.per_stage_us.B=[1000,1000,1000,1000]",
+                                 "costs.per_stage_us.W=[1000,1000,1000,1000]"});
+    const auto whole_run = with({"costs.per_stage_us.B=[2000,2000,2000,2000]"});
+    const QString split_path = dir_.filePath("split-backward.db");
+    const QString whole_path = dir_.filePath("whole-backward.db");
+    QVERIFY(writeRun(run(makeConfig(4, 8, "zb-h1", "naive", split_run)), split_path, 3));
+    QVERIFY(writeRun(run(makeConfig(4, 8, "1f1b", "naive", whole_run)), whole_path, 3));
+    const auto calibrated = [](const std::string& sched, const QString& path) {
+        return run(makeConfig(4, 8, sched, "naive",
+                              {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
+    };
+    for (const char* sched : {"1f1b", "zb-h1"}) {
+        for (const auto& [path, recorded] :
+             {std::pair{split_path, split_run}, std::pair{whole_path, whole_run}}) {
+            const auto c = calibrated(sched, path);
+            const auto direct = run(makeConfig(4, 8, sched, "naive", recorded));
+            QVERIFY2(std::abs(c.iteration_time_s - direct.iteration_time_s) <
+                         1e-6 * direct.iteration_time_s,
+                     qPrintable(QString("%1 from %2: %3 ms, with the recorded table %4 ms")
+                                    .arg(sched)
+                                    .arg(path)
+                                    .arg(c.iteration_time_s * 1e3)
+                                    .arg(direct.iteration_time_s * 1e3)));
+            // An unsplit run records no W: its B stays the whole backward.
+            QCOMPARE(c.config.costs.table(schedule::CostKey::W).empty(), path == whole_path);
+        }
+    }
+    // 1F1B from the split run: (m + p - 1)(F + B + W) = 33 ms, not 22 (B alone).
+    QVERIFY(std::abs(calibrated("1f1b", split_path).iteration_time_s - 33e-3) < 1e-6 * 33e-3);
 }
 
 void TstSimTrace::drawnTimesComeFromTheRecordedOnes() {

@@ -20,12 +20,14 @@
 namespace pipescope::sim {
 
 // Per-stage microseconds from config.costs, anything missing from the analytic model.
-//  - F, B, W, S, T, IF, IB are per rank and per micro-batch. A stage's F and B are its whole
-//    forward and backward, including a vocabulary layer it holds under naive or redistributed
-//    handling; S, T, IF and IB are the sharded passes.
+//  - F, B, W, S, T, IF, IB are per rank and per micro-batch. A stage's F is its whole forward
+//    and its backward B (+ W, below) its whole backward, including a vocabulary layer it holds
+//    under naive or redistributed handling; S, T, IF and IB are the sharded passes.
 //  - A rank with several chunks splits its F, B and W over them in proportion to their layers.
-//  - Schedules that split the backward (zb-h1, v-half) given B but no W split it in the ratio of
-//    the input-gradient and weight-gradient FLOPs.
+//  - With W, B is the input gradient and W the weight gradient on every schedule: a schedule
+//    that does not split the backward takes B + W for it. Without W, B is the whole backward,
+//    which schedules that split it (zb-h1, v-half) split in the ratio of the input-gradient and
+//    weight-gradient FLOPs.
 //  - costs.p2p_us replaces every send's time, costs.collective_us every collective's.
 // Every effective op duration of a recorded run, in microseconds (see calibrateFromTrace).
 struct OpTimeSamples {
