@@ -68,6 +68,8 @@ QTableView* makeFigureTable(QAbstractItemModel* model) {
     table->addAction(copy);
     table->addAction(copy_all);
     table->setContextMenuPolicy(Qt::ActionsContextMenu);
+    // Tab moves on to the next control (arrow keys walk the cells), not through every cell.
+    table->setTabKeyNavigation(false);
     table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     table->verticalHeader()->setVisible(false);
     // Compact rows: the tables share the height with the charts.

@@ -7,11 +7,14 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
+#include <QKeyEvent>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPointer>
 #include <QProgressDialog>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -48,7 +51,12 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     setWindowTitle(QStringLiteral("PipeScope"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/pipescope.svg")));
     setAcceptDrops(true);
-    resize(1280, 800);
+    // 1280 x 800, or the screen's room where that is less (a laptop, a scaled display).
+    QSize size(1280, 800);
+    if (const QScreen* s = QGuiApplication::primaryScreen()) {
+        size = size.boundedTo(s->availableGeometry().size());
+    }
+    resize(size);
 
     sim_ = new SimulationController(this);
     methods_sim_ = new SimulationController(this);
@@ -142,13 +150,16 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
                 }
                 methods_view_->setRuns(out->runs, notes, !methods_view_->runs().empty());
             });
-    connect(tabs_, &QTabWidget::currentChanged, this, [this](int) {
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
         if (tabs_->currentWidget() == methods_view_ && methods_view_->runs().empty()) {
             compareMethods();
         }
+        // The explorer's simulation is news on the pages of the config, not on a trace's tab.
+        sim_status_->setVisible(index < kFixedTabs);
     });
 
     buildMenus();
+    qApp->installEventFilter(this);
 
     QSettings settings;
     bool loaded = false;
@@ -204,13 +215,42 @@ void MainWindow::buildMenus() {
     connect(config_, &ConfigPanel::historyChanged, this, update_history);
     update_history();
 
+    // The pages, and the tabs, from anywhere in the window (a config field included).
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    const QString pages[] = {tr("&Explore"), tr("&Compare methods"), tr("&Sweep"), tr("&Run page")};
+    for (int i = 0; i < kFixedTabs; ++i) {
+        view->addAction(pages[i], QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)),
+                        this, [this, i] { tabs_->setCurrentIndex(i); });
+    }
+    view->addSeparator();
+    QAction* next = view->addAction(tr("&Next tab"), this, [this] {
+        tabs_->setCurrentIndex((tabs_->currentIndex() + 1) % tabs_->count());
+    });
+    next->setShortcuts(
+        {QKeySequence(Qt::CTRL | Qt::Key_Tab), QKeySequence(Qt::CTRL | Qt::Key_PageDown)});
+    QAction* previous = view->addAction(tr("&Previous tab"), this, [this] {
+        tabs_->setCurrentIndex((tabs_->currentIndex() + tabs_->count() - 1) % tabs_->count());
+    });
+    previous->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Tab),
+                            QKeySequence(Qt::CTRL | Qt::Key_PageUp)});
+    QAction* close_tab = view->addAction(tr("C&lose tab"), this, [this] {
+        if (tabs_->currentIndex() >= kFixedTabs) {
+            emit tabs_->tabCloseRequested(tabs_->currentIndex());
+        } else {
+            statusBar()->showMessage(tr("The four pages stay; only opened runs and comparisons "
+                                        "close"),
+                                     5000);
+        }
+    });
+    close_tab->setShortcuts(
+        {QKeySequence(Qt::CTRL | Qt::Key_W), QKeySequence(Qt::CTRL | Qt::Key_F4)});
+    close_tab->setToolTip(tr("Close the trace or comparison tab shown"));
+
     QMenu* tools = menuBar()->addMenu(tr("&Tools"));
     tools->addAction(tr("Compare &vocabulary methods"), QKeySequence(Qt::CTRL | Qt::Key_M), this,
                      &MainWindow::compareMethods);
     tools->addAction(tr("Compare &open runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C), this,
                      &MainWindow::compareOpenRuns);
-    tools->addAction(tr("&Sweep"), QKeySequence(Qt::CTRL | Qt::Key_3), this,
-                     [this] { showView(QStringLiteral("sweep")); });
     tools->addSeparator();
     const auto run = [this](bool pair) {
         showView(QStringLiteral("run"));
@@ -240,9 +280,28 @@ void MainWindow::buildMenus() {
 }
 
 void MainWindow::showShortcuts() {
+    // The menus' shortcuts as the menus have them, so the list cannot miss one.
+    QString menus;
+    for (QAction* top : menuBar()->actions()) {
+        if (!top->menu()) {
+            continue;
+        }
+        for (QAction* a : top->menu()->actions()) {
+            QStringList keys;
+            for (const QKeySequence& k : a->shortcuts()) {
+                keys << k.toString(QKeySequence::NativeText).toHtmlEscaped();
+            }
+            if (!keys.isEmpty()) {
+                menus += QStringLiteral("<tr><td><b>%1</b></td><td>%2 (%3)</td></tr>")
+                             .arg(keys.join(QStringLiteral(" / ")),
+                                  a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")),
+                                  top->text().remove(QLatin1Char('&')));
+            }
+        }
+    }
     QMessageBox::information(
         this, tr("Keyboard shortcuts"),
-        tr("<table>"
+        tr("<p>In a chart (Tab to it, or click it; a frame shows it has the keys):</p><table>"
            "<tr><td><b>W / S</b></td><td>zoom in / out</td></tr>"
            "<tr><td><b>A / D</b></td><td>pan left / right</td></tr>"
            "<tr><td><b>F</b></td><td>fit the selected op or range</td></tr>"
@@ -257,13 +316,10 @@ void MainWindow::showShortcuts() {
            "iteration (or the one in view) and say what it is spent on</td></tr>"
            "<tr><td><b>Ctrl+C</b></td><td>in a table: copy the selected cells (or the whole "
            "table) with their headers, for a spreadsheet</td></tr>"
-           "<tr><td><b>Ctrl+O / Ctrl+E</b></td><td>open a trace / export the chart</td></tr>"
-           "<tr><td><b>Ctrl+Z / Ctrl+Shift+Z</b></td><td>undo / redo a config change</td></tr>"
-           "<tr><td><b>Ctrl+M</b></td><td>compare the vocabulary methods</td></tr>"
-           "<tr><td><b>Ctrl+R</b></td><td>run the config on the runner</td></tr>"
-           "<tr><td><b>Ctrl+Shift+R</b></td><td>run naive and vocab-2, then compare</td></tr>"
-           "<tr><td><b>Ctrl+.</b></td><td>cancel the run</td></tr>"
-           "</table>"));
+           "<tr><td><b>Ctrl+Enter</b></td><td>on the Sweep page: run the sweep</td></tr>"
+           "</table><p>Anywhere in the window (Ctrl+Z in a field with text typed in it undoes "
+           "the typing first):</p><table>%1</table>")
+            .arg(menus));
 }
 
 void MainWindow::onConfigChanged(const schedule::Config& config) {
@@ -351,6 +407,7 @@ void MainWindow::openTrace(const QString& path) {
             return;
         }
         if (!opened) {
+            open_error_ = error;
             statusBar()->showMessage(error);
             emit traceFailed(error);
             if (!isVisible()) {
@@ -377,6 +434,9 @@ void MainWindow::openTrace(const QString& path) {
         const int index = tabs_->addTab(tab, QFileInfo(path).fileName());
         tabs_->setTabToolTip(index, path);
         tabs_->setCurrentIndex(index);
+        if (statusBar()->currentMessage() == open_error_) {
+            statusBar()->clearMessage();  // an earlier file's failure is not news any more
+        }
         emit traceOpened(path);
     });
     const std::string p = path.toStdString();
@@ -463,6 +523,38 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         }
     }
     event->accept();
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() != QEvent::ShortcutOverride) {
+        return QMainWindow::eventFilter(watched, event);
+    }
+    auto* widget = qobject_cast<QWidget*>(watched);
+    auto* key = static_cast<QKeyEvent*>(event);
+    if (!widget || widget->window() != this || key->modifiers() == Qt::NoModifier) {
+        return false;
+    }
+    // Undo and redo stay the field's while it has typing of its own to step through.
+    if (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo)) {
+        auto* edit = qobject_cast<QLineEdit*>(widget);
+        if (!edit) {
+            edit = widget->findChild<QLineEdit*>();  // a spin box's
+        }
+        if (edit && (key->matches(QKeySequence::Undo) ? edit->isUndoAvailable()
+                                                      : edit->isRedoAvailable())) {
+            return false;
+        }
+    }
+    const QKeySequence pressed(key->keyCombination());
+    for (QAction* top : menuBar()->actions()) {
+        for (QAction* a : top->menu() ? top->menu()->actions() : QList<QAction*>{}) {
+            if (a->isEnabled() && a->shortcuts().contains(pressed)) {
+                event->ignore();  // not the field's: the shortcut map gets the key
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

@@ -79,6 +79,9 @@ class MainWindow : public QMainWindow {
 
   protected:
     void closeEvent(QCloseEvent* event) override;
+    // The menus' shortcuts win over a focused field's own bindings for the same keys (a line
+    // edit takes Ctrl+E to the end of its line, Ctrl+Z into its empty history).
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -123,6 +126,7 @@ class MainWindow : public QMainWindow {
     NsysImportFlow* nsys_;
     RunDataPtr current_;
     quint64 methods_request_ = 0;
+    QString open_error_;  // the last trace that failed to open, as the status bar said it
     quint64 single_request_ = 0;
     std::unique_ptr<RecentFiles> recent_;
     class QMenu* recent_menu_ = nullptr;

@@ -91,9 +91,24 @@ void keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
     needed += static_cast<int>(rows_with_rects) *
               (kAxisRectMinHeight - rects.front()->minimumSize().height());
     const int excess = std::max(0, needed - viewport.height());
+    // A rect keeps room for its value axis's labels (a timeline's rank names) to stand apart;
+    // where that is not enough, QCustomPlot squeezes every row after all.
+    int floor = kSqueezedAxisRectMinHeight;
+    for (const QCPAxisRect* rect : rects) {
+        const QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+        if (axis && axis->visible() && axis->tickLabels()) {
+            // Each label's ink (no line gap): labels may touch, not overlap.
+            const QFontMetrics metrics(axis->tickLabelFont());
+            int ink = 0;
+            for (const QString& label : axis->tickVectorLabels()) {
+                ink += metrics.tightBoundingRect(label).height();
+            }
+            floor = std::max(floor, ink);
+        }
+    }
     const int height =
-        std::max(kSqueezedAxisRectMinHeight,
-                 kAxisRectMinHeight - (excess + rows_with_rects - 1) / rows_with_rects);
+        std::clamp(kAxisRectMinHeight - (excess + rows_with_rects - 1) / rows_with_rects,
+                   std::min(floor, kAxisRectMinHeight), kAxisRectMinHeight);
     for (QCPAxisRect* rect : rects) {
         if (rect->minimumSize().height() != height) {
             rect->setMinimumSize(rect->minimumSize().width(), height);

@@ -26,6 +26,9 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel;
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // At most three lines: a long description wrapped in a narrow window would otherwise raise
+    // the page's minimum height past the screen's (the whole text stays selectable).
+    status_->setMaximumHeight(3 * status_->fontMetrics().lineSpacing() + 4);
     layout->addWidget(status_);
     connect(fit, &QPushButton::clicked, chart_, [this] {
         chart_->fitAll();

@@ -38,6 +38,7 @@ QPushButton* button(const QString& text, const QString& tooltip = {}) {
 RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
     : QGroupBox(tr("Runs"), parent), library_(library) {
     table_ = new QTableView;
+    table_->setTabKeyNavigation(false);  // Tab moves on; arrow keys walk the rows
     table_->setModel(library_);
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
@@ -114,15 +115,23 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
     connect(delete_button_, &QPushButton::clicked, this, &RunsPanel::deleteSelected);
     connect(reveal, &QPushButton::clicked, this, &RunsPanel::revealFolder);
     connect(refresh, &QPushButton::clicked, library_, &RunsLibrary::refresh);
-    auto* lib_buttons = new QHBoxLayout;
-    for (QPushButton* b : {open_button_, compare_button_, predict_button_, merge_button_,
-                           repair_button_, rename_button_, delete_button_, reveal, refresh}) {
-        lib_buttons->addWidget(b);
+    // Two rows, what to do with runs and what to do with their files, so that the page fits a
+    // 1024-pixel screen beside the config.
+    auto* run_buttons = new QHBoxLayout;
+    for (QPushButton* b :
+         {open_button_, compare_button_, predict_button_, merge_button_, repair_button_}) {
+        run_buttons->addWidget(b);
     }
-    lib_buttons->addStretch(1);
+    run_buttons->addStretch(1);
+    auto* file_buttons = new QHBoxLayout;
+    for (QPushButton* b : {rename_button_, delete_button_, reveal, refresh}) {
+        file_buttons->addWidget(b);
+    }
+    file_buttons->addStretch(1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(table_, 1);
-    layout->addLayout(lib_buttons);
+    layout->addLayout(run_buttons);
+    layout->addLayout(file_buttons);
 
     updateActions();
 }

@@ -274,7 +274,7 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     auto* split = new QSplitter(Qt::Vertical);
     plot_ = new QCustomPlot;
     // Room for the headline, the chart titles, bars a few lines tall and the legends.
-    plot_->setMinimumHeight(230);
+    plot_->setMinimumHeight(180);
     letPlotShrink(plot_);
     split->addWidget(plot_);
     model_ = new SummaryModel(this);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <QPainter>
 #include <QToolTip>
 
 #include <pipescope/app/time_axis.h>
@@ -33,7 +34,7 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
         tr("Wheel: zoom · drag: select a range · click: select an op\n"
            "W/S zoom · A/D pan · F fit selection · 0 fit all · M micro-batch highlight · "
            "C critical path"));
-    setMinimumSize(320, 200);
+    setMinimumSize(320, 160);
     letPlotShrink(this);
     // Walking an iteration of a trace file may take up to the selection budget: not on every
     // wheel step, but once the view rests.
@@ -372,6 +373,25 @@ void TraceChart::wheelEvent(QWheelEvent* event) {
         rects_.front()->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x());
     zoomBy(std::pow(kZoomStep, steps), anchor);
     event->accept();
+}
+
+void TraceChart::paintEvent(QPaintEvent* event) {
+    QCustomPlot::paintEvent(event);
+    if (hasFocus()) {
+        QPainter painter(this);
+        painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
+        painter.drawRect(QRectF(rect()).adjusted(1, 1, -1, -1));
+    }
+}
+
+void TraceChart::focusInEvent(QFocusEvent* event) {
+    QCustomPlot::focusInEvent(event);
+    update();
+}
+
+void TraceChart::focusOutEvent(QFocusEvent* event) {
+    QCustomPlot::focusOutEvent(event);
+    update();
 }
 
 void TraceChart::keyPressEvent(QKeyEvent* event) {

@@ -86,6 +86,10 @@ class TraceChart : public QCustomPlot {
     void mouseReleaseEvent(QMouseEvent* event) override;
     void wheelEvent(QWheelEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
+    // A frame while the chart has the keyboard focus, so that W/S/A/D are seen to go to it.
+    void paintEvent(QPaintEvent* event) override;
+    void focusInEvent(QFocusEvent* event) override;
+    void focusOutEvent(QFocusEvent* event) override;
 
   private:
     void rebuild(bool keep_view);

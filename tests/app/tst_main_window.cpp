@@ -54,7 +54,8 @@ class TstMainWindow : public QObject {
     void sweepNamesCurvesThatCoincide();
     void stageLayersFollowTheMethod();
     void configHistoryUndoesAndRedoes();
-    void fitsAt1280x800();
+    void fitsAt1024x640();
+    void keyboardReachesTheWindow();
     void exportsTheChart();
     void exportDialogNamesTheLimits();
     void exportDialogNeverReplacesSilently();
@@ -487,18 +488,54 @@ void TstMainWindow::sweepExplainsItselfFirst() {
 }
 
 // Nothing in the window asks for more than the smallest screen the app must work on.
-void TstMainWindow::fitsAt1280x800() {
+// Every page fits a 1024 x 640 screen (a small laptop; 1280 x 800 at 125 %).
+void TstMainWindow::fitsAt1024x640() {
     for (int i = 0; i < window_->tabs()->count(); ++i) {
         window_->tabs()->setCurrentIndex(i);
         QCoreApplication::processEvents();
         const QSize min = window_->minimumSizeHint().expandedTo(window_->minimumSize());
-        QVERIFY2(min.width() <= 1280 && min.height() <= 800,
+        QVERIFY2(min.width() <= 1024 && min.height() <= 640,
                  qPrintable(QString("tab %1 needs %2x%3")
                                 .arg(window_->tabs()->tabText(i))
                                 .arg(min.width())
                                 .arg(min.height())));
     }
     window_->tabs()->setCurrentIndex(0);
+}
+
+// The menus' shortcuts work from a config field (a line edit would take Ctrl+E and Ctrl+Z for
+// itself), Ctrl+1..4 show the pages, and the timeline takes the keyboard focus.
+void TstMainWindow::keyboardReachesTheWindow() {
+    app::ConfigPanel* panel = window_->configPanel();
+    QTRY_VERIFY_WITH_TIMEOUT(panel->config().has_value(), 10000);
+    const int layers = panel->config()->model.layers;
+    QVERIFY(panel->setField("model.layers", layers + 4));
+    QCOMPARE(panel->config()->model.layers, layers + 4);
+    QWidget* heads = panel->field("model.heads");  // untouched: no typing of its own to undo
+    heads->setFocus();
+    QTRY_VERIFY(heads->hasFocus());
+    QTest::keySequence(heads, QKeySequence::Undo);
+    QCOMPARE(panel->config()->model.layers, layers);
+    QTest::keySequence(heads, QKeySequence::Redo);
+    QCOMPARE(panel->config()->model.layers, layers + 4);
+    panel->undo();
+
+    QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_2));
+    QCOMPARE(window_->tabs()->currentIndex(), 1);
+    QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_4));
+    QCOMPARE(window_->tabs()->currentIndex(), 3);
+    QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_Tab));
+    QCOMPARE(window_->tabs()->currentIndex(), 0);
+    QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Tab));
+    QCOMPARE(window_->tabs()->currentIndex(), 3);
+    QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_1));
+    QCOMPARE(window_->tabs()->currentIndex(), 0);
+
+    // Tab walks from the explorer's Fit all button into its chart.
+    auto* chart = window_->explorer()->chart();
+    QCOMPARE(chart->focusPolicy(), Qt::StrongFocus);
+    QWidget* before = chart->previousInFocusChain();
+    QVERIFY(before->focusPolicy() & Qt::TabFocus);
 }
 
 void TstMainWindow::exportsTheChart() {
@@ -635,9 +672,19 @@ void TstMainWindow::opensTracesAndComparesThem() {
     QVERIFY(view->chart()->timeRangeMs().lower > earliest_ms / 2);
     QString error;
     QVERIFY2(window_->exportCurrentChart(dir.filePath("cmp.svg"), &error), qPrintable(error));
+    // Ctrl+W closes the tab shown, from wherever the focus is; the four pages stay.
+    const int open = window_->tabs()->count();
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    window_->tabs()->currentWidget()->setFocus();
+    QTest::keySequence(window_.get(), QKeySequence(Qt::CTRL | Qt::Key_W));
+    QCOMPARE(window_->tabs()->count(), open - 1);
     while (window_->tabs()->count() > kFixedTabs) {
         delete window_->tabs()->widget(kFixedTabs);
     }
+    window_->tabs()->setCurrentIndex(0);
+    QTest::keySequence(window_.get(), QKeySequence(Qt::CTRL | Qt::Key_W));
+    QCOMPARE(window_->tabs()->count(), kFixedTabs);
 }
 
 void TstMainWindow::refusesANonTrace() {
