@@ -66,6 +66,10 @@ class MainWindow : public QMainWindow {
     // Width 1600 and the tab's natural height unless `options` say otherwise.
     bool exportCurrentChart(const QString& path, QString* error);
     bool exportCurrentChart(const QString& path, const ExportOptions& options, QString* error);
+    // Writes `run` as Perfetto / Chrome JSON to `path` in the background, with progress and
+    // Cancel; says how it went in the status bar (and a message box for a failure) and emits
+    // traceExported.
+    void exportTrace(const RunDataPtr& run, const QString& path);
     // File > Import Nsight Systems export (for the current trace tab's run).
     NsysImportFlow* nsysImport() const { return nsys_; }
     // The height an export of the current tab gets by default (logical px at 1600 wide).
@@ -76,6 +80,8 @@ class MainWindow : public QMainWindow {
     void traceFailed(const QString& message);
     // A comparison tab (compareTraces, predictVsMeasured) was added.
     void comparisonOpened(pipescope::app::CompareView* view);
+    // exportTrace finished: `error` is empty when `path` was written.
+    void traceExported(const QString& path, const QString& error);
 
   protected:
     void closeEvent(QCloseEvent* event) override;

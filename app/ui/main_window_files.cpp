@@ -1,17 +1,20 @@
 // What leaves and enters the main window as files: chart and trace exports of the current tab,
 // and the import of Nsight Systems exports into a run.
 #include <QFileDialog>
+#include <QFutureWatcher>
 #include <QInputDialog>
 #include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/runner_process.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/interop/chrome_export.h>
 
+#include "background_progress.h"
 #include "chart_export.h"
 #include "compare_view.h"
 #include "export_dialog.h"
@@ -237,30 +240,59 @@ void MainWindow::exportTraceDialog() {
         return;
     }
     settings.setValue(QStringLiteral("export/trace_dir"), QFileInfo(path).absolutePath());
-    trace::TraceStatus st;
-    if (trace) {
-        st = interop::exportChrome(trace->reader(), path.toStdString());
-    } else if (auto* s = dynamic_cast<const SimRunData*>(run.get())) {
+    exportTrace(run, path);
+}
+
+void MainWindow::exportTrace(const RunDataPtr& run, const QString& path) {
+    // A trace of millions of ops takes seconds: on another thread, with progress and Cancel.
+    // It reads the file with a reader of its own (the tab's keeps serving the chart).
+    const auto* trace = dynamic_cast<const TraceRunData*>(run.get());
+    auto shared = std::make_shared<BackgroundProgress>();
+    const QPointer<QProgressDialog> progress =
+        showBackgroundProgress(this, tr("Exporting %1…").arg(QFileInfo(path).fileName()), shared);
+    auto* watcher = new QFutureWatcher<trace::TraceStatus>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, progress, path] {
+        const trace::TraceStatus st = watcher->result();
+        watcher->deleteLater();
+        closeBackgroundProgress(progress);
+        if (st.ok()) {
+            statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
+        } else if (st.code == trace::TraceStatus::Code::Cancelled) {
+            statusBar()->showMessage(tr("Export cancelled: %1 not written").arg(path), 5000);
+        } else {
+            statusBar()->showMessage(QString::fromStdString(st.message));
+            if (isVisible()) {
+                QMessageBox::warning(this, tr("Export trace"), QString::fromStdString(st.message));
+            }
+        }
+        emit traceExported(path, QString::fromStdString(st.message));
+    });
+    const std::string origin = trace ? trace->origin() : std::string();
+    watcher->setFuture(QtConcurrent::run([run, origin, out = path.toStdString(), shared] {
+        const auto report = [&shared](double done) { return shared->report(done); };
+        trace::TraceReader reader;
+        if (!origin.empty()) {
+            if (trace::TraceStatus st = reader.open(origin); !st.ok()) {
+                return st;
+            }
+            return interop::exportChrome(reader, out, nullptr, report);
+        }
+        const auto* sim = dynamic_cast<const SimRunData*>(run.get());
+        if (!sim) {
+            return trace::TraceStatus::error(trace::TraceStatus::Code::BadInput,
+                                             "this run has no trace to export");
+        }
         // A simulated run has no file yet: write one to a temporary folder and export it.
         QTemporaryDir tmp;
         const std::string db = tmp.filePath(QStringLiteral("run.db")).toStdString();
-        st = saveSimTrace(*s, db, 1, true);
-        if (st.ok()) {
-            trace::TraceReader reader;
-            st = reader.open(db);
-            if (st.ok()) {
-                st = interop::exportChrome(reader, path.toStdString());
-            }
+        if (trace::TraceStatus st = saveSimTrace(*sim, db, 1, true); !st.ok()) {
+            return st;
         }
-    } else {
-        st = trace::TraceStatus::error(trace::TraceStatus::Code::BadInput,
-                                       "this run has no trace to export");
-    }
-    if (st.ok()) {
-        statusBar()->showMessage(tr("Trace written to %1").arg(path), 5000);
-    } else {
-        QMessageBox::warning(this, tr("Export trace"), QString::fromStdString(st.message));
-    }
+        if (trace::TraceStatus st = reader.open(db); !st.ok()) {
+            return st;
+        }
+        return interop::exportChrome(reader, out, nullptr, report);
+    }));
 }
 
 }  // namespace pipescope::app

@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -190,8 +191,15 @@ RunPage::RunPage(bool restore, QWidget* parent)
     watch->setStretchFactor(1, 3);
     run_layout->addWidget(watch, 1);
 
+    // The new run's box scrolls when the window is short: its notes and errors wrap to several
+    // lines and would otherwise raise the page's minimum height past the screen's.
+    auto* run_scroll = new QScrollArea;
+    run_scroll->setWidget(run_box);
+    run_scroll->setWidgetResizable(true);
+    run_scroll->setFrameShape(QFrame::NoFrame);
+    run_scroll->setMinimumHeight(200);
     auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(run_box);
+    split->addWidget(run_scroll);
     panel_ = new RunsPanel(library_);
     split->addWidget(panel_);
     connect(panel_, &RunsPanel::openRequested, this, &RunPage::openRequested);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <map>
 #include <set>
@@ -19,7 +20,11 @@ using trace::appendMicros;
 
 class ChromeWriter {
   public:
-    explicit ChromeWriter(const trace::TraceReader& reader) : reader_(reader) {}
+    ChromeWriter(const trace::TraceReader& reader, const std::function<bool(double)>& progress)
+        : reader_(reader), progress_(progress) {
+        // Two passes over the ops (pairing the flows, then writing), then the memory samples.
+        total_ = std::max<std::int64_t>(1, 2 * reader.opCount() + reader.memorySampleCount());
+    }
 
     trace::TraceStatus run(const std::string& out_path) {
         detail::FlowMatcher flows;
@@ -27,10 +32,10 @@ class ChromeWriter {
             if (detail::isKnownOp(op)) {
                 flows.count(op);
             }
-            return true;
+            return step();
         });
-        if (!st.ok()) {
-            return st;
+        if (!st.ok() || cancelled_) {
+            return cancelled_ ? cancelledStatus() : st;
         }
         flows.seal();
         stats_.flows = flows.pairs();
@@ -39,11 +44,11 @@ class ChromeWriter {
         }
         file_.write("{\"traceEvents\":[");
         writeRankMetadata();
-        if (st = writeOps(&flows); !st.ok()) {
-            return st;
+        if (st = writeOps(&flows); !st.ok() || cancelled_) {
+            return cancelled_ ? cancelledStatus() : st;
         }
-        if (st = writeMemory(); !st.ok()) {
-            return st;
+        if (st = writeMemory(); !st.ok() || cancelled_) {
+            return cancelled_ ? cancelledStatus() : st;
         }
         if (st = writeKernels(); !st.ok()) {
             return st;
@@ -55,6 +60,21 @@ class ChromeWriter {
     const ChromeExportStats& stats() const { return stats_; }
 
   private:
+    // One row read: says how far the export is every so many rows; false when it is to stop.
+    bool step() {
+        constexpr std::int64_t kEvery = 16384;
+        if (++done_ % kEvery != 0 || !progress_) {
+            return true;
+        }
+        cancelled_ =
+            !progress_(std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)));
+        return !cancelled_;
+    }
+    trace::TraceStatus cancelledStatus() const {
+        return trace::TraceStatus::error(trace::TraceStatus::Code::Cancelled,
+                                         "the export was cancelled; nothing was written");
+    }
+
     // Starts an event in ev_ with its name, phase and pid.
     void begin(std::string_view name, const char* ph, std::int64_t pid) {
         ev_.clear();
@@ -206,7 +226,7 @@ class ChromeWriter {
             if (const std::int64_t id = flows->idFor(op); id > 0) {
                 writeFlow(op, tid, id);
             }
-            return true;
+            return step();
         });
         if (in_rank) {
             writeExtraLanes(rank, packer);
@@ -275,7 +295,7 @@ class ChromeWriter {
             t = s.t_ns;
             level[static_cast<std::size_t>(s.category)] = s.bytes;
             pending = true;
-            return true;
+            return step();
         });
         close();
         return st;
@@ -366,6 +386,10 @@ class ChromeWriter {
     inline static const std::string kKernel = "kernel";
 
     const trace::TraceReader& reader_;
+    const std::function<bool(double)>& progress_;
+    std::int64_t total_ = 1;
+    std::int64_t done_ = 0;
+    bool cancelled_ = false;
     detail::AtomicFile file_;
     ChromeExportStats stats_;
     std::string ev_;
@@ -375,8 +399,9 @@ class ChromeWriter {
 }  // namespace
 
 trace::TraceStatus exportChrome(const trace::TraceReader& reader, const std::string& out_path,
-                                ChromeExportStats* stats) {
-    ChromeWriter writer(reader);
+                                ChromeExportStats* stats,
+                                const std::function<bool(double)>& progress) {
+    ChromeWriter writer(reader, progress);
     const trace::TraceStatus st = writer.run(out_path);
     if (stats) {
         *stats = writer.stats();

@@ -1,5 +1,6 @@
 // Chrome / Perfetto JSON export of the fixture trace: byte-for-byte against a golden file, then
 // read back with QJsonDocument to check what a viewer relies on.
+#include <algorithm>
 #include <map>
 
 #include <QDir>
@@ -56,6 +57,7 @@ class TestChromeExport : public QObject {
     void failedWriteLeavesNothing();
     void replacesExistingFile();
     void zeroLengthOpsStandApart();
+    void progressAndCancel();
 
   private:
     QTemporaryDir dir_;
@@ -370,6 +372,38 @@ void TestChromeExport::zeroLengthOpsStandApart() {
             QVERIFY2(names.size() == 1, qPrintable(names.join(", ")));
         }
     }
+}
+
+// The export says how far it is and stops when asked, leaving the target as it was.
+void TestChromeExport::progressAndCancel() {
+    // Enough rows for several reports (one per 16,384 rows read).
+    test::FixtureOptions o;
+    for (int i = 0; i < 40000; ++i) {
+        o.more_ops.push_back({0, 1, trace::OpKind::F, 0, trace::Lane::Compute, 200 + i, 200 + i});
+    }
+    const QString path = dir_.filePath("many.db");
+    QCOMPARE(test::writeFixtureTrace(path, o), QString());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    const QString out = dir_.filePath("many.json");
+    std::vector<double> seen;
+    const auto all = interop::exportChrome(reader, out.toStdString(), nullptr, [&](double f) {
+        seen.push_back(f);
+        return true;
+    });
+    QVERIFY2(all.ok(), all.message.c_str());
+    QVERIFY(seen.size() >= 4);
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    QVERIFY(seen.front() > 0 && seen.back() <= 1);
+    const QByteArray written = test::readFile(out);
+
+    int calls = 0;
+    const auto stopped = interop::exportChrome(reader, out.toStdString(), nullptr,
+                                               [&](double) { return ++calls < 3; });
+    QCOMPARE(stopped.code, trace::TraceStatus::Code::Cancelled);
+    QCOMPARE(calls, 3);
+    QCOMPARE(test::readFile(out), written);  // the earlier export is still there, whole
+    QCOMPARE(QDir(dir_.path()).entryList({".many*"}, QDir::Hidden | QDir::Files), QStringList());
 }
 
 #include "tst_chrome_export.moc"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <pipescope/trace/reader.h>
@@ -25,7 +26,10 @@ struct ChromeExportStats {
 // Writes `reader`'s trace to `out_path` (replaced atomically; on failure the target is left as
 // it was). Status codes: IoError when the output cannot be written, Corrupt when the trace
 // cannot be read to the end.
+// `progress`, when given, is called now and then with the share done (0..1); returning false
+// stops the export, which then answers Code::Cancelled and leaves the target as it was.
 trace::TraceStatus exportChrome(const trace::TraceReader& reader, const std::string& out_path,
-                                ChromeExportStats* stats = nullptr);
+                                ChromeExportStats* stats = nullptr,
+                                const std::function<bool(double)>& progress = {});
 
 }  // namespace pipescope::interop
