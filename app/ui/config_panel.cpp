@@ -229,6 +229,10 @@ void ConfigPanel::assignFields(const schedule::Config& c) {
     assigning_ = false;
 }
 
+void ConfigPanel::showName(const QString& name) {
+    source_->setText(file_name_.isEmpty() ? name : tr("%1\n(%2)").arg(name, file_name_));
+}
+
 bool ConfigPanel::loadJson(const QString& json, const QString& source_name) {
     return load(json, source_name, QString(), 0);
 }
@@ -244,9 +248,9 @@ bool ConfigPanel::load(const QString& json, const QString& source_name, const QS
     base_json_ = json.toStdString();
     base_config_ = parsed.config;
     source_name_ = source_name;
+    file_name_ = file_name;
     // A file of the user's: the preset list no longer names what is loaded, the label does.
-    const QString name = QString::fromStdString(parsed.config->name);
-    source_->setText(file_name.isEmpty() ? name : tr("%1\n(%2)").arg(name, file_name));
+    showName(QString::fromStdString(parsed.config->name));
     source_->setToolTip(file_name.isEmpty() ? QString()
                                             : QFileInfo(source_name).absoluteFilePath());
     presets_->setCurrentIndex(preset_index);
@@ -286,6 +290,7 @@ ConfigPanel::State ConfigPanel::snapshot() const {
     State s;
     s.base_json = base_json_;
     s.source_name = source_name_;
+    s.file_name = file_name_;
     s.label = source_->text();
     s.label_tip = source_->toolTip();
     s.preset_index = presets_->currentIndex();
@@ -303,6 +308,7 @@ void ConfigPanel::restore(const State& s) {
     }
     base_json_ = s.base_json;
     source_name_ = s.source_name;
+    file_name_ = s.file_name;
     source_->setText(s.label);
     source_->setToolTip(s.label_tip);
     presets_->setCurrentIndex(s.preset_index);
@@ -447,6 +453,7 @@ void ConfigPanel::reparse() {
     // exports made from an edited config are not named after the one it came from.
     if (base_config_) {
         config_->name = schedule::editedName(*base_config_, *config_);
+        showName(QString::fromStdString(config_->name));  // an edited file's label says so
     }
     config_valid_ = true;
     commit();

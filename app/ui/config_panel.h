@@ -71,6 +71,7 @@ class ConfigPanel : public QWidget {
     struct State {
         std::string base_json;
         QString source_name;
+        QString file_name;  // the loaded file's name, shown under the config's; "" for a preset
         QString label;
         QString label_tip;
         int preset_index = 0;
@@ -79,6 +80,8 @@ class ConfigPanel : public QWidget {
     };
     static constexpr std::size_t kHistoryLimit = 200;
 
+    // The label: the config's name, and the file it came from under it.
+    void showName(const QString& name);
     bool load(const QString& json, const QString& source_name, const QString& file_name,
               int preset_index);
     // Reads `path` (at most 64 MiB) and loads it; a read error is shown like a parse error.
@@ -110,6 +113,7 @@ class ConfigPanel : public QWidget {
     // apart from (schedule::editedName).
     std::optional<schedule::Config> base_config_;
     QString source_name_;
+    QString file_name_;  // State::file_name
     std::optional<schedule::Config> config_;
     bool config_valid_ = false;  // the fields as they stand parse (config_ may be older)
     bool assigning_ = false;

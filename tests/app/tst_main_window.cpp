@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QFile>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -425,6 +426,20 @@ void TstMainWindow::configHistoryUndoesAndRedoes() {
     QCOMPARE(panel.findChildren<QLabel*>().front()->text(), label);
     QCOMPARE(panel.findChild<QComboBox*>(QStringLiteral("presets"))->currentText(),
              QStringLiteral("default"));
+
+    // A config from a file: an edit shows in its label at once, under the file's name.
+    QTemporaryDir dir;
+    const QString file = dir.filePath("mycfg.json");
+    QFile::copy(QStringLiteral(":/presets/small-2stage-naive.json"), file);
+    QFile(file).setPermissions(QFile::ReadOwner | QFile::WriteOwner);
+    QVERIFY(panel.loadFile(file));
+    const auto source = [&] { return panel.findChildren<QLabel*>().front()->text(); };
+    QVERIFY2(source().endsWith("(mycfg.json)") && !source().contains("["), qPrintable(source()));
+    QVERIFY(panel.setField("model.hidden", 256));
+    QVERIFY2(source().contains("[model.hidden=256]") && source().endsWith("(mycfg.json)"),
+             qPrintable(source()));
+    panel.undo();
+    QVERIFY2(!source().contains("["), qPrintable(source()));
 }
 
 // The authors' redistributed preset fixes the last stage's layers. Switching the method away
