@@ -19,6 +19,36 @@ namespace {
 
 constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
 constexpr double kZoomStep = 1.25;
+// From this span on, the time axes read in seconds (a run of minutes in ms reads "300000").
+constexpr double kSecondsFromMs = 10000;
+
+// Ticks placed on the axis's milliseconds, labelled in seconds for a long view.
+class TimeTicker : public QCPAxisTicker {
+  public:
+    bool seconds = false;
+
+  protected:
+    QString getTickLabel(double tick, const QLocale& locale, QChar format, int precision) override {
+        return QCPAxisTicker::getTickLabel(seconds ? tick / 1000 : tick, locale, format, precision);
+    }
+};
+
+// Sets `axis` to read in seconds or milliseconds; true when that changed.
+bool showTimeUnit(QCPAxis* axis, const QCPRange& range_ms) {
+    auto* ticker = dynamic_cast<TimeTicker*>(axis->ticker().data());
+    if (!ticker) {
+        return false;
+    }
+    const bool seconds = range_ms.size() >= kSecondsFromMs;
+    if (ticker->seconds == seconds) {
+        return false;
+    }
+    ticker->seconds = seconds;
+    if (axis->tickLabels()) {
+        axis->setLabel(seconds ? QObject::tr("time (s)") : QObject::tr("time (ms)"));
+    }
+    return true;
+}
 constexpr double kPanStep = 0.2;  // of the view per A/D press
 
 }  // namespace
@@ -132,6 +162,7 @@ void TraceChart::rebuild(bool keep_view) {
             rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
         }
         timelines_.push_back(addTimeline(this, rect, run));
+        rect->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<TimeTicker>::create());
         timelines_.back()->setFocusKinds(focus_kinds_);
         if (runs_.size() > 1 && &run != &runs_.back()) {
             // One time axis for the stack: ticks on every chart, numbers and label on the last.
@@ -152,6 +183,7 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 1.5);
         ++row;
         memory_ = std::make_unique<MemoryLayer>(this, memory_rect_);
+        memory_rect_->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<TimeTicker>::create());
         memory_->setBackgroundQueries(true);
         const auto& ranks = runs_.front()->stats().ranks;
         if (std::none_of(ranks.begin(), ranks.end(),
@@ -257,9 +289,11 @@ void TraceChart::onRangeChanged(const QCPRange& range) {
     syncing_ = true;
     for (auto* rect : rects_) {
         rect->axis(QCPAxis::atBottom)->setRange(range);
+        showTimeUnit(rect->axis(QCPAxis::atBottom), range);
     }
     if (memory_rect_) {
         memory_rect_->axis(QCPAxis::atBottom)->setRange(range);
+        showTimeUnit(memory_rect_->axis(QCPAxis::atBottom), range);
     }
     syncing_ = false;
     if (memory_) {

@@ -51,6 +51,7 @@ class TstTraceChart : public QObject {
     void legendNamesEveryKindOfALongRun();
     void stackedRunsKeepTheLegendWhole_data();
     void stackedRunsKeepTheLegendWhole();
+    void longViewsReadInSeconds();
     void gpuLaneIsDrawnAndPicked();
     void peakLabelFitsShortCharts_data();
     void peakLabelFitsShortCharts();
@@ -322,6 +323,37 @@ void TstTraceChart::stackedRunsKeepTheLegendWhole() {
     if (height >= 900) {
         QCOMPARE(chart.axisRects().front()->minimumSize().height(), 50);
     }
+}
+
+// A view of minutes reads "time (s)" with labels such as 120, not "time (ms)" with 120000.
+void TstTraceChart::longViewsReadInSeconds() {
+    // The default preset on a machine 2,000 times slower: an iteration of about 200 s.
+    auto parsed = schedule::loadConfigFile(std::string(PIPESCOPE_SOURCE_DIR) +
+                                           "/resources/presets/default.json");
+    QVERIFY(parsed.ok());
+    parsed.config->hardware.peak_tflops /= 2000;
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    auto slow = std::make_shared<app::SimRunData>(std::move(*sim.result), "slow");
+    app::TraceChart chart;
+    chart.resize(1000, 600);
+    chart.setRuns({slow}, true);
+    const auto bottom = [&](QCPAxisRect* rect) { return rect->axis(QCPAxis::atBottom); };
+    const auto labels = [&](QCPAxis* axis) {
+        chart.replot();
+        return axis->tickVectorLabels();
+    };
+    QCPAxis* time = bottom(chart.axisRects().front());
+    QVERIFY(chart.timeRangeMs().size() > 100000);  // fitted to the whole run
+    QCOMPARE(time->label(), QString("time (s)"));
+    QCOMPARE(bottom(chart.axisRects().back())->label(), QString("time (s)"));  // the memory's
+    const QVector<QString> long_labels = labels(time);
+    QVERIFY(!long_labels.isEmpty());
+    QVERIFY2(long_labels.contains("100") && !long_labels.contains("100000"),
+             qPrintable(QStringList(long_labels.begin(), long_labels.end()).join(" ")));
+    chart.setTimeRangeMs(QCPRange(0, 50));
+    QCOMPARE(time->label(), QString("time (ms)"));
+    QVERIFY(labels(time).contains("20"));
 }
 
 void TstTraceChart::gpuLaneIsDrawnAndPicked() {
