@@ -99,13 +99,14 @@ void CompareView::setRuns(std::vector<RunDataPtr> runs, const QStringList& notes
     focus_->resetKeeping([&] { op_model_->setRuns(stats, CompareModel::headerNames(names)); });
     status_->clear();  // before the chart says what it selected again
     chart_->setRuns(runs_, false, keep_view);
-    // Room for every run's ranks to stay readable; past the window's height the splitter gives
-    // way to the table's minimum.
+    // Room for every run's rank names to stand apart (about 10 px each, the axes and titles
+    // besides), but no more than keeps the page within a 1024 x 640 screen; past that the
+    // chart's own layout squeezes the timelines.
     int ranks = 0;
     for (const auto& r : runs_) {
         ranks += r->rankCount();
     }
-    chart_->setMinimumHeight(std::min(600, 60 + 14 * ranks + 24 * static_cast<int>(runs_.size())));
+    chart_->setMinimumHeight(std::min(380, 40 + 10 * ranks + 20 * static_cast<int>(runs_.size())));
 }
 
 void CompareView::showFirstIterations() {

@@ -35,6 +35,7 @@ class MainWindow : public QMainWindow {
     ~MainWindow() override;
 
     ConfigPanel* configPanel() const { return config_; }
+    CompareView* methodsView() const { return methods_view_; }
     RunView* explorer() const { return explore_view_; }
     SummaryView* explorerSummary() const { return explore_summary_; }
     CompareView* methodComparison() const { return methods_view_; }
