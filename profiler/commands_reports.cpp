@@ -118,12 +118,12 @@ int runCriticalPath(const std::vector<std::string>& args) {
     const auto it = std::find_if(stats.iterations.begin(), stats.iterations.end(),
                                  [&](const auto& i) { return i.iteration == iteration; });
     if (it == stats.iterations.end()) {
-        printErr(a.path + ": iteration " + std::to_string(iteration) + " is not in the trace (" +
-                 (stats.iterations.empty()
-                      ? std::string("it has no ops")
-                      : "it has iterations " + std::to_string(stats.iterations.front().iteration) +
-                            " to " + std::to_string(stats.iterations.back().iteration)) +
-                 ")");
+        printErr(analysis::iterationNotInTrace(
+            a.path, iteration,
+            stats.iterations.empty()
+                ? std::nullopt
+                : std::optional(std::pair(stats.iterations.front().iteration,
+                                          stats.iterations.back().iteration))));
         return kExitBadInput;
     }
     const auto path = analysis::criticalPath(reader, *it);

@@ -282,22 +282,15 @@ void MainWindow::buildMenus() {
 void MainWindow::showShortcuts() {
     // The menus' shortcuts as the menus have them, so the list cannot miss one.
     QString menus;
-    for (QAction* top : menuBar()->actions()) {
-        if (!top->menu()) {
-            continue;
+    for (const auto& [menu, a] : menuShortcuts()) {
+        QStringList keys;
+        for (const QKeySequence& k : a->shortcuts()) {
+            keys << k.toString(QKeySequence::NativeText).toHtmlEscaped();
         }
-        for (QAction* a : top->menu()->actions()) {
-            QStringList keys;
-            for (const QKeySequence& k : a->shortcuts()) {
-                keys << k.toString(QKeySequence::NativeText).toHtmlEscaped();
-            }
-            if (!keys.isEmpty()) {
-                menus += QStringLiteral("<tr><td><b>%1</b></td><td>%2 (%3)</td></tr>")
-                             .arg(keys.join(QStringLiteral(" / ")),
-                                  a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")),
-                                  top->text().remove(QLatin1Char('&')));
-            }
-        }
+        menus += QStringLiteral("<tr><td><b>%1</b></td><td>%2 (%3)</td></tr>")
+                     .arg(keys.join(QStringLiteral(" / ")),
+                          a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")),
+                          menu->text().remove(QLatin1Char('&')));
     }
     QMessageBox::information(
         this, tr("Keyboard shortcuts"),
@@ -546,15 +539,25 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
         }
     }
     const QKeySequence pressed(key->keyCombination());
-    for (QAction* top : menuBar()->actions()) {
-        for (QAction* a : top->menu() ? top->menu()->actions() : QList<QAction*>{}) {
-            if (a->isEnabled() && a->shortcuts().contains(pressed)) {
-                event->ignore();  // not the field's: the shortcut map gets the key
-                return true;
-            }
+    for (const auto& [menu, a] : menuShortcuts()) {
+        if (a->isEnabled() && a->shortcuts().contains(pressed)) {
+            event->ignore();  // not the field's: the shortcut map gets the key
+            return true;
         }
     }
     return false;
+}
+
+std::vector<std::pair<QAction*, QAction*>> MainWindow::menuShortcuts() const {
+    std::vector<std::pair<QAction*, QAction*>> out;
+    for (QAction* top : menuBar()->actions()) {
+        for (QAction* a : top->menu() ? top->menu()->actions() : QList<QAction*>{}) {
+            if (!a->shortcuts().isEmpty()) {
+                out.emplace_back(top, a);
+            }
+        }
+    }
+    return out;
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

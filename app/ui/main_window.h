@@ -97,6 +97,8 @@ class MainWindow : public QMainWindow {
     static constexpr int kFixedTabs = 4;
 
     void buildMenus();
+    // Every menu item with a shortcut, with the menu bar's entry it is under.
+    std::vector<std::pair<QAction*, QAction*>> menuShortcuts() const;
     void onConfigChanged(const schedule::Config& config);
     void onSimulated(quint64 id, std::shared_ptr<const SimOutput> output);
     // A comparison tab of `runs`, the first the baseline, each lined up at its first measured

@@ -336,15 +336,16 @@ void summarize(RunStats* s) {
     }
 }
 
-std::string describeIterations(const std::vector<Window>& windows) {
-    if (windows.empty()) {
-        return "it has no ops";
-    }
-    return "it has iterations " + std::to_string(windows.front().iteration) + " to " +
-           std::to_string(windows.back().iteration);
-}
-
 }  // namespace
+
+std::string iterationNotInTrace(const std::string& path, int iteration,
+                                std::optional<std::pair<int, int>> recorded) {
+    return path + ": iteration " + std::to_string(iteration) + " is not in the trace (" +
+           (recorded ? "it has iterations " + std::to_string(recorded->first) + " to " +
+                           std::to_string(recorded->second)
+                     : std::string("it has no ops")) +
+           ")";
+}
 
 std::optional<double> OpKindTotals::bandwidth() const {
     if (bytes <= 0 || bytes_ns <= 0) {
@@ -472,9 +473,12 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         });
         if (it == windows.end()) {
             return trace::TraceStatus::error(
-                Code::BadInput, reader.path() + ": iteration " +
-                                    std::to_string(*options.iteration) + " is not in the trace (" +
-                                    describeIterations(windows) + ")");
+                Code::BadInput,
+                iterationNotInTrace(reader.path(), *options.iteration,
+                                    windows.empty()
+                                        ? std::nullopt
+                                        : std::optional(std::pair(windows.front().iteration,
+                                                                  windows.back().iteration))));
         }
         memory_window = trace::TimeRange{it->start_ns, it->end_ns};
     }

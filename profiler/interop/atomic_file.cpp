@@ -182,10 +182,8 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
     target_ = target;
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (trace::namedDescriptor(target) >= 0) {
-        return trace::TraceStatus::error(
-            Code::IoError,
-            target + ": a trace is an SQLite file; it cannot be written to a stream");
+    if (const std::string problem = trace::traceStreamProblem(target); !problem.empty()) {
+        return trace::TraceStatus::error(Code::IoError, problem);
     }
     if (fs::is_directory(target, ec)) {
         return trace::TraceStatus::error(Code::IoError,

@@ -65,6 +65,12 @@ int namedDescriptor(const std::string& path) {
     return -1;
 }
 
+std::string traceStreamProblem(const std::string& path) {
+    return namedDescriptor(path) >= 0
+               ? path + ": a trace is an SQLite file; it cannot be written to a stream"
+               : std::string();
+}
+
 std::string followLinks(const std::string& path) {
     std::filesystem::path p(path);
     for (int hops = 0; hops < kMaxLinks; ++hops) {

@@ -424,10 +424,8 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
     d.error = {};
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (namedDescriptor(path) >= 0) {
-        return d.error = TraceStatus::error(
-                   TraceStatus::Code::IoError,
-                   path + ": a trace is an SQLite file; it cannot be written to a stream");
+    if (const std::string problem = traceStreamProblem(path); !problem.empty()) {
+        return d.error = TraceStatus::error(TraceStatus::Code::IoError, problem);
     }
     // Through a link, the file it names is replaced and the link kept.
     const std::string file = followLinks(path);

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pipescope/trace/reader.h>
@@ -185,6 +186,11 @@ struct AnalysisOptions {
 // the trace) come back in the status, whose message names the file and the problem.
 trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOptions& options,
                               RunStats* out);
+
+// "RUN.db: iteration 7 is not in the trace (it has iterations 0 to 2)", the words of every report
+// asked for an iteration the trace lacks; `recorded` is its first and last iteration, if any.
+std::string iterationNotInTrace(const std::string& path, int iteration,
+                                std::optional<std::pair<int, int>> recorded);
 
 // Opens `path` and analyzes it; the status is TraceReader::open's when the file is not a trace.
 trace::TraceStatus analyzeFile(const std::string& path, const AnalysisOptions& options,

@@ -11,6 +11,10 @@ namespace pipescope::trace {
 // `path` names none.
 int namedDescriptor(const std::string& path);
 
+// Why a trace (an SQLite file) cannot be written to `path` when it names a descriptor ("PATH: a
+// trace is an SQLite file; it cannot be written to a stream"); "" when it names a file.
+std::string traceStreamProblem(const std::string& path);
+
 // `path` with symbolic links in its last component followed to the file they name (relative
 // targets from the link's folder; at most 40 links). Outputs are written there, so that replacing
 // a file through a link keeps the link and changes the file it points to.
