@@ -14,8 +14,27 @@
 
 namespace pipescope::cli {
 
-// Exit code for a failed export: the output could not be written (4) or the trace not read (2).
-int exportFailed(const TraceStatus& st) {
+// How an export's output is named in what the command says: "-" is standard output.
+std::string outputName(const std::string& path) {
+    return path == "-" ? "standard output" : path;
+}
+
+// True when an export to `path` goes straight to it rather than through a file renamed into
+// place (a stream, a pipe, a device): what it wrote before a failure stays there.
+bool writtenDirectly(const std::string& path) {
+    std::error_code ec;
+    return trace::namedDescriptor(path) >= 0 ||
+           (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
+}
+
+// A failed export: interrupted (exit 130), the output not writable (4) or the trace not read
+// (2), said on stderr.
+int exportFailed(LongWrite& job, const TraceStatus& st, const std::string& out, bool direct) {
+    if (job.interrupted(st)) {
+        printErr("interrupted: " + outputName(out) +
+                 (direct ? " received an incomplete export" : " not written"));
+        return kExitInterrupted;
+    }
     printErr(st.message);
     return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
 }
@@ -23,11 +42,6 @@ int exportFailed(const TraceStatus& st) {
 // Shared checks of the export commands: two positionals, a readable trace, and an output that
 // is not the trace itself (replacing it would destroy the run) nor, without --force, another
 // existing file (a pipe or /dev/stdout is not one).
-// How an export's output is named in what the command says: "-" is standard output.
-std::string outputName(const std::string& path) {
-    return path == "-" ? "standard output" : path;
-}
-
 bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* reader,
                    int* exit_code) {
     if (p.positional.size() != 2) {
@@ -71,8 +85,11 @@ int runExportChrome(const std::vector<std::string>& args) {
         return code;
     }
     interop::ChromeExportStats stats;
-    if (const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats); !st.ok()) {
-        return exportFailed(st);
+    const bool direct = writtenDirectly(p.positional[1]);
+    LongWrite job("export-chrome");
+    const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats, job.callback());
+    if (job.interrupted(st) || !st.ok()) {
+        return exportFailed(job, st, p.positional[1], direct);
     }
     printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(stats.ops) + " ops, " +
              std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
@@ -105,9 +122,12 @@ int runExportCsv(const std::vector<std::string>& args) {
         return code;
     }
     std::int64_t rows = 0;
-    if (const TraceStatus st = interop::exportCsv(reader, p.positional[1], table, &rows);
-        !st.ok()) {
-        return exportFailed(st);
+    const bool direct = writtenDirectly(p.positional[1]);
+    LongWrite job("export-csv");
+    const TraceStatus st =
+        interop::exportCsv(reader, p.positional[1], table, &rows, job.callback());
+    if (job.interrupted(st) || !st.ok()) {
+        return exportFailed(job, st, p.positional[1], direct);
     }
     printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(rows) + " " +
              std::string(interop::toString(table)) + " rows");

@@ -46,6 +46,7 @@ bool LongWrite::interrupted(const trace::TraceStatus& st) {
     if (tty_ && shown_ >= 0) {
         std::fprintf(stderr, "\r%*s\r", static_cast<int>(name_.size()) + 6, "");
         std::fflush(stderr);
+        shown_ = -1;
     }
     return st.code == trace::TraceStatus::Code::Cancelled;
 }

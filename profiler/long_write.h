@@ -1,4 +1,4 @@
-// A pipescope-trace command that writes a trace for a while (merge, import-nsys): it shows a
+// A pipescope-trace command that writes for a while (merge, import-nsys, the exports): it shows a
 // percentage on stderr when stderr is a terminal (a file or a pipe wants the result, not the
 // count), and Ctrl+C or SIGTERM stops it through its progress callback, so that it leaves no
 // half-built output instead of dying with one. One at a time; the signals are caught while it

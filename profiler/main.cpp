@@ -62,11 +62,13 @@ const Command kCommands[] = {
     {"export-chrome", "export-chrome RUN.db OUT.json [--force]",
      "Chrome / Perfetto trace-event JSON: one process per rank (threads compute, comm and extra\n"
      "threads for overlapping ops), memory counters, send->receive flow arrows, GPU kernels.\n"
-     "Open it in https://ui.perfetto.dev or chrome://tracing.\n"
+     "Open it in https://ui.perfetto.dev or chrome://tracing. OUT.json appears only when\n"
+     "complete; Ctrl+C stops the export with nothing written (exit 130).\n"
      "  --force         replace OUT.json if it exists\n",
      runExportChrome},
     {"export-csv", "export-csv RUN.db OUT.csv [--table op|memory|metric] [--force]",
-     "One table as CSV (RFC 4180) with a header row; empty fields are NULL.\n"
+     "One table as CSV (RFC 4180) with a header row; empty fields are NULL. OUT.csv appears\n"
+     "only when complete; Ctrl+C stops the export with nothing written (exit 130).\n"
      "  --table T       op (default; the op_named view's columns), memory or metric\n"
      "  --force         replace OUT.csv if it exists\n",
      runExportCsv},

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <pipescope/interop/csv_export.h>
 
 #include "atomic_file.h"
@@ -9,6 +11,29 @@ namespace pipescope::interop {
 namespace {
 
 constexpr const char* kEol = "\r\n";  // RFC 4180 line end
+
+// Counts the rows read and tells the caller's progress callback now and then; false once it
+// asked to stop.
+class RowProgress {
+  public:
+    RowProgress(const std::function<bool(double)>& fn, std::int64_t total)
+        : fn_(fn), total_(std::max<std::int64_t>(1, total)) {}
+    bool step() {
+        constexpr std::int64_t kEvery = 16384;
+        if (++done_ % kEvery != 0 || !fn_) {
+            return true;
+        }
+        cancelled_ = !fn_(std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)));
+        return !cancelled_;
+    }
+    bool cancelled() const { return cancelled_; }
+
+  private:
+    const std::function<bool(double)>& fn_;
+    std::int64_t total_;
+    std::int64_t done_ = 0;
+    bool cancelled_ = false;
+};
 
 // Integers where -1 stands for NULL in the records: an empty field, as SQLite's CSV mode writes.
 void appendNullable(std::string* out, std::int64_t v) {
@@ -24,7 +49,7 @@ void appendOptional(std::string* out, const std::optional<int>& v) {
 }
 
 trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile* file,
-                            std::int64_t* rows) {
+                            std::int64_t* rows, RowProgress* progress) {
     file->write(
         "id,rank,iteration,kind,microbatch,chunk,lane,start_ns,end_ns,dur_ns,source,op_index,"
         "peer,collective,bytes,cpu_ns");
@@ -33,7 +58,7 @@ trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile
     return reader.forEachOp([&](const trace::OpRecord& op) {
         // The view joins the enum tables, so rows of unknown kinds are not in it either.
         if (!detail::isKnownOp(op)) {
-            return true;
+            return progress->step();
         }
         line.clear();
         using trace::appendInt;
@@ -71,18 +96,18 @@ trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile
         line += kEol;
         file->write(line);
         ++*rows;
-        return true;
+        return progress->step();
     });
 }
 
 trace::TraceStatus writeMemory(const trace::TraceReader& reader, detail::AtomicFile* file,
-                               std::int64_t* rows) {
+                               std::int64_t* rows, RowProgress* progress) {
     file->write("rank,t_ns,bytes,category");
     file->write(kEol);
     std::string line;
     return reader.forEachMemory([&](const trace::MemorySample& s) {
         if (!detail::isKnownCategory(s.category)) {
-            return true;
+            return progress->step();
         }
         line.clear();
         trace::appendInt(&line, s.rank);
@@ -95,7 +120,7 @@ trace::TraceStatus writeMemory(const trace::TraceReader& reader, detail::AtomicF
         line += kEol;
         file->write(line);
         ++*rows;
-        return true;
+        return progress->step();
     });
 }
 
@@ -158,8 +183,12 @@ std::string csvField(std::string_view text) {
 }
 
 trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string& out_path,
-                             CsvTable table, std::int64_t* rows) {
+                             CsvTable table, std::int64_t* rows,
+                             const std::function<bool(double)>& progress) {
     std::int64_t count = 0;
+    RowProgress steps(progress, table == CsvTable::Op       ? reader.opCount()
+                                : table == CsvTable::Memory ? reader.memorySampleCount()
+                                                            : 0);
     detail::AtomicFile file;
     trace::TraceStatus st = file.open(out_path);
     if (!st.ok()) {
@@ -167,10 +196,10 @@ trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string
     }
     switch (table) {
         case CsvTable::Op:
-            st = writeOps(reader, &file, &count);
+            st = writeOps(reader, &file, &count, &steps);
             break;
         case CsvTable::Memory:
-            st = writeMemory(reader, &file, &count);
+            st = writeMemory(reader, &file, &count, &steps);
             break;
         case CsvTable::Metric:
             st = writeMetrics(reader, &file, &count);
@@ -178,6 +207,10 @@ trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string
     }
     if (rows) {
         *rows = count;
+    }
+    if (steps.cancelled()) {
+        return trace::TraceStatus::error(trace::TraceStatus::Code::Cancelled,
+                                         "the export was cancelled; nothing was written");
     }
     return st.ok() ? file.commit() : st;
 }

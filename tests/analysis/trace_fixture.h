@@ -137,6 +137,16 @@ struct FixtureOptions {
     int last_iteration_ops = -1;  // >= 0: only so many ops of iteration 1 (a run stopped in it)
 };
 
+// The fixture with `count` more zero-length forwards on rank 0: a trace long enough for a job's
+// progress reports (one per 16,384 rows read) or to be caught while it runs.
+inline FixtureOptions manyOps(int count) {
+    FixtureOptions o;
+    for (int i = 0; i < count; ++i) {
+        o.more_ops.push_back({0, 1, trace::OpKind::F, 0, trace::Lane::Compute, 200 + i, 200 + i});
+    }
+    return o;
+}
+
 inline trace::RunInfo fixtureRun(const FixtureOptions& o) {
     trace::RunInfo run;
     run.name = o.name;

@@ -1,14 +1,17 @@
 // The real pipescope-trace binary: every subcommand on the fixture trace, and every kind of bad
 // input, each of which must end with exit code 2 and a message naming the file and the problem.
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include <pipescope/trace/liveness.h>
@@ -90,6 +93,7 @@ class TestTraceCli : public QObject {
     void badArguments();
     void helpAndVersion();
     void stdoutFull();
+    void exportInterrupted();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -685,6 +689,40 @@ void TestTraceCli::stdoutFull() {
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 4);
     QVERIFY(p.readAllStandardError().contains("cannot write to standard output"));
+}
+
+void TestTraceCli::exportInterrupted() {
+    // Long enough to be caught while it writes: Ctrl+C then leaves neither the output nor the
+    // temporary file beside it, and says so with exit code 130.
+    const QString big = path("interrupted.db");
+    QCOMPARE(test::writeFixtureTrace(big, test::manyOps(300000)), QString());
+    const QDir dir(dir_.path());
+    for (const QString out : {"interrupted.json", "interrupted.csv"}) {
+        QProcess p;
+        p.start(test::binaryPath(kCli),
+                {out.endsWith(".json") ? "export-chrome" : "export-csv", big, path(out)});
+        QVERIFY(p.waitForStarted(10000));
+        // The temporary file appears once the export has begun writing, signals caught.
+        const QString hidden = "." + out + ".*";
+        QElapsedTimer waited;
+        waited.start();
+        while (dir.entryList({hidden}, QDir::Hidden | QDir::Files).isEmpty() &&
+               p.state() == QProcess::Running && waited.elapsed() < 60000) {
+            QThread::msleep(2);
+        }
+        if (p.state() != QProcess::Running) {
+            QSKIP("the export finished before it could be interrupted");
+        }
+        QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p.exitCode(), 130);
+        QVERIFY2(p.readAllStandardError().contains("interrupted: " + path(out).toUtf8() +
+                                                   " not written"),
+                 qPrintable(out));
+        QVERIFY(!QFile::exists(path(out)));
+        QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestTraceCli)

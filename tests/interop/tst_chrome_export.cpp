@@ -324,7 +324,6 @@ void TestChromeExport::replacesExistingFile() {
              QStringList());
 }
 
-QTEST_GUILESS_MAIN(TestChromeExport)
 // A simulator's zero-length send or receive at the instant another op of its lane ends or starts:
 // on one thread a viewer could not tell which slice holds it, nor bind its flow arrow to it.
 void TestChromeExport::zeroLengthOpsStandApart() {
@@ -377,12 +376,8 @@ void TestChromeExport::zeroLengthOpsStandApart() {
 // The export says how far it is and stops when asked, leaving the target as it was.
 void TestChromeExport::progressAndCancel() {
     // Enough rows for several reports (one per 16,384 rows read).
-    test::FixtureOptions o;
-    for (int i = 0; i < 40000; ++i) {
-        o.more_ops.push_back({0, 1, trace::OpKind::F, 0, trace::Lane::Compute, 200 + i, 200 + i});
-    }
     const QString path = dir_.filePath("many.db");
-    QCOMPARE(test::writeFixtureTrace(path, o), QString());
+    QCOMPARE(test::writeFixtureTrace(path, test::manyOps(40000)), QString());
     trace::TraceReader reader;
     QVERIFY(reader.open(path.toStdString()).ok());
     const QString out = dir_.filePath("many.json");
@@ -406,4 +401,5 @@ void TestChromeExport::progressAndCancel() {
     QCOMPARE(QDir(dir_.path()).entryList({".many*"}, QDir::Hidden | QDir::Files), QStringList());
 }
 
+QTEST_GUILESS_MAIN(TestChromeExport)
 #include "tst_chrome_export.moc"

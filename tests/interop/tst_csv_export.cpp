@@ -53,6 +53,7 @@ class TestCsvExport : public QObject {
     void field();
     void tableNames();
     void unwritable();
+    void progressAndCancel();
 
   private:
     QStringList exportLines(interop::CsvTable table, std::int64_t* rows = nullptr);
@@ -170,6 +171,36 @@ void TestCsvExport::unwritable() {
     QVERIFY(!st.ok());
     QVERIFY(st.code == trace::TraceStatus::Code::IoError);
     QVERIFY(!QFile::exists("/proc/pipescope-test.csv"));
+}
+
+void TestCsvExport::progressAndCancel() {
+    // Enough rows for several reports (one per 16,384 rows read).
+    const QString path = dir_.filePath("many.db");
+    QCOMPARE(test::writeFixtureTrace(path, test::manyOps(40000)), QString());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    const QString out = dir_.filePath("many.csv");
+    std::vector<double> seen;
+    std::int64_t rows = 0;
+    const auto all =
+        interop::exportCsv(reader, out.toStdString(), interop::CsvTable::Op, &rows, [&](double f) {
+            seen.push_back(f);
+            return true;
+        });
+    QVERIFY2(all.ok(), all.message.c_str());
+    QVERIFY(rows > 40000);
+    QVERIFY(seen.size() >= 2);
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    QVERIFY(seen.front() > 0 && seen.back() <= 1);
+    const QByteArray written = test::readFile(out);
+
+    int calls = 0;
+    const auto stopped = interop::exportCsv(reader, out.toStdString(), interop::CsvTable::Op,
+                                            nullptr, [&](double) { return ++calls < 2; });
+    QCOMPARE(stopped.code, trace::TraceStatus::Code::Cancelled);
+    QCOMPARE(calls, 2);
+    QCOMPARE(test::readFile(out), written);  // the earlier export is still there, whole
+    QCOMPARE(QDir(dir_.path()).entryList({".many*"}, QDir::Hidden | QDir::Files), QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestCsvExport)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,9 +23,11 @@ std::optional<CsvTable> csvTableFromString(std::string_view name);  // "op", "me
 std::string_view toString(CsvTable table);
 
 // Writes one table of `reader`'s trace to `out_path` (replaced atomically; on failure the target
-// is left as it was). `rows` receives the number of data rows. Status codes as exportChrome's.
+// is left as it was). `rows` receives the number of data rows. Status codes as exportChrome's;
+// `progress` as there (returning false stops the export: Code::Cancelled, the target untouched).
 trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string& out_path,
-                             CsvTable table, std::int64_t* rows = nullptr);
+                             CsvTable table, std::int64_t* rows = nullptr,
+                             const std::function<bool(double)>& progress = {});
 
 // One RFC 4180 field: quoted (with doubled quotes) only when it needs to be.
 std::string csvField(std::string_view text);
