@@ -5,6 +5,8 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QScrollArea>
 #include <QVBoxLayout>
 
@@ -284,6 +286,54 @@ bool ConfigPanel::loadFile(const QString& path) {
 bool ConfigPanel::loadPreset(const QString& resource_name) {
     return loadPath(QStringLiteral(":/presets/") + resource_name, QString(),
                     std::max(0, presets_->findData(resource_name)));
+}
+
+QString ConfigPanel::sessionJson() const {
+    QJsonObject values;
+    for (const auto& [key, f] : fields_) {
+        values.insert(key, QString::fromStdString(f.json()));
+    }
+    QJsonObject o{
+        {QStringLiteral("base"), QString::fromStdString(base_json_)},
+        {QStringLiteral("source"), source_name_},
+        {QStringLiteral("file"), file_name_},
+        {QStringLiteral("preset"), presets_->currentData().toString()},
+        {QStringLiteral("values"), values},
+    };
+    return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
+bool ConfigPanel::restoreSession(const QString& json) {
+    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object();
+    const QString base = o.value(QStringLiteral("base")).toString();
+    if (base.isEmpty() ||
+        !schedule::parseConfig(base.toStdString(), std::string("last session's config")).ok()) {
+        return false;
+    }
+    // The preset list names the document only while it is still that preset's text.
+    const QString preset = o.value(QStringLiteral("preset")).toString();
+    QFile resource(QStringLiteral(":/presets/") + preset);
+    const bool same_preset = !preset.isEmpty() && resource.open(QIODevice::ReadOnly) &&
+                             QString::fromUtf8(resource.readAll()) == base;
+    if (!load(base, o.value(QStringLiteral("source")).toString(),
+              o.value(QStringLiteral("file")).toString(),
+              same_preset ? std::max(0, presets_->findData(preset)) : 0)) {
+        return false;
+    }
+    const QJsonObject values = o.value(QStringLiteral("values")).toObject();
+    assigning_ = true;
+    for (auto& [key, f] : fields_) {
+        if (const auto v = values.value(key); v.isString()) {
+            try {
+                f.restore(v.toString().toStdString());
+            } catch (const std::exception&) {
+                // A value this version cannot read keeps the document's.
+            }
+        }
+    }
+    assigning_ = false;
+    reparse();
+    return true;
 }
 
 ConfigPanel::State ConfigPanel::snapshot() const {

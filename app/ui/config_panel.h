@@ -34,6 +34,12 @@ class ConfigPanel : public QWidget {
     bool loadFile(const QString& path);
     bool loadPreset(const QString& resource_name);  // "default.json"
 
+    // What closing keeps for the next start: the loaded document with its source, file and
+    // preset, and the fields' values, valid or not (a JSON object). restoreSession() shows it
+    // again as it was, edits marked as edits; false, changing nothing, when it cannot be used.
+    QString sessionJson() const;
+    bool restoreSession(const QString& json);
+
     // The current config, when valid.
     const std::optional<schedule::Config>& config() const { return config_; }
     // The current config as a JSON document (to save or hand to pipescope-run).

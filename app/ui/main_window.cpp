@@ -166,8 +166,11 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     if (restore_) {
         restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
         restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+        loaded =
+            config_->restoreSession(settings.value(QStringLiteral("config/session")).toString());
+        // What versions before the session key kept: the config alone.
         const QString last = settings.value(QStringLiteral("config/last")).toString();
-        if (!last.isEmpty()) {
+        if (!loaded && !last.isEmpty()) {
             loaded = config_->loadJson(last, tr("last session's config"));
         }
     }
@@ -511,6 +514,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
         settings.setValue(QStringLiteral("window/state"), saveState());
+        settings.setValue(QStringLiteral("config/session"), config_->sessionJson());
         if (config_->config()) {
             settings.setValue(QStringLiteral("config/last"), config_->configJson());
         }

@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QFile>
 #include <QImage>
 #include <QJsonArray>
@@ -15,6 +16,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -58,6 +60,7 @@ class TstMainWindow : public QObject {
     void sweepNamesCurvesThatCoincide();
     void stageLayersFollowTheMethod();
     void configHistoryUndoesAndRedoes();
+    void configSurvivesARestart();
     void fitsAt1024x640();
     void keyboardReachesTheWindow();
     void exportsTheChart();
@@ -372,6 +375,71 @@ void TstMainWindow::sweepNamesCurvesThatCoincide() {
 
 // Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
 // preset loaded; undo after a refused edit returns to the last valid config.
+// What closing keeps: the next start shows the same preset or file, the same edits marked as
+// edits, and even values that do not yet make a valid config.
+void TstMainWindow::configSurvivesARestart() {
+    const auto restarted = [](const app::ConfigPanel& before, app::ConfigPanel* after) {
+        return after->restoreSession(before.sessionJson());
+    };
+    const auto preset = [](const app::ConfigPanel& p) {
+        return p.findChild<QComboBox*>(QStringLiteral("presets"))->currentData().toString();
+    };
+    app::ConfigPanel first;
+    QVERIFY(first.loadPreset(QStringLiteral("default.json")));
+    {
+        app::ConfigPanel next;
+        QVERIFY(restarted(first, &next));
+        QCOMPARE(preset(next), QString("default.json"));
+        QCOMPARE(next.configJson(), first.configJson());
+        QVERIFY(!next.config()->name.empty());
+        QCOMPARE(next.config()->name, first.config()->name);
+    }
+    QVERIFY(first.setField("parallel.pipeline", 2));
+    {
+        app::ConfigPanel next;
+        QVERIFY(restarted(first, &next));
+        QCOMPARE(preset(next), QString("default.json"));  // the document is still the preset
+        QCOMPARE(next.config()->parallel.pipeline, 2);
+        QVERIFY2(next.config()->name.find("pipeline") != std::string::npos,
+                 next.config()->name.c_str());  // an edit, named as one
+        QCOMPARE(next.configJson(), first.configJson());
+    }
+    QVERIFY(first.setField("model.heads", 7));  // does not divide the hidden size
+    QVERIFY(!first.issuesText().isEmpty());
+    {
+        app::ConfigPanel next;
+        QVERIFY(restarted(first, &next));
+        QCOMPARE(qobject_cast<QSpinBox*>(next.field("model.heads"))->value(), 7);
+        QCOMPARE(next.issuesText(), first.issuesText());
+    }
+    // A file's config comes back with its name under it, though the file is gone.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("mine.json");
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QFile small(test::sourcePath("resources/presets/small-2stage-vocab-2.json"));
+        QVERIFY(small.open(QIODevice::ReadOnly));
+        QJsonObject o = QJsonDocument::fromJson(small.readAll()).object();
+        o["name"] = "mine";
+        f.write(QJsonDocument(o).toJson());
+    }
+    QVERIFY(first.loadFile(path));
+    QVERIFY(QFile::remove(path));
+    {
+        app::ConfigPanel next;
+        QVERIFY(restarted(first, &next));
+        QCOMPARE(preset(next), QString());
+        QCOMPARE(next.config()->name, std::string("mine"));
+        QCOMPARE(next.configJson(), first.configJson());
+    }
+    app::ConfigPanel fresh;
+    QVERIFY(!fresh.restoreSession(QString()));
+    QVERIFY(!fresh.restoreSession(QStringLiteral("not json")));
+    QVERIFY(!fresh.restoreSession(QStringLiteral(R"({"base": "{\"model\": 3}"})")));
+    QVERIFY(!fresh.config());  // nothing was loaded
+}
+
 void TstMainWindow::configHistoryUndoesAndRedoes() {
     app::ConfigPanel panel;
     QSignalSpy changed(&panel, &app::ConfigPanel::configChanged);
