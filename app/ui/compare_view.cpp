@@ -12,6 +12,7 @@
 #include <pipescope/app/compare_op_kind_model.h>
 
 #include "figure_tables.h"
+#include "text_tone.h"
 #include "trace_chart.h"
 
 namespace pipescope::app {
@@ -21,19 +22,23 @@ namespace {
 // Better in green, worse in red.
 class VerdictColors : public QIdentityProxyModel {
   public:
-    using QIdentityProxyModel::QIdentityProxyModel;
+    VerdictColors(const QPalette& palette, QObject* parent)
+        : QIdentityProxyModel(parent), palette_(palette) {}
     QVariant data(const QModelIndex& index, int role) const override {
         if (role == Qt::ForegroundRole) {
             const QVariant v = QIdentityProxyModel::data(index, CompareModel::VerdictRole);
             if (v.isValid() && v.toInt() == static_cast<int>(analysis::Verdict::Better)) {
-                return QColor(0x1a, 0x7f, 0x37);
+                return toneColor(Tone::Good, palette_);
             }
             if (v.isValid() && v.toInt() == static_cast<int>(analysis::Verdict::Worse)) {
-                return QColor(0xc6, 0x28, 0x28);
+                return toneColor(Tone::Error, palette_);
             }
         }
         return QIdentityProxyModel::data(index, role);
     }
+
+  private:
+    QPalette palette_;  // the table's
 };
 
 }  // namespace
@@ -60,7 +65,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
     split->addWidget(top);
     model_ = new CompareModel(this);
-    auto* colors = new VerdictColors(this);
+    auto* colors = new VerdictColors(palette(), this);
     colors->setSourceModel(model_);
     table_ = makeFigureTable(colors);
     op_model_ = new CompareOpKindModel(this);

@@ -12,11 +12,11 @@
 
 #include <pipescope/schedule/config_parse.h>
 
+#include "text_tone.h"
+
 namespace pipescope::app {
 
 namespace {
-
-const char* kInvalidStyle = "border: 2px solid #c62828; border-radius: 3px;";
 
 std::string quoted(const QString& s) {
     return "\"" + s.toStdString() + "\"";
@@ -41,7 +41,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     outer->addWidget(presets_);
     source_ = new QLabel;
     source_->setWordWrap(true);
-    source_->setStyleSheet(QStringLiteral("color: #555;"));
+    setTone(source_, Tone::Muted);
     outer->addWidget(source_);
 
     auto* scroll = new QScrollArea;
@@ -144,7 +144,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     issues_ = new QLabel;
     issues_->setWordWrap(true);
     issues_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    issues_->setStyleSheet(QStringLiteral("color: #c62828;"));
+    setTone(issues_, Tone::Error);
     outer->addWidget(issues_);
 
     connect(presets_, &QComboBox::activated, this, [this](int index) {
@@ -476,7 +476,7 @@ void ConfigPanel::reparse() {
     }
     const auto parsed = schedule::parseConfig(base_json_, overrides, source_name_.toStdString());
     for (auto& [key, f] : fields_) {
-        f.widget->setStyleSheet(QString());
+        markInvalid(f.widget, false);
         f.widget->setToolTip(f.tooltip);
     }
     if (!parsed.ok()) {
@@ -486,7 +486,7 @@ void ConfigPanel::reparse() {
             lines << QString::fromStdString(issue.text());
             auto it = fields_.find(key);
             if (it != fields_.end()) {
-                it->second.widget->setStyleSheet(QString::fromLatin1(kInvalidStyle));
+                markInvalid(it->second.widget, true);
                 it->second.widget->setToolTip(QString::fromStdString(issue.message) +
                                               QStringLiteral("\n\n") + it->second.tooltip);
             }

@@ -12,6 +12,8 @@
 
 #include <pipescope/app/runner_process.h>
 
+#include "text_tone.h"
+
 namespace pipescope::app {
 
 namespace {
@@ -156,7 +158,11 @@ void ExportDialog::update() {
                 .arg(height_->value());
     }
     result_->setText(text);
-    result_->setStyleSheet(ok ? QString() : QStringLiteral("color: #c62828"));
+    if (ok) {
+        clearTone(result_);
+    } else {
+        setTone(result_, Tone::Error);
+    }
     buttons_->button(QDialogButtonBox::Save)->setEnabled(ok);
 }
 

@@ -116,6 +116,29 @@ void keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
     }
 }
 
+constexpr const char* kMostTicks = "pipescope_most_ticks";
+
+// Sets the tick count of each value axis marked by keepTickLabelsApart to what its rect's height
+// holds, labels a line and a half apart at least; true when one changed. Needs a layout at this
+// size (layoutNow).
+bool fitTickCounts(QCustomPlot* plot) {
+    bool changed = false;
+    for (QCPAxisRect* rect : plot->axisRects()) {
+        QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+        const int most = axis ? axis->property(kMostTicks).toInt() : 0;
+        if (most <= 0) {
+            continue;
+        }
+        const int line = QFontMetrics(axis->tickLabelFont()).height();
+        const int count = std::clamp(rect->height() * 2 / (3 * std::max(line, 1)), 1, most);
+        if (axis->ticker()->tickCount() != count) {
+            axis->ticker()->setTickCount(count);
+            changed = true;
+        }
+    }
+    return changed;
+}
+
 // Calls fitPlotLegends when the plot it watches is resized.
 class LegendFitter : public QObject {
   public:
@@ -145,7 +168,19 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
             legends.push_back(legend);
         }
     }
-    if (legends.empty() || viewport.width() <= 0) {
+    if (viewport.width() <= 0) {
+        return;
+    }
+    if (legends.empty()) {
+        const auto& rects = plot->axisRects();
+        if (std::any_of(rects.begin(), rects.end(), [](const QCPAxisRect* r) {
+                return r->axis(QCPAxis::atLeft)->property(kMostTicks).toInt() > 0;
+            })) {
+            layoutNow(plot, viewport);
+            if (fitTickCounts(plot)) {
+                layoutNow(plot, viewport);
+            }
+        }
         return;
     }
     // A legend beside others (the summary's two charts) gets its share of the width. The share
@@ -166,6 +201,14 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
     }
     keepLegendHeight(plot, viewport);
     layoutNow(plot, viewport);
+    if (fitTickCounts(plot)) {
+        layoutNow(plot, viewport);  // the tick labels' widths move the axes
+    }
+}
+
+void keepTickLabelsApart(QCPAxis* axis, int most) {
+    axis->setProperty(kMostTicks, most);
+    axis->ticker()->setTickCount(most);
 }
 
 void letPlotShrink(QCustomPlot* plot, int min_width) {

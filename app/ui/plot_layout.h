@@ -12,8 +12,13 @@ namespace pipescope::app {
 void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 
 // Fits every legend of `plot` to its width, or to `size` when given (after legends were added
-// or replaced, or when the plot is about to take that size).
+// or replaced, or when the plot is about to take that size), and the tick counts of the axes
+// keepTickLabelsApart marked to their heights.
 void fitPlotLegends(QCustomPlot* plot, QSize size = {});
+
+// Gives the value axis (left) of a chart that may get short at most `most` ticks, fewer where its
+// rect is too short for their labels to stand apart (fitPlotLegends counts them).
+void keepTickLabelsApart(QCPAxis* axis, int most);
 
 // Says `text` in the middle of `rect`, whose data is missing (a trace without memory samples),
 // instead of value-axis ticks that would make a flat zero line look like a measurement.

@@ -26,6 +26,7 @@
 #include <pipescope/schedule/config_parse.h>
 
 #include "runs_panel.h"
+#include "text_tone.h"
 
 namespace pipescope::app {
 
@@ -136,12 +137,12 @@ RunPage::RunPage(bool restore, QWidget* parent)
     error_ = new QLabel;
     error_->setWordWrap(true);
     error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    error_->setStyleSheet(QStringLiteral("color: #b00020;"));
+    setTone(error_, Tone::Error);
     error_->hide();
     note_ = new QLabel;
     note_->setWordWrap(true);
     note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    note_->setStyleSheet(QStringLiteral("color: #8a5a00;"));
+    setTone(note_, Tone::Warning);
     note_->setToolTip(tr("What the runner warned of: the run went on"));
     note_->hide();
 

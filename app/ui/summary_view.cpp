@@ -195,7 +195,7 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     rankTicks(time_rect->axis(QCPAxis::atBottom), ranks);
     rankTicks(mem_rect->axis(QCPAxis::atBottom), ranks);
     for (QCPAxisRect* rect : {time_rect, mem_rect}) {
-        rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(4);  // legible in a short chart
+        keepTickLabelsApart(rect->axis(QCPAxis::atLeft), 4);
     }
 
     // One stack per rank, busy + bubble = the iteration: the bubble's part spent waiting on

@@ -37,6 +37,7 @@
 #include "summary_view.h"
 #include "sweep_view.h"
 #include "testsupport.h"
+#include "text_tone.h"
 #include "timeline_plot.h"
 
 using namespace pipescope;
@@ -61,6 +62,7 @@ class TstMainWindow : public QObject {
     void stageLayersFollowTheMethod();
     void configHistoryUndoesAndRedoes();
     void configSurvivesARestart();
+    void messagesReadOnLightAndDarkPalettes();
     void fitsAt1024x640();
     void keyboardReachesTheWindow();
     void exportsTheChart();
@@ -142,7 +144,7 @@ void TstMainWindow::invalidValueKeepsLastRun() {
     QVERIFY(window_->configPanel()->setField("model.heads", 3));  // 128 is not divisible by 3
     QVERIFY2(window_->configPanel()->issuesText().contains("model.hidden"),
              qPrintable(window_->configPanel()->issuesText()));
-    QVERIFY(!window_->configPanel()->field("model.hidden")->styleSheet().isEmpty());
+    QVERIFY(window_->configPanel()->field("model.hidden")->property("invalid").toBool());
     QTest::qWait(200);
     QCOMPARE(window_->currentRun(), before);
     QVERIFY(window_->configPanel()->setField("model.heads", 4));
@@ -438,6 +440,51 @@ void TstMainWindow::configSurvivesARestart() {
     QVERIFY(!fresh.restoreSession(QStringLiteral("not json")));
     QVERIFY(!fresh.restoreSession(QStringLiteral(R"({"base": "{\"model\": 3}"})")));
     QVERIFY(!fresh.config());  // nothing was loaded
+}
+
+// WCAG's contrast ratio of two colours (1 to 21).
+double contrast(const QColor& a, const QColor& b) {
+    const auto luminance = [](const QColor& c) {
+        const auto linear = [](double v) {
+            return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+        };
+        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+    };
+    const double la = luminance(a);
+    const double lb = luminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+// Error, warning and verdict texts stay readable (WCAG AA, 4.5:1; 3:1 for the muted source line)
+// on the light palette and on a dark desktop theme's.
+void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
+    QPalette light;
+    light.setColor(QPalette::Window, QColor(0xef, 0xef, 0xef));
+    light.setColor(QPalette::WindowText, Qt::black);
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(45, 45, 48));
+    dark.setColor(QPalette::WindowText, QColor(230, 230, 230));
+    for (const bool is_dark : {false, true}) {
+        const QPalette& palette = is_dark ? dark : light;
+        QCOMPARE(app::isDark(palette), is_dark);
+        const QColor window = palette.color(QPalette::Window);
+        for (const app::Tone tone : {app::Tone::Error, app::Tone::Warning, app::Tone::Good}) {
+            const double ratio = contrast(app::toneColor(tone, palette), window);
+            QVERIFY2(
+                ratio >= 4.5,
+                qPrintable(
+                    QString("tone %1: %2:1 on %3").arg(int(tone)).arg(ratio).arg(window.name())));
+        }
+        QVERIFY(contrast(app::toneColor(app::Tone::Muted, palette), window) >= 3);
+    }
+    // An invalid field is tinted and gets its colours back once valid.
+    QSpinBox field;
+    const QColor base = field.palette().color(QPalette::Base);
+    app::markInvalid(&field, true);
+    QVERIFY(field.property("invalid").toBool());
+    QVERIFY(field.palette().color(QPalette::Base) != base);
+    app::markInvalid(&field, false);
+    QCOMPARE(field.palette().color(QPalette::Base), base);
 }
 
 void TstMainWindow::configHistoryUndoesAndRedoes() {
