@@ -24,8 +24,10 @@
 # tool takes them along with carry=[".gpu-deps"]. NCCL comes from the toolkit, $NCCL_HOME, or the
 # nvidia-nccl pip package of the host's python3.
 #
-# A call that is cut off (the device tool stops a command after 10 minutes) keeps what it wrote
-# to $OUT, but not the steps after it, so the steps can be run a few at a time:
+# Each binary runs under a time limit (timeout(1): 1 to 4 minutes), so a hang costs its step and
+# the steps after it still run. A call that is cut off (the device tool stops a command after 10
+# minutes) keeps what it wrote to $OUT, but not the steps after it, so the steps can be run a few
+# at a time, in calls made back to back (a machine left idle goes back, and a new one rebuilds):
 #   bench/gpu-check.sh build/gpu versions,build,tests      then
 #   bench/gpu-check.sh build/gpu runs,events               then
 #   bench/gpu-check.sh build/gpu gemm,processes,nsys
@@ -74,6 +76,29 @@ if ! want build && [ $needs_build -eq 1 ] && [ ! -x "$build/bin/pipescope-run" ]
     steps="build,$steps"
 fi
 status=0
+# Every binary runs under a time limit, so that a hang (a deadlock, a CUPTI flush that never
+# returns) costs its step and not the whole call: the steps after it still run and report.
+limit() {
+    local seconds=$1
+    shift
+    timeout -k 10 "$seconds" "$@"
+    local rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "gpu-check: stopped after ${seconds} s: ${*:1:3}" >&2
+    fi
+    return $rc
+}
+# A test binary: its log in $out, the lines matching $2 shown; 77 (skipped) is fine when $3 says so.
+run_test() {
+    local name=$1 pattern=$2 skip_ok=${3:-no} seconds=${4:-240}
+    limit "$seconds" "$build/bin/$name" > "$out/$name.log" 2>&1
+    local rc=$?
+    grep -E "$pattern" "$out/$name.log"
+    echo "-- $name: exit $rc"
+    if [ $rc -ne 0 ] && ! { [ "$skip_ok" = skip-ok ] && [ $rc -eq 77 ]; }; then
+        status=1
+    fi
+}
 
 # What a bare host lacks: SQLite and nlohmann/json from .gpu-deps (bench/gpu-deps.sh), NCCL
 # from the pip package when the toolkit has none.
@@ -111,31 +136,29 @@ grep -E "^-- (CUDA|NCCL)|^ \* (CUDA|NCCL|CUPTI)|not found" "$out/configure.log" 
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
+# Which libraries the runner loads (an LD_LIBRARY_PATH of the host can win over the RUNPATH).
+ldd "$build/bin/pipescope-run" | grep -E 'cupti|cublas|cudart|nccl|sqlite' | sed 's/ (0x.*//'
 fi
 
 if want tests; then
 echo "== kernels against the CPU kernels"
-"$build/bin/tst_kernels_cuda" | tee "$out/tst_kernels_cuda.log" | grep -E "^(FAIL|SKIP|device|---)|checks" || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+run_test tst_kernels_cuda "^(FAIL|SKIP|device|---)|checks" no 180
 echo "== CUDA backend against the CPU backend"
-"$build/bin/tst_cuda_backend" | tee "$out/tst_cuda_backend.log" | grep -E "^(FAIL|SKIP)|cases" || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+run_test tst_cuda_backend "^(FAIL|SKIP)|cases" no 240
 echo "== NCCL between GPUs (runs with two GPUs or more; skips with one)"
-"$build/bin/tst_nccl_comm" | tee "$out/tst_nccl_comm.log"
-rc=${PIPESTATUS[0]}; [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || status=1
+run_test tst_nccl_comm "." skip-ok 60
 echo "== CUPTI tracing"
-"$build/bin/tst_gpu_trace" | tee "$out/tst_gpu_trace.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+run_test tst_gpu_trace "." no 120
 fi
 
 # One preset's run traced with CUPTI (stats of its trace) and untraced (for the overhead).
 iteration_ms() {
-    "$build/bin/pipescope-trace" stats "$1" --json | grep -m1 '"iteration_time_ms"' | tr -dc '0-9.'
+    limit 60 "$build/bin/pipescope-trace" stats "$1" --json | grep -m1 '"iteration_time_ms"' | tr -dc '0-9.'
 }
 run_traced_and_not() {
     local name=$1 preset=$2 iterations=$3
     local db="$out/run-$name.db"
-    "$build/bin/pipescope-run" "$preset" --backend cuda --out "$db" --force \
+    limit 150 "$build/bin/pipescope-run" "$preset" --backend cuda --out "$db" --force \
         --iterations "$iterations" --summary-json "$out/run-$name.json" > "$out/run-$name.log" 2>&1
     local rc=$?
     echo "-- $name (exit $rc)"
@@ -148,7 +171,7 @@ run_traced_and_not() {
     "$build/bin/pipescope-trace" stats "$db" | tee "$out/stats-$name.txt"
     "$build/bin/pipescope-trace" ops "$db" > "$out/ops-$name.txt"
     "$build/bin/pipescope-trace" kernels "$db" --top 10 | tee "$out/kernels-$name.txt"
-    "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$out/run-$name-nocupti.db" \
+    limit 150 "$build/bin/pipescope-run" "$preset" --backend cuda --cupti off --out "$out/run-$name-nocupti.db" \
         --force --iterations "$iterations" > "$out/run-$name-nocupti.log" 2>&1 || { status=1; return; }
     local on off
     on=$(iteration_ms "$db")
@@ -171,7 +194,7 @@ fi
 run_events() {
     local name=$1 preset=$2 iterations=$3
     local db="$out/run-$name-events.db"
-    if ! "$build/bin/pipescope-run" "$preset" --backend cuda --lane-sync event --out "$db" --force \
+    if ! limit 150 "$build/bin/pipescope-run" "$preset" --backend cuda --lane-sync event --out "$db" --force \
         --iterations "$iterations" > "$out/run-$name-events.log" 2>&1; then
         echo "-- $name with --lane-sync event: failed"
         tail -n 5 "$out/run-$name-events.log"
@@ -196,30 +219,30 @@ fi
 if want gemm; then
 echo "== GEMM throughput of the runner against a plain cuBLAS GEMM of the same shape"
 for method in naive vocab-2; do
-    "$build/bin/pipescope-run" "resources/presets/gpu-4stage-$method.json" --backend cuda \
+    limit 150 "$build/bin/pipescope-run" "resources/presets/gpu-4stage-$method.json" --backend cuda \
         --cupti off --gemm-report --iterations 4 --out "$out/gemm-$method.db" --force \
         > "$out/gemm-$method.log" 2>&1 || { status=1; tail -n 5 "$out/gemm-$method.log"; }
     echo "-- gpu-4stage-$method"
     sed -n '/^GEMMs inside/,$p' "$out/gemm-$method.log"
 done
 # The same model on one rank: its GEMMs have the GPU to themselves.
-"$build/bin/pipescope-run" resources/presets/gpu-4stage-naive.json --set parallel.pipeline=1 \
+limit 150 "$build/bin/pipescope-run" resources/presets/gpu-4stage-naive.json --set parallel.pipeline=1 \
     --backend cuda --cupti off --gemm-report --iterations 4 --out "$out/gemm-1rank.db" --force \
     > "$out/gemm-1rank.log" 2>&1 || { status=1; tail -n 5 "$out/gemm-1rank.log"; }
 echo "-- gpu-4stage-naive on one rank (pipeline 1)"
-grep -E "^iteration +4/" "$out/gemm-1rank.log"
+grep -E "^iteration +3 \(4/4\)" "$out/gemm-1rank.log"
 sed -n '/^GEMMs inside/,$p' "$out/gemm-1rank.log"
 fi
 
 if want processes; then
 echo "== one process per rank: vocab-2, 4 processes sharing the GPU (socket transport), merged"
 for r in 0 1 2 3; do
-    "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json --backend cuda \
+    limit 180 "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json --backend cuda \
         --out "$out/mp.db" --force --iterations 10 --rank $r --world-size 4 \
         --rendezvous 127.0.0.1:29517 > "$out/mp-rank$r.log" 2>&1 &
 done
 wait
-if "$build/bin/pipescope-trace" merge "$out"/mp-rank[0-3].db -o "$out/mp.db" --force; then
+if limit 60 "$build/bin/pipescope-trace" merge "$out"/mp-rank[0-3].db -o "$out/mp.db" --force; then
     "$build/bin/pipescope-trace" stats "$out/mp.db" | tee "$out/stats-mp.txt"
 else
     tail -n 3 "$out"/mp-rank*.log
@@ -231,11 +254,11 @@ if want nsys; then
 echo "== Nsight Systems: vocab-2 under nsys, its export imported into the run's trace"
 if command -v nsys > /dev/null; then
     nsys --version
-    if nsys profile -t cuda,nvtx -o "$out/nsys-vocab-2" --force-overwrite true \
+    if limit 240 nsys profile -t cuda,nvtx -o "$out/nsys-vocab-2" --force-overwrite true \
            "$build/bin/pipescope-run" resources/presets/small-4stage-vocab-2.json \
            --backend cuda --cupti off --iterations 10 --out "$out/nsys-vocab-2.db" --force \
            > "$out/nsys.log" 2>&1 &&
-       nsys export --type sqlite --force-overwrite true -o "$out/nsys-vocab-2.sqlite" \
+       limit 120 nsys export --type sqlite --force-overwrite true -o "$out/nsys-vocab-2.sqlite" \
            "$out/nsys-vocab-2.nsys-rep" >> "$out/nsys.log" 2>&1 &&
        "$build/bin/pipescope-trace" import-nsys "$out/nsys-vocab-2.db" \
            "$out/nsys-vocab-2.sqlite" -o "$out/nsys-vocab-2-gpu.db" --force; then
