@@ -2,6 +2,8 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -18,6 +20,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTextBrowser>
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/recent_files.h>
@@ -295,8 +298,7 @@ void MainWindow::showShortcuts() {
                           a->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")),
                           menu->text().remove(QLatin1Char('&')));
     }
-    QMessageBox::information(
-        this, tr("Keyboard shortcuts"),
+    const QString text =
         tr("<p>In a chart (Tab to it, or click it; a frame shows it has the keys):</p><table>"
            "<tr><td><b>W / S</b></td><td>zoom in / out</td></tr>"
            "<tr><td><b>A / D</b></td><td>pan left / right</td></tr>"
@@ -315,7 +317,27 @@ void MainWindow::showShortcuts() {
            "<tr><td><b>Ctrl+Enter</b></td><td>on the Sweep page: run the sweep</td></tr>"
            "</table><p>Anywhere in the window (Ctrl+Z in a field with text typed in it undoes "
            "the typing first):</p><table>%1</table>")
-            .arg(menus));
+            .arg(menus);
+    // A dialog that scrolls: at 200% scaling the list is taller than a laptop's screen, and a
+    // message box would put its button below it.
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Keyboard shortcuts"));
+    auto* layout = new QVBoxLayout(&dialog);
+    auto* browser = new QTextBrowser;
+    browser->setObjectName(QStringLiteral("shortcuts"));
+    browser->setHtml(text);
+    browser->setFrameShape(QFrame::NoFrame);
+    layout->addWidget(browser, 1);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    // As tall as the list, up to most of the screen; then it scrolls.
+    browser->document()->setTextWidth(560);
+    const QRect screen = this->screen()->availableGeometry();
+    const int height = static_cast<int>(browser->document()->size().height()) + 80;
+    dialog.resize(std::min(620, screen.width() * 9 / 10),
+                  std::min(height, screen.height() * 4 / 5));
+    dialog.exec();
 }
 
 void MainWindow::onConfigChanged(const schedule::Config& config) {

@@ -27,7 +27,8 @@ bool MainWindow::compareOpenRuns() {
         runs.insert(runs.begin(), current_);
     }
     if (runs.size() < 2) {
-        statusBar()->showMessage(tr("Open at least one trace to compare with the explorer's run"));
+        statusBar()->showMessage(tr("Open at least one trace to compare with the explorer's run"),
+                                 8000);
         return false;
     }
     const QString title = tr("Compare %1 runs").arg(runs.size());

@@ -72,6 +72,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
            "and NAME.log (the runner's output)"));
     auto* browse = new QPushButton(tr("…"));
     browse->setToolTip(tr("Choose the runs folder"));
+    browse->setAccessibleName(tr("Choose the runs folder"));
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString dir =
             QFileDialog::getExistingDirectory(this, tr("Runs folder"), runsFolder());
@@ -120,7 +121,9 @@ RunPage::RunPage(bool restore, QWidget* parent)
     auto* form = new QFormLayout;
     form->addRow(tr("Backend"), backend_);
     form->addRow(tr("Iterations"), iterations_);
-    form->addRow(tr("Runs folder"), folder_row);
+    auto* folder_label = new QLabel(tr("Runs fol&der"));
+    folder_label->setBuddy(folder_);  // a row of two widgets has no buddy of its own
+    form->addRow(folder_label, folder_row);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(run_button_);
     buttons->addWidget(pair_button_);
@@ -147,6 +150,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     note_->hide();
 
     loss_ = new QCustomPlot;
+    loss_->setAccessibleName(tr("Loss per iteration"));
     loss_->setMinimumSize(280, 140);
     loss_->addGraph();
     loss_->graph(0)->setLineStyle(QCPGraph::lsLine);
@@ -198,6 +202,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     run_scroll->setWidget(run_box);
     run_scroll->setWidgetResizable(true);
     run_scroll->setFrameShape(QFrame::NoFrame);
+    run_scroll->setFocusPolicy(Qt::NoFocus);  // a frameless container: Tab goes to its fields
     run_scroll->setMinimumHeight(200);
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(run_scroll);

@@ -10,8 +10,10 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Memory:")));
+    auto* memory_label = new QLabel(tr("&Memory:"));
+    bar->addWidget(memory_label);
     memory_rank_ = new QComboBox;
+    memory_label->setBuddy(memory_rank_);
     memory_rank_->setToolTip(tr("Every rank's total, or one rank stacked by category"));
     // Its items come with each run, after the first show: "rank 12 by category" must not be cut.
     memory_rank_->setSizeAdjustPolicy(QComboBox::AdjustToContents);

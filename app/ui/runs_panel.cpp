@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
+#include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
@@ -22,6 +23,7 @@
 #include <pipescope/trace/writer.h>
 
 #include "background_progress.h"
+#include "text_tone.h"
 
 namespace pipescope::app {
 
@@ -128,7 +130,20 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
         file_buttons->addWidget(b);
     }
     file_buttons->addStretch(1);
+    // An empty folder says what fills it, rather than showing bare column headers.
+    auto* empty = new QLabel(
+        tr("No runs in this folder yet. A run started above (Run, or Run naive and vocab-2) "
+           "appears here; so do the traces of pipescope-run --out saved into the folder."));
+    empty->setWordWrap(true);
+    empty->setObjectName(QStringLiteral("noRuns"));
+    setTone(empty, Tone::Muted);
+    const auto show_empty = [this, empty] { empty->setVisible(library_->rowCount() == 0); };
+    connect(library_, &QAbstractItemModel::modelReset, this, show_empty);
+    connect(library_, &QAbstractItemModel::rowsInserted, this, show_empty);
+    connect(library_, &QAbstractItemModel::rowsRemoved, this, show_empty);
+    show_empty();
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(empty);
     layout->addWidget(table_, 1);
     layout->addLayout(run_buttons);
     layout->addLayout(file_buttons);

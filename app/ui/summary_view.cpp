@@ -273,6 +273,7 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(headline_);
     auto* split = new QSplitter(Qt::Vertical);
     plot_ = new QCustomPlot;
+    plot_->setAccessibleName(tr("Time and peak memory per rank"));
     // Room for the headline, the chart titles, bars a few lines tall and the legends.
     plot_->setMinimumHeight(180);
     letPlotShrink(plot_);

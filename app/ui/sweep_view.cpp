@@ -407,16 +407,20 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     auto* bar = new QHBoxLayout;
-    bar->addWidget(new QLabel(tr("Key:")));
+    auto* key_label = new QLabel(tr("&Key:"));
+    bar->addWidget(key_label);
     key_ = new QComboBox;
+    key_label->setBuddy(key_);
     key_->setEditable(true);
     key_->addItems({QStringLiteral("model.vocab"), QStringLiteral("model.seq_len"),
                     QStringLiteral("parallel.microbatches"), QStringLiteral("model.hidden"),
                     QStringLiteral("model.layers")});
     key_->setToolTip(tr("Any config key; every vocabulary method is simulated at each value"));
     bar->addWidget(key_);
-    bar->addWidget(new QLabel(tr("Values:")));
+    auto* values_label = new QLabel(tr("Va&lues:"));  // Alt+V opens the View menu
+    bar->addWidget(values_label);
     values_ = new QLineEdit(QStringLiteral("32000, 64000, 128000, 256000"));
+    values_label->setBuddy(values_);
     values_->setToolTip(tr("Comma-separated values of the key"));
     bar->addWidget(values_, 1);
     run_ = new QPushButton(tr("Run sweep"));
@@ -434,6 +438,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     status_->setWordWrap(true);
     layout->addWidget(status_);
     plot_ = new QCustomPlot;
+    plot_->setAccessibleName(tr("Sweep: iteration time per method and value"));
     letPlotShrink(plot_);
     // Until the first sweep: what the tab does, instead of an empty pair of axes.
     plot_->plotLayout()->clear();

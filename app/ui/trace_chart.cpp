@@ -55,6 +55,10 @@ constexpr double kPanStep = 0.2;  // of the view per A/D press
 
 TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
     setFocusPolicy(Qt::StrongFocus);
+    setAccessibleName(tr("Timeline and memory chart"));
+    setAccessibleDescription(
+        tr("Each rank's ops over time and its memory; the line under the chart describes the "
+           "selected op or range"));
     setMouseTracking(true);
     setNoAntialiasingOnDrag(true);
     // Memory curves zoomed in are thousands of steps: Qt's stroker for joined wide lines costs
