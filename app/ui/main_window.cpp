@@ -37,6 +37,8 @@
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
+#include "timeline_plot.h"
+#include "trace_chart.h"
 
 namespace pipescope::app {
 
@@ -250,6 +252,26 @@ void MainWindow::buildMenus() {
     });
     close_tab->setShortcuts(
         {QKeySequence(Qt::CTRL | Qt::Key_W), QKeySequence(Qt::CTRL | Qt::Key_F4)});
+    view->addSeparator();
+    QAction* kind_labels = view->addAction(tr("Op &kinds in labels"));
+    kind_labels->setCheckable(true);
+    kind_labels->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+    kind_labels->setToolTip(
+        tr("Label each op with its kind and micro-batch (B3, S3), so the timelines do not rely "
+           "on colour alone"));
+    kind_labels->setObjectName(QStringLiteral("kindLabels"));
+    kind_labels->setChecked(restore_ &&
+                            QSettings().value(QStringLiteral("view/kind_labels")).toBool());
+    TimelinePlottable::setKindLabels(kind_labels->isChecked());
+    connect(kind_labels, &QAction::toggled, this, [this](bool on) {
+        TimelinePlottable::setKindLabels(on);
+        if (restore_) {
+            QSettings().setValue(QStringLiteral("view/kind_labels"), on);
+        }
+        for (TraceChart* chart : findChildren<TraceChart*>()) {
+            chart->replot();
+        }
+    });
     close_tab->setToolTip(tr("Close the trace or comparison tab shown"));
 
     QMenu* tools = menuBar()->addMenu(tr("&Tools"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <QFontMetrics>
 
@@ -43,7 +44,29 @@ QString memoryCategoryName(trace::MemoryCategory c) {
 }
 
 QColor rankColor(int rank) {
-    return QColor::fromHsv((rank * 47) % 360, 200, 200);
+    // Okabe and Ito's palette, whose colours stay apart under the common colour-vision
+    // deficiencies (their yellow, too light for a line on white, is left out; black is a dark
+    // grey), then the same hues darker for ranks 7 to 13, lighter for 14 to 20, ...
+    static const QColor kColours[] = {
+        QColor(0x00, 0x72, 0xb2),  // blue
+        QColor(0xe6, 0x9f, 0x00),  // orange
+        QColor(0x00, 0x9e, 0x73),  // bluish green
+        QColor(0xcc, 0x79, 0xa7),  // reddish purple
+        QColor(0x56, 0xb4, 0xe9),  // sky blue
+        QColor(0xd5, 0x5e, 0x00),  // vermillion
+        QColor(0x44, 0x44, 0x44),  // near black
+    };
+    constexpr int kCount = static_cast<int>(std::size(kColours));
+    const int r = std::max(rank, 0);
+    const QColor& c = kColours[r % kCount];
+    switch ((r / kCount) % 3) {
+        case 1:
+            return c.darker(150);
+        case 2:
+            return c.lighter(140);
+        default:
+            return c;
+    }
 }
 
 MemoryLayer::MemoryLayer(QCustomPlot* plot, QCPAxisRect* rect)

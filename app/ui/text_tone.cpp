@@ -1,5 +1,8 @@
 #include "text_tone.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <QWidget>
 
 namespace pipescope::app {
@@ -14,6 +17,20 @@ QColor blend(const QColor& a, const QColor& b, double share) {
 }
 
 }  // namespace
+
+double relativeLuminance(const QColor& color) {
+    const auto linear = [](double v) {
+        return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+    };
+    return 0.2126 * linear(color.redF()) + 0.7152 * linear(color.greenF()) +
+           0.0722 * linear(color.blueF());
+}
+
+double contrastRatio(const QColor& a, const QColor& b) {
+    const double la = relativeLuminance(a);
+    const double lb = relativeLuminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
 
 bool isDark(const QPalette& palette) {
     return palette.color(QPalette::Window).lightness() < 128;

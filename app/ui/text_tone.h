@@ -17,6 +17,11 @@ enum class Tone {
     Muted,    // secondary text (the config's source under the preset list)
 };
 
+// WCAG's relative luminance of a colour (0 black to 1 white), and the contrast ratio of two
+// (1:1 to 21:1; text wants 4.5:1).
+double relativeLuminance(const QColor& color);
+double contrastRatio(const QColor& a, const QColor& b);
+
 // True when `palette`'s window is dark (a dark desktop theme).
 bool isDark(const QPalette& palette);
 QColor toneColor(Tone tone, const QPalette& palette);

@@ -10,6 +10,8 @@
 #include <pipescope/app/time_axis.h>
 #include <pipescope/app/units.h>
 
+#include "text_tone.h"
+
 namespace pipescope::app {
 
 namespace {
@@ -78,6 +80,43 @@ QColor opKindColor(OpKind kind) {
             return QColor(0x42, 0x42, 0x42);
     }
     return Qt::black;
+}
+
+QColor labelColorOn(const QColor& fill) {
+    // Where white and black give the same contrast: (1.05 / (L + 0.05)) = ((L + 0.05) / 0.05).
+    return relativeLuminance(fill) > 0.179 ? QColor(Qt::black) : QColor(Qt::white);
+}
+
+namespace {
+
+bool g_kind_labels = false;
+
+// What a compute op's box says: its kind and micro-batch ("B3") when kind labels are on and they
+// fit, else the micro-batch alone when it fits, else nothing.
+QString opLabel(OpKind kind, int microbatch, const QFontMetrics& fm, double width) {
+    if (microbatch < 0) {
+        return {};
+    }
+    const QString number = QString::number(microbatch);
+    if (g_kind_labels) {
+        const std::string_view code = trace::toString(kind);
+        const QString both =
+            QString::fromUtf8(code.data(), static_cast<qsizetype>(code.size())) + number;
+        if (fm.horizontalAdvance(both) + 4 < width) {
+            return both;
+        }
+    }
+    return fm.horizontalAdvance(number) + 4 < width ? number : QString();
+}
+
+}  // namespace
+
+void TimelinePlottable::setKindLabels(bool on) {
+    g_kind_labels = on;
+}
+
+bool TimelinePlottable::kindLabels() {
+    return g_kind_labels;
 }
 
 QString opKindDescription(OpKind kind) {
@@ -380,9 +419,10 @@ void TimelinePlottable::drawEntries(QCPPainter* painter, const trace::OpLodResul
             ++last_entries_;
             if (label_font && e.count == 1 && e.microbatch >= 0 && lane.lane == Lane::Compute &&
                 box.width() > label_min_width) {
-                const QString label = QString::number(e.microbatch);
-                if (fm.horizontalAdvance(label) + 4 < box.width()) {
-                    painter->setPen(fade ? QColor(0x75, 0x75, 0x75) : QColor(Qt::white));
+                const QString label = opLabel(e.kind, e.microbatch, fm, box.width());
+                if (!label.isEmpty()) {
+                    painter->setPen(fade ? QColor(0x75, 0x75, 0x75)
+                                         : labelColorOn(colours[kind][shade]));
                     painter->drawText(box, Qt::AlignCenter, label);
                     painter->setPen(Qt::NoPen);
                 }
@@ -411,10 +451,9 @@ void TimelinePlottable::drawHighlight(QCPPainter* painter, const QRect& clip) {
         QRectF box = boxFor(op.start_ns, op.end_ns, op.rank, op.lane);
         box.setCoords(span->first, std::round(box.top()), span->second, std::round(box.bottom()));
         painter->fillRect(box, opKindColor(op.kind));
-        const QString label = QString::number(op.microbatch);
-        if (label_font && op.lane == Lane::Compute &&
-            fm.horizontalAdvance(label) + 4 < box.width()) {
-            painter->setPen(Qt::white);
+        const QString label = opLabel(op.kind, op.microbatch, fm, box.width());
+        if (label_font && op.lane == Lane::Compute && !label.isEmpty()) {
+            painter->setPen(labelColorOn(opKindColor(op.kind)));
             painter->drawText(box, Qt::AlignCenter, label);
             painter->setPen(Qt::NoPen);
         }

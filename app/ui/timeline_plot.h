@@ -18,6 +18,8 @@
 namespace pipescope::app {
 
 QColor opKindColor(trace::OpKind kind);
+// Black or white, whichever stands out more on `fill` (WCAG contrast): an op's label colour.
+QColor labelColorOn(const QColor& fill);
 // "forward (F)", "send activation (SEND_F)", ...
 QString opKindDescription(trace::OpKind kind);
 // Multi-line tooltip text of one op.
@@ -63,6 +65,12 @@ class TimelinePlottable : public QCPAbstractPlottable {
     // repaints when it arrives. The first paint and every export query in place, so they are
     // always exact. Off by default.
     void setBackgroundQueries(bool on) { background_ = on; }
+
+    // A compute op's label names its kind with its micro-batch ("B3", not "3") where the box
+    // has room, so the kind is never told by colour alone (colour-blind readers; a greyscale
+    // print). A view preference of the whole app (View menu), off by default.
+    static void setKindLabels(bool on);
+    static bool kindLabels();
     bool backgroundQueriesOn() const { return background_; }
     // True when the last draw() used a result made for its window and resolution.
     bool lastDrawCurrent() const { return last_current_; }

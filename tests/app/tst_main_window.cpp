@@ -442,19 +442,6 @@ void TstMainWindow::configSurvivesARestart() {
     QVERIFY(!fresh.config());  // nothing was loaded
 }
 
-// WCAG's contrast ratio of two colours (1 to 21).
-double contrast(const QColor& a, const QColor& b) {
-    const auto luminance = [](const QColor& c) {
-        const auto linear = [](double v) {
-            return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
-        };
-        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
-    };
-    const double la = luminance(a);
-    const double lb = luminance(b);
-    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
-}
-
 // Error, warning and verdict texts stay readable (WCAG AA, 4.5:1; 3:1 for the muted source line)
 // on the light palette and on a dark desktop theme's.
 void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
@@ -469,13 +456,13 @@ void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
         QCOMPARE(app::isDark(palette), is_dark);
         const QColor window = palette.color(QPalette::Window);
         for (const app::Tone tone : {app::Tone::Error, app::Tone::Warning, app::Tone::Good}) {
-            const double ratio = contrast(app::toneColor(tone, palette), window);
+            const double ratio = app::contrastRatio(app::toneColor(tone, palette), window);
             QVERIFY2(
                 ratio >= 4.5,
                 qPrintable(
                     QString("tone %1: %2:1 on %3").arg(int(tone)).arg(ratio).arg(window.name())));
         }
-        QVERIFY(contrast(app::toneColor(app::Tone::Muted, palette), window) >= 3);
+        QVERIFY(app::contrastRatio(app::toneColor(app::Tone::Muted, palette), window) >= 3);
     }
     // An invalid field is tinted and gets its colours back once valid.
     QSpinBox field;

@@ -15,6 +15,7 @@
 #include "memory_plot.h"
 #include "plot_layout.h"
 #include "summary_view.h"
+#include "text_tone.h"
 #include "timeline_plot.h"
 #include "trace_chart.h"
 
@@ -66,6 +67,7 @@ class TstTraceChart : public QObject {
     void criticalPathIsHighlighted();
     void criticalPathFollowsTheView();
     void focusKindsFadeTheOthers();
+    void labelsReadOnEveryKind();
 
   private:
     QTemporaryDir dir_;
@@ -738,6 +740,23 @@ void TstTraceChart::chartTitleFitsItsWidth() {
                                               element->font(), 200);
     QVERIFY(one.contains(QStringLiteral("\u2026")));
     QVERIFY(metrics.horizontalAdvance(one) <= 200);
+}
+
+// Every kind's label colour stands out from its box (WCAG AA, 4.5:1), and kind labels ("B3")
+// change what a chart draws, so the kind is not told by colour alone.
+void TstTraceChart::labelsReadOnEveryKind() {
+    for (int k = 0; k < trace::kOpKindCount; ++k) {
+        const QColor fill = app::opKindColor(static_cast<trace::OpKind>(k));
+        const double ratio = app::contrastRatio(fill, app::labelColorOn(fill));
+        QVERIFY2(ratio >= 4.5, qPrintable(QString("kind %1: %2:1").arg(k).arg(ratio)));
+    }
+    chart_->fitAll();
+    const QImage plain = chart_->toPixmap(1000, 600).toImage();
+    app::TimelinePlottable::setKindLabels(true);
+    const QImage labelled = chart_->toPixmap(1000, 600).toImage();
+    app::TimelinePlottable::setKindLabels(false);
+    QVERIFY(labelled != plain);
+    QCOMPARE(chart_->toPixmap(1000, 600).toImage(), plain);
 }
 
 #include "tst_trace_chart.moc"
