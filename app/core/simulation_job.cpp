@@ -38,9 +38,16 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
     const auto t0 = std::chrono::steady_clock::now();
     SimOutput out;
     const auto cancelled = [&] { return cancel && cancel->load(); };
+    sim::SimOptions options;
+    options.cancel = cancel;
+    // Null with `error` empty when cancelled.
     const auto simulateOne = [&](const schedule::Config& c, const std::string& name,
                                  std::string* error) -> std::shared_ptr<SimRunData> {
-        auto sim = sim::simulate(c);
+        auto sim = sim::simulate(c, options);
+        if (sim.cancelled || cancelled()) {
+            out.cancelled = true;
+            return nullptr;
+        }
         if (!sim.result) {
             *error = name + ": " + sim.error;
             return nullptr;
@@ -54,7 +61,7 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
             if (auto run = simulateOne(req.config, std::string(toString(req.config.parallel.vocab)),
                                        &error)) {
                 out.runs.push_back(std::move(run));
-            } else {
+            } else if (!error.empty()) {
                 out.errors.push_back(error);
             }
             break;
@@ -74,7 +81,7 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
                     out.errors.push_back(name + ": " + parsed.errorText());
                 } else if (auto run = simulateOne(*parsed.config, name, &error)) {
                     out.runs.push_back(std::move(run));
-                } else {
+                } else if (!error.empty()) {
                     out.errors.push_back(error);
                 }
                 if (progress) {
@@ -101,7 +108,10 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
                         {{req.sweep_key, value}, {"parallel.vocab", quoted(pt.method)}});
                     if (!parsed.ok()) {
                         pt.error = parsed.errorText();
-                    } else if (auto sim = sim::simulate(*parsed.config); !sim.result) {
+                    } else if (auto sim = sim::simulate(*parsed.config, options); sim.cancelled) {
+                        out.cancelled = true;
+                        break;
+                    } else if (!sim.result) {
                         pt.error = sim.error;
                     } else {
                         pt.ok = true;
@@ -144,6 +154,11 @@ void SimulationController::setDebounceMs(int ms) {
 quint64 SimulationController::request(SimRequest request) {
     pending_ = std::move(request);
     pending_id_ = next_id_++;
+    // The job running now is for an older request: stop it, so the new one starts as soon as
+    // the debounce ends rather than after a long simulation nobody will see.
+    if (running_ && cancel_flag_) {
+        cancel_flag_->store(true);
+    }
     debounce_.start();
     return pending_id_;
 }

@@ -98,6 +98,11 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
     for (int k = 0; k <= 2 * config.parallel.pipeline; ++k) {
         std::unique_ptr<detail::Generator> best;
         for (int window : kWindows) {
+            if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+                out.cancelled = true;
+                out.error = "cancelled";
+                return out;
+            }
             auto gen = std::make_unique<detail::Generator>(config, placement, *costs, extra + k,
                                                            options.record_timing, window);
             if (gen->run(&error) && (!best || gen->makespan() < best->makespan())) {

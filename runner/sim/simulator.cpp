@@ -159,7 +159,13 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
     const auto costs = makeCostModel(config, placement);
     schedule::GenerateOptions gen;
     gen.costs = costs.get();
+    gen.cancel = options.cancel;
     auto g = schedule::generateSchedule(config, gen);
+    if (g.cancelled || (options.cancel && options.cancel->load(std::memory_order_relaxed))) {
+        outcome.cancelled = true;
+        outcome.error = "cancelled";
+        return outcome;
+    }
     if (!g.schedule) {
         outcome.error = g.error;
         return outcome;

@@ -85,6 +85,7 @@ class TstRunData : public QObject {
     void microbatchPathAcrossRuns();
     void methodsRequestGivesEveryMethod();
     void methodsAndSweepsWorkFromAnyConfig();
+    void aNewRequestStopsTheRunningOne();
     void badTraceNamesTheFile();
     void openReportsProgressAndCancels();
     void lodQueriesFromWorkerThreads();
@@ -316,6 +317,45 @@ app::SimRequest methodsOf(const char* preset) {
 }
 
 }  // namespace
+
+// An edit made while a long simulation runs stops it (the app then simulates the new config at
+// once, and quitting does not wait for the old one).
+void TstRunData::aNewRequestStopsTheRunningOne() {
+    app::SimRequest heavy = methodsOf("default.json");
+    heavy.kind = app::SimRequest::Kind::Single;
+    const auto parsed = schedule::parseConfig(schedule::toJson(heavy.config),
+                                              {{"parallel.schedule", "\"v-half\""},
+                                               {"parallel.pipeline", "16"},
+                                               {"parallel.microbatches", "256"},
+                                               {"model.layers", "32"}},
+                                              "heavy");
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    heavy.config = *parsed.config;
+    std::atomic<bool> stop{true};
+    const auto stopped = app::runSimRequest(heavy, &stop);
+    QVERIFY(stopped.cancelled);
+    QVERIFY(stopped.runs.empty());
+    QVERIFY(stopped.errors.empty());  // a cancelled run is no error
+
+    app::SimulationController controller;
+    controller.setDebounceMs(0);
+    std::vector<std::pair<quint64, bool>> finished;  // id, cancelled
+    connect(&controller, &app::SimulationController::finished, this,
+            [&](quint64 id, std::shared_ptr<const app::SimOutput> out) {
+                finished.emplace_back(id, out->cancelled);
+            });
+    quint64 running = 0;
+    connect(&controller, &app::SimulationController::started, this,
+            [&](quint64 id) { running = id; });
+    const quint64 first = controller.request(heavy);
+    QTRY_COMPARE(running, first);
+    app::SimRequest light = methodsOf("default.json");
+    light.kind = app::SimRequest::Kind::Single;
+    const quint64 second = controller.request(light);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), std::size_t{2}, 60000);
+    QCOMPARE(finished[0], std::make_pair(first, true));  // stopped before it finished
+    QCOMPARE(finished[1], std::make_pair(second, false));
+}
 
 void TstRunData::methodsRequestGivesEveryMethod() {
     const auto out = app::runSimRequest(methodsOf("default.json"));

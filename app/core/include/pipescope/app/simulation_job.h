@@ -52,8 +52,8 @@ struct SimOutput {
 // The vocabulary methods, in the paper's order (each combines with every base schedule).
 std::vector<schedule::VocabMethod> allMethods();
 
-// Runs a request on the calling thread. `cancel` is polled between simulations; `progress`
-// (done, total) is called after each.
+// Runs a request on the calling thread. `cancel` is polled between simulations and inside
+// long ones (sim::SimOptions::cancel); `progress` (done, total) is called after each.
 SimOutput runSimRequest(const SimRequest& request, const std::atomic<bool>* cancel = nullptr,
                         const std::function<void(int, int)>& progress = {});
 

@@ -10,6 +10,7 @@
 // docs/schedules.md explains each rule.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,11 +32,15 @@ struct GenerateOptions {
     int extra_warmup = 0;
     // Fill GenerateResult::start/end (for tests and tools that compare timings).
     bool record_timing = false;
+    // Set by another thread to stop a long generation (V-Half tries several orders) early:
+    // the result then has no schedule and `cancelled` set.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct GenerateResult {
     std::optional<Schedule> schedule;
     std::string error;  // why the combination cannot be generated
+    bool cancelled = false;
     // With record_timing: the generator's own timing of every op (seconds, per rank, in list
     // order); the simulator reproduces it exactly when given the same cost model.
     std::vector<std::vector<double>> start;

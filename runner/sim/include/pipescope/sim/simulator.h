@@ -3,6 +3,7 @@
 // architecture.md and writes an ordinary trace.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,6 +21,9 @@ namespace pipescope::sim {
 struct SimOptions {
     // Use this schedule instead of generating one (it is validated first).
     const schedule::Schedule* schedule = nullptr;
+    // Set by another thread (the app's next edit) to stop a long simulation early: the outcome
+    // then has no result and `cancelled` set.
+    const std::atomic<bool>* cancel = nullptr;
     // Validate the generated schedule too (always done for given schedules). On by default in
     // debug builds.
     bool validate_generated =
@@ -85,6 +89,7 @@ double estimatedOps(const schedule::Config& config);
 struct SimOutcome {
     std::optional<SimResult> result;
     std::string error;  // names the config key or the schedule op that is wrong
+    bool cancelled = false;
 };
 
 // Calibrates the costs if the config asks for it, generates (or takes and validates) the
