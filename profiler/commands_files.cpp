@@ -27,16 +27,25 @@ bool writtenDirectly(const std::string& path) {
            (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
 }
 
-// A failed export: interrupted (exit 130), the output not writable (4) or the trace not read
-// (2), said on stderr.
-int exportFailed(LongWrite& job, const TraceStatus& st, const std::string& out, bool direct) {
+// A command that writes a file failed: says why; exit code 4 when writing failed, else 2.
+int writeCommandFailed(const TraceStatus& st) {
+    printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
+    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+}
+
+// After a long write (wipes its percentage): interrupted (exit 130; nothing written, or an
+// incomplete output on a stream when `direct`), failed as writeCommandFailed says, or nullopt.
+std::optional<int> longWriteFailed(LongWrite& job, const TraceStatus& st, const std::string& out,
+                                   bool direct = false) {
     if (job.interrupted(st)) {
         printErr("interrupted: " + outputName(out) +
                  (direct ? " received an incomplete export" : " not written"));
         return kExitInterrupted;
     }
-    printErr(st.message);
-    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
+    if (!st.ok()) {
+        return writeCommandFailed(st);
+    }
+    return std::nullopt;
 }
 
 // Shared checks of the export commands: two positionals, a readable trace, and an output that
@@ -88,8 +97,8 @@ int runExportChrome(const std::vector<std::string>& args) {
     const bool direct = writtenDirectly(p.positional[1]);
     LongWrite job("export-chrome");
     const TraceStatus st = interop::exportChrome(reader, p.positional[1], &stats, job.callback());
-    if (job.interrupted(st) || !st.ok()) {
-        return exportFailed(job, st, p.positional[1], direct);
+    if (const auto exit = longWriteFailed(job, st, p.positional[1], direct)) {
+        return *exit;
     }
     printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(stats.ops) + " ops, " +
              std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
@@ -126,8 +135,8 @@ int runExportCsv(const std::vector<std::string>& args) {
     LongWrite job("export-csv");
     const TraceStatus st =
         interop::exportCsv(reader, p.positional[1], table, &rows, job.callback());
-    if (job.interrupted(st) || !st.ok()) {
-        return exportFailed(job, st, p.positional[1], direct);
+    if (const auto exit = longWriteFailed(job, st, p.positional[1], direct)) {
+        return *exit;
     }
     printErr("wrote " + outputName(p.positional[1]) + ": " + std::to_string(rows) + " " +
              std::string(interop::toString(table)) + " rows");
@@ -202,25 +211,6 @@ std::optional<int> checkWriteArgs(const Command& cmd, const ParsedArgs& p, bool 
         if (in == out->second || sameFile(in, out->second)) {
             return badArguments(cmd, "-o " + out->second + " is also an input");
         }
-    }
-    return std::nullopt;
-}
-
-// A command that writes a trace failed: says why; exit code 4 when writing failed, else 2.
-int writeCommandFailed(const TraceStatus& st) {
-    printErr(st.message + (st.code == TraceStatus::Code::Exists ? " (pass --force)" : ""));
-    return st.code == TraceStatus::Code::IoError ? kExitWriteFailed : kExitBadInput;
-}
-
-// A long write's failure: interrupted (exit 130, nothing written) or as writeCommandFailed.
-std::optional<int> longWriteFailed(cli::LongWrite& job, const TraceStatus& st,
-                                   const std::string& out) {
-    if (job.interrupted(st)) {
-        printErr("interrupted: " + out + " not written");
-        return kExitInterrupted;
-    }
-    if (!st.ok()) {
-        return writeCommandFailed(st);
     }
     return std::nullopt;
 }

@@ -171,35 +171,25 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
     if (viewport.width() <= 0) {
         return;
     }
-    if (legends.empty()) {
-        const auto& rects = plot->axisRects();
-        if (std::any_of(rects.begin(), rects.end(), [](const QCPAxisRect* r) {
-                return r->axis(QCPAxis::atLeft)->property(kMostTicks).toInt() > 0;
-            })) {
+    if (!legends.empty()) {
+        // A legend beside others (the summary's two charts) gets its share of the width. The
+        // share depends on how wide the legends ask to be, so fit twice: from one column each
+        // (the narrowest the legends can be), then from the layout that gives.
+        for (QCPLegend* legend : legends) {
+            fitLegendColumns(legend, 1);
+        }
+        for (int pass = 0; pass < 2; ++pass) {
             layoutNow(plot, viewport);
-            if (fitTickCounts(plot)) {
-                layoutNow(plot, viewport);
+            for (QCPLegend* legend : legends) {
+                const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
+                // The whole row a legend sits in when it is the only element there.
+                const int width = grid && grid->columnCount() == 1 ? viewport.width()
+                                                                   : legend->outerRect().width();
+                fitLegendColumns(legend, width);
             }
         }
-        return;
+        keepLegendHeight(plot, viewport);
     }
-    // A legend beside others (the summary's two charts) gets its share of the width. The share
-    // depends on how wide the legends ask to be, so fit twice: from one column each (the
-    // narrowest the legends can be), then from the layout that gives.
-    for (QCPLegend* legend : legends) {
-        fitLegendColumns(legend, 1);
-    }
-    for (int pass = 0; pass < 2; ++pass) {
-        layoutNow(plot, viewport);
-        for (QCPLegend* legend : legends) {
-            const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
-            // The whole row a legend sits in when it is the only element there.
-            const int width =
-                grid && grid->columnCount() == 1 ? viewport.width() : legend->outerRect().width();
-            fitLegendColumns(legend, width);
-        }
-    }
-    keepLegendHeight(plot, viewport);
     layoutNow(plot, viewport);
     if (fitTickCounts(plot)) {
         layoutNow(plot, viewport);  // the tick labels' widths move the axes

@@ -9,6 +9,7 @@
 #include "chrome_lanes.h"
 #include "known_rows.h"
 #include "pipescope/trace/json_text.h"
+#include "progress.h"
 
 namespace pipescope::interop {
 
@@ -21,9 +22,9 @@ using trace::appendMicros;
 class ChromeWriter {
   public:
     ChromeWriter(const trace::TraceReader& reader, const std::function<bool(double)>& progress)
-        : reader_(reader), progress_(progress) {
+        : reader_(reader), progress_(progress, 1.0, "the export") {
         // Two passes over the ops (pairing the flows, then writing), then the memory samples.
-        total_ = std::max<std::int64_t>(1, 2 * reader.opCount() + reader.memorySampleCount());
+        progress_.addTotal(2 * reader.opCount() + reader.memorySampleCount());
     }
 
     trace::TraceStatus run(const std::string& out_path) {
@@ -32,10 +33,10 @@ class ChromeWriter {
             if (detail::isKnownOp(op)) {
                 flows.count(op);
             }
-            return step();
+            return progress_.step();
         });
-        if (!st.ok() || cancelled_) {
-            return cancelled_ ? cancelledStatus() : st;
+        if (!st.ok() || progress_.stopped()) {
+            return progress_.stopped() ? progress_.cancelled() : st;
         }
         flows.seal();
         stats_.flows = flows.pairs();
@@ -44,11 +45,11 @@ class ChromeWriter {
         }
         file_.write("{\"traceEvents\":[");
         writeRankMetadata();
-        if (st = writeOps(&flows); !st.ok() || cancelled_) {
-            return cancelled_ ? cancelledStatus() : st;
+        if (st = writeOps(&flows); !st.ok() || progress_.stopped()) {
+            return progress_.stopped() ? progress_.cancelled() : st;
         }
-        if (st = writeMemory(); !st.ok() || cancelled_) {
-            return cancelled_ ? cancelledStatus() : st;
+        if (st = writeMemory(); !st.ok() || progress_.stopped()) {
+            return progress_.stopped() ? progress_.cancelled() : st;
         }
         if (st = writeKernels(); !st.ok()) {
             return st;
@@ -60,21 +61,6 @@ class ChromeWriter {
     const ChromeExportStats& stats() const { return stats_; }
 
   private:
-    // One row read: says how far the export is every so many rows; false when it is to stop.
-    bool step() {
-        constexpr std::int64_t kEvery = 16384;
-        if (++done_ % kEvery != 0 || !progress_) {
-            return true;
-        }
-        cancelled_ =
-            !progress_(std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)));
-        return !cancelled_;
-    }
-    trace::TraceStatus cancelledStatus() const {
-        return trace::TraceStatus::error(trace::TraceStatus::Code::Cancelled,
-                                         "the export was cancelled; nothing was written");
-    }
-
     // Starts an event in ev_ with its name, phase and pid.
     void begin(std::string_view name, const char* ph, std::int64_t pid) {
         ev_.clear();
@@ -226,7 +212,7 @@ class ChromeWriter {
             if (const std::int64_t id = flows->idFor(op); id > 0) {
                 writeFlow(op, tid, id);
             }
-            return step();
+            return progress_.step();
         });
         if (in_rank) {
             writeExtraLanes(rank, packer);
@@ -295,7 +281,7 @@ class ChromeWriter {
             t = s.t_ns;
             level[static_cast<std::size_t>(s.category)] = s.bytes;
             pending = true;
-            return step();
+            return progress_.step();
         });
         close();
         return st;
@@ -386,10 +372,7 @@ class ChromeWriter {
     inline static const std::string kKernel = "kernel";
 
     const trace::TraceReader& reader_;
-    const std::function<bool(double)>& progress_;
-    std::int64_t total_ = 1;
-    std::int64_t done_ = 0;
-    bool cancelled_ = false;
+    detail::Progress progress_;
     detail::AtomicFile file_;
     ChromeExportStats stats_;
     std::string ev_;

@@ -5,35 +5,13 @@
 #include "atomic_file.h"
 #include "known_rows.h"
 #include "pipescope/trace/json_text.h"
+#include "progress.h"
 
 namespace pipescope::interop {
 
 namespace {
 
 constexpr const char* kEol = "\r\n";  // RFC 4180 line end
-
-// Counts the rows read and tells the caller's progress callback now and then; false once it
-// asked to stop.
-class RowProgress {
-  public:
-    RowProgress(const std::function<bool(double)>& fn, std::int64_t total)
-        : fn_(fn), total_(std::max<std::int64_t>(1, total)) {}
-    bool step() {
-        constexpr std::int64_t kEvery = 16384;
-        if (++done_ % kEvery != 0 || !fn_) {
-            return true;
-        }
-        cancelled_ = !fn_(std::min(1.0, static_cast<double>(done_) / static_cast<double>(total_)));
-        return !cancelled_;
-    }
-    bool cancelled() const { return cancelled_; }
-
-  private:
-    const std::function<bool(double)>& fn_;
-    std::int64_t total_;
-    std::int64_t done_ = 0;
-    bool cancelled_ = false;
-};
 
 // Integers where -1 stands for NULL in the records: an empty field, as SQLite's CSV mode writes.
 void appendNullable(std::string* out, std::int64_t v) {
@@ -49,7 +27,7 @@ void appendOptional(std::string* out, const std::optional<int>& v) {
 }
 
 trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile* file,
-                            std::int64_t* rows, RowProgress* progress) {
+                            std::int64_t* rows, detail::Progress* progress) {
     file->write(
         "id,rank,iteration,kind,microbatch,chunk,lane,start_ns,end_ns,dur_ns,source,op_index,"
         "peer,collective,bytes,cpu_ns");
@@ -101,7 +79,7 @@ trace::TraceStatus writeOps(const trace::TraceReader& reader, detail::AtomicFile
 }
 
 trace::TraceStatus writeMemory(const trace::TraceReader& reader, detail::AtomicFile* file,
-                               std::int64_t* rows, RowProgress* progress) {
+                               std::int64_t* rows, detail::Progress* progress) {
     file->write("rank,t_ns,bytes,category");
     file->write(kEol);
     std::string line;
@@ -186,9 +164,10 @@ trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string
                              CsvTable table, std::int64_t* rows,
                              const std::function<bool(double)>& progress) {
     std::int64_t count = 0;
-    RowProgress steps(progress, table == CsvTable::Op       ? reader.opCount()
-                                : table == CsvTable::Memory ? reader.memorySampleCount()
-                                                            : 0);
+    detail::Progress steps(progress, 1.0, "the export");
+    steps.addTotal(table == CsvTable::Op       ? reader.opCount()
+                   : table == CsvTable::Memory ? reader.memorySampleCount()
+                                               : 0);
     detail::AtomicFile file;
     trace::TraceStatus st = file.open(out_path);
     if (!st.ok()) {
@@ -208,9 +187,8 @@ trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string
     if (rows) {
         *rows = count;
     }
-    if (steps.cancelled()) {
-        return trace::TraceStatus::error(trace::TraceStatus::Code::Cancelled,
-                                         "the export was cancelled; nothing was written");
+    if (steps.stopped()) {
+        return steps.cancelled();
     }
     return st.ok() ? file.commit() : st;
 }

@@ -1,6 +1,7 @@
-// How far a long interop job (an import, a merge) is, for its caller's progress callback: the
-// rows read over the rows it reads in all, as the first share of the job, then the writer's
-// finish (indexes and summary levels) as the rest. Private to profiler/interop.
+// How far a long interop job (an import, a merge, an export) is, for its caller's progress
+// callback: the rows read over the rows it reads in all, as the first share of the job, then the
+// writer's finish (indexes and summary levels) as the rest; an export is all reading (share 1).
+// Private to profiler/interop.
 #pragma once
 
 #include <algorithm>
