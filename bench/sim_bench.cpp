@@ -3,12 +3,17 @@
 // grows with stages and micro-batches (it should grow with the number of ops).
 //
 //   sim_bench [--reps N] [--only-large]   (--only-large: just the 32-stage case, for profiling)
+//   sim_bench --cancel                     how long a simulation goes on after its cancel flag
+//                                          is set (the app sets it when an edit replaces the
+//                                          config), at several points through its run
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <malloc.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <pipescope/schedule/config_parse.h>
@@ -93,6 +98,35 @@ void row(const char* label, const Timing& t) {
                 t.total_ms, static_cast<double>(t.ops) / t.total_ms / 1e3);
 }
 
+// Sets the flag at 10%, 30%, 50%, 70% and 90% of a full simulation's time and prints how long
+// simulate() takes to return after that, the wait an edit adds on top of its own simulation.
+void cancelLatency(const char* label, const schedule::Config& c) {
+    const auto f0 = Clock::now();
+    const auto full = sim::simulate(c);
+    const double full_ms = ms(f0, Clock::now());
+    if (!full.result) {
+        std::fprintf(stderr, "%s\n", full.error.c_str());
+        std::exit(1);
+    }
+    std::printf("%-34s %9zu %9.0f", label, full.result->schedule.opCount(), full_ms);
+    double worst = 0;
+    for (double at : {0.1, 0.3, 0.5, 0.7, 0.9}) {
+        std::atomic<bool> flag{false};
+        sim::SimOptions options;
+        options.cancel = &flag;
+        bool cancelled = false;
+        std::thread worker([&] { cancelled = sim::simulate(c, options).cancelled; });
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(at * full_ms));
+        const auto set = Clock::now();
+        flag = true;
+        worker.join();
+        const double after = ms(set, Clock::now());
+        worst = std::max(worst, after);
+        std::printf(" %8.0f%s", after, cancelled ? "" : "*");
+    }
+    std::printf(" %8.0f\n", worst);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,15 +138,31 @@ int main(int argc, char** argv) {
     }
     int reps = 7;
     bool only_large = false;
+    bool cancel = false;
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--reps" && i + 1 < argc) {
             reps = std::max(1, std::atoi(argv[++i]));
         } else if (std::string(argv[i]) == "--only-large") {
             only_large = true;
+        } else if (std::string(argv[i]) == "--cancel") {
+            cancel = true;
         } else {
-            std::fprintf(stderr, "usage: sim_bench [--reps N] [--only-large]\n");
+            std::fprintf(stderr, "usage: sim_bench [--reps N] [--only-large | --cancel]\n");
             return 2;
         }
+    }
+    if (cancel) {
+        std::printf(
+            "ms from the cancel flag to simulate()'s return, with the flag set at a share "
+            "of the full run (* = it finished instead)\n");
+        std::printf("%-34s %9s %9s %8s %8s %8s %8s %8s %8s\n", "config", "ops", "full ms", "10%",
+                    "30%", "50%", "70%", "90%", "worst");
+        cancelLatency("32 stages, m=1024, 1f1b vocab-2", config(32, 1024, "vocab-2", "1f1b"));
+        cancelLatency("64 stages, m=4096, 1f1b vocab-2", config(64, 4096, "vocab-2", "1f1b"));
+        cancelLatency("64 stages, m=1024, v-half interl.",
+                      config(64, 1024, "interlaced", "v-half"));
+        cancelLatency("64 stages, m=1024, zb-h1 naive", config(64, 1024, "naive", "zb-h1"));
+        return 0;
     }
     std::printf("%-34s %9s %9s %9s %9s %10s\n", "config", "ops", "gen ms", "check+sim", "total ms",
                 "Mops/s");

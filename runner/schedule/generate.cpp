@@ -81,7 +81,9 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
     std::string error;
     if (config.parallel.schedule != ScheduleKind::VHalf) {
         detail::Generator gen(config, placement, *costs, extra, options.record_timing);
+        gen.setCancel(options.cancel);
         if (!gen.run(&error)) {
+            out.cancelled = gen.cancelled();
             out.error = error;
             return out;
         }
@@ -105,7 +107,14 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
             }
             auto gen = std::make_unique<detail::Generator>(config, placement, *costs, extra + k,
                                                            options.record_timing, window);
-            if (gen->run(&error) && (!best || gen->makespan() < best->makespan())) {
+            gen->setCancel(options.cancel);
+            const bool done = gen->run(&error);
+            if (gen->cancelled()) {
+                out.cancelled = true;
+                out.error = error;
+                return out;
+            }
+            if (done && (!best || gen->makespan() < best->makespan())) {
                 best = std::move(gen);
             }
         }

@@ -5,6 +5,7 @@
 #include "generator.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <pipescope/schedule/generate.h>
 
@@ -372,7 +373,12 @@ bool Generator::run(std::string* error) {
     // Each rank's next decision, ordered by time.
     std::vector<Decision> cached(static_cast<std::size_t>(p_));
     RankHeap heap(p_);
-    for (;;) {
+    for (std::uint32_t step = 1;; ++step) {
+        if (cancel_ && step % 4096 == 0 && cancel_->load(std::memory_order_relaxed)) {
+            cancelled_ = true;
+            *error = "cancelled";
+            return false;
+        }
         for (int r : dirty_list_) {
             cached[static_cast<std::size_t>(r)] = decide(r);
             ranks_[static_cast<std::size_t>(r)].dirty = false;

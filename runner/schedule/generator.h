@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <string>
@@ -56,6 +57,10 @@ class Generator {
               bool record_timing, int window = 1);
     // False with *error set when the schedule cannot be completed (a stall).
     bool run(std::string* error);
+    // Checked every few thousand steps of run(): once set, run() stops and returns false with
+    // cancelled() true.
+    void setCancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+    bool cancelled() const { return cancelled_; }
     double makespan() const { return makespan_; }
     void result(Schedule* schedule, std::vector<std::vector<double>>* start,
                 std::vector<std::vector<double>>* end);
@@ -158,6 +163,8 @@ class Generator {
     bool record_timing_;
     int window_;
     double makespan_ = 0;
+    const std::atomic<bool>* cancel_ = nullptr;
+    bool cancelled_ = false;
     bool hold_;  // ranks may wait for an imminent barrier (interlaced, vocab-1)
 
     std::vector<double> f_end_, b_end_, act_ready_, grad_ready_;  // [position][micro-batch]

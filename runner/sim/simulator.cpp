@@ -146,10 +146,11 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         }
     }
     if (options.schedule) {
-        return simulateSchedule(config, *options.schedule, true);
+        return simulateSchedule(config, *options.schedule, true, options.cancel);
     }
     if (recorded) {
-        auto out = simulateSchedule(config, std::move(*recorded), options.validate_generated);
+        auto out = simulateSchedule(config, std::move(*recorded), options.validate_generated,
+                                    options.cancel);
         if (out.result && !samples.empty()) {
             out.result->spread = timeWithRecordedSpread(*out.result, samples);
         }
@@ -170,7 +171,8 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         outcome.error = g.error;
         return outcome;
     }
-    auto out = simulateSchedule(config, std::move(*g.schedule), options.validate_generated);
+    auto out = simulateSchedule(config, std::move(*g.schedule), options.validate_generated,
+                                options.cancel);
     if (!out.result && out.error.rfind("schedule:", 0) == 0) {
         out.error = "internal error, the generated schedule is invalid: " + out.error;
     }
@@ -178,8 +180,16 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
 }
 
 SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
-                            bool validate) {
+                            bool validate, const std::atomic<bool>* cancel) {
     SimOutcome outcome;
+    const auto stopped = [&] {
+        if (cancel && cancel->load(std::memory_order_relaxed)) {
+            outcome.cancelled = true;
+            outcome.error = "cancelled";
+            return true;
+        }
+        return false;
+    };
     SimResult res;
     res.config = config;
     res.schedule = std::move(schedule);
@@ -197,12 +207,21 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
         }
         res.graph = std::move(build.graph);
     }
+    if (stopped()) {
+        return outcome;
+    }
     res.timing = schedule::timeGraph(res.schedule, res.graph, *costs);
     if (!res.timing.complete) {
         outcome.error = "schedule: " + res.timing.deadlock;
         return outcome;
     }
+    if (stopped()) {
+        return outcome;
+    }
     res.memory = modelMemory(config, res.schedule, res.graph, res.timing);
+    if (stopped()) {
+        return outcome;
+    }
 
     // Metrics of architecture.md over the one simulated iteration.
     const int p = res.schedule.ranks;

@@ -1,6 +1,7 @@
 // Schedule generation: every base schedule with every vocabulary method produces a valid
 // schedule whose own timing the execution graph reproduces exactly; base orders follow their
 // textbook definitions; schedules survive a JSON round trip.
+#include <atomic>
 #include <cmath>
 
 #include <QtTest>
@@ -48,6 +49,8 @@ class TstGenerate : public QObject {
     void parseLabels();
     void sendsPairAtManyStages_data();
     void sendsPairAtManyStages();
+    void cancelStopsEverySchedule_data();
+    void cancelStopsEverySchedule();
 };
 
 void TstGenerate::everyCombination_data() {
@@ -363,3 +366,32 @@ void TstGenerate::sendsPairAtManyStages() {
 
 QTEST_GUILESS_MAIN(TstGenerate)
 #include "tst_generate.moc"
+
+void TstGenerate::cancelStopsEverySchedule_data() {
+    QTest::addColumn<QString>("sched");
+    QTest::addColumn<QString>("method");
+    for (const char* sc : kSchedules) {
+        for (const char* v : {"naive", "vocab-2"}) {
+            QTest::addRow("%s %s", sc, v) << sc << v;
+        }
+    }
+}
+
+// A flag set before the start stops the list scheduler within its first few thousand steps,
+// whatever the schedule (the app sets it when an edit replaces the config being simulated);
+// with the flag clear, the same config generates.
+void TstGenerate::cancelStopsEverySchedule() {
+    QFETCH(QString, sched);
+    QFETCH(QString, method);
+    const Config c = makeConfig(8, 512, sched.toStdString(), method.toStdString());
+    std::atomic<bool> flag{true};
+    GenerateOptions options;
+    options.cancel = &flag;
+    const auto stopped = generateSchedule(c, options);
+    QVERIFY(stopped.cancelled);
+    QVERIFY(!stopped.schedule);
+    flag = false;
+    const auto done = generateSchedule(c, options);
+    QVERIFY2(done.schedule.has_value(), done.error.c_str());
+    QVERIFY(!done.cancelled);
+}

@@ -1,6 +1,7 @@
 // A simulated run written as a trace: byte-identical for equal configs, read back by the
 // analysis library to the same figures the simulator computed, and usable as the calibration
 // source of another simulation.
+#include <atomic>
 #include <cmath>
 
 #include <QTemporaryDir>
@@ -9,6 +10,7 @@
 #include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/schedule/generate.h>
 #include <pipescope/sim/cost_table.h>
 #include <pipescope/sim/simulator.h>
 #include <pipescope/trace/reader.h>
@@ -58,6 +60,7 @@ class TstSimTrace : public QObject {
     void drawnTimesComeFromTheRecordedOnes();
     void criticalPathFollowsTheGraph_data();
     void criticalPathFollowsTheGraph();
+    void aCancelledSimulationHasNoResult();
 
   private:
     QTemporaryDir dir_;
@@ -417,3 +420,23 @@ void TstSimTrace::criticalPathFollowsTheGraph() {
 
 QTEST_GUILESS_MAIN(TstSimTrace)
 #include "tst_sim_trace.moc"
+
+// Cancelled between phases: a given schedule is not timed once the flag is set, and no partial
+// result comes back either way.
+void TstSimTrace::aCancelledSimulationHasNoResult() {
+    const auto c = makeConfig(4, 16, "1f1b", "vocab-2");
+    auto g = pipescope::schedule::generateSchedule(c);
+    QVERIFY2(g.schedule.has_value(), g.error.c_str());
+    std::atomic<bool> flag{true};
+    const auto given = sim::simulateSchedule(c, *g.schedule, true, &flag);
+    QVERIFY(given.cancelled);
+    QVERIFY(!given.result);
+    sim::SimOptions options;
+    options.cancel = &flag;
+    options.schedule = &*g.schedule;
+    QVERIFY(sim::simulate(c, options).cancelled);
+    flag = false;
+    const auto timed = sim::simulate(c, options);
+    QVERIFY2(timed.result.has_value(), timed.error.c_str());
+    QVERIFY(!timed.cancelled);
+}

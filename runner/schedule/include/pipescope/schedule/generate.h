@@ -32,8 +32,8 @@ struct GenerateOptions {
     int extra_warmup = 0;
     // Fill GenerateResult::start/end (for tests and tools that compare timings).
     bool record_timing = false;
-    // Set by another thread to stop a long generation (V-Half tries several orders) early:
-    // the result then has no schedule and `cancelled` set.
+    // Set by another thread to stop a long generation early (checked every few thousand steps
+    // of the list scheduler): the result then has no schedule and `cancelled` set.
     const std::atomic<bool>* cancel = nullptr;
 };
 

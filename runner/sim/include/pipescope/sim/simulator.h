@@ -99,9 +99,10 @@ SimOutcome simulate(const schedule::Config& config, const SimOptions& options = 
 // Times a schedule with the config's cost model (costs.source analytic or table; calibrate first
 // with calibrateFromTrace). With `validate`, the schedule's structure is checked first and a
 // deadlock found while timing is reported as the validator would; without, the caller vouches
-// for the schedule (the generator's own output in release builds).
+// for the schedule (the generator's own output in release builds). `cancel` is asked between
+// the phases (graph, timing, memory, metrics).
 SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
-                            bool validate);
+                            bool validate, const std::atomic<bool>* cancel = nullptr);
 
 // The trace record of one simulated op (rank `rank`, list index `index`) in the iteration that
 // starts at `base_ns`: what writeTrace writes for it.
