@@ -263,7 +263,10 @@ QVariant RunsLibrary::data(const QModelIndex& index, int role) const {
     }
     const RunEntry& e = entries_[static_cast<std::size_t>(index.row())];
     if (role == Qt::ToolTipRole) {
-        QString tip = e.path;
+        // The name and config columns may be shortened in the table: their tips hold them.
+        QString tip = index.column() == Name     ? e.name + QLatin1Char('\n') + e.path
+                      : index.column() == Config ? e.config + QLatin1Char('\n') + e.path
+                                                 : e.path;
         if (!e.message.isEmpty()) {
             tip += QLatin1Char('\n') + e.message;
         }

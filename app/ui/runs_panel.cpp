@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QStyledItemDelegate>
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -35,6 +36,22 @@ QPushButton* button(const QString& text, const QString& tooltip = {}) {
     return b;
 }
 
+// Shortens a column's text at the side given, whatever the view's own elide mode.
+class ElidingDelegate : public QStyledItemDelegate {
+  public:
+    ElidingDelegate(Qt::TextElideMode mode, QObject* parent)
+        : QStyledItemDelegate(parent), mode_(mode) {}
+
+  protected:
+    void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override {
+        QStyledItemDelegate::initStyleOption(option, index);
+        option->textElideMode = mode_;
+    }
+
+  private:
+    Qt::TextElideMode mode_;
+};
+
 }  // namespace
 
 RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
@@ -45,8 +62,20 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    table_->horizontalHeader()->setStretchLastSection(false);
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // The short columns (backend, status, start, iteration time, size) take what their
+    // contents need; the run's and config's names share the rest, so every column stays in
+    // view without scrolling sideways. Where they must be shortened, a generated run name
+    // loses its start (the config's title, which the config column shows) and keeps the
+    // method, backend and time that tell runs apart; the config keeps its title and its
+    // method. Tooltips hold both whole.
+    auto* header = table_->horizontalHeader();
+    header->setStretchLastSection(false);
+    header->setSectionResizeMode(QHeaderView::ResizeToContents);
+    header->setSectionResizeMode(RunsLibrary::Name, QHeaderView::Stretch);
+    header->setSectionResizeMode(RunsLibrary::Config, QHeaderView::Stretch);
+    table_->setItemDelegateForColumn(RunsLibrary::Name, new ElidingDelegate(Qt::ElideLeft, table_));
+    table_->setTextElideMode(Qt::ElideMiddle);
+    table_->setWordWrap(false);  // one line per run: wrapped names break at every hyphen
     table_->verticalHeader()->hide();
     table_->setToolTip(tr("The runs in the runs folder; double-click to open one"));
     connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {

@@ -5,13 +5,16 @@
 // two simulations; the library renames and deletes a run's files together.
 #include <QComboBox>
 #include <QFile>
+#include <QHeaderView>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -83,6 +86,7 @@ class TstRunPage : public QObject {
     void runnerWarningIsShown();
     void naiveAndVocab2OpensTheComparison();
     void predictedVersusMeasured();
+    void runsTableKeepsEveryColumnInView();
     void libraryRenamesAndDeletesTogether();
     void mergesAMultiProcessRun();
     void newRunNamesAreReadableAndUnique();
@@ -330,6 +334,67 @@ void TstRunPage::predictedVersusMeasured() {
              qPrintable(QStringLiteral("calibrated %1, analytic %2")
                             .arg(p->errors[0].iteration)
                             .arg(p->errors[1].iteration)));
+}
+
+void TstRunPage::runsTableKeepsEveryColumnInView() {
+    // Two runs of a pair with long generated names (a config title, sizes, method, backend and
+    // time) next to the runs made so far: the short columns stay in view, the shortened names
+    // still tell the two apart, and tooltips hold them whole.
+    app::RunsLibrary& lib = *page()->library();
+    const QString title =
+        QStringLiteral("Paper-8-stages-V-262144-seq-4096-microbatches-128-hidden-3072-layers-32");
+    QStringList names, copies;
+    for (const char* method : {"naive", "vocab-2"}) {
+        names << title + QStringLiteral("-%1-cpu-20261126-101500").arg(QLatin1String(method));
+        copies << QDir(page()->runsFolder()).filePath(names.back() + QStringLiteral(".db"));
+        QVERIFY(QFile::copy(first_run_, copies.back()));
+    }
+    lib.refresh();
+    QVERIFY(window_->showView(QStringLiteral("run")));
+    QTableView* table = page()->runsPanel()->table();
+    QTRY_VERIFY(table->isVisible());
+    QVERIFY(table->viewport()->width() < 1100);  // narrower than the names' text
+    const QHeaderView* header = table->horizontalHeader();
+    for (int c = 0; c < app::RunsLibrary::ColumnCount; ++c) {
+        const int right = header->sectionViewportPosition(c) + header->sectionSize(c);
+        QVERIFY2(header->sectionViewportPosition(c) >= 0 && right <= table->viewport()->width(),
+                 qPrintable(QStringLiteral("column %1 ends at %2 of %3")
+                                .arg(c)
+                                .arg(right)
+                                .arg(table->viewport()->width())));
+    }
+    QCOMPARE(table->horizontalScrollBar()->maximum(), 0);
+    // The short columns are not squeezed: each is wider than its widest cell's text.
+    for (int c :
+         {app::RunsLibrary::Status, app::RunsLibrary::Started, app::RunsLibrary::IterationTime}) {
+        for (int r = 0; r < lib.rowCount(); ++r) {
+            const QString text = lib.index(r, c).data().toString();
+            QVERIFY2(table->fontMetrics().horizontalAdvance(text) < header->sectionSize(c),
+                     qPrintable(text));
+        }
+    }
+    // The two names differ only past the config's title: their cells must still differ.
+    table->clearSelection();
+    table->setCurrentIndex({});
+    QImage cells[2];
+    for (int k = 0; k < 2; ++k) {
+        const int row = lib.rowOf(copies[k]);
+        QVERIFY(row >= 0);
+        const QRect rect = table->visualRect(lib.index(row, app::RunsLibrary::Name));
+        QVERIFY(table->fontMetrics().horizontalAdvance(names[k]) > rect.width());
+        cells[k] = table->viewport()->grab(rect).toImage();
+        const QString tip = lib.index(row, app::RunsLibrary::Name).data(Qt::ToolTipRole).toString();
+        QVERIFY2(tip.startsWith(names[k]), qPrintable(tip));
+        QVERIFY(lib.index(row, app::RunsLibrary::Config)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .startsWith(lib.entries()[static_cast<std::size_t>(row)].config));
+    }
+    QVERIFY(cells[0] != cells[1]);
+    for (const QString& copy : copies) {
+        QString error;
+        QVERIFY2(lib.remove(lib.rowOf(copy), &error), qPrintable(error));
+    }
 }
 
 void TstRunPage::libraryRenamesAndDeletesTogether() {
