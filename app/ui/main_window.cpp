@@ -28,6 +28,7 @@
 #include "background_progress.h"
 #include "compare_view.h"
 #include "config_panel.h"
+#include "focus_ring.h"
 #include "nsys_import_flow.h"
 #include "run_page.h"
 #include "run_tab.h"
@@ -53,6 +54,7 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     setWindowTitle(QStringLiteral("PipeScope"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/pipescope.svg")));
     setAcceptDrops(true);
+    installFocusRings();
     // 1280 x 800, or the screen's room where that is less (a laptop, a scaled display).
     QSize size(1280, 800);
     if (const QScreen* s = QGuiApplication::primaryScreen()) {

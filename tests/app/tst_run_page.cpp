@@ -30,6 +30,7 @@
 
 #include "compare_view.h"
 #include "config_panel.h"
+#include "focus_ring.h"
 #include "main_window.h"
 #include "run_page.h"
 #include "runs_panel.h"
@@ -87,6 +88,7 @@ class TstRunPage : public QObject {
     void naiveAndVocab2OpensTheComparison();
     void predictedVersusMeasured();
     void runsTableKeepsEveryColumnInView();
+    void focusIsVisibleOnTheLogAndTheTable();
     void libraryRenamesAndDeletesTogether();
     void mergesAMultiProcessRun();
     void newRunNamesAreReadableAndUnique();
@@ -395,6 +397,37 @@ void TstRunPage::runsTableKeepsEveryColumnInView() {
         QString error;
         QVERIFY2(lib.remove(lib.rowOf(copy), &error), qPrintable(error));
     }
+}
+
+void TstRunPage::focusIsVisibleOnTheLogAndTheTable() {
+    // Fusion marks no focus on a scroll area: the log and the runs table get the charts'
+    // highlight-coloured frame while they hold the keyboard focus, and lose it after.
+    QVERIFY(window_->showView(QStringLiteral("run")));
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    QPlainTextEdit* log = page()->log();
+    QTableView* table = page()->runsPanel()->table();
+    QVERIFY(app::focusRingOf(log) == nullptr || !app::focusRingOf(log)->isVisible());
+    const QColor highlight = log->palette().color(QPalette::Highlight);
+    log->setFocus(Qt::TabFocusReason);
+    QTRY_VERIFY(log->hasFocus());
+    QWidget* ring = app::focusRingOf(log);
+    QVERIFY(ring && ring->isVisible());
+    QCOMPARE(ring->geometry(), log->rect());
+    const QImage shot = log->grab().toImage();
+    QCOMPARE(shot.pixelColor(0, shot.height() / 2), highlight);
+    QCOMPARE(shot.pixelColor(shot.width() / 2, shot.height() - 1), highlight);
+    QVERIFY(shot.pixelColor(shot.width() / 2, shot.height() / 2) != highlight);  // not filled
+
+    table->setFocus(Qt::TabFocusReason);
+    QTRY_VERIFY(table->hasFocus());
+    QVERIFY(!ring->isVisible());
+    QVERIFY(app::focusRingOf(table) && app::focusRingOf(table)->isVisible());
+    // It follows the table's size, and is not in the way of a click.
+    window_->resize(window_->width() - 60, window_->height());
+    QTRY_COMPARE(app::focusRingOf(table)->geometry(), table->rect());
+    QVERIFY(app::focusRingOf(table)->testAttribute(Qt::WA_TransparentForMouseEvents));
+    window_->resize(window_->width() + 60, window_->height());
 }
 
 void TstRunPage::libraryRenamesAndDeletesTogether() {

@@ -1,0 +1,18 @@
+// A visible keyboard focus on tables, lists and text logs. Fusion marks a focused line edit or
+// button but not a scroll area's frame, so a keyboard user who tabs into the run log or an
+// empty runs table cannot see where the focus went. The charts draw their own frame
+// (TraceChart::paintEvent); this gives the scroll areas the same 2 px highlight-coloured one.
+#pragma once
+
+class QWidget;
+
+namespace pipescope::app {
+
+// Installs, once per application, the filter that shows the ring on whichever item view or
+// text edit has the focus (or whose viewport has it) and hides it when the focus leaves.
+void installFocusRings();
+
+// The ring drawn on `area` now, if any (for tests).
+QWidget* focusRingOf(const QWidget* area);
+
+}  // namespace pipescope::app
