@@ -30,6 +30,7 @@
 #include "config_panel.h"
 #include "focus_ring.h"
 #include "nsys_import_flow.h"
+#include "page_tabs.h"
 #include "run_page.h"
 #include "run_tab.h"
 #include "run_view.h"
@@ -49,6 +50,10 @@ bool isTracePath(const QString& path) {
 }
 
 }  // namespace
+
+PageTabs* MainWindow::pageTabs() const {
+    return static_cast<PageTabs*>(tabs_);
+}
 
 MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), restore_(restore) {
     setWindowTitle(QStringLiteral("PipeScope"));
@@ -92,7 +97,8 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     dock->setMinimumWidth(250);
     addDockWidget(Qt::LeftDockWidgetArea, dock);
 
-    tabs_ = new QTabWidget;
+    auto* tabs = new PageTabs;
+    tabs_ = tabs;
     tabs_->setDocumentMode(true);
     tabs_->setTabsClosable(true);
     setCentralWidget(tabs_);
@@ -114,6 +120,7 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     tabs_->addTab(sweep_view_, tr("Sweep"));
     run_page_ = new RunPage(restore_);
     tabs_->addTab(run_page_, tr("Run"));
+    tabs->pageTabBar()->setMinimumTabHeight(tabs->tabBar()->sizeHint().height());
     for (int i = 0; i < kFixedTabs; ++i) {
         tabs_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // fixed tabs
     }
@@ -415,7 +422,8 @@ void MainWindow::openTrace(const QString& path) {
         recent_->add(path);
         updateRecentMenu();
         auto* tab = new RunTab(opened);
-        const int index = tabs_->addTab(tab, QFileInfo(path).fileName());
+        const int index =
+            tabs_->addTab(tab, pageTabs()->fitTitle(QFileInfo(path).fileName(), Qt::ElideLeft));
         tabs_->setTabToolTip(index, path);
         tabs_->setCurrentIndex(index);
         if (statusBar()->currentMessage() == open_error_) {

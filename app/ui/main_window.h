@@ -19,6 +19,7 @@ namespace pipescope::app {
 class CompareView;
 class ConfigPanel;
 class NsysImportFlow;
+class PageTabs;
 class RecentFiles;
 class RunPage;
 class RunView;
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
     SweepView* sweep() const { return sweep_view_; }
     RunPage* runPage() const { return run_page_; }
     QTabWidget* tabs() const { return tabs_; }
+    PageTabs* pageTabs() const;
     RunDataPtr currentRun() const { return current_; }
     SimulationController* simulator() const { return sim_; }
 

@@ -11,6 +11,7 @@
 
 #include "compare_view.h"
 #include "main_window.h"
+#include "page_tabs.h"
 #include "run_tab.h"
 #include "run_view.h"
 
@@ -49,7 +50,9 @@ void MainWindow::openComparison(std::vector<RunDataPtr> runs, const QString& tit
     auto* view = new CompareView;
     view->setRuns(std::move(runs), notes, false);
     view->showFirstIterations();
-    tabs_->setCurrentIndex(tabs_->addTab(view, title));
+    const int index = tabs_->addTab(view, pageTabs()->fitTitle(title, Qt::ElideRight));
+    tabs_->setTabToolTip(index, title);
+    tabs_->setCurrentIndex(index);
     emit comparisonOpened(view);
 }
 
@@ -136,7 +139,8 @@ void MainWindow::predictVsMeasured(const QString& path) {
         view->model()->setJudged(false);  // a prediction's error is neither better nor worse
         view->setRuns(runs, notes, false);
         view->showFirstIterations();
-        const int index = tabs_->addTab(view, tr("Predicted vs measured: %1").arg(name));
+        const int index = tabs_->addTab(
+            view, pageTabs()->fitTitle(tr("Predicted vs measured: %1").arg(name), Qt::ElideLeft));
         tabs_->setTabToolTip(index, tr("%1 (measured) beside its simulation with costs calibrated "
                                        "from it and with the analytic model")
                                         .arg(name));

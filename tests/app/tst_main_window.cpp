@@ -33,6 +33,7 @@
 #include "main_window.h"
 #include "nsys_fixture.h"
 #include "nsys_import_flow.h"
+#include "page_tabs.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
@@ -799,9 +800,20 @@ void TstMainWindow::opensTracesAndComparesThem() {
     QVERIFY(app::saveSimTrace(*sim, a.toStdString(), 1, false).ok());
     QVERIFY(app::saveSimTrace(*sim, b.toStdString(), 2, false).ok());
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    const QRect page = window_->tabs()->widget(0)->geometry();
     window_->openPaths({a, b});
     QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 2, 10000);
     QCOMPARE(window_->tabs()->count(), kFixedTabs + 2);
+    // The closable tabs' close buttons do not make the tab bar taller: no page moves.
+    QCOMPARE(window_->tabs()->widget(0)->geometry(), page);
+    // A long generated run name keeps its end (method, backend, time) in a short tab title.
+    const QString name = QStringLiteral(
+        "Default-4-stages-V-32768-microbatches-12-hidden-3072-vocab-2-cpu-20261126-023639.db");
+    const QString title = window_->pageTabs()->fitTitle(name, Qt::ElideLeft);
+    QVERIFY2(title.size() < 45, qPrintable(title));
+    QVERIFY2(title.endsWith(QStringLiteral("-cpu-20261126-023639.db")), qPrintable(title));
+    QCOMPARE(window_->pageTabs()->fitTitle(QStringLiteral("a.db"), Qt::ElideLeft),
+             QStringLiteral("a.db"));
     QVERIFY(window_->compareOpenRuns());
     auto* view = qobject_cast<app::CompareView*>(window_->tabs()->currentWidget());
     QVERIFY(view);
