@@ -94,6 +94,33 @@ QString twoLines(const QString& text, const QString& separator) {
 
 }  // namespace
 
+QString shortRunName(const QString& name, qsizetype most) {
+    if (name.size() <= most) {
+        return name;
+    }
+    const QString ellipsis = QStringLiteral("…");
+    const QString dash = QStringLiteral(" — ");
+    const qsizetype at = name.indexOf(dash);
+    if (at < 0) {
+        const qsizetype half = (most - 1) / 2;
+        return name.left(half) + ellipsis + name.right(most - 1 - half);
+    }
+    // A trace file's name and its config's title: the file keeps its end (a generated name's
+    // method, backend and time), the title its start, each its share of the room.
+    QString file = name.left(at);
+    QString title = name.mid(at + dash.size());
+    const qsizetype room = most - dash.size();
+    const qsizetype title_room = std::max(room - file.size(), std::min(title.size(), room / 2));
+    if (title.size() > title_room) {
+        title = title.left(title_room - 1) + ellipsis;
+    }
+    const qsizetype file_room = room - title.size();
+    if (file.size() > file_room) {
+        file = ellipsis + file.right(file_room - 1);
+    }
+    return file + dash + title;
+}
+
 QString unfinishedNote(const analysis::RunStats& s) {
     QStringList damage;
     for (const std::string& problem : s.damage) {
@@ -138,11 +165,8 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
 
     // A short name (a method, a preset) leads the figures; a long one (a trace file's name and
     // its config's) gets a line of its own, so the figures are not pushed out of the chart.
-    QString name = QString::fromStdString(run.name());
+    const QString name = shortRunName(QString::fromStdString(run.name()));
     const bool long_name = name.size() > 32;
-    if (name.size() > 96) {
-        name = name.left(46) + QStringLiteral("…") + name.right(46);
-    }
     const QString heading =
         long_name ? name + QLatin1Char('\n') + twoLines(headline(run), QStringLiteral(" · "))
                   : twoLines(name + QStringLiteral(" — ") + headline(run), QStringLiteral(" · "));
