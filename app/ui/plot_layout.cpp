@@ -60,6 +60,8 @@ constexpr const char* kLeftOut = "pipescope_left_out";
 constexpr const char* kOutMargins = "pipescope_out_margins";
 constexpr const char* kOutMinimum = "pipescope_out_minimum";
 constexpr const char* kOutMaximum = "pipescope_out_maximum";
+// On a plot: the pixels fitPlotLegends added below its layout (keepRowsInside).
+constexpr const char* kRoundingMargin = "pipescope_rounding_margin";
 
 // How tall the ink of the tallest of `labels` is, as the display draws it: a scaled one rounds it
 // out to whole logical pixels ("rank 0" in 9 pt: 10 px at 100 %, 11 px at 150 % and 200 %).
@@ -230,6 +232,32 @@ bool fitTickCounts(QCustomPlot* plot) {
     return changed;
 }
 
+// QCustomPlot rounds each row's height on its own, so rows sharing out some spare pixels may end
+// a pixel or two below the plot, and the legend's last line with them: as many pixels are kept
+// free below the layout instead. Ends with a layout at this size.
+void keepRowsInside(QCustomPlot* plot, const QRect& viewport) {
+    QCPLayoutGrid* grid = plot->plotLayout();
+    QMargins margins = grid->margins();
+    margins.setBottom(margins.bottom() - plot->property(kRoundingMargin).toInt());
+    int added = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        grid->setMargins(margins + QMargins(0, 0, 0, added));
+        layoutNow(plot, viewport);
+        int bottom = viewport.top();
+        for (QCPLayoutElement* e : grid->elements(false)) {
+            if (e) {
+                bottom = std::max(bottom, e->outerRect().y() + e->outerRect().height());
+            }
+        }
+        const int over = bottom - (viewport.y() + viewport.height());
+        if (over <= 0) {
+            break;
+        }
+        added += over;
+    }
+    plot->setProperty(kRoundingMargin, added);
+}
+
 // Calls fitPlotLegends when the plot it watches is resized.
 class LegendFitter : public QObject {
   public:
@@ -298,6 +326,7 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
     if (fitTickCounts(plot)) {
         layoutNow(plot, viewport);  // the tick labels' widths move the axes
     }
+    keepRowsInside(plot, viewport);
 }
 
 void keepTickLabelsApart(QCPAxis* axis, int most) {
