@@ -49,82 +49,175 @@ void layoutNow(QCustomPlot* plot, const QRect& viewport) {
 constexpr int kAxisRectMinHeight = 50;
 constexpr int kSqueezedAxisRectMinHeight = 16;
 
-// The height a row of the top layout asks for (its tallest element), as QCustomPlot counts it: an
-// axis rect's minimum is inside its margins, a legend's comes from its entries. Adds the row's
-// axis rects to `rects`.
-int rowMinimumHeight(QCPLayoutGrid* grid, int row, std::vector<QCPAxisRect*>* rects) {
-    int height = 0;
-    for (int c = 0; c < grid->columnCount(); ++c) {
-        if (!grid->hasElement(row, c)) {
-            continue;
-        }
-        QCPLayoutElement* e = grid->element(row, c);
-        int h = std::max(e->minimumSize().height(), e->minimumOuterSizeHint().height());
-        if (auto* rect = qobject_cast<QCPAxisRect*>(e)) {
-            h = rect->minimumSize().height() + rect->margins().top() + rect->margins().bottom();
-            rects->push_back(rect);
-        }
-        height = std::max(height, h);
+constexpr const char* kMostTicks = "pipescope_most_ticks";
+// On a value axis of labelRows: the names of its rows, where the first tick sits in its row, and
+// every how many rows a name is shown now.
+constexpr const char* kRowLabels = "pipescope_row_labels";
+constexpr const char* kRowOffset = "pipescope_row_offset";
+constexpr const char* kRowStride = "pipescope_row_stride";
+// On a legend fitPlotLegends left out: its margins and size limits, to give back.
+constexpr const char* kLeftOut = "pipescope_left_out";
+constexpr const char* kOutMargins = "pipescope_out_margins";
+constexpr const char* kOutMinimum = "pipescope_out_minimum";
+constexpr const char* kOutMaximum = "pipescope_out_maximum";
+// On a plot: the pixels fitPlotLegends added below its layout (keepRowsInside).
+constexpr const char* kRoundingMargin = "pipescope_rounding_margin";
+
+// How tall the ink of the tallest of `labels` is, as the display draws it: a scaled one rounds it
+// out to whole logical pixels ("rank 0" in 9 pt: 10 px at 100 %, 11 px at 150 % and 200 %).
+// Labels this far apart touch.
+int tallestInk(const QFont& font, const QStringList& labels) {
+    const QFontMetrics metrics(font);
+    int tallest = 0;
+    for (const QString& label : labels) {
+        tallest = std::max(tallest, metrics.tightBoundingRect(label).height());
     }
-    return height;
+    return tallest;
+}
+
+// The least height `rect` keeps for the labels of its value axis to stand apart: one row name
+// (labelRows shows as many as stand apart), or three numbers (the memory and summary charts fit
+// their tick counts to their height, and QCustomPlot rounds a count of two to three nice ticks).
+int rectFloor(const QCPAxisRect* rect) {
+    const QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+    if (!axis || !axis->visible() || !axis->tickLabels()) {
+        return kSqueezedAxisRectMinHeight;
+    }
+    const QStringList rows = axis->property(kRowLabels).toStringList();
+    const int floor = rows.isEmpty() ? 3 * tallestInk(axis->tickLabelFont(),
+                                                      QStringList(axis->tickVectorLabels()))
+                                     : tallestInk(axis->tickLabelFont(), rows);
+    return std::clamp(floor, kSqueezedAxisRectMinHeight, kAxisRectMinHeight);
 }
 
 // When the rows' minimum heights add up to more than the plot has (five stacked timelines in a
-// short window), QCustomPlot squeezes every row alike, the legend too, whose entries then lose
-// their last pixels (the underscore of SEND_F). The axis rects give way instead. Needs the margins
-// of a layout at this size (layoutNow).
-void keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
+// short window, any chart on a scaled display), QCustomPlot squeezes every row alike: the legend,
+// whose entries then lose their last lines, and the axis rects, past the room for their labels.
+// The axis rects of the top layout give way instead, each down to its floor (rectFloor). False
+// where even that leaves the rows taller than the plot. Needs the margins of a layout at this
+// size (layoutNow).
+bool keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
     QCPLayoutGrid* grid = plot->plotLayout();
-    std::vector<QCPAxisRect*> rects;
+    // The rows holding axis rects, each with the floor of the most demanding of them.
+    std::vector<std::pair<std::vector<QCPAxisRect*>, int>> rect_rows;
+    // What the rows need with the rects at QCustomPlot's usual minimum.
     int needed = grid->rowSpacing() * std::max(0, grid->rowCount() - 1) + grid->margins().top() +
                  grid->margins().bottom();
-    int rows_with_rects = 0;
     for (int r = 0; r < grid->rowCount(); ++r) {
-        const std::size_t before = rects.size();
-        needed += rowMinimumHeight(grid, r, &rects);
-        rows_with_rects += rects.size() > before ? 1 : 0;
+        std::vector<QCPAxisRect*> rects;
+        int floor = 0;
+        int height = 0;
+        for (int c = 0; c < grid->columnCount(); ++c) {
+            if (!grid->hasElement(r, c)) {
+                continue;
+            }
+            QCPLayoutElement* e = grid->element(r, c);
+            int h = std::max(e->minimumSize().height(), e->minimumOuterSizeHint().height());
+            if (auto* rect = qobject_cast<QCPAxisRect*>(e)) {
+                h = kAxisRectMinHeight + rect->margins().top() + rect->margins().bottom();
+                rects.push_back(rect);
+                floor = std::max(floor, rectFloor(rect));
+            }
+            height = std::max(height, h);
+        }
+        needed += height;
+        if (!rects.empty()) {
+            rect_rows.emplace_back(std::move(rects), floor);
+        }
     }
-    if (rects.empty()) {
+    if (rect_rows.empty()) {
+        return true;  // axis rects in nested layouts (the summary's, the sweep's) are not fitted
+    }
+    const int excess = std::max(0, needed - viewport.height());
+    // The pixels the rects give with `height` asked of each (no less than its floor).
+    const auto given = [&](int height) {
+        int sum = 0;
+        for (const auto& row : rect_rows) {
+            sum += kAxisRectMinHeight - std::max(height, row.second);
+        }
+        return sum;
+    };
+    int height = kAxisRectMinHeight;
+    while (height > 0 && given(height) < excess) {
+        --height;
+    }
+    for (const auto& [rects, floor] : rect_rows) {
+        for (QCPAxisRect* rect : rects) {
+            const int h = std::max(height, floor);
+            if (rect->minimumSize().height() != h) {
+                rect->setMinimumSize(rect->minimumSize().width(), h);
+            }
+        }
+    }
+    return given(height) >= excess;
+}
+
+// Takes `legend` out of sight and of the layout (a row a pixel tall), or gives it back as it was.
+void leaveOut(QCPLegend* legend, bool out) {
+    if (legend->property(kLeftOut).toBool() == out) {
         return;
     }
-    // What the rows would need with the rects at their usual minimum.
-    needed += static_cast<int>(rows_with_rects) *
-              (kAxisRectMinHeight - rects.front()->minimumSize().height());
-    const int excess = std::max(0, needed - viewport.height());
-    // A rect keeps room for its value axis's labels (a timeline's rank names) to stand apart;
-    // where that is not enough, QCustomPlot squeezes every row after all.
-    int floor = kSqueezedAxisRectMinHeight;
-    for (const QCPAxisRect* rect : rects) {
-        const QCPAxis* axis = rect->axis(QCPAxis::atLeft);
-        if (axis && axis->visible() && axis->tickLabels()) {
-            // Each label's ink (no line gap): labels may touch, not overlap.
-            const QFontMetrics metrics(axis->tickLabelFont());
-            int ink = 0;
-            for (const QString& label : axis->tickVectorLabels()) {
-                ink += metrics.tightBoundingRect(label).height();
-            }
-            floor = std::max(floor, ink);
-        }
-    }
-    const int height =
-        std::clamp(kAxisRectMinHeight - (excess + rows_with_rects - 1) / rows_with_rects,
-                   std::min(floor, kAxisRectMinHeight), kAxisRectMinHeight);
-    for (QCPAxisRect* rect : rects) {
-        if (rect->minimumSize().height() != height) {
-            rect->setMinimumSize(rect->minimumSize().width(), height);
-        }
+    legend->setProperty(kLeftOut, out);
+    legend->setVisible(!out);
+    if (out) {
+        legend->setProperty(kOutMargins, QVariant::fromValue(legend->margins()));
+        legend->setProperty(kOutMinimum, legend->minimumSize());
+        legend->setProperty(kOutMaximum, legend->maximumSize());
+        legend->setMargins(QMargins());
+        // A height of 0 would mean "no minimum": the entries' height.
+        legend->setMinimumSize(legend->minimumSize().width(), 1);
+        legend->setMaximumSize(legend->maximumSize().width(), 1);
+    } else {
+        legend->setMargins(legend->property(kOutMargins).value<QMargins>());
+        legend->setMinimumSize(legend->property(kOutMinimum).toSize());
+        legend->setMaximumSize(legend->property(kOutMaximum).toSize());
     }
 }
 
-constexpr const char* kMostTicks = "pipescope_most_ticks";
+// Shows the name of every `stride`-th row of `axis` (labelRows).
+void showRowLabels(QCPAxis* axis, int stride) {
+    const QStringList labels = axis->property(kRowLabels).toStringList();
+    const double offset = axis->property(kRowOffset).toDouble();
+    auto ticker = axis->ticker().dynamicCast<QCPAxisTickerText>();
+    if (!ticker) {
+        ticker.reset(new QCPAxisTickerText);
+        axis->setTicker(ticker);
+    }
+    ticker->clear();
+    for (int i = 0; i < labels.size(); i += stride) {
+        ticker->addTick(i + offset, labels[i]);
+    }
+    axis->setProperty(kRowStride, stride);
+}
+
+// Shows as many of a labelRows axis's row names as stand apart at its rect's height: every
+// row's, else every second, third, ... row's. True when that changed. Needs a layout at this size.
+bool fitRowLabels(QCPAxis* axis) {
+    const QStringList labels = axis->property(kRowLabels).toStringList();
+    const double row = std::abs(axis->coordToPixel(1) - axis->coordToPixel(0));
+    const int ink = tallestInk(axis->tickLabelFont(), labels);
+    int stride = 1;
+    while (stride < labels.size() && stride * row < ink) {
+        ++stride;
+    }
+    if (axis->property(kRowStride).toInt() == stride) {
+        return false;
+    }
+    showRowLabels(axis, stride);
+    return true;
+}
 
 // Sets the tick count of each value axis marked by keepTickLabelsApart to what its rect's height
-// holds, labels a line and a half apart at least; true when one changed. Needs a layout at this
-// size (layoutNow).
+// holds, labels a line and a half apart at least, and the row names of labelRows axes; true when
+// one changed. Needs a layout at this size (layoutNow).
 bool fitTickCounts(QCustomPlot* plot) {
     bool changed = false;
     for (QCPAxisRect* rect : plot->axisRects()) {
         QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+        if (axis && axis->property(kRowLabels).isValid()) {
+            changed = fitRowLabels(axis) || changed;
+            continue;
+        }
         const int most = axis ? axis->property(kMostTicks).toInt() : 0;
         if (most <= 0) {
             continue;
@@ -137,6 +230,32 @@ bool fitTickCounts(QCustomPlot* plot) {
         }
     }
     return changed;
+}
+
+// QCustomPlot rounds each row's height on its own, so rows sharing out some spare pixels may end
+// a pixel or two below the plot, and the legend's last line with them: as many pixels are kept
+// free below the layout instead. Ends with a layout at this size.
+void keepRowsInside(QCustomPlot* plot, const QRect& viewport) {
+    QCPLayoutGrid* grid = plot->plotLayout();
+    QMargins margins = grid->margins();
+    margins.setBottom(margins.bottom() - plot->property(kRoundingMargin).toInt());
+    int added = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        grid->setMargins(margins + QMargins(0, 0, 0, added));
+        layoutNow(plot, viewport);
+        int bottom = viewport.top();
+        for (QCPLayoutElement* e : grid->elements(false)) {
+            if (e) {
+                bottom = std::max(bottom, e->outerRect().y() + e->outerRect().height());
+            }
+        }
+        const int over = bottom - (viewport.y() + viewport.height());
+        if (over <= 0) {
+            break;
+        }
+        added += over;
+    }
+    plot->setProperty(kRoundingMargin, added);
 }
 
 // Calls fitPlotLegends when the plot it watches is resized.
@@ -172,6 +291,10 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
         return;
     }
     if (!legends.empty()) {
+        // A legend left out at a smaller size comes back, to be left out again if it must.
+        for (QCPLegend* legend : legends) {
+            leaveOut(legend, false);
+        }
         // A legend beside others (the summary's two charts) gets its share of the width. The
         // share depends on how wide the legends ask to be, so fit twice: from one column each
         // (the narrowest the legends can be), then from the layout that gives.
@@ -188,17 +311,33 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
                 fitLegendColumns(legend, width);
             }
         }
-        keepLegendHeight(plot, viewport);
+        if (!keepLegendHeight(plot, viewport)) {
+            // Too short for the charts at their thinnest and the legends' rows (a window smaller
+            // than the app's smallest screen): the charts keep the room, and no legend is drawn
+            // cut off.
+            for (QCPLegend* legend : legends) {
+                leaveOut(legend, true);
+            }
+            layoutNow(plot, viewport);
+            keepLegendHeight(plot, viewport);
+        }
     }
     layoutNow(plot, viewport);
     if (fitTickCounts(plot)) {
         layoutNow(plot, viewport);  // the tick labels' widths move the axes
     }
+    keepRowsInside(plot, viewport);
 }
 
 void keepTickLabelsApart(QCPAxis* axis, int most) {
     axis->setProperty(kMostTicks, most);
     axis->ticker()->setTickCount(most);
+}
+
+void labelRows(QCPAxis* axis, const QStringList& labels, double offset) {
+    axis->setProperty(kRowLabels, labels);
+    axis->setProperty(kRowOffset, offset);
+    showRowLabels(axis, 1);
 }
 
 void letPlotShrink(QCustomPlot* plot, int min_width) {

@@ -13,12 +13,19 @@ void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 
 // Fits every legend of `plot` to its width, or to `size` when given (after legends were added
 // or replaced, or when the plot is about to take that size), and the tick counts of the axes
-// keepTickLabelsApart marked to their heights.
+// keepTickLabelsApart marked and the row names of labelRows to their heights. Where the plot is
+// too short for its charts at their thinnest and its legends, the legends are left out until it
+// is tall enough again, rather than drawn cut off.
 void fitPlotLegends(QCustomPlot* plot, QSize size = {});
 
 // Gives the value axis (left) of a chart that may get short at most `most` ticks, fewer where its
 // rect is too short for their labels to stand apart (fitPlotLegends counts them).
 void keepTickLabelsApart(QCPAxis* axis, int most);
+
+// Gives the value axis of a timeline a name per row, `labels[i]` at i + `offset`: every row's, or
+// where rows are thinner than a name is tall (a short chart, a scaled display) every second,
+// third, ... row's, so that they never overlap (fitPlotLegends picks).
+void labelRows(QCPAxis* axis, const QStringList& labels, double offset);
 
 // Says `text` in the middle of `rect`, whose data is missing (a trace without memory samples),
 // instead of value-axis ticks that would make a flat zero line look like a measurement.

@@ -10,6 +10,7 @@
 #include <pipescope/app/time_axis.h>
 #include <pipescope/app/units.h>
 
+#include "plot_layout.h"
 #include "text_tone.h"
 
 namespace pipescope::app {
@@ -542,11 +543,12 @@ TimelinePlottable* addTimeline(QCustomPlot* plot, QCPAxisRect* rect, RunDataPtr 
     y->setRangeReversed(true);
     const int ranks = run ? run->rankCount() : 1;
     y->setRange(0, ranks);
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    QStringList names;
     for (int r = 0; r < ranks; ++r) {
-        ticker->addTick(r + 0.34, QObject::tr("rank %1").arg(r));
+        names << QObject::tr("rank %1").arg(r);
     }
-    y->setTicker(ticker);
+    // Level with the compute lane's middle; as many as stand apart at the rect's height.
+    labelRows(y, names, 0.34);
     y->setSubTicks(false);
     y->grid()->setVisible(false);
     y->setTickLength(0);

@@ -1,8 +1,10 @@
 // The trace chart never waits for the trace file on a repaint: after a zoom it draws the detail
 // it has, fetches the new window on a worker and repaints when it lands; pans within half a view
 // need no query; an export always draws exactly its own window.
+#include <algorithm>
 #include <set>
 
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -52,6 +54,10 @@ class TstTraceChart : public QObject {
     void legendNamesEveryKindOfALongRun();
     void stackedRunsKeepTheLegendWhole_data();
     void stackedRunsKeepTheLegendWhole();
+    void chartsReadAtThisScale_data();
+    void chartsReadAtThisScale();
+    void chartsReadAtEveryScale_data();
+    void chartsReadAtEveryScale();
     void longViewsReadInSeconds();
     void gpuLaneIsDrawnAndPicked();
     void peakLabelFitsShortCharts_data();
@@ -325,6 +331,131 @@ void TstTraceChart::stackedRunsKeepTheLegendWhole() {
     if (height >= 900) {
         QCOMPARE(chart.axisRects().front()->minimumSize().height(), 50);
     }
+}
+
+// The sizes the Explore and Compare methods pages give their chart (logical px), in a 1280 x 800
+// and a 1920 x 1080 window, and in the whole of a 1920 x 1080 screen at 150 % (1280 x 720) and
+// 200 % (960 x 540, smaller than the app's smallest screen, 1024 x 640). At every scale the rank
+// names stand apart, and the legend is whole, or left out where the chart has not even the room
+// for its timelines at their thinnest and the legend's rows (never drawn cut off).
+void TstTraceChart::chartsReadAtThisScale_data() {
+    QTest::addColumn<int>("runs");  // one: Explore (with memory); five: Compare methods
+    QTest::addColumn<QSize>("size");
+    QTest::addColumn<bool>("legend");  // must be shown
+    QTest::newRow("explore 1280x800") << 1 << QSize(975, 334) << true;
+    QTest::newRow("explore 1920x1080") << 1 << QSize(1615, 480) << true;
+    QTest::newRow("explore 1280x720") << 1 << QSize(975, 292) << true;
+    QTest::newRow("explore 960x540") << 1 << QSize(655, 160) << false;
+    QTest::newRow("compare 1280x800") << 5 << QSize(975, 517) << true;
+    QTest::newRow("compare 1920x1080") << 5 << QSize(1615, 723) << true;
+    QTest::newRow("compare 1280x720") << 5 << QSize(975, 458) << true;
+    QTest::newRow("compare 960x540") << 5 << QSize(655, 340) << false;
+}
+
+void TstTraceChart::chartsReadAtThisScale() {
+    QFETCH(int, runs);
+    QFETCH(QSize, size);
+    QFETCH(bool, legend);
+    // Shown taller first, as the app's window is laid out in a few sizes before its last: the
+    // memory chart has fitted its ticks to a taller rect then.
+    app::TraceChart chart;
+    chart.resize(size.width(), 2 * size.height());
+    chart.setRuns(std::vector<app::RunDataPtr>(static_cast<std::size_t>(runs), run_), runs == 1);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.replot();
+    chart.resize(size);
+    QTRY_COMPARE(chart.size(), size);
+    // The scale the test was started at (chartsReadAtEveryScale) is the one it measures.
+    const double scale = chart.devicePixelRatioF();
+    if (qEnvironmentVariableIsSet("QT_SCALE_FACTOR")) {
+        QCOMPARE(scale, qEnvironmentVariable("QT_SCALE_FACTOR").toDouble());
+    }
+    chart.replot();
+    QCoreApplication::processEvents();  // the memory chart's queued replot for its new ticks
+    chart.replot();
+    const QString at =
+        QStringLiteral("%1x%2 at %3").arg(size.width()).arg(size.height()).arg(scale);
+
+    QCOMPARE(static_cast<int>(chart.timelines().size()), runs);
+    for (const app::TimelinePlottable* timeline : chart.timelines()) {
+        // Where QCustomPlot draws each rank name: its line box centred on the tick, the ink
+        // within it as the font puts it at this scale.
+        const QCPAxis* axis = timeline->valueAxis();
+        const QFontMetrics metrics(axis->tickLabelFont());
+        const QVector<double> ticks = axis->tickVector();
+        const QVector<QString> labels = axis->tickVectorLabels();
+        QVERIFY2(!labels.isEmpty() && labels.front() == QLatin1String("rank 0"), qPrintable(at));
+        std::vector<std::pair<QRectF, QString>> inks;
+        for (int i = 0; i < labels.size(); ++i) {
+            const QRect line =
+                metrics.boundingRect(0, 0, 0, 0, Qt::TextDontClip | Qt::AlignHCenter, labels[i]);
+            const QRect ink = metrics.tightBoundingRect(labels[i]);
+            const double top =
+                axis->coordToPixel(ticks[i]) - line.height() / 2.0 + metrics.ascent() + ink.top();
+            inks.emplace_back(QRectF(0, top, ink.width(), ink.height()), labels[i]);
+        }
+        std::sort(inks.begin(), inks.end(),
+                  [](const auto& a, const auto& b) { return a.first.top() < b.first.top(); });
+        for (std::size_t i = 1; i < inks.size(); ++i) {
+            const QRectF& above = inks[i - 1].first;
+            const QRectF& below = inks[i].first;
+            QVERIFY2(below.top() >= above.bottom(),
+                     qPrintable(QStringLiteral("%1: %2 and %3 overlap (%4 px apart, %5 px tall)")
+                                    .arg(at, inks[i - 1].second, inks[i].second)
+                                    .arg(below.top() - above.top())
+                                    .arg(above.height())));
+        }
+        QVERIFY2(timeline->keyAxis()->axisRect()->height() > 0, qPrintable(at));
+    }
+    QVERIFY(chart.legend);
+    QVERIFY2(chart.legend->visible() || !legend, qPrintable(at + ": no legend"));
+    if (chart.legend->visible()) {
+        const QRect outer = chart.legend->outerRect();
+        QVERIFY2(chart.rect().contains(outer),
+                 qPrintable(QStringLiteral("%1: legend at %2,%3 %4x%5")
+                                .arg(at)
+                                .arg(outer.x())
+                                .arg(outer.y())
+                                .arg(outer.width())
+                                .arg(outer.height())));
+        QVERIFY2(outer.height() >= chart.legend->minimumOuterSizeHint().height(),
+                 qPrintable(QStringLiteral("%1: legend %2 px of %3")
+                                .arg(at)
+                                .arg(outer.height())
+                                .arg(chart.legend->minimumOuterSizeHint().height())));
+    }
+}
+
+// QT_SCALE_FACTOR is read when the application starts: this binary again, at 150 % and 200 %.
+void TstTraceChart::chartsReadAtEveryScale_data() {
+    QTest::addColumn<QString>("factor");
+    QTest::newRow("150 %") << QStringLiteral("1.5");
+    QTest::newRow("200 %") << QStringLiteral("2");
+}
+
+void TstTraceChart::chartsReadAtEveryScale() {
+    QFETCH(QString, factor);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_SCALE_FACTOR"), factor);
+    if (!env.contains(QStringLiteral("QT_QPA_PLATFORM"))) {
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    }
+    QProcess child;
+    child.setProcessEnvironment(env);
+    child.setProcessChannelMode(QProcess::MergedChannels);
+    child.start(QCoreApplication::applicationFilePath(), {QStringLiteral("chartsReadAtThisScale")});
+    QVERIFY(child.waitForFinished(300000));
+    // What went wrong in there, without the passes.
+    QStringList failures;
+    for (const QString& line : QString::fromLocal8Bit(child.readAll()).split(QLatin1Char('\n'))) {
+        if (line.contains(QLatin1String("FAIL!")) || line.contains(QLatin1String("Loc:")) ||
+            line.startsWith(QLatin1String("Totals"))) {
+            failures << line;
+        }
+    }
+    QVERIFY2(child.exitStatus() == QProcess::NormalExit && child.exitCode() == 0,
+             qPrintable(QStringLiteral("at %1:\n%2").arg(factor, failures.join('\n'))));
 }
 
 // A view of minutes reads "time (s)" with labels such as 120, not "time (ms)" with 120000.
