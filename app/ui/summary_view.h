@@ -23,7 +23,7 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run);
 QString headline(const RunData& run);
 // A run's name at most `most` characters long: a trace's "FILE — CONFIG TITLE" keeps the end
 // of the file's name and the start of the title, other names their two ends.
-QString shortRunName(const QString& name, qsizetype most = 96);
+QString shortRunName(const QString& name, qsizetype most = 93);
 // For a run that did not finish (killed, failed, cancelled): its status, its message and the
 // iteration it stopped in, to show under the headline; empty for a complete run.
 QString unfinishedNote(const analysis::RunStats& stats);

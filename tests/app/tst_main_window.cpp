@@ -453,17 +453,17 @@ void TstMainWindow::longRunNamesKeepWhatTellsThemApart() {
         QStringLiteral("Default-4-stages-V-32768-microbatches-12-naive-cpu-20261126-023639.db");
     const QString title = QStringLiteral("Default: 4 stages, V=32768 [parallel.microbatches=12]");
     const QString shown = app::shortRunName(file + QStringLiteral(" — ") + title);
-    QVERIFY2(shown.size() <= 96, qPrintable(shown));
+    QVERIFY2(shown.size() <= 93, qPrintable(shown));
     QVERIFY2(shown.contains(QStringLiteral("naive-cpu-20261126-023639.db — Default: 4 stages")),
              qPrintable(shown));
     QCOMPARE(app::shortRunName(QStringLiteral("vocab-2")), QStringLiteral("vocab-2"));
     const QString plain = QString(120, QLatin1Char('x')) + QStringLiteral("END");
-    QCOMPARE(app::shortRunName(plain).size(), 96);
+    QCOMPARE(app::shortRunName(plain).size(), 93);
     QVERIFY(app::shortRunName(plain).endsWith(QStringLiteral("xEND")));
     const QString long_title =
         app::shortRunName(QStringLiteral("a.db — ") + QString(200, QLatin1Char('t')));
     QVERIFY(long_title.startsWith(QStringLiteral("a.db — tttt")));
-    QCOMPARE(long_title.size(), 96);
+    QCOMPARE(long_title.size(), 93);
 }
 
 void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
