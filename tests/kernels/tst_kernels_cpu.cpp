@@ -1,13 +1,17 @@
 // The CPU reference kernels: forwards against values worked out by hand (the arithmetic is in
 // the comments), every backward against central finite differences in double, the fp32 path
 // against the fp64 one, and the vocabulary-parallel output layer against the full one.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <vector>
 
 #include <QtTest>
 
+#include <pipescope/kernels/cpu/fast_exp.h>
 #include <pipescope/kernels/cpu/ops.h>
 
 #include "kernel_checks.h"
@@ -132,6 +136,10 @@ class TestKernelsCpu : public QObject {
     void attentionIsCausal();
     void attentionGradient();
     void attentionFloatMatchesDouble();
+    // The fp32 exponential of the softmax, cross-entropy and GELU kernels
+    void expApproxMatchesStdExp();
+    void expApproxSoftmaxRange();
+    void expApproxLimits();
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -795,6 +803,94 @@ void TestKernelsCpu::attentionFloatMatchesDouble() {
                       batch, seq, heads, dim);
     CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
     CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+}
+
+// ---------------------------------------------------------------------------------------------
+// expApprox
+
+namespace {
+
+// max |expApprox(x) − e^x| / e^x over the floats x in [lo, hi] taken `stride` bit patterns apart
+// (x of one sign, so that neighbouring patterns are neighbouring floats), e^x in double.
+double expApproxWorstRelError(float lo, float hi, std::uint32_t stride, float& worst_x) {
+    const auto bits = [](float x) { return std::bit_cast<std::uint32_t>(x); };
+    double worst = 0.0;
+    worst_x = lo;
+    const std::uint32_t a = std::min(bits(lo), bits(hi));
+    const std::uint32_t b = std::max(bits(lo), bits(hi));
+    for (std::uint64_t u = a; u <= b; u += stride) {
+        const float x = std::bit_cast<float>(static_cast<std::uint32_t>(u));
+        const double ref = std::exp(static_cast<double>(x));
+        const double err = std::abs(static_cast<double>(expApprox(x)) - ref) / ref;
+        if (!(err <= worst)) {
+            worst = err;
+            worst_x = x;
+        }
+    }
+    return worst;
+}
+
+// Measured over every float whose e^x is normal: 8.2e-8 (never more than 1 ulp from the
+// correctly rounded value). The kernels' fp32-against-fp64 checks rely on ~1e-7.
+constexpr double kExpApproxBound = 1e-7;
+// e^x is a normal float for x in [ln FLT_MIN, ln FLT_MAX] = [−87.336, 88.722].
+constexpr float kExpNormalLo = -87.33f;
+constexpr float kExpNormalHi = 88.72f;
+
+}  // namespace
+
+void TestKernelsCpu::expApproxMatchesStdExp() {
+    // Every 101st float of the whole normal range, each sign on its own (about 20 million).
+    float at = 0.0f;
+    double worst = expApproxWorstRelError(-0.0f, kExpNormalLo, 101, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("x ≤ 0: relative error %1 at x = %2").arg(worst).arg(at)));
+    worst = expApproxWorstRelError(0.0f, kExpNormalHi, 101, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("x ≥ 0: relative error %1 at x = %2").arg(worst).arg(at)));
+    // Exact where e^x is: e^0 = 1.
+    QCOMPARE(expApprox(0.0f), 1.0f);
+    QCOMPARE(expApprox(-0.0f), 1.0f);
+}
+
+void TestKernelsCpu::expApproxSoftmaxRange() {
+    // A softmax takes exp of logits minus their maximum: x in [−20, 0] carries the values that
+    // matter. Every 31st float there (36 million), and a grid where each result must be within
+    // 1 ulp of the correctly rounded e^x.
+    float at = 0.0f;
+    const double worst = expApproxWorstRelError(-0.0f, -20.0f, 31, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("relative error %1 at x = %2").arg(worst).arg(at)));
+    for (float x = -20.0f; x <= 0.0f; x += 0.001f) {
+        const auto rounded = static_cast<float>(std::exp(static_cast<double>(x)));
+        const float got = expApprox(x);
+        QVERIFY2(got == rounded || got == std::nextafter(rounded, 0.0f) ||
+                     got == std::nextafter(rounded, 2.0f),
+                 qPrintable(QStringLiteral("x = %1").arg(x)));
+    }
+}
+
+void TestKernelsCpu::expApproxLimits() {
+    const float inf = std::numeric_limits<float>::infinity();
+    // Very negative: subnormal results round gradually, to within one subnormal step (2^−149)
+    // of e^x; below −104 and at −∞ the result is 0.
+    const double step = std::ldexp(1.0, -149);
+    for (float x = kExpNormalLo; x >= -104.0f; x -= 0.0037f) {
+        const double ref = std::exp(static_cast<double>(x));
+        const double got = expApprox(x);
+        QVERIFY2(got >= 0.0 && std::abs(got - ref) <= step,
+                 qPrintable(QStringLiteral("x = %1: %2, expected %3").arg(x).arg(got).arg(ref)));
+    }
+    for (const float x : {-104.0f, -110.0f, -1e4f, -3e38f, -inf}) {
+        QCOMPARE(expApprox(x), 0.0f);
+    }
+    // Large: the largest x with a finite e^x is 88.7228; past it, +∞.
+    QVERIFY(std::isfinite(expApprox(88.72f)));
+    for (const float x : {88.73f, 89.0f, 100.0f, 1e4f, 3e38f, inf}) {
+        QCOMPARE(expApprox(x), inf);
+    }
+    QVERIFY(std::isnan(expApprox(std::numeric_limits<float>::quiet_NaN())));
+    QVERIFY(std::isnan(expApprox(-std::numeric_limits<float>::quiet_NaN())));
 }
 
 QTEST_APPLESS_MAIN(TestKernelsCpu)
