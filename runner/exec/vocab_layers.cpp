@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cassert>
-#include <cmath>
 #include <limits>
 
 #include <pipescope/exec/vocab_layers.h>
@@ -221,12 +220,8 @@ void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* ro
     const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
                                static_cast<std::int64_t>(rows * n * sizeof(T)));
     std::vector<T> p(static_cast<std::size_t>(rows * n));
+    k::softmaxFromStats(r.logits.data(), row_max, row_sum, p.data(), rows, n);
     for (std::int64_t t = 0; t < rows; ++t) {
-        const T* y = r.logits.data() + t * n;
-        T* pt = p.data() + t * n;
-        for (std::int64_t v = 0; v < n; ++v) {
-            pt[v] = std::exp(y[v] - row_max[t]) / row_sum[t];
-        }
         const std::int64_t target = r.targets[static_cast<std::size_t>(t)];
         if (shard_.contains(target)) {
             const T* row = weight_.value.data() + (target - shard_.begin) * h;

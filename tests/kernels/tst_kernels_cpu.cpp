@@ -123,6 +123,8 @@ class TestKernelsCpu : public QObject {
     void crossEntropyLargeLogitsAreStable();
     void crossEntropyGradient();
     void crossEntropyFloatMatchesDouble();
+    void crossEntropyLongRowsFloatMatchesDouble();
+    void softmaxFromStatsMatchesDefinition();
     void onlineSoftmaxCombineHandComputed();
     void vocabParallelMatchesFull_data();
     void vocabParallelMatchesFull();
@@ -136,6 +138,7 @@ class TestKernelsCpu : public QObject {
     void attentionIsCausal();
     void attentionGradient();
     void attentionFloatMatchesDouble();
+    void attentionLongRowsFloatMatchesDouble();
     // The fp32 exponential of the softmax, cross-entropy and GELU kernels
     void expApproxMatchesStdExp();
     void expApproxSoftmaxRange();
@@ -604,6 +607,77 @@ void TestKernelsCpu::crossEntropyFloatMatchesDouble() {
     CHECK_CLOSE("dlogits", relError(df, d), kFloatTolerance);
 }
 
+void TestKernelsCpu::crossEntropyLongRowsFloatMatchesDouble() {
+    // Rows longer than the fp32 path's 256-element chunks and not a multiple of its 8 lanes,
+    // logits spread wide enough that most exponentials underflow in fp32, and one row whose
+    // maximum sits in the remainder past the last full group of lanes. Each gradient element is
+    // checked on its own, not only norm-wise: within 2e-6 relative (the fp32 path rounds
+    // logit − max, which moves exp by up to |logit − max| · 2^−24) or 1e-12 absolute. The
+    // logits are fp32 values, so that both paths see the same inputs.
+    const std::int64_t rows = 3, vocab = 1003;
+    Vec logits = toDouble(toFloat(randomVec(rows * vocab, 135, -60.0, 20.0)));
+    logits[2 * vocab + vocab - 2] = 25.0;
+    const std::vector<std::int32_t> targets = {1002, 0, 1001};
+    const Vec g = {1.0, -0.5, 2.0};
+    Vec loss(rows), d(rows * vocab);
+    crossEntropyForward(logits.data(), targets.data(), loss.data(), rows, vocab);
+    crossEntropyBackward(logits.data(), targets.data(), g.data(), d.data(), rows, vocab);
+    const VecF logitsf = toFloat(logits), gf = toFloat(g);
+    VecF lossf(rows), df(rows * vocab), maxf(rows), sumf(rows), dshard(rows * vocab);
+    crossEntropyForward(logitsf.data(), targets.data(), lossf.data(), rows, vocab);
+    crossEntropyBackward(logitsf.data(), targets.data(), gf.data(), df.data(), rows, vocab);
+    // The S statistics and the T gradient of a single shard holding the whole vocabulary.
+    vocabShardSoftmaxStats(logitsf.data(), maxf.data(), sumf.data(), rows, vocab);
+    vocabShardCrossEntropyBackward(logitsf.data(), targets.data(), maxf.data(), sumf.data(),
+                                   gf.data(), dshard.data(), rows, VocabShard{0, vocab});
+    CHECK_CLOSE("loss", relError(lossf, loss), 1e-6);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        double row_max = 0.0, sum = 0.0;
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            row_max = std::max(row_max, logits[r * vocab + v]);
+        }
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            sum += std::exp(logits[r * vocab + v] - row_max);
+        }
+        QCOMPARE(static_cast<double>(maxf[r]), row_max);
+        QVERIFY(std::abs(sumf[r] - sum) <= 1e-6 * sum);
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            const std::int64_t i = r * vocab + v;
+            QVERIFY2(std::abs(df[i] - d[i]) <= 1e-12 + 2e-6 * std::abs(d[i]),
+                     qPrintable(QStringLiteral("row %1, column %2: %3, expected %4")
+                                    .arg(r)
+                                    .arg(v)
+                                    .arg(df[i])
+                                    .arg(d[i])));
+            QVERIFY2(std::abs(dshard[i] - d[i]) <= 1e-12 + 2e-6 * std::abs(d[i]),
+                     qPrintable(QStringLiteral("shard: row %1, column %2").arg(r).arg(v)));
+        }
+    }
+}
+
+void TestKernelsCpu::softmaxFromStatsMatchesDefinition() {
+    // exp(logits − row_max) / row_sum per row, under statistics other than the row's own (a
+    // shard's local ones here are shifted on purpose), in both precisions; in place too. The
+    // logits are fp32 values, so that both paths see the same inputs.
+    const std::int64_t rows = 2, cols = 37;
+    const Vec logits = toDouble(toFloat(randomVec(rows * cols, 136, -8.0, 3.0)));
+    const Vec row_max = {2.5, 4.0}, row_sum = {3.0, 0.25};
+    Vec p(rows * cols), expected(rows * cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+            expected[r * cols + j] = std::exp(logits[r * cols + j] - row_max[r]) / row_sum[r];
+        }
+    }
+    softmaxFromStats(logits.data(), row_max.data(), row_sum.data(), p.data(), rows, cols);
+    CHECK_CLOSE("fp64", relError(p, expected), kExactTolerance);
+    VecF pf = toFloat(logits);
+    const VecF maxf = toFloat(row_max), sumf = toFloat(row_sum);
+    softmaxFromStats(pf.data(), maxf.data(), sumf.data(), pf.data(), rows, cols);
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+        QVERIFY(std::abs(pf[i] - expected[i]) <= 1e-6 * expected[i]);
+    }
+}
+
 void TestKernelsCpu::onlineSoftmaxCombineHandComputed() {
     const double inf = std::numeric_limits<double>::infinity();
     // Shard a: logits [0] → (0, 1); shard b: logits [ln 2] → (ln 2, 1).
@@ -803,6 +877,37 @@ void TestKernelsCpu::attentionFloatMatchesDouble() {
                       batch, seq, heads, dim);
     CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
     CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+}
+
+void TestKernelsCpu::attentionLongRowsFloatMatchesDouble() {
+    // Rows of scores longer than the fp32 softmax's 256-element chunks, of every length up to
+    // seq (causal), with scores large enough that some exponentials underflow.
+    const std::int64_t batch = 1, seq = 300, heads = 1, dim = 4, width = heads * dim;
+    const Vec qkv = randomVec(batch * seq * 3 * width, 193, -4.0, 4.0);
+    const Vec dout = randomVec(batch * seq * width, 194);
+    Vec out(batch * seq * width), probs(batch * heads * seq * seq), dqkv(qkv.size());
+    Vec workspace(attentionBackwardWorkspace(seq));
+    attentionForward(qkv.data(), out.data(), probs.data(), batch, seq, heads, dim);
+    attentionBackward(dout.data(), qkv.data(), probs.data(), dqkv.data(), workspace.data(), batch,
+                      seq, heads, dim);
+    const VecF qkvf = toFloat(qkv), doutf = toFloat(dout);
+    VecF outf(out.size()), probsf(probs.size()), dqkvf(qkv.size()), workspacef(workspace.size());
+    attentionForward(qkvf.data(), outf.data(), probsf.data(), batch, seq, heads, dim);
+    attentionBackward(doutf.data(), qkvf.data(), probsf.data(), dqkvf.data(), workspacef.data(),
+                      batch, seq, heads, dim);
+    CHECK_CLOSE("probs", relError(probsf, probs), kFloatTolerance);
+    CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
+    CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+    for (std::int64_t t = 0; t < seq; ++t) {
+        double sum = 0.0;
+        for (std::int64_t j = 0; j < seq; ++j) {
+            sum += probsf[t * seq + j];
+            if (j > t) {
+                QCOMPARE(probsf[t * seq + j], 0.0f);
+            }
+        }
+        QVERIFY(std::abs(sum - 1.0) < 1e-6);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
