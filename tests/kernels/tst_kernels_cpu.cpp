@@ -110,6 +110,7 @@ class TestKernelsCpu : public QObject {
     void geluHandComputed();
     void geluGradient();
     void geluFloatMatchesDouble();
+    void geluFloatSaturates();
     // Embeddings
     void embeddingHandComputed();
     void embeddingShardsSumToFull_data();
@@ -421,6 +422,36 @@ void TestKernelsCpu::geluFloatMatchesDouble() {
     geluBackward(dyf.data(), xf.data(), dxf.data(), n);
     CHECK_CLOSE("y", relError(yf, y), kFloatTolerance);
     CHECK_CLOSE("dx", relError(dxf, dx), kFloatTolerance);
+}
+
+void TestKernelsCpu::geluFloatSaturates() {
+    // Far from 0 the fp32 path's exp(−2u) overflows to +∞ (x below about −10, u < −44) or
+    // underflows to 0 (x above about 10.6, u > 52): GELU is then 0 and x, its derivative 0 and
+    // 1, with no NaN; on the way there each value stays within 1e-6 of the fp64 path.
+    const Vec x = {-1e4, -60.0, -12.0, -6.0, -4.6, -4.4, 4.4, 6.0, 12.0, 60.0, 1e4};
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    const Vec dy(x.size(), 1.0);
+    Vec y(n), dx(n);
+    geluForward(x.data(), y.data(), n);
+    geluBackward(dy.data(), x.data(), dx.data(), n);
+    const VecF xf = toFloat(x), dyf = toFloat(dy);
+    VecF yf(n), dxf(n);
+    geluForward(xf.data(), yf.data(), n);
+    geluBackward(dyf.data(), xf.data(), dxf.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        QVERIFY2(std::isfinite(yf[i]) && std::isfinite(dxf[i]),
+                 qPrintable(QStringLiteral("x = %1").arg(x[i])));
+        QVERIFY2(
+            std::abs(yf[i] - y[i]) <= 1e-6 * (1.0 + std::abs(y[i])),
+            qPrintable(QStringLiteral("y(%1) = %2, expected %3").arg(x[i]).arg(yf[i]).arg(y[i])));
+        QVERIFY2(std::abs(dxf[i] - dx[i]) <= 1e-6,
+                 qPrintable(
+                     QStringLiteral("y'(%1) = %2, expected %3").arg(x[i]).arg(dxf[i]).arg(dx[i])));
+    }
+    QCOMPARE(yf[0], -0.0f);
+    QCOMPARE(dxf[0], 0.0f);
+    QCOMPARE(yf[n - 1], 1e4f);
+    QCOMPARE(dxf[n - 1], 1.0f);
 }
 
 // ---------------------------------------------------------------------------------------------
