@@ -5,6 +5,8 @@
 #include <pipescope/exec/vocab_layers.h>
 #include <pipescope/kernels/cpu/ops.h>
 
+#include "scratch.h"
+
 namespace pipescope::exec {
 
 namespace k = kernels::cpu;
@@ -219,8 +221,8 @@ void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* ro
     // as large as the shard's logits: workspace while this call runs, as on the CUDA backend.
     const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
                                static_cast<std::int64_t>(rows * n * sizeof(T)));
-    std::vector<T> p(static_cast<std::size_t>(rows * n));
-    k::softmaxFromStats(r.logits.data(), row_max, row_sum, p.data(), rows, n);
+    T* const p = detail::threadScratch<T>(rows * n);  // reused from call to call (scratch.h)
+    k::softmaxFromStats(r.logits.data(), row_max, row_sum, p, rows, n);
     for (std::int64_t t = 0; t < rows; ++t) {
         const std::int64_t target = r.targets[static_cast<std::size_t>(t)];
         if (shard_.contains(target)) {
@@ -228,7 +230,7 @@ void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* ro
             std::copy(row, row + h, g + t * h);
         }
     }
-    k::linearBackwardInput(p.data(), weight_.value.data(), a, rows, h, n);
+    k::linearBackwardInput(p, weight_.value.data(), a, rows, h, n);
 }
 
 template <typename T>
