@@ -1,5 +1,5 @@
-// Row reductions of the fp32 softmax paths (cross-entropy, attention), written so that GCC
-// vectorises them: sums in several independent double lanes, as no compiler may reorder a
+// Row reductions of the fp32 paths (softmax, cross-entropy, attention, LayerNorm), written so that
+// GCC vectorises them: sums in several independent double lanes, as no compiler may reorder a
 // single floating-point accumulator without -ffast-math. Sums and dot products are accumulated
 // in double, as the scalar loops they replace did, so that the CPU kernels stay a reference
 // more accurate than the fp32 CUDA kernels they check.
@@ -65,6 +65,38 @@ inline double expShiftSum(const float* x, float shift, float* out, std::int64_t 
     return sumLanes(acc);
 }
 
+// Σ x[i] over [0, n), in double.
+inline double sumDouble(const float* x, std::int64_t n) {
+    double acc[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+            acc[l] += static_cast<double>(x[i + l]);
+        }
+    }
+    for (; i < n; ++i) {
+        acc[0] += static_cast<double>(x[i]);
+    }
+    return sumLanes(acc);
+}
+
+// Σ (x[i] − mean)² over [0, n), in double.
+inline double sumSquaredDeviation(const float* x, double mean, std::int64_t n) {
+    double acc[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+            const double d = static_cast<double>(x[i + l]) - mean;
+            acc[l] += d * d;
+        }
+    }
+    for (; i < n; ++i) {
+        const double d = static_cast<double>(x[i]) - mean;
+        acc[0] += d * d;
+    }
+    return sumLanes(acc);
+}
+
 // Σ a[i] · b[i] over [0, n), products and sum in double.
 inline double dotDouble(const float* a, const float* b, std::int64_t n) {
     double acc[kLanes] = {};
@@ -76,6 +108,24 @@ inline double dotDouble(const float* a, const float* b, std::int64_t n) {
     }
     for (; i < n; ++i) {
         acc[0] += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+    }
+    return sumLanes(acc);
+}
+
+// Σ a[i] · b[i] · (x[i] − mean) over [0, n), in double.
+inline double dotDeviationDouble(const float* a, const float* b, const float* x, double mean,
+                                 std::int64_t n) {
+    double acc[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+            acc[l] += static_cast<double>(a[i + l]) * static_cast<double>(b[i + l]) *
+                      (static_cast<double>(x[i + l]) - mean);
+        }
+    }
+    for (; i < n; ++i) {
+        acc[0] += static_cast<double>(a[i]) * static_cast<double>(b[i]) *
+                  (static_cast<double>(x[i]) - mean);
     }
     return sumLanes(acc);
 }
