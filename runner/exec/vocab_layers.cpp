@@ -13,8 +13,8 @@ namespace k = kernels::cpu;
 
 namespace {
 
-template <typename T>
-std::int64_t bytesOf(const std::vector<T>& v) {
+template <typename T, typename Allocator>
+std::int64_t bytesOf(const std::vector<T, Allocator>& v) {
     return static_cast<std::int64_t>(v.size() * sizeof(T));
 }
 
@@ -116,8 +116,8 @@ void FinalNorm<T>::forward(int microbatch, const T* x, T* y) {
     const std::int64_t rows = shape_.rows();
     Record r;
     r.x.assign(x, x + rows * shape_.hidden);
-    r.mean = zeros<T>(rows);
-    r.rstd = zeros<T>(rows);
+    r.mean.resize(static_cast<std::size_t>(rows));
+    r.rstd.resize(static_cast<std::size_t>(rows));
     k::layerNormForward(x, gamma_.value.data(), beta_.value.data(), y, r.mean.data(), r.rstd.data(),
                         rows, std::int64_t{shape_.hidden}, static_cast<T>(kLayerNormEps));
     r.bytes = TrackedBytes(tracker_, trace::MemoryCategory::Activations,
@@ -164,7 +164,7 @@ void OutputLayer<T>::forwardStats(int microbatch, const T* x, const std::int32_t
     Record r;
     r.x.assign(x, x + rows * h);
     r.targets.assign(targets, targets + rows);
-    r.logits = zeros<T>(rows * shard_.size());
+    r.logits.resize(static_cast<std::size_t>(rows * shard_.size()));
     if (shard_.size() > 0) {
         k::linearForward(x, weight_.value.data(), static_cast<const T*>(nullptr), r.logits.data(),
                          rows, h, shard_.size());
