@@ -1,11 +1,63 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <pipescope/kernels/cpu/attention.h>
 #include <pipescope/kernels/cpu/gemm.h>
 
+#include "row_ops.h"
+
 namespace pipescope::kernels::cpu {
+namespace {
+
+// Row t of the scores in place: the softmax over its first `keys` (t + 1) entries, zeros up to
+// seq_len. The max and the sum are exact or in double; in fp32 the exponentials are fp32
+// (expApprox, where the CUDA kernel calls expf) and the row is scaled by 1 / sum in fp32.
+template <typename T>
+void causalSoftmaxRow(T* row, std::int64_t keys, std::int64_t seq_len) {
+    if constexpr (std::is_same_v<T, float>) {
+        const float max = detail::rowMax(row, keys);
+        const auto inv_sum = static_cast<float>(1.0 / detail::expShiftSum(row, max, row, keys));
+        for (std::int64_t j = 0; j < keys; ++j) {
+            row[j] *= inv_sum;
+        }
+    } else {
+        double max = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < keys; ++j) {
+            max = std::max(max, static_cast<double>(row[j]));
+        }
+        double sum = 0.0;
+        for (std::int64_t j = 0; j < keys; ++j) {
+            sum += std::exp(static_cast<double>(row[j]) - max);
+        }
+        for (std::int64_t j = 0; j < keys; ++j) {
+            row[j] = static_cast<T>(std::exp(static_cast<double>(row[j]) - max) / sum);
+        }
+    }
+    std::fill(row + keys, row + seq_len, T(0));
+}
+
+// The softmax backward of one row in place over dP: dS = P ⊙ (dP − Σ_j P·dP) over the first
+// `keys` entries (masked entries have P = 0), zeros up to seq_len; in double either way.
+template <typename T>
+void softmaxBackwardRow(const T* prow, T* drow, std::int64_t keys, std::int64_t seq_len) {
+    double dot = 0.0;
+    if constexpr (std::is_same_v<T, float>) {
+        dot = detail::dotDouble(prow, drow, keys);
+    } else {
+        for (std::int64_t j = 0; j < keys; ++j) {
+            dot += prow[j] * drow[j];
+        }
+    }
+    for (std::int64_t j = 0; j < keys; ++j) {
+        drow[j] =
+            static_cast<T>(static_cast<double>(prow[j]) * (static_cast<double>(drow[j]) - dot));
+    }
+    std::fill(drow + keys, drow + seq_len, T(0));
+}
+
+}  // namespace
 
 // Per (sequence, head), with S = seq_len and D = head_dim, q, k, v are S×D views into qkv with
 // leading dimension 3·heads·D, and out and dout are S×D views with leading dimension heads·D.
@@ -27,19 +79,7 @@ void attentionForward(const T* qkv, T* out, T* probs, std::int64_t batch, std::i
             gemm(Trans::No, Trans::Yes, seq_len, seq_len, head_dim, scale, q, ld_qkv, k, ld_qkv,
                  T(0), p, seq_len);
             for (std::int64_t t = 0; t < seq_len; ++t) {
-                T* row = p + t * seq_len;
-                double max = -std::numeric_limits<double>::infinity();
-                for (std::int64_t j = 0; j <= t; ++j) {
-                    max = std::max(max, static_cast<double>(row[j]));
-                }
-                double sum = 0.0;
-                for (std::int64_t j = 0; j <= t; ++j) {
-                    sum += std::exp(static_cast<double>(row[j]) - max);
-                }
-                for (std::int64_t j = 0; j <= t; ++j) {
-                    row[j] = static_cast<T>(std::exp(static_cast<double>(row[j]) - max) / sum);
-                }
-                std::fill(row + t + 1, row + seq_len, T(0));
+                causalSoftmaxRow(p + t * seq_len, t + 1, seq_len);
             }
             gemm(Trans::No, Trans::No, seq_len, head_dim, seq_len, T(1), p, seq_len, v, ld_qkv,
                  T(0), out + b * seq_len * width + h * head_dim, width);
@@ -73,17 +113,7 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, T* 
                  T(0), ds, seq_len);
             // Softmax backward per row: dS = P ⊙ (dP − Σ_j P·dP). Masked entries have P = 0.
             for (std::int64_t t = 0; t < seq_len; ++t) {
-                const T* prow = p + t * seq_len;
-                T* drow = ds + t * seq_len;
-                double dot = 0.0;
-                for (std::int64_t j = 0; j <= t; ++j) {
-                    dot += static_cast<double>(prow[j]) * static_cast<double>(drow[j]);
-                }
-                for (std::int64_t j = 0; j <= t; ++j) {
-                    drow[j] = static_cast<T>(static_cast<double>(prow[j]) *
-                                             (static_cast<double>(drow[j]) - dot));
-                }
-                std::fill(drow + t + 1, drow + seq_len, T(0));
+                softmaxBackwardRow(p + t * seq_len, ds + t * seq_len, t + 1, seq_len);
             }
             // Scores = scale · q · kᵀ: dq = scale · dS · k, dk = scale · dSᵀ · q.
             gemm(Trans::No, Trans::No, seq_len, head_dim, seq_len, scale, ds, seq_len, k, ld_qkv,

@@ -1,6 +1,10 @@
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <type_traits>
 
+#include <pipescope/kernels/cpu/fast_exp.h>
 #include <pipescope/kernels/cpu/layers.h>
 
 namespace pipescope::kernels::cpu {
@@ -13,12 +17,20 @@ constexpr T kCubic = static_cast<T>(0.044715);
 
 }  // namespace
 
+// In fp32 through e = exp(−2u) (expApprox, which GCC vectorises, where tanhf is a call per
+// element) and s = 1 / (1 + e): 1 + tanh(u) = 2s and 1 − tanh(u) = 2es, both free of
+// cancellation. e = +∞ (u < −44) or 0 (u > 52) give the limits s = 0 and 1.
+
 template <typename T>
 void geluForward(const T* x, T* y, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
         const T xi = x[i];
         const T u = kSqrt2OverPi<T> * (xi + kCubic<T> * xi * xi * xi);
-        y[i] = T(0.5) * xi * (T(1) + std::tanh(u));
+        if constexpr (std::is_same_v<T, float>) {
+            y[i] = xi / (1.0f + expApprox(-2.0f * u));
+        } else {
+            y[i] = T(0.5) * xi * (T(1) + std::tanh(u));
+        }
     }
 }
 
@@ -27,9 +39,19 @@ void geluBackward(const T* dy, const T* x, T* dx, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
         const T xi = x[i];
         const T u = kSqrt2OverPi<T> * (xi + kCubic<T> * xi * xi * xi);
-        const T t = std::tanh(u);
         const T du = kSqrt2OverPi<T> * (T(1) + T(3) * kCubic<T> * xi * xi);
-        const T grad = T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du;
+        T grad;
+        if constexpr (std::is_same_v<T, float>) {
+            // 0.5 · (1 + t) + 0.5 · x · (1 − t²) · du with t = tanh(u) is
+            // s + 2 · x · du · s · (1 − s) = s · (1 + 2 · x · du · e · s). e is capped at the
+            // largest float so that e · s is 1 rather than ∞ · 0 where e overflows.
+            const float e = std::min(expApprox(-2.0f * u), std::numeric_limits<float>::max());
+            const float s = 1.0f / (1.0f + e);
+            grad = s * (1.0f + 2.0f * xi * du * (e * s));
+        } else {
+            const T t = std::tanh(u);
+            grad = T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du;
+        }
         dx[i] = dy[i] * grad;
     }
 }

@@ -5,6 +5,8 @@
 #include <pipescope/exec/transformer_layer.h>
 #include <pipescope/kernels/cpu/ops.h>
 
+#include "scratch.h"
+
 namespace pipescope::exec {
 
 namespace k = kernels::cpu;
@@ -58,18 +60,18 @@ void TransformerLayer<T>::forward(int microbatch, const T* x, T* y) {
 
     Record r;
     r.x.assign(x, x + rows * h);
-    r.ln1 = zeros<T>(rows * h);
-    r.mean1 = zeros<T>(rows);
-    r.rstd1 = zeros<T>(rows);
-    r.qkv = zeros<T>(rows * 3 * h);
-    r.probs = zeros<T>(shape_.micro_batch * heads * s * s);
-    r.attn = zeros<T>(rows * h);
-    r.h = zeros<T>(rows * h);
-    r.ln2 = zeros<T>(rows * h);
-    r.mean2 = zeros<T>(rows);
-    r.rstd2 = zeros<T>(rows);
-    r.fc1 = zeros<T>(rows * f);
-    r.act = zeros<T>(rows * f);
+    r.ln1.resize(static_cast<std::size_t>(rows * h));
+    r.mean1.resize(static_cast<std::size_t>(rows));
+    r.rstd1.resize(static_cast<std::size_t>(rows));
+    r.qkv.resize(static_cast<std::size_t>(rows * 3 * h));
+    r.probs.resize(static_cast<std::size_t>(shape_.micro_batch * heads * s * s));
+    r.attn.resize(static_cast<std::size_t>(rows * h));
+    r.h.resize(static_cast<std::size_t>(rows * h));
+    r.ln2.resize(static_cast<std::size_t>(rows * h));
+    r.mean2.resize(static_cast<std::size_t>(rows));
+    r.rstd2.resize(static_cast<std::size_t>(rows));
+    r.fc1.resize(static_cast<std::size_t>(rows * f));
+    r.act.resize(static_cast<std::size_t>(rows * f));
 
     k::layerNormForward(r.x.data(), ln1_gamma_.value.data(), ln1_beta_.value.data(), r.ln1.data(),
                         r.mean1.data(), r.rstd1.data(), rows, h, static_cast<T>(kLayerNormEps));
@@ -115,7 +117,7 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
 
     r.d_fc2.assign(dy, dy + rows * h);
     // MLP branch: d act = dy · W2, d fc1 = gelu'(fc1) · d act.
-    r.d_fc1 = zeros<T>(rows * f);
+    r.d_fc1.resize(static_cast<std::size_t>(rows * f));
     k::linearBackwardInput(dy, fc2_w_.value.data(), r.d_fc1.data(), rows, f, h);
     k::geluBackward(r.d_fc1.data(), r.fc1.data(), r.d_fc1.data(), rows * f);
     // Scratch of this call (d_ln, d_attn, the attention backward's workspace), counted as the
@@ -123,31 +125,32 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
     const auto scratch_elements = 2 * rows * h + k::attentionBackwardWorkspace(s);
     const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
                                static_cast<std::int64_t>(scratch_elements * sizeof(T)));
-    std::vector<T> d_ln(static_cast<std::size_t>(rows * h));
-    k::linearBackwardInput(r.d_fc1.data(), fc1_w_.value.data(), d_ln.data(), rows, h, f);
+    // The memory is this thread's, reused from call to call (scratch.h); every part is
+    // written before it is read.
+    T* const d_ln = detail::threadScratch<T>(scratch_elements);
+    T* const d_attn = d_ln + rows * h;
+    T* const workspace = d_attn + rows * h;
+    k::linearBackwardInput(r.d_fc1.data(), fc1_w_.value.data(), d_ln, rows, h, f);
     // dh = dy + LN2'(d_ln); LN parameter gradients are held for W.
     r.d_gamma2 = zeros<T>(h);
     r.d_beta2 = zeros<T>(h);
-    r.d_proj = zeros<T>(rows * h);
-    k::layerNormBackward(d_ln.data(), r.h.data(), ln2_gamma_.value.data(), r.mean2.data(),
-                         r.rstd2.data(), r.d_proj.data(), r.d_gamma2.data(), r.d_beta2.data(), rows,
-                         h);
+    r.d_proj.resize(static_cast<std::size_t>(rows * h));
+    k::layerNormBackward(d_ln, r.h.data(), ln2_gamma_.value.data(), r.mean2.data(), r.rstd2.data(),
+                         r.d_proj.data(), r.d_gamma2.data(), r.d_beta2.data(), rows, h);
     for (std::int64_t i = 0; i < rows * h; ++i) {
         r.d_proj[static_cast<std::size_t>(i)] += dy[i];
     }
     // Attention branch: dh is also the gradient of proj's output.
-    std::vector<T> d_attn(static_cast<std::size_t>(rows * h));
-    k::linearBackwardInput(r.d_proj.data(), proj_w_.value.data(), d_attn.data(), rows, h, h);
-    r.d_qkv = zeros<T>(rows * 3 * h);
-    std::vector<T> workspace(static_cast<std::size_t>(k::attentionBackwardWorkspace(s)));
-    k::attentionBackward(d_attn.data(), r.qkv.data(), r.probs.data(), r.d_qkv.data(),
-                         workspace.data(), std::int64_t{shape_.micro_batch}, s,
-                         std::int64_t{shape_.heads}, std::int64_t{shape_.headDim()});
-    k::linearBackwardInput(r.d_qkv.data(), qkv_w_.value.data(), d_ln.data(), rows, h, 3 * h);
+    k::linearBackwardInput(r.d_proj.data(), proj_w_.value.data(), d_attn, rows, h, h);
+    r.d_qkv.resize(static_cast<std::size_t>(rows * 3 * h));
+    k::attentionBackward(d_attn, r.qkv.data(), r.probs.data(), r.d_qkv.data(), workspace,
+                         std::int64_t{shape_.micro_batch}, s, std::int64_t{shape_.heads},
+                         std::int64_t{shape_.headDim()});
+    k::linearBackwardInput(r.d_qkv.data(), qkv_w_.value.data(), d_ln, rows, h, 3 * h);
     r.d_gamma1 = zeros<T>(h);
     r.d_beta1 = zeros<T>(h);
-    k::layerNormBackward(d_ln.data(), r.x.data(), ln1_gamma_.value.data(), r.mean1.data(),
-                         r.rstd1.data(), dx, r.d_gamma1.data(), r.d_beta1.data(), rows, h);
+    k::layerNormBackward(d_ln, r.x.data(), ln1_gamma_.value.data(), r.mean1.data(), r.rstd1.data(),
+                         dx, r.d_gamma1.data(), r.d_beta1.data(), rows, h);
     for (std::int64_t i = 0; i < rows * h; ++i) {
         dx[i] += r.d_proj[static_cast<std::size_t>(i)];
     }
@@ -158,9 +161,9 @@ void TransformerLayer<T>::backwardInput(int microbatch, const T* dy, T* dx) {
                               r.d_beta2.size();
     // W reads only the linears' inputs (ln1, attn, ln2, act) besides these gradients: the rest of
     // the record goes now, which is what lets a zero-bubble schedule defer W within 1F1B's memory.
-    for (std::vector<T>* v :
+    for (OverwrittenBuffer<T>* v :
          {&r.x, &r.mean1, &r.rstd1, &r.qkv, &r.probs, &r.h, &r.mean2, &r.rstd2, &r.fc1}) {
-        std::vector<T>().swap(*v);
+        OverwrittenBuffer<T>().swap(*v);
     }
     r.bytes.shrinkTo(static_cast<std::int64_t>(
         (r.ln1.size() + r.attn.size() + r.ln2.size() + r.act.size()) * sizeof(T)));

@@ -1,10 +1,11 @@
 #include <algorithm>
 #include <cassert>
-#include <cmath>
 #include <limits>
 
 #include <pipescope/exec/vocab_layers.h>
 #include <pipescope/kernels/cpu/ops.h>
+
+#include "scratch.h"
 
 namespace pipescope::exec {
 
@@ -12,8 +13,8 @@ namespace k = kernels::cpu;
 
 namespace {
 
-template <typename T>
-std::int64_t bytesOf(const std::vector<T>& v) {
+template <typename T, typename Allocator>
+std::int64_t bytesOf(const std::vector<T, Allocator>& v) {
     return static_cast<std::int64_t>(v.size() * sizeof(T));
 }
 
@@ -115,8 +116,8 @@ void FinalNorm<T>::forward(int microbatch, const T* x, T* y) {
     const std::int64_t rows = shape_.rows();
     Record r;
     r.x.assign(x, x + rows * shape_.hidden);
-    r.mean = zeros<T>(rows);
-    r.rstd = zeros<T>(rows);
+    r.mean.resize(static_cast<std::size_t>(rows));
+    r.rstd.resize(static_cast<std::size_t>(rows));
     k::layerNormForward(x, gamma_.value.data(), beta_.value.data(), y, r.mean.data(), r.rstd.data(),
                         rows, std::int64_t{shape_.hidden}, static_cast<T>(kLayerNormEps));
     r.bytes = TrackedBytes(tracker_, trace::MemoryCategory::Activations,
@@ -163,7 +164,7 @@ void OutputLayer<T>::forwardStats(int microbatch, const T* x, const std::int32_t
     Record r;
     r.x.assign(x, x + rows * h);
     r.targets.assign(targets, targets + rows);
-    r.logits = zeros<T>(rows * shard_.size());
+    r.logits.resize(static_cast<std::size_t>(rows * shard_.size()));
     if (shard_.size() > 0) {
         k::linearForward(x, weight_.value.data(), static_cast<const T*>(nullptr), r.logits.data(),
                          rows, h, shard_.size());
@@ -220,20 +221,16 @@ void OutputLayer<T>::gradientBasis(int microbatch, const T* row_max, const T* ro
     // as large as the shard's logits: workspace while this call runs, as on the CUDA backend.
     const TrackedBytes scratch(tracker_, trace::MemoryCategory::Workspace,
                                static_cast<std::int64_t>(rows * n * sizeof(T)));
-    std::vector<T> p(static_cast<std::size_t>(rows * n));
+    T* const p = detail::threadScratch<T>(rows * n);  // reused from call to call (scratch.h)
+    k::softmaxFromStats(r.logits.data(), row_max, row_sum, p, rows, n);
     for (std::int64_t t = 0; t < rows; ++t) {
-        const T* y = r.logits.data() + t * n;
-        T* pt = p.data() + t * n;
-        for (std::int64_t v = 0; v < n; ++v) {
-            pt[v] = std::exp(y[v] - row_max[t]) / row_sum[t];
-        }
         const std::int64_t target = r.targets[static_cast<std::size_t>(t)];
         if (shard_.contains(target)) {
             const T* row = weight_.value.data() + (target - shard_.begin) * h;
             std::copy(row, row + h, g + t * h);
         }
     }
-    k::linearBackwardInput(p.data(), weight_.value.data(), a, rows, h, n);
+    k::linearBackwardInput(p, weight_.value.data(), a, rows, h, n);
 }
 
 template <typename T>

@@ -1,13 +1,17 @@
 // The CPU reference kernels: forwards against values worked out by hand (the arithmetic is in
 // the comments), every backward against central finite differences in double, the fp32 path
 // against the fp64 one, and the vocabulary-parallel output layer against the full one.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <vector>
 
 #include <QtTest>
 
+#include <pipescope/kernels/cpu/fast_exp.h>
 #include <pipescope/kernels/cpu/ops.h>
 
 #include "kernel_checks.h"
@@ -106,6 +110,7 @@ class TestKernelsCpu : public QObject {
     void geluHandComputed();
     void geluGradient();
     void geluFloatMatchesDouble();
+    void geluFloatSaturates();
     // Embeddings
     void embeddingHandComputed();
     void embeddingShardsSumToFull_data();
@@ -119,6 +124,8 @@ class TestKernelsCpu : public QObject {
     void crossEntropyLargeLogitsAreStable();
     void crossEntropyGradient();
     void crossEntropyFloatMatchesDouble();
+    void crossEntropyLongRowsFloatMatchesDouble();
+    void softmaxFromStatsMatchesDefinition();
     void onlineSoftmaxCombineHandComputed();
     void vocabParallelMatchesFull_data();
     void vocabParallelMatchesFull();
@@ -132,6 +139,11 @@ class TestKernelsCpu : public QObject {
     void attentionIsCausal();
     void attentionGradient();
     void attentionFloatMatchesDouble();
+    void attentionLongRowsFloatMatchesDouble();
+    // The fp32 exponential of the softmax, cross-entropy and GELU kernels
+    void expApproxMatchesStdExp();
+    void expApproxSoftmaxRange();
+    void expApproxLimits();
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -412,6 +424,36 @@ void TestKernelsCpu::geluFloatMatchesDouble() {
     CHECK_CLOSE("dx", relError(dxf, dx), kFloatTolerance);
 }
 
+void TestKernelsCpu::geluFloatSaturates() {
+    // Far from 0 the fp32 path's exp(−2u) overflows to +∞ (x below about −10, u < −44) or
+    // underflows to 0 (x above about 10.6, u > 52): GELU is then 0 and x, its derivative 0 and
+    // 1, with no NaN; on the way there each value stays within 1e-6 of the fp64 path.
+    const Vec x = {-1e4, -60.0, -12.0, -6.0, -4.6, -4.4, 4.4, 6.0, 12.0, 60.0, 1e4};
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    const Vec dy(x.size(), 1.0);
+    Vec y(n), dx(n);
+    geluForward(x.data(), y.data(), n);
+    geluBackward(dy.data(), x.data(), dx.data(), n);
+    const VecF xf = toFloat(x), dyf = toFloat(dy);
+    VecF yf(n), dxf(n);
+    geluForward(xf.data(), yf.data(), n);
+    geluBackward(dyf.data(), xf.data(), dxf.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        QVERIFY2(std::isfinite(yf[i]) && std::isfinite(dxf[i]),
+                 qPrintable(QStringLiteral("x = %1").arg(x[i])));
+        QVERIFY2(
+            std::abs(yf[i] - y[i]) <= 1e-6 * (1.0 + std::abs(y[i])),
+            qPrintable(QStringLiteral("y(%1) = %2, expected %3").arg(x[i]).arg(yf[i]).arg(y[i])));
+        QVERIFY2(std::abs(dxf[i] - dx[i]) <= 1e-6,
+                 qPrintable(
+                     QStringLiteral("y'(%1) = %2, expected %3").arg(x[i]).arg(dxf[i]).arg(dx[i])));
+    }
+    QCOMPARE(yf[0], -0.0f);
+    QCOMPARE(dxf[0], 0.0f);
+    QCOMPARE(yf[n - 1], 1e4f);
+    QCOMPARE(dxf[n - 1], 1.0f);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Embeddings
 
@@ -594,6 +636,77 @@ void TestKernelsCpu::crossEntropyFloatMatchesDouble() {
     crossEntropyBackward(logitsf.data(), targets.data(), gf.data(), df.data(), rows, vocab);
     CHECK_CLOSE("loss", relError(lossf, loss), kFloatTolerance);
     CHECK_CLOSE("dlogits", relError(df, d), kFloatTolerance);
+}
+
+void TestKernelsCpu::crossEntropyLongRowsFloatMatchesDouble() {
+    // Rows longer than the fp32 path's 256-element chunks and not a multiple of its 8 lanes,
+    // logits spread wide enough that most exponentials underflow in fp32, and one row whose
+    // maximum sits in the remainder past the last full group of lanes. Each gradient element is
+    // checked on its own, not only norm-wise: within 2e-6 relative (the fp32 path rounds
+    // logit − max, which moves exp by up to |logit − max| · 2^−24) or 1e-12 absolute. The
+    // logits are fp32 values, so that both paths see the same inputs.
+    const std::int64_t rows = 3, vocab = 1003;
+    Vec logits = toDouble(toFloat(randomVec(rows * vocab, 135, -60.0, 20.0)));
+    logits[2 * vocab + vocab - 2] = 25.0;
+    const std::vector<std::int32_t> targets = {1002, 0, 1001};
+    const Vec g = {1.0, -0.5, 2.0};
+    Vec loss(rows), d(rows * vocab);
+    crossEntropyForward(logits.data(), targets.data(), loss.data(), rows, vocab);
+    crossEntropyBackward(logits.data(), targets.data(), g.data(), d.data(), rows, vocab);
+    const VecF logitsf = toFloat(logits), gf = toFloat(g);
+    VecF lossf(rows), df(rows * vocab), maxf(rows), sumf(rows), dshard(rows * vocab);
+    crossEntropyForward(logitsf.data(), targets.data(), lossf.data(), rows, vocab);
+    crossEntropyBackward(logitsf.data(), targets.data(), gf.data(), df.data(), rows, vocab);
+    // The S statistics and the T gradient of a single shard holding the whole vocabulary.
+    vocabShardSoftmaxStats(logitsf.data(), maxf.data(), sumf.data(), rows, vocab);
+    vocabShardCrossEntropyBackward(logitsf.data(), targets.data(), maxf.data(), sumf.data(),
+                                   gf.data(), dshard.data(), rows, VocabShard{0, vocab});
+    CHECK_CLOSE("loss", relError(lossf, loss), 1e-6);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        double row_max = 0.0, sum = 0.0;
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            row_max = std::max(row_max, logits[r * vocab + v]);
+        }
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            sum += std::exp(logits[r * vocab + v] - row_max);
+        }
+        QCOMPARE(static_cast<double>(maxf[r]), row_max);
+        QVERIFY(std::abs(sumf[r] - sum) <= 1e-6 * sum);
+        for (std::int64_t v = 0; v < vocab; ++v) {
+            const std::int64_t i = r * vocab + v;
+            QVERIFY2(std::abs(df[i] - d[i]) <= 1e-12 + 2e-6 * std::abs(d[i]),
+                     qPrintable(QStringLiteral("row %1, column %2: %3, expected %4")
+                                    .arg(r)
+                                    .arg(v)
+                                    .arg(df[i])
+                                    .arg(d[i])));
+            QVERIFY2(std::abs(dshard[i] - d[i]) <= 1e-12 + 2e-6 * std::abs(d[i]),
+                     qPrintable(QStringLiteral("shard: row %1, column %2").arg(r).arg(v)));
+        }
+    }
+}
+
+void TestKernelsCpu::softmaxFromStatsMatchesDefinition() {
+    // exp(logits − row_max) / row_sum per row, under statistics other than the row's own (a
+    // shard's local ones here are shifted on purpose), in both precisions; in place too. The
+    // logits are fp32 values, so that both paths see the same inputs.
+    const std::int64_t rows = 2, cols = 37;
+    const Vec logits = toDouble(toFloat(randomVec(rows * cols, 136, -8.0, 3.0)));
+    const Vec row_max = {2.5, 4.0}, row_sum = {3.0, 0.25};
+    Vec p(rows * cols), expected(rows * cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+            expected[r * cols + j] = std::exp(logits[r * cols + j] - row_max[r]) / row_sum[r];
+        }
+    }
+    softmaxFromStats(logits.data(), row_max.data(), row_sum.data(), p.data(), rows, cols);
+    CHECK_CLOSE("fp64", relError(p, expected), kExactTolerance);
+    VecF pf = toFloat(logits);
+    const VecF maxf = toFloat(row_max), sumf = toFloat(row_sum);
+    softmaxFromStats(pf.data(), maxf.data(), sumf.data(), pf.data(), rows, cols);
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+        QVERIFY(std::abs(pf[i] - expected[i]) <= 1e-6 * expected[i]);
+    }
 }
 
 void TestKernelsCpu::onlineSoftmaxCombineHandComputed() {
@@ -795,6 +908,125 @@ void TestKernelsCpu::attentionFloatMatchesDouble() {
                       batch, seq, heads, dim);
     CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
     CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+}
+
+void TestKernelsCpu::attentionLongRowsFloatMatchesDouble() {
+    // Rows of scores longer than the fp32 softmax's 256-element chunks, of every length up to
+    // seq (causal), with scores large enough that some exponentials underflow.
+    const std::int64_t batch = 1, seq = 300, heads = 1, dim = 4, width = heads * dim;
+    const Vec qkv = randomVec(batch * seq * 3 * width, 193, -4.0, 4.0);
+    const Vec dout = randomVec(batch * seq * width, 194);
+    Vec out(batch * seq * width), probs(batch * heads * seq * seq), dqkv(qkv.size());
+    Vec workspace(attentionBackwardWorkspace(seq));
+    attentionForward(qkv.data(), out.data(), probs.data(), batch, seq, heads, dim);
+    attentionBackward(dout.data(), qkv.data(), probs.data(), dqkv.data(), workspace.data(), batch,
+                      seq, heads, dim);
+    const VecF qkvf = toFloat(qkv), doutf = toFloat(dout);
+    VecF outf(out.size()), probsf(probs.size()), dqkvf(qkv.size()), workspacef(workspace.size());
+    attentionForward(qkvf.data(), outf.data(), probsf.data(), batch, seq, heads, dim);
+    attentionBackward(doutf.data(), qkvf.data(), probsf.data(), dqkvf.data(), workspacef.data(),
+                      batch, seq, heads, dim);
+    CHECK_CLOSE("probs", relError(probsf, probs), kFloatTolerance);
+    CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
+    CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+    for (std::int64_t t = 0; t < seq; ++t) {
+        double sum = 0.0;
+        for (std::int64_t j = 0; j < seq; ++j) {
+            sum += probsf[t * seq + j];
+            if (j > t) {
+                QCOMPARE(probsf[t * seq + j], 0.0f);
+            }
+        }
+        QVERIFY(std::abs(sum - 1.0) < 1e-6);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// expApprox
+
+namespace {
+
+// max |expApprox(x) − e^x| / e^x over the floats x in [lo, hi] taken `stride` bit patterns apart
+// (x of one sign, so that neighbouring patterns are neighbouring floats), e^x in double.
+double expApproxWorstRelError(float lo, float hi, std::uint32_t stride, float& worst_x) {
+    const auto bits = [](float x) { return std::bit_cast<std::uint32_t>(x); };
+    double worst = 0.0;
+    worst_x = lo;
+    const std::uint32_t a = std::min(bits(lo), bits(hi));
+    const std::uint32_t b = std::max(bits(lo), bits(hi));
+    for (std::uint64_t u = a; u <= b; u += stride) {
+        const float x = std::bit_cast<float>(static_cast<std::uint32_t>(u));
+        const double ref = std::exp(static_cast<double>(x));
+        const double err = std::abs(static_cast<double>(expApprox(x)) - ref) / ref;
+        if (!(err <= worst)) {
+            worst = err;
+            worst_x = x;
+        }
+    }
+    return worst;
+}
+
+// Measured over every float whose e^x is normal: 8.2e-8 (never more than 1 ulp from the
+// correctly rounded value). The kernels' fp32-against-fp64 checks rely on ~1e-7.
+constexpr double kExpApproxBound = 1e-7;
+// e^x is a normal float for x in [ln FLT_MIN, ln FLT_MAX] = [−87.336, 88.722].
+constexpr float kExpNormalLo = -87.33f;
+constexpr float kExpNormalHi = 88.72f;
+
+}  // namespace
+
+void TestKernelsCpu::expApproxMatchesStdExp() {
+    // Every 101st float of the whole normal range, each sign on its own (about 20 million).
+    float at = 0.0f;
+    double worst = expApproxWorstRelError(-0.0f, kExpNormalLo, 101, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("x ≤ 0: relative error %1 at x = %2").arg(worst).arg(at)));
+    worst = expApproxWorstRelError(0.0f, kExpNormalHi, 101, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("x ≥ 0: relative error %1 at x = %2").arg(worst).arg(at)));
+    // Exact where e^x is: e^0 = 1.
+    QCOMPARE(expApprox(0.0f), 1.0f);
+    QCOMPARE(expApprox(-0.0f), 1.0f);
+}
+
+void TestKernelsCpu::expApproxSoftmaxRange() {
+    // A softmax takes exp of logits minus their maximum: x in [−20, 0] carries the values that
+    // matter. Every 31st float there (36 million), and a grid where each result must be within
+    // 1 ulp of the correctly rounded e^x.
+    float at = 0.0f;
+    const double worst = expApproxWorstRelError(-0.0f, -20.0f, 31, at);
+    QVERIFY2(worst <= kExpApproxBound,
+             qPrintable(QStringLiteral("relative error %1 at x = %2").arg(worst).arg(at)));
+    for (float x = -20.0f; x <= 0.0f; x += 0.001f) {
+        const auto rounded = static_cast<float>(std::exp(static_cast<double>(x)));
+        const float got = expApprox(x);
+        QVERIFY2(got == rounded || got == std::nextafter(rounded, 0.0f) ||
+                     got == std::nextafter(rounded, 2.0f),
+                 qPrintable(QStringLiteral("x = %1").arg(x)));
+    }
+}
+
+void TestKernelsCpu::expApproxLimits() {
+    const float inf = std::numeric_limits<float>::infinity();
+    // Very negative: subnormal results round gradually, to within one subnormal step (2^−149)
+    // of e^x; below −104 and at −∞ the result is 0.
+    const double step = std::ldexp(1.0, -149);
+    for (float x = kExpNormalLo; x >= -104.0f; x -= 0.0037f) {
+        const double ref = std::exp(static_cast<double>(x));
+        const double got = expApprox(x);
+        QVERIFY2(got >= 0.0 && std::abs(got - ref) <= step,
+                 qPrintable(QStringLiteral("x = %1: %2, expected %3").arg(x).arg(got).arg(ref)));
+    }
+    for (const float x : {-104.0f, -110.0f, -1e4f, -3e38f, -inf}) {
+        QCOMPARE(expApprox(x), 0.0f);
+    }
+    // Large: the largest x with a finite e^x is 88.7228; past it, +∞.
+    QVERIFY(std::isfinite(expApprox(88.72f)));
+    for (const float x : {88.73f, 89.0f, 100.0f, 1e4f, 3e38f, inf}) {
+        QCOMPARE(expApprox(x), inf);
+    }
+    QVERIFY(std::isnan(expApprox(std::numeric_limits<float>::quiet_NaN())));
+    QVERIFY(std::isnan(expApprox(-std::numeric_limits<float>::quiet_NaN())));
 }
 
 QTEST_APPLESS_MAIN(TestKernelsCpu)

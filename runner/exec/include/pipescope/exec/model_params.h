@@ -5,9 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <pipescope/exec/memory_tracker.h>
@@ -28,6 +32,33 @@ template <typename T>
 std::vector<T> zeros(std::int64_t n) {
     return std::vector<T>(static_cast<std::size_t>(n), T(0));
 }
+
+// std::allocator, except that a value-initialised element (vector(n), resize(n)) is left
+// default-initialised, i.e. unset for arithmetic types, instead of zero-filled.
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+    using value_type = T;
+    template <typename U>
+    struct rebind {
+        using other = DefaultInitAllocator<U>;
+    };
+    DefaultInitAllocator() noexcept = default;
+    template <typename U>
+    DefaultInitAllocator(const DefaultInitAllocator<U>& /*other*/) noexcept {}
+    template <typename U>
+    void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+
+// A buffer whose elements resize(n) leaves unset: for what a kernel overwrites in full before
+// anything reads it (an activation record), where a zero fill would only cost time.
+template <typename T>
+using OverwrittenBuffer = std::vector<T, DefaultInitAllocator<T>>;
 
 struct ModelShape {
     int layers = 0;

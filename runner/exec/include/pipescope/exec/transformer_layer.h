@@ -47,9 +47,11 @@ class TransformerLayer {
 
   private:
     struct Record {
-        std::vector<T> x, ln1, mean1, rstd1, qkv, probs, attn, h, ln2, mean2, rstd2, fc1, act;
-        // Filled by backwardInput: the gradients of the linears' outputs and of the LN params.
-        std::vector<T> d_qkv, d_proj, d_fc1, d_fc2;
+        // Each written in full by the kernel that fills it, so not zero-filled first.
+        OverwrittenBuffer<T> x, ln1, mean1, rstd1, qkv, probs, attn, h, ln2, mean2, rstd2, fc1, act;
+        // Filled by backwardInput: the gradients of the linears' outputs and of the LN params
+        // (these accumulate, so they start at zero).
+        OverwrittenBuffer<T> d_qkv, d_proj, d_fc1, d_fc2;
         std::vector<T> d_gamma1, d_beta1, d_gamma2, d_beta2;
         bool has_input_grad = false;
         TrackedBytes bytes;       // the forward's record (after B: the linears' inputs)

@@ -76,7 +76,7 @@ class FinalNorm {
 
   private:
     struct Record {
-        std::vector<T> x, mean, rstd;
+        OverwrittenBuffer<T> x, mean, rstd;
         TrackedBytes bytes;
     };
     ModelShape shape_;
@@ -125,8 +125,8 @@ class OutputLayer {
 
   private:
     struct Record {
-        std::vector<T> x;
-        std::vector<T> logits;
+        OverwrittenBuffer<T> x;
+        OverwrittenBuffer<T> logits;  // written in full by the logits GEMM
         std::vector<std::int32_t> targets;
         TrackedBytes bytes;
     };

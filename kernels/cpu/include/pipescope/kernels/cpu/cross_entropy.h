@@ -51,6 +51,13 @@ template <typename T>
 void onlineSoftmaxCombine(T* max, T* sum, const T* other_max, const T* other_sum,
                           std::int64_t rows);
 
+// out[r, j] = exp(logits[r, j] − row_max[r]) / row_sum[r]: the softmax of a shard's logits under
+// its own statistics (vocab-2's P_d, the input of the basis GEMM A_d = P_d · W_d).
+// logits, out: rows×cols (out may alias logits); row_max, row_sum: rows.
+template <typename T>
+void softmaxFromStats(const T* logits, const T* row_max, const T* row_sum, T* out,
+                      std::int64_t rows, std::int64_t cols);
+
 // loss[r] = global_max[r] + log(global_sum[r]) − target_logit[r].
 // global_max, global_sum: combined over all shards; target_logit: summed over all shards;
 // loss: rows.
