@@ -25,7 +25,10 @@ struct Collective {
     ReduceOp op = ReduceOp::Sum;
     std::size_t count = 0;
     std::vector<int> arrived;  // members in, in order
-    std::vector<float> data;   // the sum/max so far, or the root's data
+    // All-reduce: each member's contribution, by its place in the group, combined in that order
+    // once all are in (float sums depend on their order; arrival order would vary run to run).
+    std::vector<std::vector<float>> parts;
+    std::vector<float> data;  // the result, or the root's data
     bool root_in = false;
     bool done = false;
     int copied = 0;  // members that took the result
@@ -262,16 +265,24 @@ class InProcessComm final : public Comm {
                 c.data.assign(data, data + count);
                 c.root_in = true;
             }
-        } else if (c.arrived.empty()) {
-            c.data.assign(data, data + count);
         } else {
-            for (std::size_t i = 0; i < count; ++i) {
-                c.data[i] =
-                    op == ReduceOp::Sum ? c.data[i] + data[i] : std::max(c.data[i], data[i]);
-            }
+            c.parts.resize(group.size());
+            const auto place = std::lower_bound(group.begin(), group.end(), rank_) - group.begin();
+            c.parts[static_cast<std::size_t>(place)].assign(data, data + count);
         }
         c.arrived.push_back(rank_);
         if (c.arrived.size() == group.size()) {
+            if (!is_broadcast) {
+                c.data = std::move(c.parts.front());
+                for (std::size_t k = 1; k < c.parts.size(); ++k) {
+                    const std::vector<float>& part = c.parts[k];
+                    for (std::size_t i = 0; i < count; ++i) {
+                        c.data[i] = op == ReduceOp::Sum ? c.data[i] + part[i]
+                                                        : std::max(c.data[i], part[i]);
+                    }
+                }
+                c.parts.clear();
+            }
             c.done = true;
             for (int r : group) {
                 s_->notifyRank(r);

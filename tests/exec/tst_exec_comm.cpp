@@ -47,6 +47,8 @@ class TstExecComm : public QObject {
     void pointToPointMatchesTags();
     void collectivesOverGroups_data();
     void collectivesOverGroups();
+    void sumsInGroupOrderWhateverTheArrival_data();
+    void sumsInGroupOrderWhateverTheArrival();
     void deadlockNamesEveryRank();
     void finishedPeerFailsTheWait();
     void abortStopsTheWaits();
@@ -141,6 +143,40 @@ void TstExecComm::collectivesOverGroups() {
         QCOMPARE(sums[r], (std::vector<float>{sum, sum + n, sum + 2 * n}));
         QCOMPARE(maxes[r], (std::vector<float>{float(max), float(max) + 1, float(max) + 2}));
         QCOMPARE(bcasts[r], (std::vector<float>{42, 43}));
+    }
+}
+
+void TstExecComm::sumsInGroupOrderWhateverTheArrival_data() {
+    QTest::addColumn<QList<int>>("arrival");
+    QTest::newRow("in order") << QList<int>{0, 1, 2, 3};
+    QTest::newRow("reversed") << QList<int>{3, 2, 1, 0};
+    QTest::newRow("mixed") << QList<int>{2, 0, 3, 1};
+}
+
+// Float addition depends on its order: the sum is taken in the group's rank order (as the
+// multi-process hub does it), not in the order the ranks happen to arrive, so a run's losses are
+// the same bits every time. The ranks arrive 30 ms apart in the order given.
+void TstExecComm::sumsInGroupOrderWhateverTheArrival() {
+    QFETCH(QList<int>, arrival);
+    const std::vector<float> contribution = {1e8f, 1.0f, -1e8f, 1.0f};
+    // (((1e8 + 1) - 1e8) + 1) in float: 1e8 + 1 rounds to 1e8.
+    float expected = contribution[0];
+    for (std::size_t r = 1; r < contribution.size(); ++r) {
+        expected += contribution[r];
+    }
+    QCOMPARE(expected, 1.0f);
+    exec::InProcessFabric fabric(4, kLong);
+    std::vector<float> result(4, 0.0f);
+    const auto st = runRanks(fabric, [&](exec::Comm& c) -> CommStatus {
+        const auto r = static_cast<std::size_t>(c.rank());
+        const auto place = static_cast<int>(arrival.indexOf(c.rank()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(30 * place));
+        result[r] = contribution[r];
+        return c.allReduce({0, 1, 2, 3}, 7, &result[r], 1, exec::ReduceOp::Sum);
+    });
+    for (std::size_t r = 0; r < 4; ++r) {
+        QVERIFY2(st[r].ok(), st[r].message.c_str());
+        QCOMPARE(result[r], expected);
     }
 }
 
