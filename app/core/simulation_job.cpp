@@ -1,4 +1,6 @@
 #include <chrono>
+#include <cstdio>
+#include <unistd.h>
 
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -25,6 +27,47 @@ std::string quoted(std::string_view s) {
     return "\"" + std::string(s) + "\"";
 }
 
+std::string gib(double bytes) {
+    char text[32];
+    if (bytes >= 0.1 * double(1LL << 30)) {
+        std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1LL << 30));
+    } else {
+        std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1LL << 20));
+    }
+    return text;
+}
+
+std::string opsText(double ops) {
+    char text[32];
+    if (ops >= 1e6) {
+        std::snprintf(text, sizeof text, "%.1f million", ops / 1e6);
+    } else {
+        std::snprintf(text, sizeof text, "%.0f", ops);
+    }
+    return text;
+}
+
+// Empty when the config's simulation fits in `budget` beside `held` bytes of runs kept already;
+// otherwise why not, naming the keys that set its size. estimatedOps is an upper estimate, so
+// this errs on the side of refusing.
+std::string memoryRefusal(const schedule::Config& c, double held, std::int64_t budget) {
+    if (budget < 0) {
+        return {};
+    }
+    const double ops = sim::estimatedOps(c);
+    const double need = ops * kBytesPerSimulatedOp;
+    if (held + need <= static_cast<double>(budget)) {
+        return {};
+    }
+    return "parallel.microbatches: " + std::to_string(c.parallel.microbatches) +
+           " micro-batches on " + std::to_string(c.parallel.pipeline) + " stages make up to " +
+           opsText(ops) + " ops, about " + gib(need) + " to simulate and show" +
+           (held > 0 ? " beside the " + gib(held) + " of runs above" : "") + ", and " +
+           gib(static_cast<double>(budget)) +
+           " of memory is free; lower parallel.microbatches or parallel.pipeline, or run "
+           "pipescope-run on the config, which keeps no views";
+}
+
 }  // namespace
 
 std::vector<schedule::VocabMethod> allMethods() {
@@ -33,16 +76,47 @@ std::vector<schedule::VocabMethod> allMethods() {
             VocabMethod::Vocab1, VocabMethod::Vocab2};
 }
 
+std::int64_t availableMemoryBytes() {
+    if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        long long kib = -1;
+        while (std::fgets(line, sizeof line, f)) {
+            if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) {
+                break;
+            }
+        }
+        std::fclose(f);
+        if (kib >= 0) {
+            return static_cast<std::int64_t>(kib) * 1024;
+        }
+    }
+#ifdef _SC_AVPHYS_PAGES
+    const long pages = sysconf(_SC_AVPHYS_PAGES);
+    const long size = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && size > 0) {
+        return static_cast<std::int64_t>(pages) * size;
+    }
+#endif
+    return -1;
+}
+
 SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
                         const std::function<void(int, int)>& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     SimOutput out;
+    const std::int64_t budget =
+        req.memory_budget_bytes >= 0 ? req.memory_budget_bytes : availableMemoryBytes();
+    double held = 0;  // bytes of the runs this request keeps (Methods)
     const auto cancelled = [&] { return cancel && cancel->load(); };
     sim::SimOptions options;
     options.cancel = cancel;
     // Null with `error` empty when cancelled.
     const auto simulateOne = [&](const schedule::Config& c, const std::string& name,
                                  std::string* error) -> std::shared_ptr<SimRunData> {
+        if (std::string refusal = memoryRefusal(c, held, budget); !refusal.empty()) {
+            *error = name + ": " + refusal;
+            return nullptr;
+        }
         auto sim = sim::simulate(c, options);
         if (sim.cancelled || cancelled()) {
             out.cancelled = true;
@@ -52,7 +126,9 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
             *error = name + ": " + sim.error;
             return nullptr;
         }
-        return std::make_shared<SimRunData>(std::move(*sim.result), name);
+        auto run = std::make_shared<SimRunData>(std::move(*sim.result), name);
+        held += static_cast<double>(run->opCount()) * kBytesPerSimulatedOp;
+        return run;
     };
 
     switch (req.kind) {
@@ -108,6 +184,9 @@ SimOutput runSimRequest(const SimRequest& req, const std::atomic<bool>* cancel,
                         {{req.sweep_key, value}, {"parallel.vocab", quoted(pt.method)}});
                     if (!parsed.ok()) {
                         pt.error = parsed.errorText();
+                    } else if (std::string refusal = memoryRefusal(*parsed.config, 0, budget);
+                               !refusal.empty()) {
+                        pt.error = refusal;  // a point's run is not kept: one at a time
                     } else if (auto sim = sim::simulate(*parsed.config, options); sim.cancelled) {
                         out.cancelled = true;
                         break;

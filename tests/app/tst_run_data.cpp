@@ -10,6 +10,7 @@
 #include <pipescope/app/simulation_job.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/schedule/config_parse.h>
+#include <pipescope/sim/simulator.h>
 
 #include "testsupport.h"
 
@@ -86,6 +87,7 @@ class TstRunData : public QObject {
     void methodsRequestGivesEveryMethod();
     void methodsAndSweepsWorkFromAnyConfig();
     void aNewRequestStopsTheRunningOne();
+    void whatMemoryCannotHoldIsRefused();
     void badTraceNamesTheFile();
     void openReportsProgressAndCancels();
     void lodQueriesFromWorkerThreads();
@@ -317,6 +319,45 @@ app::SimRequest methodsOf(const char* preset) {
 }
 
 }  // namespace
+
+// A simulation that would not fit in the memory free is refused, naming the keys that size it,
+// instead of swapping the machine; what fits still runs. Compare methods counts the runs it
+// already keeps.
+void TstRunData::whatMemoryCannotHoldIsRefused() {
+    app::SimRequest req = methodsOf("default.json");
+    const double one = sim::estimatedOps(req.config) * app::kBytesPerSimulatedOp;
+    req.memory_budget_bytes = static_cast<std::int64_t>(one / 2);
+    for (auto kind : {app::SimRequest::Kind::Single, app::SimRequest::Kind::Methods}) {
+        req.kind = kind;
+        const auto out = app::runSimRequest(req, nullptr);
+        QVERIFY(out.runs.empty());
+        QCOMPARE(out.errors.size(), kind == app::SimRequest::Kind::Single ? 1u : 5u);
+        const QString key =
+            QStringLiteral("parallel.microbatches: %1 ").arg(req.config.parallel.microbatches);
+        QVERIFY2(QString::fromStdString(out.errors.front()).contains(key),
+                 out.errors.front().c_str());
+        QVERIFY(QString::fromStdString(out.errors.front()).contains("of memory is free"));
+    }
+    req.kind = app::SimRequest::Kind::Sweep;
+    req.sweep_key = "model.vocab";
+    req.sweep_values = {"32000"};
+    const auto sweep = app::runSimRequest(req, nullptr);
+    QCOMPARE(sweep.sweep.size(), std::size_t{5});
+    QVERIFY(!sweep.sweep.front().ok);
+    QVERIFY(QString::fromStdString(sweep.sweep.front().error).contains("memory is free"));
+
+    // Room for one run: the first method runs, the others are refused with the run already
+    // kept counted.
+    req.kind = app::SimRequest::Kind::Methods;
+    req.memory_budget_bytes = static_cast<std::int64_t>(one) + 1;
+    const auto some = app::runSimRequest(req, nullptr);
+    QCOMPARE(some.runs.size(), std::size_t{1});
+    QCOMPARE(some.errors.size(), std::size_t{4});
+    QVERIFY2(QString::fromStdString(some.errors.back()).contains("beside the"),
+             some.errors.back().c_str());
+    req.memory_budget_bytes = 1LL << 50;
+    QCOMPARE(app::runSimRequest(req, nullptr).runs.size(), std::size_t{5});
+}
 
 // An edit made while a long simulation runs stops it (the app then simulates the new config at
 // once, and quitting does not wait for the old one).
