@@ -190,14 +190,28 @@ void showRowLabels(QCPAxis* axis, int stride) {
     axis->setProperty(kRowStride, stride);
 }
 
-// Shows as many of a labelRows axis's row names as stand apart at its rect's height: every
-// row's, else every second, third, ... row's. True when that changed. Needs a layout at this size.
+// How wide the widest of `labels` is, with an em between neighbours: labels closer than that
+// run into each other on a horizontal axis.
+int widestWithGap(const QFont& font, const QStringList& labels) {
+    const QFontMetrics metrics(font);
+    int widest = 0;
+    for (const QString& label : labels) {
+        widest = std::max(widest, metrics.horizontalAdvance(label));
+    }
+    return widest + metrics.horizontalAdvance(QLatin1Char('M'));
+}
+
+// Shows as many of a labelRows axis's names as stand apart at its rect's size: every row's (or
+// bar's), else every second, third, ... one's. A vertical axis needs a name's height per name, a
+// horizontal one a name's width. True when that changed. Needs a layout at this size.
 bool fitRowLabels(QCPAxis* axis) {
     const QStringList labels = axis->property(kRowLabels).toStringList();
     const double row = std::abs(axis->coordToPixel(1) - axis->coordToPixel(0));
-    const int ink = tallestInk(axis->tickLabelFont(), labels);
+    const int need = axis->orientation() == Qt::Vertical
+                         ? tallestInk(axis->tickLabelFont(), labels)
+                         : widestWithGap(axis->tickLabelFont(), labels);
     int stride = 1;
-    while (stride < labels.size() && stride * row < ink) {
+    while (stride < labels.size() && stride * row < need) {
         ++stride;
     }
     if (axis->property(kRowStride).toInt() == stride) {
@@ -213,6 +227,10 @@ bool fitRowLabels(QCPAxis* axis) {
 bool fitTickCounts(QCustomPlot* plot) {
     bool changed = false;
     for (QCPAxisRect* rect : plot->axisRects()) {
+        if (QCPAxis* bottom = rect->axis(QCPAxis::atBottom);
+            bottom && bottom->property(kRowLabels).isValid()) {
+            changed = fitRowLabels(bottom) || changed;  // a bar chart's ranks
+        }
         QCPAxis* axis = rect->axis(QCPAxis::atLeft);
         if (axis && axis->property(kRowLabels).isValid()) {
             changed = fitRowLabels(axis) || changed;

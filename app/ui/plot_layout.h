@@ -24,7 +24,8 @@ void keepTickLabelsApart(QCPAxis* axis, int most);
 
 // Gives the value axis of a timeline a name per row, `labels[i]` at i + `offset`: every row's, or
 // where rows are thinner than a name is tall (a short chart, a scaled display) every second,
-// third, ... row's, so that they never overlap (fitPlotLegends picks).
+// third, ... row's, so that they never overlap (fitPlotLegends picks). On a horizontal axis (a
+// bar chart's ranks) the same, where bars are narrower than a name is wide.
 void labelRows(QCPAxis* axis, const QStringList& labels, double offset);
 
 // Says `text` in the middle of `rect`, whose data is missing (a trace without memory samples),

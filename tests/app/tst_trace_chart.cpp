@@ -64,6 +64,8 @@ class TstTraceChart : public QObject {
     void peakLabelFitsShortCharts();
     void summaryTitleSetsLongNamesApart_data();
     void summaryTitleSetsLongNamesApart();
+    void summaryRanksStandApart_data();
+    void summaryRanksStandApart();
     void summarySaysARunDidNotFinish();
     void chartTitleFitsItsWidth_data();
     void chartTitleFitsItsWidth();
@@ -834,6 +836,56 @@ void TstTraceChart::summaryTitleSetsLongNamesApart() {
     QVERIFY2(lines.front().startsWith(first_line), qPrintable(title->text()));
     QVERIFY2(title->text().contains(QLatin1String("iteration ")), qPrintable(title->text()));
     QCOMPARE(lines.size(), name.size() > 32 ? 3 : 2);
+}
+
+void TstTraceChart::summaryRanksStandApart_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::newRow("4 ranks") << 4;
+    QTest::newRow("16 ranks") << 16;
+    QTest::newRow("64 ranks") << 64;
+}
+
+// The summary's bar charts name their ranks below the bars: all of them while they fit, every
+// second, third, ... one where 64 bars leave each narrower than "rank 63", never run together.
+void TstTraceChart::summaryRanksStandApart() {
+    QFETCH(int, ranks);
+    auto parsed = schedule::parseConfig(
+        R"({"model": {"layers": 64, "hidden": 64, "ffn_hidden": 128, "heads": 2, "seq_len": 16,
+            "vocab": 1024}, "parallel": {"pipeline": 4, "microbatches": 4}})",
+        {{"parallel.pipeline", std::to_string(ranks)}});
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY2(sim.result, sim.error.c_str());
+    const app::SimRunData run(std::move(*sim.result), "vocab-2");
+    QCustomPlot plot;
+    plot.resize(975, 240);  // the Explore summary at 1280 x 800
+    app::fillSummaryPlot(&plot, run);
+    app::fitPlotLegends(&plot);
+    int charts = 0;
+    for (QCPAxisRect* rect : plot.axisRects()) {
+        QCPAxis* axis = rect->axis(QCPAxis::atBottom);
+        const QVector<double> ticks = axis->tickVector();
+        const QVector<QString> labels = axis->tickVectorLabels();
+        if (labels.isEmpty() || !labels.front().startsWith(QLatin1String("rank"))) {
+            continue;
+        }
+        ++charts;
+        QCOMPARE(labels.front(), QStringLiteral("rank 0"));
+        if (ranks == 4) {
+            QCOMPARE(labels.size(), 4);  // room for every name
+        }
+        const QFontMetrics metrics(axis->tickLabelFont());
+        for (int i = 1; i < ticks.size(); ++i) {
+            const double apart = axis->coordToPixel(ticks[i]) - axis->coordToPixel(ticks[i - 1]);
+            const double half_widths =
+                (metrics.horizontalAdvance(labels[i - 1]) + metrics.horizontalAdvance(labels[i])) /
+                2.0;
+            QVERIFY2(apart > half_widths, qPrintable(QStringLiteral("%1 and %2: %3 px apart")
+                                                         .arg(labels[i - 1], labels[i])
+                                                         .arg(apart)));
+        }
+    }
+    QCOMPARE(charts, 2);  // time per iteration, peak memory
 }
 
 void TstTraceChart::chartTitleFitsItsWidth_data() {
