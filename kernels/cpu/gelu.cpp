@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -43,11 +42,14 @@ void geluBackward(const T* dy, const T* x, T* dx, std::int64_t n) {
         T grad;
         if constexpr (std::is_same_v<T, float>) {
             // 0.5 · (1 + t) + 0.5 · x · (1 − t²) · du with t = tanh(u) is
-            // s + 2 · x · du · s · (1 − s) = s · (1 + 2 · x · du · e · s). e is capped at the
-            // largest float so that e · s is 1 rather than ∞ · 0 where e overflows.
-            const float e = std::min(expApprox(-2.0f * u), std::numeric_limits<float>::max());
+            // s + 2 · x · du · s · (1 − s) = s · (1 + 2 · x · du · e · s). Where exp(−2u)
+            // overflows (x below about −10) the derivative is 0 in float, where it underflows
+            // to 0 (x above about 10.6) it is 1: both are selected, because there the formula
+            // meets ∞ · 0 (and x³, du overflow from |x| ≈ 1e13), which made NaN and −∞.
+            const float e = expApprox(-2.0f * u);
             const float s = 1.0f / (1.0f + e);
-            grad = s * (1.0f + 2.0f * xi * du * (e * s));
+            const float g = s * (1.0f + 2.0f * xi * du * (e * s));
+            grad = e > std::numeric_limits<float>::max() ? 0.0f : (e == 0.0f ? 1.0f : g);
         } else {
             const T t = std::tanh(u);
             grad = T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du;

@@ -260,6 +260,13 @@ class InProcessComm final : public Comm {
                                                         " does not match the other members' "
                                                         "(count, root or operation)");
         }
+        // One contribution per member: a second one (two lanes of a rank with one tag) would
+        // complete the count with another member's part still missing.
+        if (std::find(c.arrived.begin(), c.arrived.end(), rank_) != c.arrived.end()) {
+            return CommStatus::error(Code::BadCall, "rank " + std::to_string(rank_) +
+                                                        " joined its " + what +
+                                                        " a second time before the others");
+        }
         if (is_broadcast) {
             if (rank_ == root) {
                 c.data.assign(data, data + count);

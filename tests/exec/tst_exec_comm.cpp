@@ -49,6 +49,7 @@ class TstExecComm : public QObject {
     void collectivesOverGroups();
     void sumsInGroupOrderWhateverTheArrival_data();
     void sumsInGroupOrderWhateverTheArrival();
+    void aRankJoinsACollectiveOnce();
     void deadlockNamesEveryRank();
     void finishedPeerFailsTheWait();
     void abortStopsTheWaits();
@@ -178,6 +179,39 @@ void TstExecComm::sumsInGroupOrderWhateverTheArrival() {
         QVERIFY2(st[r].ok(), st[r].message.c_str());
         QCOMPARE(result[r], expected);
     }
+}
+
+// Two lanes of rank 0 join one all-reduce (a tag used twice): the second is refused, instead
+// of completing the count with rank 1's part missing; rank 1 then completes the first.
+void TstExecComm::aRankJoinsACollectiveOnce() {
+    exec::InProcessFabric fabric(2, kLong, 2);
+    std::vector<CommStatus> st(3);
+    std::vector<float> data(3, 1.0f);
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 3; ++k) {  // rank 0 lane 0, rank 0 lane 1, rank 1 lane 0
+        threads.emplace_back([&, k] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(40 * k));
+            const int rank = k < 2 ? 0 : 1;
+            const int lane = k == 1 ? 1 : 0;
+            auto comm = fabric.comm(rank, lane);
+            st[static_cast<std::size_t>(k)] = comm->allReduce(
+                {0, 1}, 5, &data[static_cast<std::size_t>(k)], 1, exec::ReduceOp::Sum);
+            fabric.laneFinished(rank, lane);
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    const int refused = st[0].ok() ? 1 : 0;
+    QCOMPARE(st[static_cast<std::size_t>(refused)].code, Code::BadCall);
+    QVERIFY2(QString::fromStdString(st[static_cast<std::size_t>(refused)].message)
+                 .contains("a second time"),
+             st[static_cast<std::size_t>(refused)].message.c_str());
+    QVERIFY2(st[static_cast<std::size_t>(1 - refused)].ok(),
+             st[static_cast<std::size_t>(1 - refused)].message.c_str());
+    QVERIFY2(st[2].ok(), st[2].message.c_str());
+    QCOMPARE(data[static_cast<std::size_t>(1 - refused)], 2.0f);
+    QCOMPARE(data[2], 2.0f);
 }
 
 // Two ranks each receive before they send: neither can move. Both calls fail long before the

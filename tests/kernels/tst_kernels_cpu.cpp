@@ -427,8 +427,10 @@ void TestKernelsCpu::geluFloatMatchesDouble() {
 void TestKernelsCpu::geluFloatSaturates() {
     // Far from 0 the fp32 path's exp(−2u) overflows to +∞ (x below about −10, u < −44) or
     // underflows to 0 (x above about 10.6, u > 52): GELU is then 0 and x, its derivative 0 and
-    // 1, with no NaN; on the way there each value stays within 1e-6 of the fp64 path.
-    const Vec x = {-1e4, -60.0, -12.0, -6.0, -4.6, -4.4, 4.4, 6.0, 12.0, 60.0, 1e4};
+    // 1, with no NaN; on the way there each value stays within 1e-6 of the fp64 path. From
+    // |x| ≈ 1e13 x³ overflows too (a diverging run's activations): still 0 and 1.
+    const Vec x = {-1e4, -1e20, -2e13, -1e12, -60.0, -12.0, -6.0, -4.6, -4.4,
+                   4.4,  6.0,   12.0,  60.0,  1e12,  2e13,  1e20, 1e4};
     const std::int64_t n = static_cast<std::int64_t>(x.size());
     const Vec dy(x.size(), 1.0);
     Vec y(n), dx(n);
