@@ -9,6 +9,7 @@
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/generate.h>
 #include <pipescope/sim/simulator.h>
+#include <pipescope/trace/units.h>
 
 namespace pipescope::app {
 
@@ -27,13 +28,11 @@ std::string quoted(std::string_view s) {
     return "\"" + std::string(s) + "\"";
 }
 
-std::string gib(double bytes) {
+// "44.6 MiB", "9.54 GiB", in the unit the figure suits (as the tables choose it).
+std::string memoryText(double bytes) {
+    const trace::MemoryUnit unit = trace::memoryUnitFor(bytes);
     char text[32];
-    if (bytes >= 0.1 * double(1LL << 30)) {
-        std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1LL << 30));
-    } else {
-        std::snprintf(text, sizeof text, "%.1f MiB", bytes / double(1LL << 20));
-    }
+    std::snprintf(text, sizeof text, "%.*f %s", unit.decimals, unit.of(bytes), unit.name);
     return text;
 }
 
@@ -61,9 +60,9 @@ std::string memoryRefusal(const schedule::Config& c, double held, std::int64_t b
     }
     return "parallel.microbatches: " + std::to_string(c.parallel.microbatches) +
            " micro-batches on " + std::to_string(c.parallel.pipeline) + " stages make up to " +
-           opsText(ops) + " ops, about " + gib(need) + " to simulate and show" +
-           (held > 0 ? " beside the " + gib(held) + " of runs above" : "") + ", and " +
-           gib(static_cast<double>(budget)) +
+           opsText(ops) + " ops, about " + memoryText(need) + " to simulate and show" +
+           (held > 0 ? " beside the " + memoryText(held) + " of runs above" : "") + ", and " +
+           memoryText(static_cast<double>(budget)) +
            " of memory is free; lower parallel.microbatches or parallel.pipeline, or run "
            "pipescope-run on the config, which keeps no views";
 }

@@ -19,6 +19,21 @@ inline double sumLanes(const double (&acc)[kLanes]) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
+// Adds x[0..n) into the lanes: x[i] to lane i mod kLanes for the whole lanes' worth, the tail
+// to lane 0. Called on successive blocks of one row, the order is that of one call on the row
+// only when each block's length is a multiple of kLanes.
+inline void addLanes(double (&acc)[kLanes], const float* x, std::int64_t n) {
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+        for (int l = 0; l < kLanes; ++l) {
+            acc[l] += static_cast<double>(x[i + l]);
+        }
+    }
+    for (; i < n; ++i) {
+        acc[0] += static_cast<double>(x[i]);
+    }
+}
+
 // The largest of x[0..n), −∞ when n = 0. NaNs are skipped, as std::max(max, x) skipped them.
 inline float rowMax(const float* x, std::int64_t n) {
     float lane[kLanes];
@@ -52,15 +67,7 @@ inline double expShiftSum(const float* x, float shift, float* out, std::int64_t 
         for (std::int64_t j = 0; j < len; ++j) {
             e[j] = expApprox(xs[j] - shift);
         }
-        std::int64_t j = 0;
-        for (; j + kLanes <= len; j += kLanes) {
-            for (int l = 0; l < kLanes; ++l) {
-                acc[l] += static_cast<double>(e[j + l]);
-            }
-        }
-        for (; j < len; ++j) {
-            acc[0] += static_cast<double>(e[j]);
-        }
+        addLanes(acc, e, len);
     }
     return sumLanes(acc);
 }
@@ -68,15 +75,7 @@ inline double expShiftSum(const float* x, float shift, float* out, std::int64_t 
 // Σ x[i] over [0, n), in double.
 inline double sumDouble(const float* x, std::int64_t n) {
     double acc[kLanes] = {};
-    std::int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-        for (int l = 0; l < kLanes; ++l) {
-            acc[l] += static_cast<double>(x[i + l]);
-        }
-    }
-    for (; i < n; ++i) {
-        acc[0] += static_cast<double>(x[i]);
-    }
+    addLanes(acc, x, n);
     return sumLanes(acc);
 }
 

@@ -894,22 +894,34 @@ void TestKernelsCpu::attentionGradient() {
     CHECK_GRAD("dqkv", dqkv, numericGrad(qkv, loss));
 }
 
+namespace {
+
+// Attention forward and backward on `qkv` and `dout` in element type T.
+template <typename T>
+struct AttentionPass {
+    std::vector<T> out, probs, dqkv;
+    AttentionPass(const std::vector<T>& qkv, const std::vector<T>& dout, std::int64_t batch,
+                  std::int64_t seq, std::int64_t heads, std::int64_t dim)
+        : out(dout.size()),
+          probs(static_cast<std::size_t>(batch * heads * seq * seq)),
+          dqkv(qkv.size()) {
+        std::vector<T> workspace(static_cast<std::size_t>(attentionBackwardWorkspace(seq)));
+        attentionForward(qkv.data(), out.data(), probs.data(), batch, seq, heads, dim);
+        attentionBackward(dout.data(), qkv.data(), probs.data(), dqkv.data(), workspace.data(),
+                          batch, seq, heads, dim);
+    }
+};
+
+}  // namespace
+
 void TestKernelsCpu::attentionFloatMatchesDouble() {
     const std::int64_t batch = 2, seq = 8, heads = 2, dim = 4, width = heads * dim;
     const Vec qkv = randomVec(batch * seq * 3 * width, 191, -2.0, 2.0);
     const Vec dout = randomVec(batch * seq * width, 192);
-    Vec out(batch * seq * width), probs(batch * heads * seq * seq), dqkv(qkv.size());
-    Vec workspace(attentionBackwardWorkspace(seq));
-    attentionForward(qkv.data(), out.data(), probs.data(), batch, seq, heads, dim);
-    attentionBackward(dout.data(), qkv.data(), probs.data(), dqkv.data(), workspace.data(), batch,
-                      seq, heads, dim);
-    const VecF qkvf = toFloat(qkv), doutf = toFloat(dout);
-    VecF outf(out.size()), probsf(probs.size()), dqkvf(qkv.size()), workspacef(workspace.size());
-    attentionForward(qkvf.data(), outf.data(), probsf.data(), batch, seq, heads, dim);
-    attentionBackward(doutf.data(), qkvf.data(), probsf.data(), dqkvf.data(), workspacef.data(),
-                      batch, seq, heads, dim);
-    CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
-    CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+    const AttentionPass<double> d(qkv, dout, batch, seq, heads, dim);
+    const AttentionPass<float> f(toFloat(qkv), toFloat(dout), batch, seq, heads, dim);
+    CHECK_CLOSE("out", relError(f.out, d.out), kFloatTolerance);
+    CHECK_CLOSE("dqkv", relError(f.dqkv, d.dqkv), kFloatTolerance);
 }
 
 void TestKernelsCpu::attentionLongRowsFloatMatchesDouble() {
@@ -918,25 +930,17 @@ void TestKernelsCpu::attentionLongRowsFloatMatchesDouble() {
     const std::int64_t batch = 1, seq = 300, heads = 1, dim = 4, width = heads * dim;
     const Vec qkv = randomVec(batch * seq * 3 * width, 193, -4.0, 4.0);
     const Vec dout = randomVec(batch * seq * width, 194);
-    Vec out(batch * seq * width), probs(batch * heads * seq * seq), dqkv(qkv.size());
-    Vec workspace(attentionBackwardWorkspace(seq));
-    attentionForward(qkv.data(), out.data(), probs.data(), batch, seq, heads, dim);
-    attentionBackward(dout.data(), qkv.data(), probs.data(), dqkv.data(), workspace.data(), batch,
-                      seq, heads, dim);
-    const VecF qkvf = toFloat(qkv), doutf = toFloat(dout);
-    VecF outf(out.size()), probsf(probs.size()), dqkvf(qkv.size()), workspacef(workspace.size());
-    attentionForward(qkvf.data(), outf.data(), probsf.data(), batch, seq, heads, dim);
-    attentionBackward(doutf.data(), qkvf.data(), probsf.data(), dqkvf.data(), workspacef.data(),
-                      batch, seq, heads, dim);
-    CHECK_CLOSE("probs", relError(probsf, probs), kFloatTolerance);
-    CHECK_CLOSE("out", relError(outf, out), kFloatTolerance);
-    CHECK_CLOSE("dqkv", relError(dqkvf, dqkv), kFloatTolerance);
+    const AttentionPass<double> d(qkv, dout, batch, seq, heads, dim);
+    const AttentionPass<float> f(toFloat(qkv), toFloat(dout), batch, seq, heads, dim);
+    CHECK_CLOSE("probs", relError(f.probs, d.probs), kFloatTolerance);
+    CHECK_CLOSE("out", relError(f.out, d.out), kFloatTolerance);
+    CHECK_CLOSE("dqkv", relError(f.dqkv, d.dqkv), kFloatTolerance);
     for (std::int64_t t = 0; t < seq; ++t) {
         double sum = 0.0;
         for (std::int64_t j = 0; j < seq; ++j) {
-            sum += probsf[t * seq + j];
+            sum += f.probs[static_cast<std::size_t>(t * seq + j)];
             if (j > t) {
-                QCOMPARE(probsf[t * seq + j], 0.0f);
+                QCOMPARE(f.probs[static_cast<std::size_t>(t * seq + j)], 0.0f);
             }
         }
         QVERIFY(std::abs(sum - 1.0) < 1e-6);
