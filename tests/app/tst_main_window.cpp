@@ -64,7 +64,6 @@ class TstMainWindow : public QObject {
     void configHistoryUndoesAndRedoes();
     void configSurvivesARestart();
     void messagesReadOnLightAndDarkPalettes();
-    void longRunNamesKeepWhatTellsThemApart();
     void fitsAt1024x640();
     void keyboardReachesTheWindow();
     void exportsTheChart();
@@ -446,26 +445,6 @@ void TstMainWindow::configSurvivesARestart() {
 
 // Error, warning and verdict texts stay readable (WCAG AA, 4.5:1; 3:1 for the muted source line)
 // on the light palette and on a dark desktop theme's.
-void TstMainWindow::longRunNamesKeepWhatTellsThemApart() {
-    // A measured run's summary heading: the trace file's generated name keeps its end, the
-    // config's title its start.
-    const QString file =
-        QStringLiteral("Default-4-stages-V-32768-microbatches-12-naive-cpu-20261126-023639.db");
-    const QString title = QStringLiteral("Default: 4 stages, V=32768 [parallel.microbatches=12]");
-    const QString shown = app::shortRunName(file + QStringLiteral(" — ") + title);
-    QVERIFY2(shown.size() <= 93, qPrintable(shown));
-    QVERIFY2(shown.contains(QStringLiteral("naive-cpu-20261126-023639.db — Default: 4 stages")),
-             qPrintable(shown));
-    QCOMPARE(app::shortRunName(QStringLiteral("vocab-2")), QStringLiteral("vocab-2"));
-    const QString plain = QString(120, QLatin1Char('x')) + QStringLiteral("END");
-    QCOMPARE(app::shortRunName(plain).size(), 93);
-    QVERIFY(app::shortRunName(plain).endsWith(QStringLiteral("xEND")));
-    const QString long_title =
-        app::shortRunName(QStringLiteral("a.db — ") + QString(200, QLatin1Char('t')));
-    QVERIFY(long_title.startsWith(QStringLiteral("a.db — tttt")));
-    QCOMPARE(long_title.size(), 93);
-}
-
 void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
     QPalette light;
     light.setColor(QPalette::Window, QColor(0xef, 0xef, 0xef));
