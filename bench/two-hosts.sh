@@ -75,6 +75,17 @@ node() {
 # The losses a log printed, one per iteration ("-" where another process computes them).
 losses() { grep -E '^iteration' "$1" | awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' | tr '\n' ' '; }
 now_ms() { date +%s%3N; }
+# until_iteration LOG: waits (at most 20 s) until LOG shows the sixth iteration, so that a stop
+# lands mid-run; says so, and fails the script, if it never does.
+until_iteration() {
+    local _
+    for _ in $(seq 200); do
+        grep -qE '^iteration +[0-9]+ \(6/' "$1" 2> /dev/null && return 0
+        sleep 0.1
+    done
+    echo "FAIL: $1 shows no sixth iteration after 20 s"
+    status=1
+}
 
 status=0
 echo "== two nodes against one process (20 iterations)"
@@ -118,10 +129,7 @@ stop_test() {
     local p0=${pids[-1]}
     node 1 "$name" "$out/$name-node1.log" --iterations 100000
     local p1=${pids[-1]}
-    for _ in $(seq 200); do
-        grep -qE '^iteration +5/' "$out/$name-node0.log" 2> /dev/null && break
-        sleep 0.1
-    done
+    until_iteration "$out/$name-node0.log"
     local t0
     t0=$(now_ms)
     if [ "$how" = kill ]; then
@@ -155,10 +163,7 @@ stop_test cut cut 60000 "rank 1 is gone: its host stopped answering"
 echo "== two processes per node; rank 3 (node1) killed"
 per_node=2 preset_of=resources/presets/small-4stage-vocab-2.json
 for r in 0 1 2 3; do node $r four "$out/four-rank$r.log" --iterations 100000; done
-for _ in $(seq 200); do
-    grep -qE '^iteration +5/' "$out/four-rank0.log" 2> /dev/null && break
-    sleep 0.1
-done
+until_iteration "$out/four-rank0.log"
 kill -9 "${pids[3]}"
 for i in 0 1 2; do wait "${pids[$i]}" 2> /dev/null; done
 wait "${pids[3]}" 2> /dev/null
