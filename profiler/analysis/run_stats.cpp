@@ -51,13 +51,14 @@ class Progress {
 };
 
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
-// the host or simulated lanes), and whether device spans exist.
+// the host or simulated lanes), and whether device spans exist. The order of the ops does not
+// matter, so they are read as stored, and only their timing.
 trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
                                   std::vector<Window>* out, std::map<int, Window>* device_extents,
                                   bool* gpu_spans, std::int64_t* backwards) {
     std::map<int, Window> by_iteration;
     *gpu_spans = false;
-    const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
+    const auto visit = [&](const trace::OpRecord& op) {
         if (!trace::isKnownOp(op)) {
             return progress->step();
         }
@@ -84,7 +85,9 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
         }
         ++it->second.ops;
         return progress->step();
-    });
+    };
+    const trace::TraceStatus st =
+        reader.forEachOp(visit, {trace::OpScan::Order::Stored, /*timing_only=*/true});
     out->clear();
     for (const auto& [iteration, window] : by_iteration) {
         out->push_back(window);
@@ -114,7 +117,7 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
     detail::BusySweep sweep(by_start);
     bool in_rank = false;
     int current_rank = 0;
-    const trace::TraceStatus st = reader.forEachOp([&](const trace::OpRecord& op) {
+    const auto visit = [&](const trace::OpRecord& op) {
         if (!in_rank || op.rank != current_rank) {
             if (in_rank) {
                 sweep.endRank();
@@ -133,7 +136,9 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             tally->add(op);
         }
         return progress->step();
-    });
+    };
+    const trace::TraceStatus st =
+        reader.forEachOp(visit, {trace::OpScan::Order::RankThenStart, /*timing_only=*/true});
     if (in_rank) {
         sweep.endRank();
     }

@@ -193,6 +193,40 @@ void TstTraceRoundtrip::roundTrip() {
         return a.rank != b.rank ? a.rank < b.rank : a.start_ns < b.start_ns;
     }));
 
+    // Stored order is the order written (ranks alternate here); timing_only reads the timing
+    // fields and leaves the others at their defaults.
+    std::vector<OpRecord> stored;
+    QVERIFY(r.forEachOp(
+                 [&](const OpRecord& o) {
+                     stored.push_back(o);
+                     return true;
+                 },
+                 {OpScan::Order::Stored, /*timing_only=*/true})
+                .ok());
+    QCOMPARE(stored.size(), ops.size());
+    const OpRecord blank;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const OpRecord& o = stored[i];
+        QCOMPARE(o.rank, ops[i].rank);
+        QCOMPARE(o.iteration, ops[i].iteration);
+        QCOMPARE(int(o.kind), int(ops[i].kind));
+        QCOMPARE(int(o.lane), int(ops[i].lane));
+        QCOMPARE(int(o.source), int(ops[i].source));
+        QCOMPARE(o.start_ns, ops[i].start_ns);
+        QCOMPARE(o.end_ns, ops[i].end_ns);
+        QCOMPARE(o.bytes, ops[i].bytes);
+        QCOMPARE(o.id, blank.id);
+        QCOMPARE(o.microbatch, blank.microbatch);
+        QCOMPARE(o.op_index, blank.op_index);
+        QCOMPARE(o.peer, blank.peer);
+        QCOMPARE(o.cpu_ns, blank.cpu_ns);
+    }
+    // A callback that stops ends the scan in either order.
+    int seen = 0;
+    QVERIFY(r.forEachOp([&](const OpRecord&) { return ++seen < 3; }, {OpScan::Order::Stored, false})
+                .ok());
+    QCOMPARE(seen, 3);
+
     const auto win = r.ops(0, 1000, 3000);
     // Rank 0 holds micro-batches 0 and 2 of each iteration: F2 [2000, 2900) and its send.
     QCOMPARE(win.size(), std::size_t(2));

@@ -101,6 +101,20 @@ struct OpQuery {
     int limit = 0;              // at most this many; 0: all
 };
 
+// How TraceReader::forEachOp walks the ops, and what it reads of each.
+struct OpScan {
+    enum class Order {
+        RankThenStart,  // sorted by (rank, start_ns): what a per-rank sweep needs
+        Stored,         // as the file holds them: one sequential read, no index
+    };
+    Order order = Order::RankThenStart;
+    // Only rank, iteration, kind, lane, source, start_ns, end_ns and bytes; the other fields
+    // keep their defaults. Whole-trace figures need no more, and read half the columns.
+    bool timing_only = false;
+};
+
+// Reads one trace file. One thread at a time may use a reader (a thread of its own needs a
+// reader of its own).
 class TraceReader {
   public:
     TraceReader();
@@ -144,8 +158,9 @@ class TraceReader {
     // stops and returns nullopt, as does a read error.
     std::optional<std::vector<OpRecord>> findOps(
         const OpQuery& query, std::chrono::steady_clock::time_point deadline) const;
-    // Every op, sorted by (rank, start_ns); the callback returns false to stop.
-    TraceStatus forEachOp(const std::function<bool(const OpRecord&)>& fn) const;
+    // Every op, as `scan` says; the callback returns false to stop.
+    TraceStatus forEachOp(const std::function<bool(const OpRecord&)>& fn,
+                          const OpScan& scan = {}) const;
 
     // Memory samples of `rank` in [t0, t1), sorted by time, preceded by the last sample of each
     // category before t0 (so the curve starts at its true level).
