@@ -70,12 +70,18 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     const trace::RunInfo& first = in.front()->reader.run();
     for (const auto& i : in) {
         const trace::RunInfo& r = i->reader.run();
-        if (r.config_json != first.config_json || r.ranks != first.ranks) {
+        // Two launches of one config have the same config and world: their run ids tell them
+        // apart (files written before run ids existed have none, and are taken at their word).
+        const bool other_launch =
+            !r.run_id.empty() && !first.run_id.empty() && r.run_id != first.run_id;
+        if (r.config_json != first.config_json || r.ranks != first.ranks || other_launch) {
             return TraceStatus::error(
-                Code::BadInput,
-                i->path + " is not of the same run as " + in.front()->path + " (" +
-                    (r.ranks != first.ranks ? "a different world size" : "a different config") +
-                    ")");
+                Code::BadInput, i->path + " is not of the same run as " + in.front()->path + " (" +
+                                    (r.ranks != first.ranks ? std::string("a different world size")
+                                     : other_launch ? "another launch of the same config: run " +
+                                                          r.run_id + ", not " + first.run_id
+                                                    : std::string("a different config")) +
+                                    ")");
         }
     }
     const auto zero = file_of_rank.find(0);

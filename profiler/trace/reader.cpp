@@ -161,6 +161,13 @@ TraceStatus TraceReader::open(const std::string& path) {
     d.run.ranks = run.int32(10);
     d.run.iterations = run.int32(11);
     d.run.warmup = run.int32(12);
+    {
+        Stmt id(d.db, "SELECT value FROM pipescope_meta WHERE key = ?");
+        id.bind(1, std::string_view(detail::kMetaRunId));
+        if (id.valid() && id.step() == SQLITE_ROW) {
+            d.run.run_id = id.text(0);
+        }
+    }
 
     Stmt ranks(d.db,
                "SELECT rank, stages, device, host, clock_offset_ns, pid FROM rank ORDER BY rank");

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "gemm_report.h"
 #include "gone_traces.h"
@@ -54,6 +55,15 @@ std::atomic<bool> g_cancel{false};
 
 extern "C" void onSignal(int) {
     g_cancel.store(true);
+}
+
+// A new launch's id: 16 hex digits from the system's random source.
+std::string newRunId() {
+    std::random_device random;
+    const std::uint64_t id = (static_cast<std::uint64_t>(random()) << 32) ^ random();
+    std::ostringstream text;
+    text << std::hex << std::setw(16) << std::setfill('0') << id;
+    return text.str();
 }
 
 // MemAvailable of /proc/meminfo in bytes; 0 when unknown.
@@ -174,6 +184,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
     const bool multi = launch->world > 1;
+    if (!multi && o.transport == "mpi" && launch->source.empty()) {
+        std::cerr << "pipescope-run: --transport mpi connects the processes of a multi-process "
+                     "run, but this process was started alone (no launcher's variables, no "
+                     "--rank/--world-size) and runs every rank itself; start it with mpirun, or "
+                     "leave --transport out\n";
+        return refused(kExitBadInput);
+    }
     if (multi && launch->world != schedule.ranks) {
         std::cerr << "pipescope-run: " << launch->world << " processes were started (from "
                   << launch->source << ") but the schedule has " << schedule.ranks
@@ -324,6 +341,17 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         }
         start_offset = transport->measureClockOffset(32);
     }
+    // Rank 0's id for this launch on every process: merge refuses a file of another launch.
+    std::string run_id = newRunId();
+    if (transport) {
+        std::vector<char> bytes(run_id.begin(), run_id.end());
+        if (const auto st = transport->shareFromRank0(&bytes); !st.ok()) {
+            transport->abort("it did not receive rank 0's run id: " + st.message);
+            std::cerr << "pipescope-run: " << st.message << "\n";
+            return refused(kExitFailed);
+        }
+        run_id.assign(bytes.begin(), bytes.end());
+    }
 
     trace::TraceWriter writer;
     trace::WriterOptions wo;
@@ -341,6 +369,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     info.ranks = schedule.ranks;
     info.iterations = iterations;
     info.warmup = std::min(config.run.warmup, std::max(0, iterations - 1));
+    info.run_id = run_id;
     if (auto st = writer.create(out_path, info, wo); !st.ok()) {
         if (transport) {
             transport->abort("it cannot write its trace " + out_path + ": " + st.message);

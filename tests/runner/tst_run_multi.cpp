@@ -67,6 +67,7 @@ class TestRunMulti : public QObject {
     void cancelReachesTheOthers();
     void wrongOffsetsAreReported();
     void anotherRunIsTurnedAway();
+    void anotherLaunchIsNotMerged();
     void badLaunchValues();
 
   private:
@@ -413,6 +414,42 @@ void TestRunMulti::anotherRunIsTurnedAway() {
     QVERIFY2(rank1.exitCode() == 0, rank1.readAllStandardError().constData());
 }
 
+void TestRunMulti::anotherLaunchIsNotMerged() {
+    // Two launches of the same config: their files look alike in every column but the run id,
+    // and a merge that mixes the two launches is refused instead of timing one run's sends
+    // against the other's receives.
+    for (const char* name : {"first.db", "second.db"}) {
+        auto ranks = launch(dir_.filePath(name), 2, freshPort());
+        finish(ranks);
+        for (auto& k : ranks) {
+            QVERIFY2(k.process->exitCode() == 0, k.err.constData());
+        }
+    }
+    const auto idOf = [&](const char* name) {
+        trace::TraceReader r;
+        return r.open(dir_.filePath(name).toStdString()).ok() ? r.run().run_id
+                                                              : std::string("unreadable");
+    };
+    const std::string first = idOf("first-rank0.db");
+    QCOMPARE(first.size(), std::size_t(16));
+    QCOMPARE(idOf("first-rank1.db"), first);
+    const std::string second = idOf("second-rank0.db");
+    QCOMPARE(idOf("second-rank1.db"), second);
+    QVERIFY(second != first);
+    const auto m = runBinary(
+        kTraceCli, {"merge", dir_.filePath("first-rank0.db"), dir_.filePath("second-rank1.db"),
+                    "-o", dir_.filePath("mixed.db"), "--force"});
+    QCOMPARE(m.exit_code, 2);
+    QVERIFY2(m.err.contains("another launch of the same config"), qPrintable(describe(m)));
+    QVERIFY(!QFile::exists(dir_.filePath("mixed.db")));
+    // Its own files merge, and the merged run keeps their id.
+    const auto own = runBinary(
+        kTraceCli, {"merge", dir_.filePath("second-rank0.db"), dir_.filePath("second-rank1.db"),
+                    "-o", dir_.filePath("second.db"), "--force"});
+    QVERIFY2(own.exit_code == 0, qPrintable(describe(own)));
+    QCOMPARE(idOf("second.db"), second);
+}
+
 void TestRunMulti::badLaunchValues() {
     const auto half = runBinary(
         kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--rank", "1"});
@@ -451,6 +488,12 @@ void TestRunMulti::badLaunchValues() {
     QVERIFY2(mpi.err.contains(PIPESCOPE_TEST_HAVE_MPI ? "needs an MPI launcher"
                                                       : "was built without MPI"),
              mpi.err.constData());
+    // ... and a process started alone has no other processes to reach over MPI.
+    const auto lone = runBinary(
+        kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--transport", "mpi"});
+    QCOMPARE(lone.exit_code, 2);
+    QVERIFY2(lone.err.contains("--transport mpi connects the processes"), lone.err.constData());
+    QVERIFY(!QFile::exists(dir_.filePath("x.db")));
     const auto bogus = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
                                         "--transport", "pigeon"});
     QCOMPARE(bogus.exit_code, 2);

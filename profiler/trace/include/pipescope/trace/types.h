@@ -87,6 +87,9 @@ struct RunInfo {
     int ranks = 0;
     int iterations = 0;
     int warmup = 0;
+    // One per launch, shared by the files of its processes, so that a merge can tell two runs of
+    // one config apart (pipescope_meta.run_id); empty where nobody set it.
+    std::string run_id;
 };
 
 // One row of `rank`.
