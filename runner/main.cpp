@@ -86,9 +86,10 @@ std::string diskSpaceProblem(const sim::SimResult& r, const std::string& path, i
            " GiB free; lower --iterations (run.iterations)";
 }
 
-// Writes the trace of a simulated run; returns an exit code.
+// Writes the trace of a simulated run; returns an exit code. `made` (when given) turns true once
+// the file exists, finished or not.
 int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::string& path,
-                  int iterations, const std::string& command_line) {
+                  int iterations, const std::string& command_line, bool* made = nullptr) {
     if (const std::string problem = diskSpaceProblem(r, path, iterations); !problem.empty()) {
         std::cerr << "pipescope-run: " << problem << "\n";
         return kExitBadInput;
@@ -102,6 +103,9 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
                                                                   : "")
                   << "\n";
         return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
+    }
+    if (made) {
+        *made = true;
     }
     // Ctrl-C or SIGTERM during a long write stops it between iterations, and the trace is
     // finished as cancelled instead of being left "running" by a killed process.
@@ -347,9 +351,7 @@ void listDevices(const cli::Options& o) {
               << (mpi.empty() ? "mpi not available: " + mpi_problem : "mpi (" + mpi + ")") << "\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
     const auto parsed = cli::parseOptions(args);
     if (!parsed.options) {
@@ -417,12 +419,14 @@ int main(int argc, char** argv) {
         config.model.dtype = schedule::DType::FP32;
     }
     // Every exit after "started" reports "finished", so that a reader of the progress stream
-    // never waits for it.
+    // never waits for it; it names the trace only when this run made one (not the file that
+    // --out would have replaced without --force, nor a file in a folder that does not exist).
+    bool trace_made = false;
     const auto failed = [&](int rc) {
         progressEvent(o, {{"event", "finished"},
                           {"status", rc == kExitCancelled ? "cancelled" : "failed"},
-                          {"db", o.out.empty() || o.compare ? nlohmann::ordered_json(nullptr)
-                                                            : nlohmann::ordered_json(o.out)}});
+                          {"db", trace_made ? nlohmann::ordered_json(o.out)
+                                            : nlohmann::ordered_json(nullptr)}});
         return rc;
     };
     if (o.compare) {
@@ -476,7 +480,8 @@ int main(int argc, char** argv) {
         return cli::runExecBackend(o, config, r.schedule, command_line, human);
     }
     if (!o.out.empty()) {
-        if (int rc = writeSimTrace(o, r, o.out, iterations, command_line); rc != kExitOk) {
+        if (int rc = writeSimTrace(o, r, o.out, iterations, command_line, &trace_made);
+            rc != kExitOk) {
             return failed(rc);
         }
     }
@@ -494,4 +499,18 @@ int main(int argc, char** argv) {
                       {"db", o.out.empty() ? nlohmann::ordered_json(nullptr)
                                            : nlohmann::ordered_json(o.out)}});
     return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int rc = run(argc, argv);
+    // What was printed must have arrived: a closed stdout or a full disk behind it loses the
+    // summary or the table, and a script that reads them must hear so.
+    std::cout.flush();
+    if (!std::cout && rc == kExitOk) {
+        std::cerr << "pipescope-run: cannot write to standard output\n";
+        rc = kExitFailed;
+    }
+    return rc;
 }

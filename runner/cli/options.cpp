@@ -118,8 +118,8 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                             "\"; expected sim, cpu or cuda");
             }
         } else if (a == "--out") {
-            if (!value(&o.out)) {
-                return fail("--out needs a file name");
+            if (!value(&o.out) || o.out.empty()) {
+                return fail("--out needs a file name, not an empty string");
             }
         } else if (a == "--force") {
             o.force = true;
@@ -134,8 +134,8 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
             o.iterations = n;
         } else if (a == "--summary-json") {
-            if (!value(&o.summary_json)) {
-                return fail("--summary-json needs a file name or -");
+            if (!value(&o.summary_json) || o.summary_json.empty()) {
+                return fail("--summary-json needs a file name or -, not an empty string");
             }
         } else if (a == "--progress") {
             if (!value(&v) || v != "jsonl") {
@@ -198,18 +198,18 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                 }
             }
         } else if (a == "--sweep-csv") {
-            if (!value(&o.sweep_csv)) {
-                return fail("--sweep-csv needs a file name or -");
+            if (!value(&o.sweep_csv) || o.sweep_csv.empty()) {
+                return fail("--sweep-csv needs a file name or -, not an empty string");
             }
         } else if (a == "--compare") {
             o.compare = true;
         } else if (a == "--save-schedule") {
-            if (!value(&o.save_schedule)) {
-                return fail("--save-schedule needs a file name");
+            if (!value(&o.save_schedule) || o.save_schedule.empty()) {
+                return fail("--save-schedule needs a file name, not an empty string");
             }
         } else if (a == "--schedule") {
-            if (!value(&o.load_schedule)) {
-                return fail("--schedule needs a file name");
+            if (!value(&o.load_schedule) || o.load_schedule.empty()) {
+                return fail("--schedule needs a file name, not an empty string");
             }
         } else if (a == "--print-schedule") {
             o.print_schedule = true;
@@ -224,8 +224,10 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
                     throw std::invalid_argument(v);
                 }
             } catch (const std::exception&) {
-                return fail("--timeout: expected seconds between 0 and 1000000, got \"" + v + "\"");
+                return fail("--timeout: expected seconds above 0 and at most 1000000, got \"" + v +
+                            "\"");
             }
+            o.timeout_given = true;
         } else if (a == "--gemm-report") {
             o.gemm_report = true;
         } else if (a == "--rank" || a == "--world-size") {
@@ -265,6 +267,8 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             o.json = true;
         } else if (!a.empty() && a[0] == '-' && a != "-") {
             return fail("unknown option " + a + " (see pipescope-run --help)");
+        } else if (a.empty()) {
+            return fail("the config file name is an empty string");
         } else if (o.config_path.empty()) {
             o.config_path = a;
         } else {
@@ -342,6 +346,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
     }
     if (o.cupti && o.backend != "cuda") {
         return fail("--cupti traces the GPU; use it with --backend cuda");
+    }
+    if (o.backend == "sim" && o.timeout_given) {
+        return fail("--timeout bounds the waits of a real run; use it with --backend cpu or cuda");
     }
     if (o.backend == "sim" && o.gemm_report) {
         return fail("--gemm-report measures a real run; use it with --backend cpu or cuda");

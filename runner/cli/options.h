@@ -33,7 +33,8 @@ struct Options {
     std::string save_schedule;
     std::string load_schedule;
     bool print_schedule = false;
-    double timeout_s = 600;     // cpu: bound of every wait of a rank
+    double timeout_s = 600;  // cpu: bound of every wait of a rank
+    bool timeout_given = false;
     bool gemm_report = false;   // cpu: GEMM throughput against a plain sgemm
     std::optional<bool> cupti;  // cuda: CUPTI activity tracing (default on)
     std::optional<bool> nccl;   // cuda: NCCL between ranks on distinct GPUs (default off)

@@ -1,7 +1,9 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -181,12 +183,20 @@ std::string measuredSummaryJson(const analysis::RunStats& s, const schedule::Con
 bool writeOutput(const std::string& path, const std::string& text) {
     if (path == "-") {
         std::cout << text << std::flush;
+        if (!std::cout) {  // a closed stdout, a full disk behind it
+            std::cerr << "pipescope-run: cannot write to standard output\n";
+            return false;
+        }
         return true;
     }
+    errno = 0;
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << text;
+    f.close();  // the last of the text reaches the file only here, and so may fail only here
     if (!f) {
-        std::cerr << "pipescope-run: cannot write " << path << "\n";
+        std::cerr << "pipescope-run: cannot write " << path
+                  << (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string())
+                  << "\n";
         return false;
     }
     return true;

@@ -50,6 +50,8 @@ class TestRunCli : public QObject {
     void deterministicTrace();
     void listDevices();
     void interruptedWriteIsCancelled();
+    void lostOutputIsAFailure_data();
+    void lostOutputIsAFailure();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -308,6 +310,25 @@ void TestRunCli::badInput_data() {
                                << QStringList{"no config file given"};
     QTest::newRow("two configs") << QStringList{default_, default_}
                                  << QStringList{"give one config file"};
+    QTest::newRow("empty config name")
+        << QStringList{""} << QStringList{"the config file name is an empty string"};
+    // An unset shell variable must not quietly mean "no trace" or "no summary".
+    QTest::newRow("empty --out") << QStringList{default_, "--out", ""}
+                                 << QStringList{"--out needs a file name, not an empty string"};
+    QTest::newRow("empty --summary-json")
+        << QStringList{default_, "--summary-json", ""}
+        << QStringList{"--summary-json needs a file name or -, not an empty string"};
+    QTest::newRow("empty --save-schedule")
+        << QStringList{default_, "--save-schedule", ""}
+        << QStringList{"--save-schedule needs a file name, not an empty string"};
+    QTest::newRow("empty --schedule")
+        << QStringList{default_, "--schedule", ""} << QStringList{"--schedule needs a file name"};
+    QTest::newRow("empty --sweep-csv")
+        << QStringList{default_, "--sweep", "model.vocab=4096", "--sweep-csv", ""}
+        << QStringList{"--sweep-csv needs a file name or -, not an empty string"};
+    QTest::newRow("--timeout with sim")
+        << QStringList{default_, "--timeout", "5"}
+        << QStringList{"--timeout bounds the waits of a real run; use it with --backend cpu"};
     QTest::newRow("unknown backend") << QStringList{default_, "--backend", "tpu"}
                                      << QStringList{"--backend: unknown backend \"tpu\""};
     QTest::newRow("two streams on stdout")
@@ -450,6 +471,15 @@ void TestRunCli::progressJsonlOnFailure() {
     QVERIFY2(error.isEmpty(), qPrintable(error));
     QCOMPARE(last.value("event").toString(), QString("finished"));
     QCOMPARE(last.value("status").toString(), QString("failed"));
+    // The file it names would be the one it refused to replace: it names none.
+    QVERIFY2(last.value("db").isNull(), lines.back().constData());
+    // ... nor one in a folder that does not exist.
+    const ProcessResult missing =
+        runBinary(kRun, {default_, "--progress", "jsonl", "--out", path("no-such-folder/p.db")});
+    QVERIFY2(missing.exit_code == 4, qPrintable(describe(missing)));
+    const QJsonObject end = parseObject(missing.out.trimmed().split('\n').back(), &error);
+    QCOMPARE(end.value("status").toString(), QString("failed"));
+    QVERIFY2(end.value("db").isNull(), missing.out.constData());
 }
 
 void TestRunCli::deterministicTrace() {
@@ -513,6 +543,44 @@ void TestRunCli::interruptedWriteIsCancelled() {
     QVERIFY(reader.open(db.toStdString()).ok());
     QVERIFY(reader.run().status == pipescope::trace::RunStatus::Cancelled);
     QVERIFY(reader.finalized());
+}
+
+void TestRunCli::lostOutputIsAFailure_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expected");
+    const QString stdout_lost = QStringLiteral("cannot write to standard output");
+    QTest::newRow("summary on stdout") << QStringList{default_} << stdout_lost;
+    QTest::newRow("--summary-json -")
+        << QStringList{default_, "--summary-json", "-"} << stdout_lost;
+    QTest::newRow("--save-schedule -")
+        << QStringList{default_, "--save-schedule", "-"} << stdout_lost;
+    QTest::newRow("--sweep-csv -")
+        << QStringList{default_, "--sweep", "model.vocab=4096", "--sweep-csv", "-"} << stdout_lost;
+    // A file whose last bytes fail only when it is closed.
+    QTest::newRow("--sweep-csv to a full device")
+        << QStringList{default_, "--sweep", "model.vocab=4096", "--sweep-csv", "/dev/full"}
+        << QStringLiteral("cannot write /dev/full: No space left on device");
+    QTest::newRow("--summary-json to a full device")
+        << QStringList{default_, "--summary-json", "/dev/full"}
+        << QStringLiteral("cannot write /dev/full: No space left on device");
+}
+
+void TestRunCli::lostOutputIsAFailure() {
+    // Standard output on a full device: what the run printed is lost, so the run did not give
+    // the user what was asked for (exit 4), as with pipescope-trace.
+    if (!QFile::exists(QStringLiteral("/dev/full"))) {
+        QSKIP("this system has no /dev/full");
+    }
+    QFETCH(QStringList, args);
+    QFETCH(QString, expected);
+    QProcess p;
+    p.setStandardOutputFile(QStringLiteral("/dev/full"));
+    p.start(binaryPath(kRun), args);
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 4, err.constData());
+    QVERIFY2(err.contains(expected.toUtf8()), err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)
