@@ -15,6 +15,8 @@ namespace pipescope::app {
 
 namespace {
 
+using trace::memoryText;
+
 // The config with overrides applied (through the JSON form, so every rule is checked again),
 // without its compare variants: they are not the point's, and its values may not suit them.
 schedule::ParseResult withOverrides(const schedule::Config& base,
@@ -26,14 +28,6 @@ schedule::ParseResult withOverrides(const schedule::Config& base,
 
 std::string quoted(std::string_view s) {
     return "\"" + std::string(s) + "\"";
-}
-
-// "44.6 MiB", "9.54 GiB", in the unit the figure suits (as the tables choose it).
-std::string memoryText(double bytes) {
-    const trace::MemoryUnit unit = trace::memoryUnitFor(bytes);
-    char text[32];
-    std::snprintf(text, sizeof text, "%.*f %s", unit.decimals, unit.of(bytes), unit.name);
-    return text;
 }
 
 std::string opsText(double ops) {

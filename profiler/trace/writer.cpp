@@ -12,6 +12,7 @@
 
 #include <pipescope/trace/lod.h>
 #include <pipescope/trace/output_path.h>
+#include <pipescope/trace/units.h>
 #include <pipescope/trace/writer.h>
 
 #include "lod_build.h"
@@ -586,8 +587,26 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
         d.db.exec("ROLLBACK");
         d.fail(TraceStatus::Code::IoError, "cannot finalize: " + why);
     } else {
-        // Leave one self-contained file behind: no -wal or -shm beside it.
-        d.db.exec("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE");
+        // Leave one self-contained file behind: no -wal or -shm beside it. Without room to copy
+        // the log into the file (a full disk), the trace is whole but in two files, and a copy
+        // of the .db alone would be damaged: that is a failure to report, not to pass over.
+        Stmt checkpoint(d.db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        const bool copied = checkpoint.step() == SQLITE_ROW;
+        const std::string sqlite_says = d.db.errorMessage();
+        checkpoint = Stmt();
+        Stmt mode(d.db, "PRAGMA journal_mode = DELETE");
+        if (!copied || mode.step() != SQLITE_ROW || mode.text(0) != "delete") {
+            mode = Stmt();
+            std::error_code ec;
+            const auto log = std::filesystem::file_size(d.path + "-wal", ec);
+            d.fail(TraceStatus::Code::IoError,
+                   "the trace is complete, but " +
+                       (ec ? std::string("part of it") : memoryText(static_cast<double>(log))) +
+                       " of it could not be moved out of " + d.path +
+                       "-wal (SQLite: " + sqlite_says +
+                       "); keep that file beside the trace, which SQLite reads with it, and "
+                       "free some disk space");
+        }
     }
     d.open = false;
     d.db.close();

@@ -46,6 +46,8 @@ namespace pipescope::cli {
 
 namespace {
 
+using trace::memoryText;
+
 constexpr int kExitOk = 0;
 constexpr int kExitBadInput = 2;
 constexpr int kExitFailed = 4;
@@ -102,17 +104,6 @@ ClockPair readClockPair() {
         }
     }
     return best;
-}
-
-// "44.6 MiB", "9.54 GiB": in `unit`, or by default in the unit that suits the figure itself.
-std::string memoryText(double bytes, const trace::MemoryUnit& unit) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(unit.decimals) << unit.of(bytes) << " " << unit.name;
-    return s.str();
-}
-
-std::string memoryText(double bytes) {
-    return memoryText(bytes, trace::memoryUnitFor(bytes));
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // app's views and the command-line tables choose the same way.
 #pragma once
 
+#include <cstdio>
+#include <string>
+
 namespace pipescope::trace {
 
 inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
@@ -22,6 +25,16 @@ inline MemoryUnit memoryUnitFor(double largest_bytes) {
         return {kBytesPerMiB, "MiB", 1};
     }
     return {};
+}
+
+// "44.6 MiB", "9.54 GiB": in `unit`, or by default in the unit that suits the figure itself.
+inline std::string memoryText(double bytes, const MemoryUnit& unit) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*f %s", unit.decimals, unit.of(bytes), unit.name);
+    return text;
+}
+inline std::string memoryText(double bytes) {
+    return memoryText(bytes, memoryUnitFor(bytes));
 }
 
 }  // namespace pipescope::trace
