@@ -33,10 +33,14 @@ std::string describeMeasured(const RunStats& s) {
     }
     const std::string list = iterationList(s.measured);
     const std::string plural = s.measured.size() == 1 ? "iteration " : "iterations ";
-    if (s.single_iteration) {
-        return text + "figures for iteration " + list + " only";
-    }
     const std::optional<int> cut = s.cut_short_iteration;
+    if (s.single_iteration) {
+        return text + "figures for iteration " + list + " only" +
+               (cut && s.measured.front() == *cut
+                    ? ", which the run's end cut short (no MFU or tokens/s: they would count a "
+                      "whole iteration's work)"
+                    : "");
+    }
     if (s.warmup_fallback && cut && *cut >= s.run.warmup) {
         return text + "iteration " + std::to_string(*cut) +
                ", past the warm-up, was cut short by the run's end, so figures average the "

@@ -329,6 +329,12 @@ void summarize(RunStats* s) {
         s->imbalance.peak_memory = maxOverMean(memory);
     }
 
+    // An iteration the run's end cut short did part of an iteration's work: MFU and tokens/s
+    // would count a whole iteration's FLOPs and tokens against part of its time.
+    if (s->single_iteration && s->cut_short_iteration && !s->measured.empty() &&
+        s->measured.front() == *s->cut_short_iteration) {
+        return;
+    }
     const RunMetricInputs& in = s->inputs;
     const double seconds = s->iteration_time_ns.value_or(0) * 1e-9;
     if (seconds > 0 && in.model_flops_per_iteration && in.peak_flops_per_rank &&

@@ -339,6 +339,19 @@ void TestAnalysis::cutShortIteration() {
             .value("iterations")
             .toObject();
     QCOMPARE(its.value("cut_short").toInt(-1), 1);
+    // Asked for on its own, the cut-short iteration has its times, but no rate that would count
+    // a whole iteration's work against part of its time; a whole iteration keeps them.
+    analysis::AnalysisOptions only;
+    only.iteration = 1;
+    const RunStats part = analyze(killed_path, only);
+    QVERIFY(part.iteration_time_ns);
+    QVERIFY(!part.mfu && !part.tokens_per_s);
+    const QString part_table = QString::fromStdString(analysis::formatStatsTable(part));
+    QVERIFY2(part_table.contains("figures for iteration 1 only, which the run's end cut short"),
+             qPrintable(part_table));
+    only.iteration = 0;
+    const RunStats whole = analyze(killed_path, only);
+    QVERIFY(whole.mfu && whole.tokens_per_s);
 
     // The same ops in a finished run are taken as they are (a run's last iteration may be
     // smaller on purpose), as is an unfinished run whose last iteration is whole.
