@@ -401,7 +401,9 @@ ExportResult exportPlots(const std::vector<std::pair<QCustomPlot*, int>>& plots,
     Plan plan;
     plan.format = *format;
     if (QString problem = makePlan(plots, options, plan); !problem.isEmpty()) {
-        return failure(path, problem);
+        ExportResult refused = failure(path, problem);
+        refused.bad_request = true;
+        return refused;
     }
 
     QByteArray bytes;

@@ -49,6 +49,9 @@ struct ExportResult {
     bool ok = false;
     // Empty when ok; otherwise one line naming the file and the problem, for a message box.
     QString error;
+    // The request itself cannot be met (a size, dpi or image type out of range), as opposed to
+    // drawing or writing the file failing.
+    bool bad_request = false;
 };
 
 // The format a file name asks for, by its suffix (case-insensitive): .png, .svg or .pdf.

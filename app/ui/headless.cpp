@@ -34,6 +34,7 @@ struct Args {
     QStringList traces;
     std::vector<schedule::Override> overrides;  // --set KEY=VALUE, applied to --config
     QString sweep = QStringLiteral("model.vocab=32000,64000,128000,256000");
+    bool sweep_given = false;
     int width = 1600;
     int height = 0;
     double dpi = 96;
@@ -98,7 +99,14 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
             if (!v) {
                 return std::nullopt;
             }
+            if (a.sweep_given) {
+                *error = QStringLiteral(
+                    "--sweep is given twice: the sweep chart has one key on its axis; fix the "
+                    "others with --set");
+                return std::nullopt;
+            }
             a.sweep = *v;
+            a.sweep_given = true;
         } else if (s == QLatin1String("--width")) {
             if (!number("--width", &n)) {
                 return std::nullopt;
@@ -142,6 +150,18 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
     }
     if (a.view == QLatin1String("sweep") && a.config.isEmpty()) {
         *error = QStringLiteral("--export sweep needs --config CONFIG.json");
+        return std::nullopt;
+    }
+    if (a.sweep_given && a.view != QLatin1String("sweep")) {
+        *error = QStringLiteral("--sweep goes with --export sweep, not --export %1").arg(a.view);
+        return std::nullopt;
+    }
+    if (a.traces.size() > 1 && a.view != QLatin1String("compare")) {
+        *error = QStringLiteral(
+                     "--export %1 draws one run, but %2 were given; give one RUN.db, or "
+                     "--export compare to draw them together")
+                     .arg(a.view)
+                     .arg(a.traces.size());
         return std::nullopt;
     }
     return a;
@@ -254,9 +274,10 @@ int runHeadless(const QStringList& argv) {
                                                     : (memory ? 760 : 520));
         chart.resize(a->width, height);
         if (!compare) {
-            runs.resize(1);
             chart.setTitle(QString::fromStdString(runs.front()->name()) + QStringLiteral(" — ") +
                            headline(*runs.front()));
+            // An image of a run that did not finish says so, as the summary and the app's tab do.
+            chart.setNote(unfinishedNote(runs.front()->stats()));
         } else if (config) {
             chart.setTitle(withoutClosingNote(QString::fromStdString(config->name)) +
                            QStringLiteral(" \u2014 vocabulary methods"));
@@ -266,9 +287,14 @@ int runHeadless(const QStringList& argv) {
             chart.setTitle(
                 QStringLiteral("Comparison of %1 runs, from the first measured iteration of each")
                     .arg(runs.size()));
+            QStringList notes;
             for (auto& run : runs) {
+                if (const QString note = unfinishedNote(run->stats()); !note.isEmpty()) {
+                    notes << QString::fromStdString(run->name()) + QStringLiteral(": ") + note;
+                }
                 run = alignedAtFirstMeasured(run);
             }
+            chart.setNote(notes.join(QStringLiteral("; ")));
         }
         chart.setRuns(runs, memory || compare ? memory : false);
         if (compare && !config) {
@@ -311,13 +337,20 @@ int runHeadless(const QStringList& argv) {
         }
         QCustomPlot plot;
         plot.resize(a->width, a->height > 0 ? a->height : 560);
-        fillSweepPlot(&plot, out.sweep, spec.left(eq));
+        // The image stands alone: it names its config (whose name carries the --set changes)
+        // and schedule, unless the schedule is what is swept; the methods are its lines.
+        QString title = withoutClosingNote(QString::fromStdString(config->name));
+        if (req.sweep_key != "parallel.schedule") {
+            title += QStringLiteral(" \u00b7 ") +
+                     QString::fromStdString(std::string(toString(config->parallel.schedule)));
+        }
+        fillSweepPlot(&plot, out.sweep, spec.left(eq), title);
         options.height = plot.height();
         result = exportPlot(&plot, a->out, options);
     }
     if (!result.ok) {
         err(result.error);
-        return kExitFailed;
+        return result.bad_request ? kExitBadInput : kExitFailed;
     }
     std::printf("%s\n", QFileInfo(a->out).absoluteFilePath().toLocal8Bit().constData());
     return kExitOk;

@@ -19,6 +19,14 @@
 
 namespace pipescope::app {
 
+QString sweepValueText(const std::string& value) {
+    const QString text = QString::fromStdString(value);
+    if (text.size() >= 2 && text.startsWith(QLatin1Char('"')) && text.endsWith(QLatin1Char('"'))) {
+        return text.mid(1, text.size() - 2);
+    }
+    return text;
+}
+
 namespace {
 
 // One hue per method: naive grey (the baseline), the others far apart on the colour wheel, so
@@ -213,7 +221,7 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
                              "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
                              "memory %7 %8")
                              .arg(QString::fromStdString(p.method), key_label,
-                                  QString::fromStdString(p.value))
+                                  sweepValueText(p.value))
                              .arg(p.mfu * 100, 0, 'f', 1)
                              .arg(p.iteration_ms, 0, 'f', 1)
                              .arg(p.bubble_ratio * 100, 0, 'f', 1)
@@ -274,7 +282,7 @@ std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QS
 }
 
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
-                   const QString& key_label) {
+                   const QString& key_label, const QString& title) {
     plot->clearPlottables();
     plot->clearItems();
     plot->plotLayout()->clear();
@@ -283,7 +291,9 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     auto* mem_rect = new QCPAxisRect(plot);
     plot->plotLayout()->addElement(
         0, 0,
-        new QCPTextElement(plot, QObject::tr("MFU and peak memory against %1").arg(key_label),
+        new QCPTextElement(plot,
+                           (title.isEmpty() ? QString() : title + QLatin1Char('\n')) +
+                               QObject::tr("MFU and peak memory against %1").arg(key_label),
                            QFont(plot->font().family(), 10, QFont::Bold)));
     auto* row = new QCPLayoutGrid;
     plot->plotLayout()->addElement(1, 0, row);
@@ -313,7 +323,7 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
         if (!numeric || logarithmic) {
             QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
             for (std::size_t i = 0; i < values.size(); ++i) {
-                ticker->addTick(xOf(values[i]), QString::fromStdString(values[i]));
+                ticker->addTick(xOf(values[i]), sweepValueText(values[i]));
             }
             ticker->setSubTickCount(0);
             x->setTicker(ticker);
@@ -476,7 +486,9 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
             QStringList errors;
             for (const auto& p : out->sweep) {
                 if (!p.ok) {
-                    errors << QString::fromStdString(p.method + " at " + p.value + ": " + p.error);
+                    errors << QString::fromStdString(p.method) + tr(" at ") +
+                                  sweepValueText(p.value) + QStringLiteral(": ") +
+                                  QString::fromStdString(p.error);
                 }
             }
             status_->setText(

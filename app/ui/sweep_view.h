@@ -15,9 +15,13 @@
 namespace pipescope::app {
 
 // Draws a sweep's MFU and peak-memory lines, one per method, into `plot`. Values that are not
-// numbers are placed at 0, 1, 2, ... with their text as tick labels.
+// numbers are placed at 0, 1, 2, ... with their text as tick labels. `title`, when given, leads
+// the chart's heading (an exported image names its config there).
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
-                   const QString& key_label);
+                   const QString& key_label, const QString& title = {});
+
+// A swept value as people read it: 1f1b, not the JSON string "1f1b" the config takes.
+QString sweepValueText(const std::string& value);
 
 // What the sweep point nearest to `pos` (within a few pixels) measured, for a tooltip: its
 // method and value, MFU, iteration time, bubble and peak memory. Empty away from every point.

@@ -85,6 +85,11 @@ void TraceChart::setTitle(const QString& title) {
     rebuild(true);
 }
 
+void TraceChart::setNote(const QString& note) {
+    note_ = note;
+    rebuild(true);
+}
+
 void TraceChart::setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view) {
     // A re-simulation keeps the selection: the op of the same rank, lane, kind, iteration,
     // micro-batch and chunk in the new run (so a micro-batch followed through the pipeline stays
@@ -150,6 +155,16 @@ void TraceChart::rebuild(bool keep_view) {
                                wrapAtSeparators(title_, QStringLiteral(" · "), title_font,
                                                 std::max(200, width() - 24)),
                                title_font));
+    }
+    if (!note_.isEmpty()) {
+        // The colour of the summary's note on an unfinished run (summary_view.cpp).
+        const QFont note_font(font().family(), 9);
+        auto* text = new QCPTextElement(
+            this,
+            wrapAtSeparators(note_, QStringLiteral("; "), note_font, std::max(200, width() - 24)),
+            note_font);
+        text->setTextColor(QColor(0xc6, 0x28, 0x28));
+        plotLayout()->addElement(row++, 0, text);
     }
     auto* margins = new QCPMarginGroup(this);
     for (const auto& run : runs_) {

@@ -33,6 +33,8 @@ class TraceChart : public QCustomPlot {
     void setRuns(std::vector<RunDataPtr> runs, bool show_memory, bool keep_view = false);
     const std::vector<RunDataPtr>& runs() const { return runs_; }
     void setTitle(const QString& title);
+    // A warning under the title, in red (a run that did not finish); empty for none.
+    void setNote(const QString& note);
 
     QCPRange timeRangeMs() const;
     void setTimeRangeMs(const QCPRange& range);
@@ -111,6 +113,7 @@ class TraceChart : public QCustomPlot {
     bool show_memory_ = true;
     int memory_rank_ = -1;
     QString title_;
+    QString note_;
     std::vector<QCPAxisRect*> rects_;
     std::vector<TimelinePlottable*> timelines_;
     std::unique_ptr<MemoryLayer> memory_;

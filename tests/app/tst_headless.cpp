@@ -1,5 +1,7 @@
 // `pipescope --export`: the headless renderer behind .ci/start and scripts. What it writes for a
 // config (with --set overrides) and how it refuses bad arguments without touching the output.
+#include <sqlite3.h>
+
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -39,6 +41,8 @@ class TstHeadless : public QObject {
     void timelineNamesConfigScheduleAndMethod();
     void compareIsTitledAfterTheConfig();
     void compareOfTracesStartsAtTheirFirstMeasuredIteration();
+    void sweepNamesConfigAndReadsValuesBare();
+    void unfinishedRunSaysSo();
     void badArgumentsLeaveTheOutputAlone_data();
     void badArgumentsLeaveTheOutputAlone();
 
@@ -101,6 +105,48 @@ void TstHeadless::compareOfTracesStartsAtTheirFirstMeasuredIteration() {
     QVERIFY2(!text.contains(QStringLiteral(">-")), "a negative time tick: the warm-up is drawn");
 }
 
+void TstHeadless::sweepNamesConfigAndReadsValuesBare() {
+    const QString svg = dir_.filePath(QStringLiteral("sweep.svg"));
+    QCOMPARE(run_({"--export", "sweep", "--config", preset(), "--set", "parallel.schedule=zb-h1",
+                   "--sweep", "model.vocab=4096,8192", "--out", svg}),
+             0);
+    const QString text = readText(svg);
+    QVERIFY2(text.contains(QString::fromUtf8(
+                 "Default: 4 stages, V=32768 [parallel.schedule=zb-h1] \u00b7 zb-h1")),
+             qPrintable(text.left(4000)));
+    // Words swept are ticked as words, not as the JSON strings the config takes.
+    const QString words = dir_.filePath(QStringLiteral("schedules.svg"));
+    QCOMPARE(run_({"--export", "sweep", "--config", preset(), "--sweep",
+                   "parallel.schedule=1f1b,gpipe", "--out", words}),
+             0);
+    const QString ticks = readText(words);
+    QVERIFY2(ticks.contains(QStringLiteral(">gpipe<")), qPrintable(ticks.left(4000)));
+    QVERIFY2(!ticks.contains(QStringLiteral("&quot;gpipe&quot;")), qPrintable(ticks.left(4000)));
+}
+
+void TstHeadless::unfinishedRunSaysSo() {
+    // A trace whose run is still marked running (its runner killed): the timeline says so
+    // under its title, as the summary does.
+    const auto config = schedule::loadConfigFile(preset().toStdString());
+    QVERIFY(config.ok());
+    auto sim = sim::simulate(*config.config);
+    QVERIFY(sim.result);
+    const app::SimRunData run(std::move(*sim.result), "vocab-2");
+    const QString db = dir_.filePath(QStringLiteral("unfinished.db"));
+    QVERIFY(app::saveSimTrace(run, db.toStdString(), 2, true).ok());
+    sqlite3* handle = nullptr;
+    QCOMPARE(sqlite3_open(db.toUtf8().constData(), &handle), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(handle, "UPDATE run SET status = 'failed', message = 'rank 1 died'",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(handle);
+    const QString svg = dir_.filePath(QStringLiteral("unfinished.svg"));
+    QCOMPARE(run_({"--export", "timeline", db, "--out", svg}), 0);
+    const QString text = readText(svg);
+    QVERIFY2(text.contains(QStringLiteral("The run did not finish (failed: rank 1 died)")),
+             qPrintable(text.left(4000)));
+}
+
 void TstHeadless::badArgumentsLeaveTheOutputAlone_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("out");
@@ -126,6 +172,22 @@ void TstHeadless::badArgumentsLeaveTheOutputAlone_data() {
     QTest::newRow("missing config")
         << QStringList{"--export", "timeline", "--config", dir_.filePath("none.json")}
         << "keep.png";
+    // Arguments the view would not use are refused, not silently dropped.
+    QTest::newRow("--sweep twice") << QStringList{"--export", "sweep",
+                                                  "--config", cfg,
+                                                  "--sweep",  "model.vocab=4096",
+                                                  "--sweep",  "parallel.microbatches=4,8"}
+                                   << "keep.png";
+    QTest::newRow("--sweep with a timeline")
+        << QStringList{"--export", "timeline", "--config", cfg, "--sweep", "model.vocab=1,2"}
+        << "keep.png";
+    QTest::newRow("two traces for one timeline")
+        << QStringList{"--export", "timeline", "a.db", "b.db"} << "keep.png";
+    // Sizes out of range are bad arguments (2), not a failed drawing (4).
+    QTest::newRow("width too small")
+        << QStringList{"--export", "timeline", "--config", cfg, "--width", "10"} << "keep.png";
+    QTest::newRow("dpi too small")
+        << QStringList{"--export", "timeline", "--config", cfg, "--dpi", "5"} << "keep.png";
 }
 
 void TstHeadless::badArgumentsLeaveTheOutputAlone() {
