@@ -29,6 +29,21 @@ TraceStatus openExport(const std::string& path, Report* r) {
             return TraceStatus::error(Code::BadInput,
                                       path + ": a PipeScope trace, not an Nsight Systems export");
         }
+        // The reader's words are about PipeScope traces; here the file was meant to be an export.
+        if (st.code == Code::NotSqlite) {
+            return TraceStatus::error(Code::BadInput,
+                                      path +
+                                          ": not a SQLite database, so not an Nsight Systems "
+                                          "export (nsys export --type sqlite writes one)");
+        }
+        if (st.code == Code::NotPipeScope) {
+            return TraceStatus::error(
+                Code::BadInput,
+                path +
+                    ": a SQLite database, but not an Nsight Systems export (it has none of "
+                    "Nsight's tables: TARGET_INFO_SESSION_START_TIME, CUPTI_ACTIVITY_KIND_KERNEL, "
+                    "NVTX_EVENTS); export the report with nsys export --type sqlite");
+        }
         if (st.code != Code::NsightExport) {
             return st;
         }

@@ -96,6 +96,10 @@ class TstNsysImport : public QObject {
         sqlite3_open(path("bare.sqlite").toUtf8().constData(), &db);
         QVERIFY(execSql(db, "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER)"));
         sqlite3_close(db);
+        sqlite3_open(path("unrelated.sqlite").toUtf8().constData(), &db);
+        QVERIFY(execSql(db, "CREATE TABLE notes (text TEXT)"));
+        sqlite3_close(db);
+        QVERIFY(test::writeFile(path("notes.txt"), "not a database at all\n"));
         QVERIFY(QFile::copy(path("run.db"), path("run.db2")));
         QVERIFY(QFile::copy(path("report.sqlite"), path("report.sqlite2")));
     }
@@ -348,6 +352,13 @@ class TstNsysImport : public QObject {
             << "report.sqlite" << QStringList{"report.sqlite2"} << "Nsight Systems export";
         QTest::newRow("a missing export")
             << "run.db" << QStringList{"missing.sqlite"} << "no such file";
+        // The export's problem is told as an export's, not as a PipeScope trace's.
+        QTest::newRow("another SQLite database as the export")
+            << "run.db" << QStringList{"unrelated.sqlite"}
+            << "a SQLite database, but not an Nsight Systems export";
+        QTest::newRow("a text file as the export")
+            << "run.db" << QStringList{"notes.txt"}
+            << "not a SQLite database, so not an Nsight Systems export";
     }
     void refusesWhatItCannotImport() {
         QFETCH(QString, run);
