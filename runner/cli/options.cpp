@@ -129,8 +129,8 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
             int n = 0;
             if (!parseInt(v, &n) || n < 1) {
-                return fail("--iterations: must be a whole number of at least 1, got \"" + v +
-                            "\"");
+                return fail("--iterations: must be a whole number from 1 to 2147483647, got \"" +
+                            v + "\"");
             }
             o.iterations = n;
         } else if (a == "--summary-json") {

@@ -1,10 +1,14 @@
+#include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include <pipescope/schedule/generate.h>
 #include <pipescope/schedule/schedule_json.h>
+
+#include "json_reader.h"
 
 namespace pipescope::schedule {
 
@@ -70,21 +74,21 @@ std::optional<Op> parseOpLabel(std::string_view label, std::string* error) {
             return op;
         }
     }
-    // Longer names first: "SEND_F" must not be read as "S".
-    static const OpKind order[] = {OpKind::SendF, OpKind::SendB, OpKind::RecvF, OpKind::RecvB,
+    // The kind is the label's leading capitals and underscores, named in full: "FOO7" is an
+    // unknown kind, not F followed by something that is not a number.
+    const std::string_view kind_text = label.substr(
+        0, std::min(label.size(), label.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")));
+    static const OpKind kinds[] = {OpKind::SendF, OpKind::SendB, OpKind::RecvF, OpKind::RecvB,
                                    OpKind::IF,    OpKind::IB,    OpKind::F,     OpKind::B,
                                    OpKind::W,     OpKind::S,     OpKind::T,     OpKind::L};
-    bool found = false;
-    for (OpKind k : order) {
-        if (eat(label, toString(k))) {
-            op.kind = k;
-            found = true;
-            break;
-        }
+    const auto* kind = std::find_if(std::begin(kinds), std::end(kinds),
+                                    [&](OpKind k) { return toString(k) == kind_text; });
+    if (kind == std::end(kinds)) {
+        return bad(kind_text.empty() ? std::string("an op starts with its kind")
+                                     : "unknown op kind \"" + std::string(kind_text) + "\"");
     }
-    if (!found) {
-        return bad("unknown op kind");
-    }
+    op.kind = *kind;
+    label.remove_prefix(kind_text.size());
     if (!readInt(label, &op.microbatch)) {
         return bad("the kind must be followed by a micro-batch number");
     }
@@ -140,6 +144,12 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
                               std::string_view source_name) {
     ScheduleLoad out;
     const std::string src(source_name);
+    // The config reader's words for a syntax slip, with its line and column.
+    if (const detail::JsonReadResult read = detail::readJson(text); read.error) {
+        out.error = src + ":" + std::to_string(read.error->pos.line) + ":" +
+                    std::to_string(read.error->pos.column) + ": " + read.error->message;
+        return out;
+    }
     Json j;
     try {
         j = Json::parse(text);
@@ -235,8 +245,14 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
 }
 
 ScheduleLoad loadScheduleFile(const std::string& path, const Config& config) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+        ScheduleLoad out;
+        out.error = path + ": no such file";
+        return out;
+    }
     std::ifstream in(path, std::ios::binary);
-    if (!in) {
+    if (!in || std::filesystem::is_directory(path, ec)) {
         ScheduleLoad out;
         out.error = path + ": cannot read the file";
         return out;

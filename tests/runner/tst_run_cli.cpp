@@ -298,10 +298,13 @@ void TestRunCli::badInput_data() {
         << QStringList{"unknown option --frobnicate (see pipescope-run --help)"};
     QTest::newRow("--iterations 0")
         << QStringList{default_, "--iterations", "0"}
-        << QStringList{"--iterations: must be a whole number of at least 1, got \"0\""};
+        << QStringList{"--iterations: must be a whole number from 1 to 2147483647, got \"0\""};
     QTest::newRow("--iterations x")
         << QStringList{default_, "--iterations", "3x"}
-        << QStringList{"--iterations: must be a whole number of at least 1, got \"3x\""};
+        << QStringList{"--iterations: must be a whole number from 1 to 2147483647, got \"3x\""};
+    QTest::newRow("--iterations beyond an int")
+        << QStringList{default_, "--iterations", "99999999999999999999"}
+        << QStringList{"--iterations: must be a whole number from 1 to 2147483647"};
     QTest::newRow("--iterations beyond the disk")
         << QStringList{default_, "--iterations", "2000000000", "--out", path("x.db")}
         << QStringList{"x.db: a trace of 2000000000 iterations takes about",

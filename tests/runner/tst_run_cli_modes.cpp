@@ -283,6 +283,18 @@ void TestRunCliModes::scheduleRoundTrip() {
     QVERIFY2(other.err.contains(file.toUtf8() + ": \"microbatches\" is 8 but the config's "
                                                 "parallel.microbatches is 4"),
              qPrintable(describe(other)));
+
+    // A file cut short is a syntax error with its line and column, as a config's is; a missing
+    // file is named as missing.
+    const QString cut = path("cut.json");
+    QVERIFY(writeFile(cut, readFile(file).left(120)));
+    const ProcessResult broken = runBinary(kRun, {default_, "--schedule", cut});
+    QVERIFY2(broken.exit_code == 2 && broken.err.contains(cut.toUtf8() + ":") &&
+                 broken.err.contains("syntax error: expected a value, got the end of the document"),
+             qPrintable(describe(broken)));
+    const ProcessResult missing = runBinary(kRun, {default_, "--schedule", path("none.json")});
+    QVERIFY2(missing.exit_code == 2 && missing.err.contains("none.json: no such file"),
+             qPrintable(describe(missing)));
 }
 
 void TestRunCliModes::brokenSchedule_data() {
@@ -311,7 +323,10 @@ void TestRunCliModes::brokenSchedule_data() {
         << 3 << "remove:BCAST(input_grad,7)"
         << QStringList{"rank 3, op ", "BCAST(input_grad,7)", "rank 0 joins"};
     QTest::newRow("unknown op") << 1 << "rename:F2:X2"
-                                << QStringList{"ops[1][", "\"X2\": unknown op kind"};
+                                << QStringList{"ops[1][", "\"X2\": unknown op kind \"X\""};
+    // A known kind's letters at the start do not make it that kind.
+    QTest::newRow("unknown op starting like F")
+        << 1 << "rename:F2:FOO2" << QStringList{"\"FOO2\": unknown op kind \"FOO\""};
 }
 
 void TestRunCliModes::brokenSchedule() {
