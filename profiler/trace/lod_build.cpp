@@ -282,8 +282,11 @@ bool buildIndexesAndLod(Db& db, std::string* error, const std::function<void(dou
         }
     };
     // Index builds sort every row: spill to temporary files rather than RAM (a 10-million-op
-    // run would otherwise need ~600 MB), with a 64 MB page cache to keep that fast.
-    db.exec("PRAGMA temp_store = FILE; PRAGMA cache_size = -65536");
+    // run would otherwise need ~600 MB), with a 64 MB page cache to keep that fast. A second
+    // sorter thread takes a third off each index of a big trace (10 million ops: 12.7 s to
+    // 8.8 s for the widest) for about 130 MB more while it sorts; more threads cost more memory
+    // for less.
+    db.exec("PRAGMA temp_store = FILE; PRAGMA cache_size = -65536; PRAGMA threads = 2");
     std::vector<std::string> indexes;
     for (std::string_view sql = kIndexSql; !sql.empty();) {
         const auto end = sql.find(';');

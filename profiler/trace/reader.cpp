@@ -216,6 +216,9 @@ TraceStatus TraceReader::open(const std::string& path) {
               [](const RankInfo& a, const RankInfo& b) { return a.rank < b.rank; });
 
     d.finalized = metaInt(d.db, detail::kMetaFinalized, 0) == 1;
+    d.microbatch_index = queryInt(d.db,
+                                  "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                                  "name = 'op_iteration_microbatch'") == 1;
     d.op_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMinLevel, kLodLevels));
     d.op_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMaxLevel, -1));
     d.memory_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMinLevel, kLodLevels));
@@ -410,29 +413,49 @@ class DeadlineGuard {
 
 std::optional<std::vector<OpRecord>> TraceReader::findOps(
     const OpQuery& q, std::chrono::steady_clock::time_point deadline) const {
-    // With the indexes, SQLite walks (rank, start_ns) over the window and tests the rest per row;
-    // without them, one scan of the rank. The other terms are written `+column` so that the
-    // planner never prefers the (rank, lane, ...) index, which cannot give the order by start.
-    std::string sql = std::string("SELECT ") + kOpColumns +
-                      " FROM op WHERE rank = ? AND start_ns >= ? AND start_ns < ?";
-    std::vector<std::int64_t> args = {q.rank, q.start_from, q.start_before};
+    // One micro-batch's ops: the (iteration, micro-batch, rank) index holds them together, a few
+    // per rank, so SQLite reads those and sorts them, however long the iteration. Otherwise SQLite
+    // walks (rank, start_ns) over the window and tests the rest per row; without the indexes,
+    // one scan of the rank. The other terms are written `+column` so that the planner never
+    // prefers an index that cannot give the order by start.
+    const bool by_microbatch =
+        impl_->microbatch_index && q.iteration && q.microbatch && *q.microbatch >= 0;
+    std::string sql = std::string("SELECT ") + kOpColumns + " FROM op";
+    std::vector<std::int64_t> args;
     const auto term = [&](const char* condition, std::int64_t value) {
         sql += condition;
         args.push_back(value);
     };
+    if (by_microbatch) {
+        sql += " INDEXED BY op_iteration_microbatch";
+        term(" WHERE iteration = ?", *q.iteration);
+        term(" AND microbatch = ?", *q.microbatch);
+        if (q.rank) {
+            term(" AND rank = ?", *q.rank);
+        }
+        term(" AND +start_ns >= ?", q.start_from);
+    } else {
+        if (q.rank) {
+            term(" WHERE rank = ?", *q.rank);
+            term(" AND start_ns >= ?", q.start_from);
+        } else {
+            term(" WHERE +start_ns >= ?", q.start_from);
+        }
+        if (q.iteration) {
+            term(" AND +iteration = ?", *q.iteration);
+        }
+        if (q.microbatch && *q.microbatch < 0) {
+            sql += " AND +microbatch IS NULL";
+        } else if (q.microbatch) {
+            term(" AND +microbatch = ?", *q.microbatch);
+        }
+    }
+    term(by_microbatch || !q.rank ? " AND +start_ns < ?" : " AND start_ns < ?", q.start_before);
     if (q.lane) {
         term(" AND +lane = ?", static_cast<int>(*q.lane));
     }
     if (q.kind) {
         term(" AND +kind = ?", static_cast<int>(*q.kind));
-    }
-    if (q.iteration) {
-        term(" AND +iteration = ?", *q.iteration);
-    }
-    if (q.microbatch && *q.microbatch < 0) {
-        sql += " AND +microbatch IS NULL";
-    } else if (q.microbatch) {
-        term(" AND +microbatch = ?", *q.microbatch);
     }
     if (q.chunk) {
         term(" AND +chunk = ?", *q.chunk);
@@ -449,7 +472,9 @@ std::optional<std::vector<OpRecord>> TraceReader::findOps(
     if (q.exclude_id) {
         term(" AND rowid != ?", *q.exclude_id);
     }
-    sql += q.latest_first ? " ORDER BY start_ns DESC, rowid DESC" : " ORDER BY start_ns, rowid";
+    const char* by_rank = q.rank ? "" : "rank, ";
+    sql += std::string(" ORDER BY ") + by_rank +
+           (q.latest_first ? "start_ns DESC, rowid DESC" : "start_ns, rowid");
     const DeadlineGuard guard(impl_->db.get(), deadline);
     Stmt s(impl_->db, sql);
     if (!s.valid()) {
@@ -477,6 +502,14 @@ std::optional<std::vector<OpRecord>> TraceReader::microbatchOps(
     int iteration, int microbatch, std::int64_t t0, std::int64_t t1,
     std::chrono::milliseconds budget) const {
     const auto deadline = std::chrono::steady_clock::now() + budget;
+    if (impl_->microbatch_index && microbatch >= 0) {
+        OpQuery q;  // every rank at once
+        q.iteration = iteration;
+        q.microbatch = microbatch;
+        q.start_from = t0;
+        q.start_before = t1;
+        return findOps(q, deadline);
+    }
     std::vector<OpRecord> out;
     for (const auto& rank : impl_->ranks) {
         OpQuery q;

@@ -17,6 +17,9 @@ struct TraceReader::Impl {
     std::vector<RankInfo> ranks;
     std::vector<int> listed_ranks;  // from the rank table
     bool finalized = false;
+    // The op_iteration_microbatch index exists (finished traces since it was added): the ops of
+    // one micro-batch are found without walking the iteration.
+    bool microbatch_index = false;
     int op_lod_min = kLodLevels;
     int op_lod_max = -1;
     int memory_lod_min = kLodLevels;

@@ -358,6 +358,7 @@ CREATE VIEW memory_named AS
 const char* const kIndexSql = R"sql(
 CREATE INDEX IF NOT EXISTS op_rank_start ON op (rank, start_ns);
 CREATE INDEX IF NOT EXISTS op_rank_lane_level_start ON op (rank, lane, dur_level, start_ns);
+CREATE INDEX IF NOT EXISTS op_iteration_microbatch ON op (iteration, microbatch, rank);
 CREATE INDEX IF NOT EXISTS memory_rank_t ON memory (rank, t_ns);
 CREATE INDEX IF NOT EXISTS memory_rank_category_t ON memory (rank, category, t_ns);
 CREATE INDEX IF NOT EXISTS kernel_device_start ON CUPTI_ACTIVITY_KIND_KERNEL (deviceId, start);

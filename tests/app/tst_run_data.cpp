@@ -1,7 +1,9 @@
 // The in-memory simulated run answers like the trace file the simulator writes for it.
 #include <algorithm>
 #include <set>
+#include <sqlite3.h>
 
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtTest>
@@ -84,6 +86,8 @@ class TstRunData : public QObject {
     void traceRecoversTheGraphsMessages_data();
     void traceRecoversTheGraphsMessages();
     void microbatchPathAcrossRuns();
+    void microbatchIndexAnswersAsTheScan_data();
+    void microbatchIndexAnswersAsTheScan();
     void methodsRequestGivesEveryMethod();
     void methodsAndSweepsWorkFromAnyConfig();
     void aNewRequestStopsTheRunningOne();
@@ -301,6 +305,62 @@ void TstRunData::microbatchPathAcrossRuns() {
     QCOMPARE(mem.matchingIteration(*file, 0), std::optional<int>());
     QCOMPARE(file->matchingIteration(*file, 2), std::optional<int>(2));
     QCOMPARE(file->matchingIteration(mem, 9), std::optional<int>());
+}
+
+void TstRunData::microbatchIndexAnswersAsTheScan_data() {
+    traceRecoversTheGraphsMessages_data();
+}
+
+void TstRunData::microbatchIndexAnswersAsTheScan() {
+    // A finished trace finds a micro-batch's ops through its (iteration, micro-batch, rank)
+    // index; a trace without it (written before the index existed) walks the ranks by start.
+    // Both must give the same answers: every op's dependencies and every micro-batch's path.
+    QFETCH(QString, preset);
+    QFETCH(QStringList, overrides);
+    QTemporaryDir dir;
+    const auto with = simulateAndSave(preset, overrides, dir).file;
+    const QString old = dir.filePath(QStringLiteral("without-index.db"));
+    QVERIFY(QFile::copy(QString::fromStdString(with->reader().path()), old));
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(old.toUtf8().constData(), &db), SQLITE_OK);
+    // (Dropping it fails, and so does the test, if the finished trace does not have it.)
+    QCOMPARE(sqlite3_exec(db, "DROP INDEX op_iteration_microbatch", nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    std::string error;
+    const auto without = app::TraceRunData::open(old.toStdString(), &error);
+    QVERIFY2(without, error.c_str());
+
+    const auto ids = [](const std::vector<trace::OpRecord>& ops) {
+        std::vector<std::int64_t> out;
+        for (const auto& o : ops) {
+            out.push_back(o.id);
+        }
+        return out;
+    };
+    const auto range = with->timeRange();
+    int microbatches = 0;
+    int dependencies = 0;
+    for (int r = 0; r < with->rankCount(); ++r) {
+        for (const auto& op : with->ops(r, range.start_ns, range.end_ns + 1)) {
+            auto a = ids(with->dependencies(op));
+            auto b = ids(without->dependencies(op));
+            std::sort(a.begin(), a.end());
+            std::sort(b.begin(), b.end());
+            QVERIFY2(a == b, qPrintable(QString::fromStdString(app::opLabel(op))));
+            dependencies += static_cast<int>(a.size());
+            if (r == 0 && op.microbatch >= 0) {
+                // Sorted by rank, then start, either way.
+                const auto pa = with->microbatchOps(op.iteration, op.microbatch);
+                const auto pb = without->microbatchOps(op.iteration, op.microbatch);
+                QVERIFY(pa && pb);
+                QVERIFY(!pa->empty());
+                QCOMPARE(ids(*pa), ids(*pb));
+                ++microbatches;
+            }
+        }
+    }
+    QVERIFY(microbatches > 10 && dependencies > 100);
 }
 
 namespace {

@@ -82,10 +82,10 @@ std::vector<LodEntry> foldLodEntries(std::vector<LodEntry> entries, double thres
 std::vector<MemoryPixel> memoryPixels(const std::vector<MemorySample>& samples, std::int64_t t0,
                                       std::int64_t t1, int pixels);
 
-// A search for ops of one rank by what they are: each field that is set narrows it. Starts are
-// compared against [start_from, start_before); `end_by` keeps ops that end by then.
+// A search for ops by what they are: each field that is set narrows it. Starts are compared
+// against [start_from, start_before); `end_by` keeps ops that end by then.
 struct OpQuery {
-    int rank = 0;
+    std::optional<int> rank;  // empty: every rank, sorted by rank before start
     std::optional<Lane> lane;
     std::optional<OpKind> kind;
     std::optional<int> iteration;
