@@ -23,7 +23,7 @@ std::optional<analysis::CriticalPath> RunData::criticalPath(int iteration) const
         auto rank = this->ops(r, window.start_ns, window.end_ns + 1);
         ops.insert(ops.end(), rank.begin(), rank.end());
     }
-    return analysis::criticalPath(ops, iteration, rankCount());
+    return analysis::criticalPath(std::move(ops), iteration, rankCount());
 }
 
 std::optional<std::vector<trace::OpRecord>> RunData::microbatchOps(int iteration,

@@ -269,18 +269,17 @@ class Walker {
 
 }  // namespace
 
-std::optional<CriticalPath> criticalPath(const std::vector<OpRecord>& ops, int iteration,
-                                         int rank_count) {
-    std::vector<OpRecord> its;
-    for (const auto& o : ops) {
-        if (o.iteration == iteration && o.lane != trace::Lane::Gpu && o.end_ns >= o.start_ns) {
-            its.push_back(o);
-        }
-    }
-    if (its.empty()) {
+std::optional<CriticalPath> criticalPath(std::vector<OpRecord> ops, int iteration, int rank_count) {
+    ops.erase(std::remove_if(ops.begin(), ops.end(),
+                             [&](const OpRecord& o) {
+                                 return o.iteration != iteration || o.lane == trace::Lane::Gpu ||
+                                        o.end_ns < o.start_ns;
+                             }),
+              ops.end());
+    if (ops.empty()) {
         return std::nullopt;
     }
-    return Walker(std::move(its), rank_count).walk(iteration);
+    return Walker(std::move(ops), rank_count).walk(iteration);
 }
 
 std::optional<CriticalPath> criticalPath(const trace::TraceReader& reader,
@@ -299,7 +298,7 @@ std::optional<CriticalPath> criticalPath(const trace::TraceReader& reader,
         }
         ops.insert(ops.end(), found->begin(), found->end());
     }
-    return criticalPath(ops, iteration.iteration, reader.rankCount());
+    return criticalPath(std::move(ops), iteration.iteration, reader.rankCount());
 }
 
 }  // namespace pipescope::analysis

@@ -55,8 +55,10 @@ struct CriticalPath {
 };
 
 // The critical path of `iteration` among `ops` (ops of other iterations and gpu-lane spans are
-// ignored); ranks are 0 .. rank_count - 1. Empty when the iteration has no ops.
-std::optional<CriticalPath> criticalPath(const std::vector<trace::OpRecord>& ops, int iteration,
+// ignored); ranks are 0 .. rank_count - 1. Empty when the iteration has no ops. `ops` is taken
+// by value and filtered in place: a caller done with its list moves it in (an iteration of
+// millions of ops is not held twice).
+std::optional<CriticalPath> criticalPath(std::vector<trace::OpRecord> ops, int iteration,
                                          int rank_count);
 
 // The critical path of one iteration of an open trace, reading only that iteration's ops (from
