@@ -301,6 +301,15 @@ QString ConfigPanel::sessionJson() const {
         {QStringLiteral("preset"), presets_->currentData().toString()},
         {QStringLiteral("values"), values},
     };
+    // Fields the validator refuses: the last valid config's values too, so that the next start
+    // shows what the views showed (and can undo to it), not the document without the edits.
+    if (!config_valid_ && committed_ && committed_->base_json == base_json_) {
+        QJsonObject valid;
+        for (const auto& [key, value] : committed_->values) {
+            valid.insert(key, QString::fromStdString(value));
+        }
+        o.insert(QStringLiteral("valid_values"), valid);
+    }
     return QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
 }
 
@@ -321,19 +330,26 @@ bool ConfigPanel::restoreSession(const QString& json) {
               same_preset ? std::max(0, presets_->findData(preset)) : 0)) {
         return false;
     }
-    const QJsonObject values = o.value(QStringLiteral("values")).toObject();
-    assigning_ = true;
-    for (auto& [key, f] : fields_) {
-        if (const auto v = values.value(key); v.isString()) {
-            try {
-                f.restore(v.toString().toStdString());
-            } catch (const std::exception&) {
-                // A value this version cannot read keeps the document's.
+    const auto apply = [&](const QJsonObject& values) {
+        assigning_ = true;
+        for (auto& [key, f] : fields_) {
+            if (const auto v = values.value(key); v.isString()) {
+                try {
+                    f.restore(v.toString().toStdString());
+                } catch (const std::exception&) {
+                    // A value this version cannot read keeps the document's.
+                }
             }
         }
+        assigning_ = false;
+        reparse();
+    };
+    // The edits as steps: the document, then the last valid config (when the fields were left
+    // invalid), then the fields as they were left.
+    if (const QJsonValue valid = o.value(QStringLiteral("valid_values")); valid.isObject()) {
+        apply(valid.toObject());
     }
-    assigning_ = false;
-    reparse();
+    apply(o.value(QStringLiteral("values")).toObject());
     return true;
 }
 

@@ -414,6 +414,19 @@ void TstMainWindow::configSurvivesARestart() {
         QVERIFY(restarted(first, &next));
         QCOMPARE(qobject_cast<QSpinBox*>(next.field("model.heads"))->value(), 7);
         QCOMPARE(next.issuesText(), first.issuesText());
+        // The config the views show is the last valid one, with its edit, as before closing;
+        // and undo goes back to it, then to the preset.
+        QVERIFY(next.config());
+        QCOMPARE(next.configJson(), first.configJson());
+        QCOMPARE(next.config()->parallel.pipeline, 2);
+        QVERIFY(next.canUndo());
+        next.undo();
+        QVERIFY(next.issuesText().isEmpty());
+        QCOMPARE(qobject_cast<QSpinBox*>(next.field("model.heads"))->value(), 4);
+        QCOMPARE(next.config()->parallel.pipeline, 2);
+        QVERIFY(next.canUndo());
+        next.undo();
+        QCOMPARE(next.config()->parallel.pipeline, 4);
     }
     // A file's config comes back with its name under it, though the file is gone.
     QTemporaryDir dir;
