@@ -19,13 +19,17 @@ namespace pipescope::app {
 
 namespace {
 
-// Better in green, worse in red.
+// Better in green, worse in red, in the palette's tones; which cells are judged at all is the
+// model's to say (not a prediction's errors, CompareModel::setJudged).
 class VerdictColors : public QIdentityProxyModel {
   public:
     VerdictColors(const QPalette& palette, QObject* parent)
         : QIdentityProxyModel(parent), palette_(palette) {}
     QVariant data(const QModelIndex& index, int role) const override {
         if (role == Qt::ForegroundRole) {
+            if (!QIdentityProxyModel::data(index, Qt::ForegroundRole).isValid()) {
+                return {};
+            }
             const QVariant v = QIdentityProxyModel::data(index, CompareModel::VerdictRole);
             if (v.isValid() && v.toInt() == static_cast<int>(analysis::Verdict::Better)) {
                 return toneColor(Tone::Good, palette_);

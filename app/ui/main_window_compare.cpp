@@ -103,15 +103,15 @@ void MainWindow::predictVsMeasured(const QString& path) {
         }
         // The error of each prediction, above the delta table (which gives the same per rank).
         QStringList notes;
+        const auto percent = [](double x) {
+            return (x >= 0 ? QStringLiteral("+") : QString()) + QString::number(x * 100, 'f', 1) +
+                   QLatin1Char('%');
+        };
         for (const auto& e : prediction->errors) {
             QStringList ranks;
             for (std::size_t r = 0; r < e.rank_busy.size(); ++r) {
-                ranks << tr("r%1 %2%").arg(r).arg(e.rank_busy[r] * 100, 0, 'f', 1);
+                ranks << tr("r%1 %2").arg(r).arg(percent(e.rank_busy[r]));
             }
-            const auto percent = [](double x) {
-                return (x >= 0 ? QStringLiteral("+") : QString()) +
-                       QString::number(x * 100, 'f', 1) + QLatin1Char('%');
-            };
             QString iteration = tr("iteration time %1").arg(percent(e.iteration));
             if (e.iteration_spread) {
                 iteration = tr("iteration time %1 as the mean of %2 timings drawn from the run's "

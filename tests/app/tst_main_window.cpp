@@ -157,6 +157,16 @@ void TstMainWindow::comparesMethods() {
     QTRY_COMPARE_WITH_TIMEOUT(window_->methodComparison()->runs().size(), std::size_t{5}, 20000);
     QCOMPARE(window_->methodComparison()->chart()->timelines().size(), std::size_t{5});
     QVERIFY(window_->methodComparison()->table()->model()->rowCount() > 4);
+    // Methods are judged: some change shows better or worse in colour (vocab-2's MFU over
+    // naive's, at least).
+    const QAbstractItemModel* deltas = window_->methodComparison()->table()->model();
+    int coloured = 0;
+    for (int r = 0; r < deltas->rowCount(); ++r) {
+        for (int c = 0; c < deltas->columnCount(); ++c) {
+            coloured += deltas->index(r, c).data(Qt::ForegroundRole).isValid() ? 1 : 0;
+        }
+    }
+    QVERIFY(coloured > 3);
     // Op kinds: naive's last rank carries the output layer in its F; vocab-2 has S passes, naive
     // none.
     const auto* kinds = window_->methodComparison()->opKindModel();

@@ -317,6 +317,15 @@ void TstRunPage::predictedVersusMeasured() {
     QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
     QVERIFY(view->model()->rowCount() > 0);
     QVERIFY(!view->model()->judged());  // errors of predictions, not improvements
+    // ... and so no cell the table shows is coloured better or worse.
+    const QAbstractItemModel* shown = view->table()->model();
+    for (int r = 0; r < shown->rowCount(); ++r) {
+        for (int c = 0; c < shown->columnCount(); ++c) {
+            QVERIFY2(!shown->index(r, c).data(Qt::ForegroundRole).isValid(),
+                     qPrintable(shown->index(r, 0).data().toString() + " / " +
+                                shown->headerData(c, Qt::Horizontal).toString()));
+        }
+    }
     checkShowsFirstIterations(*view);
 
     std::string error;
