@@ -63,40 +63,40 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     };
     using C = schedule::Config;
     QFormLayout* model = group(tr("Model"));
-    addInt(model, "model.layers", tr("Layers"), 1, 100000, tr("Transformer layers"),
+    addInt(model, "model.layers", tr("&Layers"), 1, 100000, tr("Transformer layers"),
            [](const C& c) { return c.model.layers; });
-    addInt(model, "model.hidden", tr("Hidden size"), 1, 1 << 20, tr("Hidden size h"),
+    addInt(model, "model.hidden", tr("Hidde&n size"), 1, 1 << 20, tr("Hidden size h"),
            [](const C& c) { return c.model.hidden; });
-    addInt(model, "model.ffn_hidden", tr("FFN size"), 1, 1 << 22, tr("Feed-forward size f"),
+    addInt(model, "model.ffn_hidden", tr("FFN si&ze"), 1, 1 << 22, tr("Feed-forward size f"),
            [](const C& c) { return c.model.ffn_hidden; });
-    addInt(model, "model.heads", tr("Heads"), 1, 65536, tr("Attention heads; must divide hidden"),
+    addInt(model, "model.heads", tr("Hea&ds"), 1, 65536, tr("Attention heads; must divide hidden"),
            [](const C& c) { return c.model.heads; });
-    addInt(model, "model.seq_len", tr("Sequence length"), 1, 1 << 24, tr("Tokens per sequence s"),
+    addInt(model, "model.seq_len", tr("Se&quence length"), 1, 1 << 24, tr("Tokens per sequence s"),
            [](const C& c) { return c.model.seq_len; });
-    addInt(model, "model.vocab", tr("Vocabulary"), 2, 2000000000, tr("Vocabulary size V"),
+    addInt(model, "model.vocab", tr("Voc&abulary"), 2, 2000000000, tr("Vocabulary size V"),
            [](const C& c) { return static_cast<int>(c.model.vocab); });
-    addInt(model, "model.micro_batch", tr("Micro-batch"), 1, 65536,
+    addInt(model, "model.micro_batch", tr("Micro-&batch"), 1, 65536,
            tr("Sequences per micro-batch b"), [](const C& c) { return c.model.micro_batch; });
-    addChoice(model, "model.dtype", tr("Data type"),
+    addChoice(model, "model.dtype", tr("Data t&ype"),
               {QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")},
               tr("Weight and activation type"),
               [](const C& c) { return std::string(toString(c.model.dtype)); });
 
     QFormLayout* par = group(tr("Pipeline"));
-    addChoice(par, "parallel.schedule", tr("Schedule"),
+    addChoice(par, "parallel.schedule", tr("&Schedule"),
               {QStringLiteral("gpipe"), QStringLiteral("1f1b"), QStringLiteral("interleaved-1f1b"),
                QStringLiteral("zb-h1"), QStringLiteral("v-half")},
               tr("Base pipeline schedule"),
               [](const C& c) { return std::string(toString(c.parallel.schedule)); });
-    addChoice(par, "parallel.vocab", tr("Vocabulary"),
+    addChoice(par, "parallel.vocab", tr("V&ocabulary"),
               {QStringLiteral("naive"), QStringLiteral("redistributed"),
                QStringLiteral("interlaced"), QStringLiteral("vocab-1"), QStringLiteral("vocab-2")},
               tr("How the input and output layers are placed (vocabulary-parallelism.md)"),
               [](const C& c) { return std::string(toString(c.parallel.vocab)); });
-    addInt(par, "parallel.pipeline", tr("Stages"), 1, 4096, tr("Pipeline ranks p"),
+    addInt(par, "parallel.pipeline", tr("Sta&ges"), 1, 4096, tr("Pipeline ranks p"),
            [](const C& c) { return c.parallel.pipeline; });
     // Greyed out under every other schedule (ownerOf); 2, interleaved's default, until then.
-    addInt(par, "parallel.virtual_stages", tr("Chunks per rank"), 2, 64,
+    addInt(par, "parallel.virtual_stages", tr("Chun&ks per rank"), 2, 64,
            tr("Interleaved 1F1B only: model chunks per rank v (virtual stages); layers must "
               "divide into p × v chunks"),
            [](const C& c) {
@@ -104,35 +104,35 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
                           ? c.parallel.virtual_stages
                           : 2;
            });
-    addInt(par, "parallel.microbatches", tr("Micro-batches"), 1, 1 << 20,
+    addInt(par, "parallel.microbatches", tr("M&icro-batches"), 1, 1 << 20,
            tr("Micro-batches per iteration m"), [](const C& c) { return c.parallel.microbatches; });
-    addOptionalInt(par, "parallel.first_stage_layers", tr("First stage layers"),
+    addOptionalInt(par, "parallel.first_stage_layers", tr("Fi&rst stage layers"),
                    tr("Redistributed only: layers on the first stage (auto balances the costs)"),
                    [](const C& c) { return c.parallel.first_stage_layers; });
-    addOptionalInt(par, "parallel.last_stage_layers", tr("Last stage layers"),
+    addOptionalInt(par, "parallel.last_stage_layers", tr("Last stage layer&s"),
                    tr("Redistributed only: layers on the last stage (auto balances the costs)"),
                    [](const C& c) { return c.parallel.last_stage_layers; });
 
     QFormLayout* hw = group(tr("Hardware"));
-    addDouble(hw, "hardware.peak_tflops", tr("Peak TFLOP/s"), 0.001, 1e6, 3,
+    addDouble(hw, "hardware.peak_tflops", tr("&Peak TFLOP/s"), 0.001, 1e6, 3,
               tr("Dense peak per rank; MFU is taken against it"),
               [](const C& c) { return c.hardware.peak_tflops; });
-    addDouble(hw, "hardware.memory_gib", tr("Memory (GiB)"), 0.001, 1e6, 2,
+    addDouble(hw, "hardware.memory_gib", tr("&Memory (GiB)"), 0.001, 1e6, 2,
               tr("Device memory per rank"), [](const C& c) { return c.hardware.memory_gib; });
-    addDouble(hw, "hardware.gemm_efficiency", tr("GEMM efficiency"), 0.01, 1, 3,
+    addDouble(hw, "hardware.gemm_efficiency", tr("GEMM effic&iency"), 0.01, 1, 3,
               tr("Achieved fraction of peak on large GEMMs (analytic costs)"),
               [](const C& c) { return c.hardware.gemm_efficiency; });
-    addDouble(hw, "hardware.p2p_gbps", tr("P2P GB/s"), 0.001, 1e6, 1,
+    addDouble(hw, "hardware.p2p_gbps", tr("P&2P GB/s"), 0.001, 1e6, 1,
               tr("Point-to-point bandwidth between neighbouring ranks"),
               [](const C& c) { return c.hardware.p2p_gbps; });
     addDouble(hw, "hardware.allreduce_gbps", tr("Collective GB/s"), 0.001, 1e6, 1,
               tr("Bus bandwidth of collectives"),
               [](const C& c) { return c.hardware.allreduce_gbps; });
-    addDouble(hw, "hardware.latency_us", tr("Latency (µs)"), 0, 1e6, 1, tr("Per-message latency"),
+    addDouble(hw, "hardware.latency_us", tr("Latenc&y (µs)"), 0, 1e6, 1, tr("Per-message latency"),
               [](const C& c) { return c.hardware.latency_us; });
 
     QFormLayout* costs = group(tr("Costs"));
-    addChoice(costs, "costs.source", tr("Cost source"),
+    addChoice(costs, "costs.source", tr("&Cost source"),
               {QStringLiteral("analytic"), QStringLiteral("table")},
               tr("analytic: FLOPs and bytes against the hardware; table: the config's measured "
                  "per-stage times"),

@@ -119,8 +119,8 @@ RunPage::RunPage(bool restore, QWidget* parent)
     connect(cancel_button_, &QPushButton::clicked, this, &RunPage::cancel);
 
     auto* form = new QFormLayout;
-    form->addRow(tr("Backend"), backend_);
-    form->addRow(tr("Iterations"), iterations_);
+    form->addRow(tr("Bac&kend"), backend_);
+    form->addRow(tr("&Iterations"), iterations_);
     auto* folder_label = new QLabel(tr("Runs fol&der"));
     folder_label->setBuddy(folder_);  // a row of two widgets has no buddy of its own
     form->addRow(folder_label, folder_row);

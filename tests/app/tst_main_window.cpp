@@ -7,10 +7,12 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QFile>
+#include <QFormLayout>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QMessageBox>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -686,6 +688,31 @@ void TstMainWindow::keyboardReachesTheWindow() {
     QCOMPARE(window_->tabs()->currentIndex(), 3);
     QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_1));
     QCOMPARE(window_->tabs()->currentIndex(), 0);
+
+    // Every config field's label names it with an underlined letter; Alt and the letter moves
+    // there (a letter two fields share moves to each in turn).
+    int labelled = 0;
+    for (const QFormLayout* form : panel->findChildren<QFormLayout*>()) {
+        for (int row = 0; row < form->rowCount(); ++row) {
+            auto* label =
+                qobject_cast<QLabel*>(form->itemAt(row, QFormLayout::LabelRole)
+                                          ? form->itemAt(row, QFormLayout::LabelRole)->widget()
+                                          : nullptr);
+            QWidget* field = form->itemAt(row, QFormLayout::FieldRole)
+                                 ? form->itemAt(row, QFormLayout::FieldRole)->widget()
+                                 : nullptr;
+            if (!label || !field) {
+                continue;
+            }
+            QCOMPARE(label->buddy(), field);
+            labelled += label->text().contains(QLatin1Char('&')) ? 1 : 0;
+        }
+    }
+    QVERIFY2(labelled >= 20, qPrintable(QString::number(labelled)));
+    QTest::keyClick(heads, Qt::Key_L, Qt::AltModifier);
+    QTRY_VERIFY(panel->field("model.layers")->hasFocus());
+    QTest::keyClick(panel->field("model.layers"), Qt::Key_G, Qt::AltModifier);
+    QTRY_VERIFY(panel->field("parallel.pipeline")->hasFocus());
 
     // Tab walks from the explorer's Fit all button into its chart.
     auto* chart = window_->explorer()->chart();
