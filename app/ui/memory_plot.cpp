@@ -237,9 +237,10 @@ void MemoryLayer::addLegendEntries() {
     if (plot_->legend == nullptr) {
         return;
     }
-    const auto add = [&](const QString& name, const QColor& colour) {
+    const auto add = [&](const QString& name, const QString& short_name, const QColor& colour) {
         auto* entry = new QCPBars(rect_->axis(QCPAxis::atBottom), rect_->axis(QCPAxis::atLeft));
         entry->setName(name);
+        setShortLegendName(entry, short_name);
         entry->setPen(Qt::NoPen);
         entry->setBrush(colour);
         entry->addToLegend(plot_->legend);
@@ -249,13 +250,15 @@ void MemoryLayer::addLegendEntries() {
     if (rank_ >= 0) {
         for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
             const auto cat = static_cast<trace::MemoryCategory>(c);
-            add(QObject::tr("%1 (memory)").arg(memoryCategoryName(cat)), memoryCategoryColor(cat));
+            add(QObject::tr("%1 (memory)").arg(memoryCategoryName(cat)), memoryCategoryName(cat),
+                memoryCategoryColor(cat));
         }
     } else if (run_->rankCount() <= kMemoryRankLegendMax &&
                std::any_of(ranks.begin(), ranks.end(),
                            [](const analysis::RankStats& r) { return r.peak_memory.present; })) {
         for (int r = 0; r < run_->rankCount(); ++r) {
-            add(QObject::tr("rank %1 (memory)").arg(r), rankColor(r));
+            add(QObject::tr("rank %1 (memory)").arg(r), QObject::tr("rank %1").arg(r),
+                rankColor(r));
         }
     }
     fitPlotLegends(plot_);  // the legend may have gained or lost a row

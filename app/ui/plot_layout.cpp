@@ -12,24 +12,40 @@ namespace {
 // Re-wraps `legend` (filled columns first) into as many columns as fit in `width` pixels.
 void fitLegendColumns(QCPLegend* legend, int width) {
     // The grid's cells, some of them empty after a wrap.
-    int count = 0;
-    int widest = 1;
+    std::vector<int> widths;
     // QCustomPlot makes an entry exactly a line of text tall and clips to it, which cuts off an
     // underscore ("SEND_F" read "SEND F"): it sits below the font's descent.
     const QMargins below(0, 0, 0, QFontMetrics(legend->font()).descent() / 2 + 1);
     for (int i = 0; i < legend->itemCount(); ++i) {
         if (QCPAbstractLegendItem* item = legend->item(i)) {
             item->setMargins(below);
-            ++count;
-            widest = std::max(widest, item->minimumOuterSizeHint().width());
+            widths.push_back(std::max(1, item->minimumOuterSizeHint().width()));
         }
     }
+    const int count = static_cast<int>(widths.size());
     if (count == 0 || width <= 0) {
         return;
     }
+    // The most columns whose widths (each its widest entry's, entries filling the rows in
+    // order) fit: a column of short names is no wider than they are.
     const int spacing = legend->columnSpacing();
-    const int margins = legend->margins().left() + legend->margins().right();
-    const int columns = std::clamp((width - margins + spacing) / (widest + spacing), 1, count);
+    const int room = width - legend->margins().left() - legend->margins().right();
+    int columns = 1;
+    for (int c = count; c > 1; --c) {
+        std::vector<int> column(static_cast<std::size_t>(c), 0);
+        for (int i = 0; i < count; ++i) {
+            auto& w = column[static_cast<std::size_t>(i % c)];
+            w = std::max(w, widths[static_cast<std::size_t>(i)]);
+        }
+        int needed = spacing * (c - 1);
+        for (int w : column) {
+            needed += w;
+        }
+        if (needed <= room) {
+            columns = c;
+            break;
+        }
+    }
     if (legend->wrap() != columns) {
         legend->setWrap(columns);
         legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
@@ -62,6 +78,9 @@ constexpr const char* kOutMinimum = "pipescope_out_minimum";
 constexpr const char* kOutMaximum = "pipescope_out_maximum";
 // On a plot: the pixels fitPlotLegends added below its layout (keepRowsInside).
 constexpr const char* kRoundingMargin = "pipescope_rounding_margin";
+// On a plottable: the name its legend entry takes in a tight spot, and its full name meanwhile.
+constexpr const char* kShortName = "pipescope_short_name";
+constexpr const char* kFullName = "pipescope_full_name";
 
 // How tall the ink of the tallest of `labels` is, as the display draws it: a scaled one rounds it
 // out to whole logical pixels ("rank 0" in 9 pt: 10 px at 100 %, 11 px at 150 % and 200 %).
@@ -171,6 +190,26 @@ void leaveOut(QCPLegend* legend, bool out) {
         legend->setMargins(legend->property(kOutMargins).value<QMargins>());
         legend->setMinimumSize(legend->property(kOutMinimum).toSize());
         legend->setMaximumSize(legend->property(kOutMaximum).toSize());
+    }
+}
+
+// Names `legend`'s entries by their short names (setShortLegendName), or by their full names
+// again.
+void useShortNames(QCPLegend* legend, bool short_names) {
+    for (int i = 0; i < legend->itemCount(); ++i) {
+        auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i));
+        QCPAbstractPlottable* p = item ? item->plottable() : nullptr;
+        if (!p || !p->property(kShortName).isValid()) {
+            continue;
+        }
+        const bool now_short = p->property(kFullName).isValid();
+        if (short_names && !now_short) {
+            p->setProperty(kFullName, p->name());
+            p->setName(p->property(kShortName).toString());
+        } else if (!short_names && now_short) {
+            p->setName(p->property(kFullName).toString());
+            p->setProperty(kFullName, QVariant());
+        }
     }
 }
 
@@ -309,25 +348,39 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
         return;
     }
     if (!legends.empty()) {
-        // A legend left out at a smaller size comes back, to be left out again if it must.
+        // A legend left out or shortened at a smaller size comes back whole, to be shortened or
+        // left out again if it must.
         for (QCPLegend* legend : legends) {
             leaveOut(legend, false);
+            useShortNames(legend, false);
         }
         // A legend beside others (the summary's two charts) gets its share of the width. The
         // share depends on how wide the legends ask to be, so fit twice: from one column each
         // (the narrowest the legends can be), then from the layout that gives.
-        for (QCPLegend* legend : legends) {
-            fitLegendColumns(legend, 1);
-        }
-        for (int pass = 0; pass < 2; ++pass) {
-            layoutNow(plot, viewport);
+        const auto fitColumns = [&] {
             for (QCPLegend* legend : legends) {
-                const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
-                // The whole row a legend sits in when it is the only element there.
-                const int width = grid && grid->columnCount() == 1 ? viewport.width()
-                                                                   : legend->outerRect().width();
-                fitLegendColumns(legend, width);
+                fitLegendColumns(legend, 1);
             }
+            for (int pass = 0; pass < 2; ++pass) {
+                layoutNow(plot, viewport);
+                for (QCPLegend* legend : legends) {
+                    const QCPLayoutGrid* grid = qobject_cast<QCPLayoutGrid*>(legend->layout());
+                    // The whole row a legend sits in when it is the only element there.
+                    const int width = grid && grid->columnCount() == 1
+                                          ? viewport.width()
+                                          : legend->outerRect().width();
+                    fitLegendColumns(legend, width);
+                }
+            }
+        };
+        fitColumns();
+        if (!keepLegendHeight(plot, viewport)) {
+            // Short names fit more entries to a row (the op kinds' codes, as the boxes' labels
+            // read them): at 1024x640 the explorer's legend takes two rows instead of seven.
+            for (QCPLegend* legend : legends) {
+                useShortNames(legend, true);
+            }
+            fitColumns();
         }
         if (!keepLegendHeight(plot, viewport)) {
             // Too short for the charts at their thinnest and the legends' rows (a window smaller
@@ -345,6 +398,10 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
         layoutNow(plot, viewport);  // the tick labels' widths move the axes
     }
     keepRowsInside(plot, viewport);
+}
+
+void setShortLegendName(QCPAbstractPlottable* plottable, const QString& short_name) {
+    plottable->setProperty(kShortName, short_name);
 }
 
 void keepTickLabelsApart(QCPAxis* axis, int most) {

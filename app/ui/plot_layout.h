@@ -14,9 +14,15 @@ void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 // Fits every legend of `plot` to its width, or to `size` when given (after legends were added
 // or replaced, or when the plot is about to take that size), and the tick counts of the axes
 // keepTickLabelsApart marked and the row names of labelRows to their heights. Where the plot is
-// too short for its charts at their thinnest and its legends, the legends are left out until it
-// is tall enough again, rather than drawn cut off.
+// too short for its charts at their thinnest and its legends, the legends first name their
+// entries by their short names (setShortLegendName), which fit more to a row; where even that
+// does not fit, the legends are left out until the plot is tall enough again, rather than drawn
+// cut off.
 void fitPlotLegends(QCustomPlot* plot, QSize size = {});
+
+// The name `plottable`'s legend entry takes when the legend would not fit otherwise ("F" for
+// "forward (F)"): what a reader of a tight chart still tells the entries apart by.
+void setShortLegendName(QCPAbstractPlottable* plottable, const QString& short_name);
 
 // Gives the value axis (left) of a chart that may get short at most `most` ticks, fewer where its
 // rect is too short for their labels to stand apart (fitPlotLegends counts them).

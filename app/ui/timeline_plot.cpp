@@ -583,16 +583,22 @@ void addKindLegend(QCustomPlot* plot, QCPAxisRect* rect, const std::vector<RunDa
     }
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
-    const auto add = [&](const QString& name, const QBrush& brush) {
+    const auto add = [&](const QString& name, const QString& short_name, const QBrush& brush) {
         auto* bars = new QCPBars(x, y);
         bars->setName(name);
+        setShortLegendName(bars, short_name);
         bars->setPen(Qt::NoPen);
         bars->setBrush(brush);
     };
     for (int k : kinds) {
-        add(opKindDescription(static_cast<OpKind>(k)), opKindColor(static_cast<OpKind>(k)));
+        const auto kind = static_cast<OpKind>(k);
+        add(opKindDescription(kind),
+            QString::fromLatin1(trace::toString(kind).data(),
+                                static_cast<int>(trace::toString(kind).size())),
+            opKindColor(kind));
     }
-    add(QObject::tr("bubble (idle)"), QBrush(bubbleColor(), Qt::BDiagPattern));
+    add(QObject::tr("bubble (idle)"), QObject::tr("bubble"),
+        QBrush(bubbleColor(), Qt::BDiagPattern));
     plot->legend->setVisible(true);
 }
 

@@ -339,20 +339,24 @@ void TstTraceChart::chartsReadAtThisScale_data() {
     QTest::addColumn<int>("runs");  // one: Explore (with memory); five: Compare methods
     QTest::addColumn<QSize>("size");
     QTest::addColumn<bool>("legend");  // must be shown
-    QTest::newRow("explore 1280x800") << 1 << QSize(975, 334) << true;
-    QTest::newRow("explore 1920x1080") << 1 << QSize(1615, 480) << true;
-    QTest::newRow("explore 1280x720") << 1 << QSize(975, 292) << true;
-    QTest::newRow("explore 960x540") << 1 << QSize(655, 160) << false;
-    QTest::newRow("compare 1280x800") << 5 << QSize(975, 517) << true;
-    QTest::newRow("compare 1920x1080") << 5 << QSize(1615, 723) << true;
-    QTest::newRow("compare 1280x720") << 5 << QSize(975, 458) << true;
-    QTest::newRow("compare 960x540") << 5 << QSize(655, 340) << false;
+    QTest::addColumn<bool>("codes");   // ... naming the op kinds by their codes alone
+    QTest::newRow("explore 1280x800") << 1 << QSize(975, 334) << true << false;
+    QTest::newRow("explore 1920x1080") << 1 << QSize(1615, 480) << true << false;
+    QTest::newRow("explore 1280x720") << 1 << QSize(975, 292) << true << false;
+    // The app's smallest window: the full legend would take seven rows, the codes take two.
+    QTest::newRow("explore 1024x640") << 1 << QSize(718, 231) << true << true;
+    QTest::newRow("explore 960x540") << 1 << QSize(655, 160) << false << true;
+    QTest::newRow("compare 1280x800") << 5 << QSize(975, 517) << true << false;
+    QTest::newRow("compare 1920x1080") << 5 << QSize(1615, 723) << true << false;
+    QTest::newRow("compare 1280x720") << 5 << QSize(975, 458) << true << false;
+    QTest::newRow("compare 960x540") << 5 << QSize(655, 340) << false << true;
 }
 
 void TstTraceChart::chartsReadAtThisScale() {
     QFETCH(int, runs);
     QFETCH(QSize, size);
     QFETCH(bool, legend);
+    QFETCH(bool, codes);
     // Shown taller first, as the app's window is laid out in a few sizes before its last: the
     // memory chart has fitted its ticks to a taller rect then.
     app::TraceChart chart;
@@ -421,6 +425,15 @@ void TstTraceChart::chartsReadAtThisScale() {
                                 .arg(at)
                                 .arg(outer.height())
                                 .arg(chart.legend->minimumOuterSizeHint().height())));
+        // Full names where they fit, the kinds' codes where only those do.
+        QStringList names;
+        for (int i = 0; i < chart.legend->itemCount(); ++i) {
+            if (auto* item = qobject_cast<QCPPlottableLegendItem*>(chart.legend->item(i))) {
+                names << item->plottable()->name();
+            }
+        }
+        QVERIFY2(names.contains(codes ? QStringLiteral("F") : QStringLiteral("forward (F)")),
+                 qPrintable(at + ": " + names.join(", ")));
     }
 }
 
