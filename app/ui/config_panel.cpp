@@ -12,6 +12,7 @@
 
 #include <pipescope/schedule/config_parse.h>
 
+#include "eliding_label.h"
 #include "text_tone.h"
 
 namespace pipescope::app {
@@ -39,8 +40,9 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
         presets_->addItem(QFileInfo(n).completeBaseName(), n);
     }
     outer->addWidget(presets_);
-    source_ = new QLabel;
-    source_->setWordWrap(true);
+    // Two lines at most, so that the fields under it stay put while edits lengthen the name
+    // (the whole name is in the tooltip).
+    source_ = new ElidingLabel(2);
     setTone(source_, Tone::Muted);
     outer->addWidget(source_);
 

@@ -30,6 +30,7 @@
 
 #include "compare_view.h"
 #include "config_panel.h"
+#include "eliding_label.h"
 #include "export_dialog.h"
 #include "figure_tables.h"
 #include "main_window.h"
@@ -63,6 +64,7 @@ class TstMainWindow : public QObject {
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
     void stageLayersFollowTheMethod();
+    void fieldsStayPutAsEditsPileUp();
     void configHistoryUndoesAndRedoes();
     void configSurvivesARestart();
     void messagesReadOnLightAndDarkPalettes();
@@ -572,6 +574,34 @@ void TstMainWindow::configHistoryUndoesAndRedoes() {
 
 // The authors' redistributed preset fixes the last stage's layers. Switching the method away
 // greys those fields out and leaves them out (no error), switching back brings their value back.
+// The config's name carries every edit; the line that shows it keeps its two lines, so the
+// fields under it do not move while edits pile up (a click aimed at one landed on another).
+void TstMainWindow::fieldsStayPutAsEditsPileUp() {
+    app::ConfigPanel panel;
+    panel.resize(300, 800);
+    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QWidget* layers = panel.field("model.layers");
+    const int y = layers->mapTo(&panel, QPoint()).y();
+    for (const auto& [key, value] :
+         std::vector<std::pair<QString, QVariant>>{{"model.vocab", 65536},
+                                                   {"model.seq_len", 128},
+                                                   {"parallel.microbatches", 16},
+                                                   {"model.hidden", 256},
+                                                   {"model.ffn_hidden", 1024},
+                                                   {"hardware.peak_tflops", 0.5}}) {
+        QVERIFY(panel.setField(key, value));
+        QCoreApplication::processEvents();
+        QCOMPARE(layers->mapTo(&panel, QPoint()).y(), y);
+    }
+    auto* name = panel.findChild<app::ElidingLabel*>();
+    QVERIFY(name);
+    QVERIFY2(name->text().contains(QStringLiteral("hardware.peak_tflops=0.5")),
+             qPrintable(name->text()));  // the whole name, for the tooltip and for runs
+    QVERIFY(name->elided());
+}
+
 void TstMainWindow::stageLayersFollowTheMethod() {
     app::ConfigPanel panel;
     QVERIFY(
