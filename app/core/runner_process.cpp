@@ -239,10 +239,11 @@ void RunnerProcess::readStdout() {
 void RunnerProcess::readStderr() {
     stderr_buffer_ += process_->readAllStandardError();
     for (qsizetype nl = stderr_buffer_.indexOf('\n'); nl >= 0; nl = stderr_buffer_.indexOf('\n')) {
-        const QString line = QString::fromUtf8(stderr_buffer_.left(nl)).trimmed();
+        // Leading spaces and blank lines are kept: the runner's tables are aligned with them.
+        QString line = QString::fromUtf8(stderr_buffer_.left(nl));
         stderr_buffer_.remove(0, nl + 1);
-        if (line.isEmpty()) {
-            continue;
+        while (!line.isEmpty() && line.back().isSpace()) {
+            line.chop(1);
         }
         if (line.startsWith(QLatin1String("pipescope-run: "))) {
             runner_messages_ << line.mid(15);

@@ -182,6 +182,12 @@ void TstRunPage::runsATinyConfigAndOpensIt() {
     QVERIFY(e.iteration_ms && *e.iteration_ms > 0);
     QCOMPARE(app::RunsLibrary::runFiles(first_run_).filter(QStringLiteral(".json")).size(), 1);
     QVERIFY(QFile::exists(out.log_path));
+    // The runner's table as it printed it: rows indented under their header, blank lines kept.
+    const QString log = QString::fromUtf8(test::readFile(out.log_path));
+    QVERIFY2(log.contains(QStringLiteral("\nrank  stages  busy ms")) &&
+                 log.contains(QStringLiteral("\n   0       0")) &&
+                 log.contains(QStringLiteral("\n\nrank  stages")),
+             qPrintable(log));
 }
 
 void TstRunPage::cancelMidRunLeavesACancelledTrace() {
