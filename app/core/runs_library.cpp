@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 
 #include <QDir>
@@ -29,7 +30,7 @@ RunEntry readRunEntry(const QString& path) {
     const QFileInfo info(path);
     e.path = path;
     e.name = info.completeBaseName();
-    e.bytes = info.size();
+    e.bytes = info.size() + QFileInfo(path + QStringLiteral("-wal")).size();
     e.started = info.lastModified();
     trace::TraceReader reader;
     if (const auto st = reader.open(path.toStdString()); !st.ok()) {
@@ -94,6 +95,38 @@ RunsLibrary::RunsLibrary(QObject* parent) : QAbstractTableModel(parent) {
     connect(&refresh_timer_, &QTimer::timeout, this, &RunsLibrary::refreshIfChanged);
     connect(&watcher_, &QFileSystemWatcher::directoryChanged, this,
             [this] { refresh_timer_.start(); });
+    running_timer_.setInterval(2000);
+    connect(&running_timer_, &QTimer::timeout, this, &RunsLibrary::followRunning);
+}
+
+namespace {
+
+bool isRunning(const RunEntry& e) {
+    return e.readable && !e.stopped && e.status == QLatin1String("running");
+}
+
+}  // namespace
+
+void RunsLibrary::followRunning() {
+    bool any = false;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+        if (!isRunning(entries_[i])) {
+            continue;
+        }
+        RunEntry fresh = readRunEntry(entries_[i].path);
+        const RunEntry& old = entries_[i];
+        if (fresh.status != old.status || fresh.stopped != old.stopped ||
+            fresh.bytes != old.bytes || fresh.iteration_ms != old.iteration_ms ||
+            fresh.message != old.message) {
+            entries_[i] = std::move(fresh);
+            const int row = static_cast<int>(i);
+            emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+        }
+        any = any || isRunning(entries_[i]);
+    }
+    if (!any) {
+        running_timer_.stop();
+    }
 }
 
 QStringList RunsLibrary::listing() const {
@@ -138,6 +171,11 @@ void RunsLibrary::refresh() {
     beginResetModel();
     entries_ = std::move(fresh);
     endResetModel();
+    if (std::any_of(entries_.begin(), entries_.end(), isRunning)) {
+        running_timer_.start();
+    } else {
+        running_timer_.stop();
+    }
 }
 
 int RunsLibrary::rowOf(const QString& path) const {

@@ -93,6 +93,7 @@ class TstRunPage : public QObject {
     void mergesAMultiProcessRun();
     void newRunNamesAreReadableAndUnique();
     void libraryTellsAStoppedRunFromARunningOne();
+    void libraryFollowsARunThatDies();
 
   private:
     app::RunPage* page() const { return window_->runPage(); }
@@ -637,6 +638,39 @@ void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
     QVERIFY(repaired.open(dir.filePath("killed.db").toStdString()).ok());
     QVERIFY(repaired.finalized());
     QCOMPARE(app::readRunEntry(dir.filePath("alive.db")).status, QString("running"));
+}
+
+void TstRunPage::libraryFollowsARunThatDies() {
+    // A runner killed mid-run changes nothing in the folder (its rows sit in the -wal file): the
+    // library still turns its row from running to stopped, and counts the -wal in its size.
+    QTemporaryDir dir;
+    QProcess runner;
+    runner.start(QStringLiteral("sleep"), {QStringLiteral("2")});
+    QVERIFY(runner.waitForStarted(10000));
+    trace::TraceWriter w;
+    trace::RunInfo info;
+    info.name = "dies";
+    info.backend = "cpu";
+    info.ranks = 1;
+    info.iterations = 3;
+    const QString path = dir.filePath(QStringLiteral("dies.db"));
+    QVERIFY(w.create(path.toStdString(), info).ok());
+    w.addRank({0, "0", "cpu", trace::thisHost(), 0, runner.processId()});
+    QVERIFY(w.flush().ok());  // kept open, as the runner keeps it: the rows are in the -wal
+
+    app::RunsLibrary lib;
+    lib.setFolder(dir.path());
+    const int row = lib.rowOf(path);
+    QVERIFY(row >= 0);
+    QCOMPARE(lib.entries()[static_cast<std::size_t>(row)].status, QString("running"));
+    QVERIFY(QFileInfo::exists(path + "-wal"));
+    QVERIFY(lib.entries()[static_cast<std::size_t>(row)].bytes >
+            QFileInfo(path).size());  // the -wal counts
+    QSignalSpy changed(&lib, &QAbstractItemModel::dataChanged);
+    QVERIFY(runner.waitForFinished(10000));
+    QTRY_COMPARE_WITH_TIMEOUT(lib.entries()[static_cast<std::size_t>(lib.rowOf(path))].status,
+                              QString("stopped"), 10000);
+    QVERIFY(!changed.isEmpty());
 }
 
 QTEST_MAIN(TstRunPage)

@@ -24,7 +24,7 @@ struct RunEntry {
     QString message;  // why it failed or was cancelled
     QDateTime started;
     std::optional<double> iteration_ms;  // mean over the recorded iterations past warm-up
-    qint64 bytes = 0;
+    qint64 bytes = 0;  // the trace with its -wal file (a run still writing keeps its rows there)
     bool readable = false;
     // Left "running" by a runner that is gone (killed or crashed): status "stopped"; repair
     // (trace::finalizeTrace) finishes the file and marks it failed.
@@ -80,12 +80,16 @@ class RunsLibrary : public QAbstractTableModel {
 
   private:
     QStringList listing() const;  // the traces' names, sizes and times
+    // Reads the runs still marked running again: a runner that is killed, or that writes into
+    // its -wal file, changes nothing the folder watcher sees.
+    void followRunning();
 
     QString folder_;
     QStringList listing_;  // at the last refresh
     std::vector<RunEntry> entries_;
     QFileSystemWatcher watcher_;
     QTimer refresh_timer_;  // folds bursts of file changes into one refresh
+    QTimer running_timer_;  // followRunning, while a run is listed as running
 };
 
 }  // namespace pipescope::app
