@@ -440,22 +440,40 @@ QString wrapAtSeparators(const QString& text, const QString& separator, const QF
                          int width) {
     const QFontMetrics metrics(font);
     QStringList lines;
-    QString line;
-    for (QString piece : text.split(separator)) {
-        if (metrics.horizontalAdvance(piece) > width) {
-            piece = metrics.elidedText(piece, Qt::ElideMiddle, width);
+    // A line break in the text stays one; each line between is wrapped on its own.
+    for (const QString& paragraph : text.split(QLatin1Char('\n'))) {
+        QString line;
+        for (QString piece : paragraph.split(separator)) {
+            if (metrics.horizontalAdvance(piece) > width) {
+                piece = metrics.elidedText(piece, Qt::ElideMiddle, width);
+            }
+            if (line.isEmpty()) {
+                line = piece;
+            } else if (metrics.horizontalAdvance(line + separator + piece) <= width) {
+                line += separator + piece;
+            } else {
+                lines.push_back(line);
+                line = piece;
+            }
         }
-        if (line.isEmpty()) {
-            line = piece;
-        } else if (metrics.horizontalAdvance(line + separator + piece) <= width) {
-            line += separator + piece;
-        } else {
-            lines.push_back(line);
-            line = piece;
-        }
+        lines.push_back(line);
     }
-    lines.push_back(line);
     return lines.join(QLatin1Char('\n'));
+}
+
+WrappedTextElement::WrappedTextElement(QCustomPlot* plot, const QString& text,
+                                       const QString& separator, const QFont& font)
+    : QCPTextElement(plot, text, font), whole_(text), separator_(separator) {}
+
+void WrappedTextElement::update(UpdatePhase phase) {
+    if (phase == upPreparation && mParentPlot) {
+        // The plot's layout already has the width this layout pass gives it (fitPlotLegends
+        // lays out at a size the plot has not taken yet).
+        const int width = mParentPlot->plotLayout()->outerRect().width() - margins().left() -
+                          margins().right() - 24;
+        setText(wrapAtSeparators(whole_, separator_, font(), std::max(120, width)));
+    }
+    QCPTextElement::update(phase);
 }
 
 }  // namespace pipescope::app

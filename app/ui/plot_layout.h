@@ -44,4 +44,23 @@ void markEmpty(QCPAxisRect* rect, const QString& text);
 QString wrapAtSeparators(const QString& text, const QString& separator, const QFont& font,
                          int width);
 
+// A title or note across a plot's width: its text broken at `separator` (wrapAtSeparators) to
+// the plot's width at every layout, so that it stays whole, never clipped at both ends, when the
+// plot is narrower than the text or is resized.
+class WrappedTextElement : public QCPTextElement {
+    Q_OBJECT
+
+  public:
+    WrappedTextElement(QCustomPlot* plot, const QString& text, const QString& separator,
+                       const QFont& font);
+    const QString& wholeText() const { return whole_; }
+
+  protected:
+    void update(UpdatePhase phase) override;
+
+  private:
+    QString whole_;
+    QString separator_;
+};
+
 }  // namespace pipescope::app

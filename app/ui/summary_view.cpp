@@ -172,12 +172,15 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     const QString heading =
         long_name ? name + QLatin1Char('\n') + twoLines(headline(run), QStringLiteral(" · "))
                   : twoLines(name + QStringLiteral(" — ") + headline(run), QStringLiteral(" · "));
+    // Two balanced lines where they fit; a narrow chart breaks them further at the dots.
     plot->plotLayout()->addElement(
-        0, 0, new QCPTextElement(plot, heading, QFont(plot->font().family(), 10, QFont::Bold)));
-    plot->plotLayout()->element(0, 0)->setMaximumSize(QWIDGETSIZE_MAX, long_name ? 68 : 48);
+        0, 0,
+        new WrappedTextElement(plot, heading, QStringLiteral(" · "),
+                               QFont(plot->font().family(), 10, QFont::Bold)));
     int row = 1;
     if (const QString note = unfinishedNote(s); !note.isEmpty()) {
-        auto* text = new QCPTextElement(plot, note, QFont(plot->font().family(), 9));
+        auto* text = new WrappedTextElement(plot, note, QStringLiteral("; "),
+                                            QFont(plot->font().family(), 9));
         text->setTextColor(QColor(0xc6, 0x28, 0x28));
         text->setMargins(QMargins(0, 0, 0, 2));
         plot->plotLayout()->addElement(row++, 0, text);

@@ -18,6 +18,8 @@ namespace pipescope::app {
 namespace {
 
 constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
+// On a top axis of a stack of timelines: the run's whole name (fitRunNames elides it).
+constexpr const char* kWholeName = "pipescope_whole_name";
 constexpr double kZoomStep = 1.25;
 // From this span on, the time axes read in seconds (a run of minutes in ms reads "300000").
 constexpr double kSecondsFromMs = 10000;
@@ -150,19 +152,12 @@ void TraceChart::rebuild(bool keep_view) {
         // Broken into lines that fit the chart's width (QCPTextElement would clip one long line).
         const QFont title_font(font().family(), 11, QFont::Bold);
         plotLayout()->addElement(
-            row++, 0,
-            new QCPTextElement(this,
-                               wrapAtSeparators(title_, QStringLiteral(" · "), title_font,
-                                                std::max(200, width() - 24)),
-                               title_font));
+            row++, 0, new WrappedTextElement(this, title_, QStringLiteral(" · "), title_font));
     }
     if (!note_.isEmpty()) {
         // The colour of the summary's note on an unfinished run (summary_view.cpp).
-        const QFont note_font(font().family(), 9);
-        auto* text = new QCPTextElement(
-            this,
-            wrapAtSeparators(note_, QStringLiteral("; "), note_font, std::max(200, width() - 24)),
-            note_font);
+        auto* text =
+            new WrappedTextElement(this, note_, QStringLiteral("; "), QFont(font().family(), 9));
         text->setTextColor(QColor(0xc6, 0x28, 0x28));
         plotLayout()->addElement(row++, 0, text);
     }
@@ -178,7 +173,8 @@ void TraceChart::rebuild(bool keep_view) {
             rect->axis(QCPAxis::atTop)->setVisible(true);
             rect->axis(QCPAxis::atTop)->setTicks(false);
             rect->axis(QCPAxis::atTop)->setTickLabels(false);
-            rect->axis(QCPAxis::atTop)->setLabel(QString::fromStdString(run->name()));
+            rect->axis(QCPAxis::atTop)
+                ->setProperty(kWholeName, QString::fromStdString(run->name()));
         }
         timelines_.push_back(addTimeline(this, rect, run));
         rect->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<TimeTicker>::create());
@@ -235,7 +231,24 @@ void TraceChart::rebuild(bool keep_view) {
         memory_->setRank(memory_rank_);
         memory_->setRun(runs_.front());
     }
+    fitRunNames(width());
     replot();
+}
+
+void TraceChart::fitRunNames(int width) {
+    for (QCPAxisRect* rect : rects_) {
+        QCPAxis* top = rect->axis(QCPAxis::atTop);
+        const QString whole = top->property(kWholeName).toString();
+        if (!whole.isEmpty()) {
+            top->setLabel(QFontMetrics(top->labelFont())
+                              .elidedText(whole, Qt::ElideMiddle, std::max(80, width - 40)));
+        }
+    }
+}
+
+void TraceChart::resizeEvent(QResizeEvent* event) {
+    fitRunNames(event->size().width());
+    QCustomPlot::resizeEvent(event);
 }
 
 bool TraceChart::showFirstIterations() {

@@ -87,6 +87,7 @@ class TraceChart : public QCustomPlot {
     void mouseMoveEvent(QMouseEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void wheelEvent(QWheelEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
     void keyPressEvent(QKeyEvent* event) override;
     // A frame while the chart has the keyboard focus, so that W/S/A/D are seen to go to it.
     void paintEvent(QPaintEvent* event) override;
@@ -108,6 +109,9 @@ class TraceChart : public QCustomPlot {
     // Selects in `timeline` the op that stands where `op` stood in the run before, if any.
     void reselect(TimelinePlottable* timeline, const trace::OpRecord& op);
     QCPRange fullRange() const;
+    // The runs' names over their timelines (a stack of several), elided in the middle to
+    // `width`: QCustomPlot would draw a long one centred and cut at both ends.
+    void fitRunNames(int width);
 
     std::vector<RunDataPtr> runs_;
     bool show_memory_ = true;

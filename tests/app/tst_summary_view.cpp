@@ -66,10 +66,11 @@ void TstSummaryView::summarySaysARunDidNotFinish() {
         app::fillSummaryPlot(&plot, run);
         QStringList out;
         for (QCPLayoutElement* e : plot.plotLayout()->elements(false)) {
-            if (auto* text = qobject_cast<QCPTextElement*>(e);
-                text && (text->text().contains(QLatin1String("Unfinished")) ||
-                         text->text().contains(QLatin1String("did not finish")))) {
-                out << text->text();
+            // The whole note, however the chart's width breaks it into lines.
+            if (auto* text = qobject_cast<app::WrappedTextElement*>(e);
+                text && (text->wholeText().contains(QLatin1String("Unfinished")) ||
+                         text->wholeText().contains(QLatin1String("did not finish")))) {
+                out << text->wholeText();
             }
         }
         return out;

@@ -796,6 +796,35 @@ void TstTraceChart::chartTitleFitsItsWidth() {
                                               element->font(), 200);
     QVERIFY(one.contains(QStringLiteral("\u2026")));
     QVERIFY(metrics.horizontalAdvance(one) <= 200);
+
+    // Made narrower later, the title breaks again; two runs' names over their timelines are cut
+    // in the middle to the width, not centred and cut at both ends.
+    chart.setAttribute(Qt::WA_DontShowOnScreen);
+    chart.show();
+    const QString long_name =
+        dir_.filePath(QStringLiteral("Paper-8-stages-V-262144-seq-4096-") +
+                      QString(60, QLatin1Char('x')) + QStringLiteral("-vocab-2-cpu.db"));
+    QVERIFY(QFile::exists(long_name) ||
+            QFile::copy(QString::fromStdString(run_->reader().path()), long_name));
+    std::string error;
+    const auto long_run = app::TraceRunData::open(long_name.toStdString(), &error);
+    QVERIFY2(long_run, error.c_str());
+    chart.setRuns({long_run, run_}, false);
+    chart.resize(width / 2, 500);
+    QTRY_COMPARE(chart.width(), width / 2);
+    chart.replot();
+    element = qobject_cast<QCPTextElement*>(chart.plotLayout()->element(0, 0));  // rebuilt
+    QVERIFY(element);
+    for (const QString& line : element->text().split(QLatin1Char('\n'))) {
+        QVERIFY2(metrics.horizontalAdvance(line) <= width / 2 - 24, qPrintable(line));
+    }
+    const QCPAxis* top = chart.timelines().front()->keyAxis()->axisRect()->axis(QCPAxis::atTop);
+    const QString whole = QString::fromStdString(long_run->name());
+    QVERIFY2(top->label() == whole || (top->label().contains(QStringLiteral("\u2026")) &&
+                                       top->label().startsWith(QStringLiteral("Paper-8")) &&
+                                       top->label().endsWith(QStringLiteral("naive)"))),
+             qPrintable(top->label()));
+    QVERIFY(QFontMetrics(top->labelFont()).horizontalAdvance(top->label()) <= width / 2 - 40);
 }
 
 // Every kind's label colour stands out from its box (WCAG AA, 4.5:1), and kind labels ("B3")
