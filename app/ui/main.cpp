@@ -1,10 +1,44 @@
 // pipescope: the desktop app, or with --export a headless renderer (architecture.md, CLIs).
 #include <cstdio>
+#include <optional>
 
 #include <QApplication>
+#include <QRegularExpression>
 
 #include "headless.h"
 #include "main_window.h"
+
+namespace {
+
+// X11's -geometry WxH+X+Y (size, position or both), which Qt applies only to a window that has
+// not sized itself: the main window has (1280x800, or last session's), so it is applied here.
+struct Geometry {
+    std::optional<QSize> size;
+    std::optional<QPoint> position;
+};
+
+std::optional<Geometry> geometryArgument(const QStringList& args) {
+    const qsizetype at = args.indexOf(QStringLiteral("-geometry"));
+    if (at < 0 || at + 1 >= args.size()) {
+        return std::nullopt;
+    }
+    static const QRegularExpression spec(
+        QStringLiteral("^(?:(\\d+)x(\\d+))?(?:([+-]\\d+)([+-]\\d+))?$"));
+    const auto m = spec.match(args[at + 1]);
+    if (!m.hasMatch()) {
+        return std::nullopt;
+    }
+    Geometry g;
+    if (m.hasCaptured(1)) {
+        g.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+    }
+    if (m.hasCaptured(3)) {
+        g.position = QPoint(m.captured(3).toInt(), m.captured(4).toInt());
+    }
+    return g;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     QStringList args;
@@ -62,6 +96,14 @@ int main(int argc, char** argv) {
                      "pipescope: --show: unknown view \"%s\"; use explore, compare, sweep or run\n",
                      qPrintable(view));
         return 2;
+    }
+    if (const auto g = geometryArgument(args)) {
+        if (g->size) {
+            window.resize(*g->size);
+        }
+        if (g->position) {
+            window.move(*g->position);
+        }
     }
     window.show();
     window.openPaths(paths);
