@@ -427,6 +427,20 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
                     QStringLiteral("model.layers")});
     key_->setToolTip(tr("Any config key; every vocabulary method is simulated at each value"));
     bar->addWidget(key_);
+    // A listed key brings values that suit it (a sweep of micro-batches over 32000 to 256000
+    // would simulate for minutes); a key typed in keeps the values, which the user sets.
+    connect(key_, &QComboBox::activated, this, [this](int index) {
+        static const std::map<QString, QString> suits = {
+            {QStringLiteral("model.vocab"), QStringLiteral("32000, 64000, 128000, 256000")},
+            {QStringLiteral("model.seq_len"), QStringLiteral("1024, 2048, 4096, 8192")},
+            {QStringLiteral("parallel.microbatches"), QStringLiteral("8, 16, 32, 64, 128")},
+            {QStringLiteral("model.hidden"), QStringLiteral("1024, 2048, 4096, 8192")},
+            {QStringLiteral("model.layers"), QStringLiteral("8, 16, 32, 64")},
+        };
+        if (const auto it = suits.find(key_->itemText(index)); it != suits.end()) {
+            values_->setText(it->second);
+        }
+    });
     auto* values_label = new QLabel(tr("Va&lues:"));  // Alt+V opens the View menu
     bar->addWidget(values_label);
     values_ = new QLineEdit(QStringLiteral("32000, 64000, 128000, 256000"));
@@ -441,6 +455,10 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     bar->addWidget(cancel_);
     progress_ = new QProgressBar;
     progress_->setMaximumWidth(160);
+    // Its room is kept while it is hidden, so Run and Cancel do not move when a sweep starts.
+    QSizePolicy keep = progress_->sizePolicy();
+    keep.setRetainSizeWhenHidden(true);
+    progress_->setSizePolicy(keep);
     progress_->setVisible(false);
     bar->addWidget(progress_);
     layout->addLayout(bar);

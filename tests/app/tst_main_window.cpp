@@ -663,6 +663,14 @@ void TstMainWindow::sweepExplainsItselfFirst() {
              qPrintable(view.statusText()));
     QVERIFY(app::sweepKeyProblem(QStringLiteral("model.vocab")).isEmpty());
     QVERIFY(!app::sweepKeyProblem(QString()).isEmpty());
+    // A listed key brings values that suit it, not the vocabularies of the key before.
+    auto* values = view.findChild<QLineEdit*>(QString(), Qt::FindDirectChildrenOnly);
+    QVERIFY(values);
+    const int microbatches = key->findText(QStringLiteral("parallel.microbatches"));
+    QVERIFY(microbatches >= 0);
+    key->setCurrentIndex(microbatches);
+    emit key->activated(microbatches);  // as a choice in the list makes it
+    QCOMPARE(values->text(), QStringLiteral("8, 16, 32, 64, 128"));
 }
 
 // Nothing in the window asks for more than the smallest screen the app must work on.
