@@ -137,6 +137,13 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
         tr("The explorer's simulation of the config on the left (whatever tab "
            "is shown)"));
     statusBar()->addPermanentWidget(sim_status_);
+    // The explorer's line steps aside while a message is shown: a long message would otherwise
+    // run into it and be cut mid-word.
+    const auto showSimStatus = [this] {
+        sim_status_->setVisible(tabs_->currentIndex() < kFixedTabs &&
+                                statusBar()->currentMessage().isEmpty());
+    };
+    connect(statusBar(), &QStatusBar::messageChanged, this, showSimStatus);
 
     connect(config_, &ConfigPanel::configChanged, this, &MainWindow::onConfigChanged);
     connect(config_, &ConfigPanel::configInvalid, this, [this](const QString& message) {
@@ -161,12 +168,12 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
                 }
                 methods_view_->setRuns(out->runs, notes, !methods_view_->runs().empty());
             });
-    connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
+    connect(tabs_, &QTabWidget::currentChanged, this, [this, showSimStatus] {
         if (tabs_->currentWidget() == methods_view_ && methods_view_->runs().empty()) {
             compareMethods();
         }
         // The explorer's simulation is news on the pages of the config, not on a trace's tab.
-        sim_status_->setVisible(index < kFixedTabs);
+        showSimStatus();
     });
 
     buildMenus();

@@ -65,6 +65,7 @@ class TstMainWindow : public QObject {
     void sweepNamesCurvesThatCoincide();
     void stageLayersFollowTheMethod();
     void fieldsStayPutAsEditsPileUp();
+    void statusMessagesGetTheWholeBar();
     void configHistoryUndoesAndRedoes();
     void configSurvivesARestart();
     void messagesReadOnLightAndDarkPalettes();
@@ -601,6 +602,25 @@ void TstMainWindow::fieldsStayPutAsEditsPileUp() {
     QVERIFY2(name->text().contains(QStringLiteral("hardware.peak_tflops=0.5")),
              qPrintable(name->text()));  // the whole name, for the tooltip and for runs
     QVERIFY(name->elided());
+}
+
+// The explorer's line on the right of the status bar steps aside while a message is shown, so
+// a long message is not cut where the two meet.
+void TstMainWindow::statusMessagesGetTheWholeBar() {
+    window_->tabs()->setCurrentIndex(0);
+    QLabel* explorer = nullptr;
+    for (auto* label : window_->statusBar()->findChildren<QLabel*>()) {
+        if (label->text().startsWith(QStringLiteral("explorer:"))) {
+            explorer = label;
+        }
+    }
+    QVERIFY(explorer);
+    window_->statusBar()->clearMessage();
+    QVERIFY(explorer->isVisibleTo(window_.get()));
+    window_->statusBar()->showMessage(QString(300, QLatin1Char('m')));
+    QVERIFY(!explorer->isVisibleTo(window_.get()));
+    window_->statusBar()->clearMessage();
+    QVERIFY(explorer->isVisibleTo(window_.get()));
 }
 
 void TstMainWindow::stageLayersFollowTheMethod() {
