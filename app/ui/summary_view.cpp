@@ -39,6 +39,8 @@ void rankTicks(QCPAxis* axis, int ranks) {
     labelRows(axis, names, 0);
     axis->setRange(-0.6, ranks - 0.4);
     axis->setSubTicks(false);
+    // Rank 0 sits at 0: no solid zero line through its bar among the dotted grid lines.
+    axis->grid()->setZeroLinePen(axis->grid()->pen());
 }
 
 }  // namespace
@@ -210,8 +212,17 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     // can be shorter than such a label, which then lost its first words.
     const QFont title_font(plot->font().family(), 9);
     const MemoryUnit unit = memoryUnitOf(s);
+    // Seconds for long iterations, as the time axes read them (a CPU run of an hour per
+    // iteration would read "1·10⁷" ms).
+    double longest_ms = 0;
+    for (const auto& r : s.ranks) {
+        longest_ms = std::max(longest_ms, (r.busy_ns + r.bubble_ns) / 1e6);
+    }
+    const bool seconds = longest_ms >= kSecondsFromMs;
+    const double ns_per_unit = seconds ? 1e9 : 1e6;
     for (const auto& [col, text] :
-         {std::pair{0, QObject::tr("time per iteration (ms)")},
+         {std::pair{0, seconds ? QObject::tr("time per iteration (s)")
+                               : QObject::tr("time per iteration (ms)")},
           std::pair{1, QObject::tr("peak memory (%1)").arg(QLatin1String(unit.name))}}) {
         auto* title = new QCPTextElement(plot, text, title_font);
         title->setMargins(QMargins(0, 0, 0, 0));
@@ -247,11 +258,11 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
         cats.push_back(b);
     }
     for (const auto& r : s.ranks) {
-        busy->addData(r.rank, r.busy_ns / 1e6);
+        busy->addData(r.rank, r.busy_ns / ns_per_unit);
         const double wait_ns = std::clamp(r.comm_wait_ns, 0.0, std::max(r.bubble_ns, 0.0));
-        wait->addData(r.rank, wait_ns / 1e6);
-        idle->addData(r.rank, (r.bubble_ns - wait_ns) / 1e6);
-        top = std::max(top, (r.busy_ns + r.bubble_ns) / 1e6);
+        wait->addData(r.rank, wait_ns / ns_per_unit);
+        idle->addData(r.rank, (r.bubble_ns - wait_ns) / ns_per_unit);
+        top = std::max(top, (r.busy_ns + r.bubble_ns) / ns_per_unit);
         if (r.peak_memory.present) {
             for (int c = 0; c < trace::kMemoryCategoryCount; ++c) {
                 cats[static_cast<std::size_t>(c)]->addData(

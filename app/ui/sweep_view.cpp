@@ -327,6 +327,8 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
             }
             ticker->setSubTickCount(0);
             x->setTicker(ticker);
+            // The first word sits at 0: no solid zero line through it among the dotted ones.
+            x->grid()->setZeroLinePen(x->grid()->pen());
         }
         if (logarithmic) {
             x->setScaleType(QCPAxis::stLogarithmic);

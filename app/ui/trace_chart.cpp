@@ -21,8 +21,6 @@ constexpr double kMinSpanMs = 1e-3;  // 1 µs: zooming in stops here
 // On a top axis of a stack of timelines: the run's whole name (fitRunNames elides it).
 constexpr const char* kWholeName = "pipescope_whole_name";
 constexpr double kZoomStep = 1.25;
-// From this span on, the time axes read in seconds (a run of minutes in ms reads "300000").
-constexpr double kSecondsFromMs = 10000;
 
 // Ticks placed on the axis's milliseconds, labelled in seconds for a long view.
 class TimeTicker : public QCPAxisTicker {

@@ -25,6 +25,8 @@ class TstSummaryView : public QObject {
     void longRunNamesKeepWhatTellsThemApart();
     void summaryRanksStandApart_data();
     void summaryRanksStandApart();
+    void longIterationsReadInSeconds_data();
+    void longIterationsReadInSeconds();
 
   private:
     QTemporaryDir dir_;
@@ -196,6 +198,59 @@ void TstSummaryView::longRunNamesKeepWhatTellsThemApart() {
         app::shortRunName(QStringLiteral("a.db — ") + QString(200, QLatin1Char('t')));
     QVERIFY(long_title.startsWith(QStringLiteral("a.db — tttt")));
     QCOMPARE(long_title.size(), 93);
+}
+
+void TstSummaryView::longIterationsReadInSeconds_data() {
+    QTest::addColumn<qint64>("op_ns");
+    QTest::addColumn<QString>("title");
+    QTest::newRow("9 s") << qint64(9'000'000'000) << QStringLiteral("time per iteration (ms)");
+    QTest::newRow("30 s") << qint64(30'000'000'000) << QStringLiteral("time per iteration (s)");
+}
+
+void TstSummaryView::longIterationsReadInSeconds() {
+    // An iteration of tens of seconds (a big model on the CPU) reads in seconds, as the time axes
+    // do, not as "3·10⁴" ms.
+    QFETCH(qint64, op_ns);
+    QFETCH(QString, title);
+    const std::string db = dir_.filePath(QStringLiteral("long-%1.db").arg(op_ns)).toStdString();
+    {
+        trace::TraceWriter w;
+        trace::RunInfo info;
+        info.name = "long";
+        info.backend = "cpu";
+        info.ranks = 1;
+        info.iterations = 1;
+        QVERIFY(w.create(db, info).ok());
+        w.addRank({0, "0", "cpu", "", 0, 0});
+        trace::OpRecord op;
+        op.source = trace::Source::Host;
+        op.microbatch = 0;
+        op.end_ns = op_ns;
+        w.addOp(op);
+        QVERIFY(w.finish(trace::RunStatus::Complete).ok());
+    }
+    std::string error;
+    const auto run = app::TraceRunData::open(db, &error);
+    QVERIFY2(run, error.c_str());
+    QCustomPlot plot;
+    app::fillSummaryPlot(&plot, *run);
+    QStringList texts;
+    for (QCPLayoutElement* e : plot.plotLayout()->elements(true)) {
+        if (auto* text = qobject_cast<QCPTextElement*>(e)) {
+            texts << text->text();
+        }
+    }
+    QVERIFY2(texts.contains(title), qPrintable(texts.join(" | ")));
+    // The bar is the iteration's length in that unit.
+    const double expected = static_cast<double>(op_ns) / (title.endsWith("(s)") ? 1e9 : 1e6);
+    QCPBars* busy = nullptr;
+    for (int i = 0; i < plot.plottableCount(); ++i) {
+        if (plot.plottable(i)->name() == QStringLiteral("busy")) {
+            busy = qobject_cast<QCPBars*>(plot.plottable(i));
+        }
+    }
+    QVERIFY(busy && busy->data()->size() == 1);
+    QCOMPARE(busy->data()->begin()->value, expected);
 }
 
 QTEST_MAIN(TstSummaryView)

@@ -13,6 +13,8 @@ namespace pipescope::app {
 
 // Zoom-in stops at this span (ns) unless a TimeAxis says otherwise.
 inline constexpr double kDefaultMinSpanNs = 1000;
+// From this span or time on, charts read in seconds (a run of minutes in ms reads "300000").
+inline constexpr double kSecondsFromMs = 10000;
 
 // A run's full time range, [lo, hi). Empty (hi <= lo): the window is not held to any range.
 struct TimeLimits {
