@@ -133,6 +133,7 @@ void MemoryLayer::rebuild() {
         plot_->removeItem(item);
     }
     items_.clear();
+    peak_label_ = nullptr;
     for (auto* entry : legend_entries_) {
         plot_->removePlottable(entry);
     }
@@ -192,6 +193,8 @@ void MemoryLayer::rebuild() {
                                : QObject::tr("peak %1").arg(amount));
             label->setFont(QFont(plot_->font().family(), 7));
             items_.push_back(label);
+            peak_label_ = label;
+            peak_ms_ = static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs;
         }
     }
     // The device's capacity is named in GiB whatever the axis unit.
@@ -270,6 +273,9 @@ void MemoryLayer::refresh(bool in_place) {
     }
     QCPAxis* x = rect_->axis(QCPAxis::atBottom);
     const QCPRange keys = x->range();
+    if (peak_label_) {
+        peak_label_->setVisible(keys.contains(peak_ms_));
+    }
     const auto t0 = static_cast<std::int64_t>(std::floor(keys.lower * kNsPerMs));
     const auto t1 = std::max(t0 + 1, static_cast<std::int64_t>(std::ceil(keys.upper * kNsPerMs)));
     // Before the first layout the rect has no width yet: use the widget's.

@@ -89,6 +89,11 @@ class MemoryLayer {
     bool show_capacity_ = true;
     MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
+    // The highest peak's label, in items_, and where it is anchored (ms): shown only while that
+    // time is in view, since the text runs to its right and, anchored out of view, showed a
+    // stray fragment at the chart's left edge.
+    QCPItemText* peak_label_ = nullptr;
+    double peak_ms_ = 0;
     std::vector<QCPAbstractPlottable*> legend_entries_;  // drawn nothing: legend entries only
     bool background_ = false;
     double top_ = 0;  // highest value to show (in the run's MemoryUnit): peaks, or the capacity

@@ -759,6 +759,16 @@ void TstTraceChart::peakLabelFitsShortCharts() {
                             .arg(label->topLeft->pixelPosition().y())
                             .arg(rect->top())
                             .arg(rect->height())));
+    QVERIFY(label->visible());
+    // With the peak just left of the view the label, which runs to the right of its peak, is
+    // not drawn as a stray fragment at the chart's left edge; back in view, it is.
+    const double peak_ms = label->position->coords().x();
+    chart.setTimeRangeMs(QCPRange(peak_ms + 0.5, peak_ms + 20));
+    chart.replot();
+    QVERIFY(!label->visible());
+    chart.setTimeRangeMs(QCPRange(peak_ms - 5, peak_ms + 20));
+    chart.replot();
+    QVERIFY(label->visible());
 }
 
 void TstTraceChart::chartTitleFitsItsWidth_data() {
