@@ -30,7 +30,6 @@
 
 #include "compare_view.h"
 #include "config_panel.h"
-#include "eliding_label.h"
 #include "export_dialog.h"
 #include "figure_tables.h"
 #include "main_window.h"
@@ -63,11 +62,7 @@ class TstMainWindow : public QObject {
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
     void sweepNamesCurvesThatCoincide();
-    void stageLayersFollowTheMethod();
-    void fieldsStayPutAsEditsPileUp();
     void statusMessagesGetTheWholeBar();
-    void configHistoryUndoesAndRedoes();
-    void configSurvivesARestart();
     void messagesReadOnLightAndDarkPalettes();
     void fitsAt1024x640();
     void keyboardReachesTheWindow();
@@ -391,86 +386,6 @@ void TstMainWindow::sweepNamesCurvesThatCoincide() {
              qPrintable(app::describeSweepPointAt(&wide, doubling, "model.vocab", third)));
 }
 
-// Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
-// preset loaded; undo after a refused edit returns to the last valid config.
-// What closing keeps: the next start shows the same preset or file, the same edits marked as
-// edits, and even values that do not yet make a valid config.
-void TstMainWindow::configSurvivesARestart() {
-    const auto restarted = [](const app::ConfigPanel& before, app::ConfigPanel* after) {
-        return after->restoreSession(before.sessionJson());
-    };
-    const auto preset = [](const app::ConfigPanel& p) {
-        return p.findChild<QComboBox*>(QStringLiteral("presets"))->currentData().toString();
-    };
-    app::ConfigPanel first;
-    QVERIFY(first.loadPreset(QStringLiteral("default.json")));
-    {
-        app::ConfigPanel next;
-        QVERIFY(restarted(first, &next));
-        QCOMPARE(preset(next), QString("default.json"));
-        QCOMPARE(next.configJson(), first.configJson());
-        QVERIFY(!next.config()->name.empty());
-        QCOMPARE(next.config()->name, first.config()->name);
-    }
-    QVERIFY(first.setField("parallel.pipeline", 2));
-    {
-        app::ConfigPanel next;
-        QVERIFY(restarted(first, &next));
-        QCOMPARE(preset(next), QString("default.json"));  // the document is still the preset
-        QCOMPARE(next.config()->parallel.pipeline, 2);
-        QVERIFY2(next.config()->name.find("pipeline") != std::string::npos,
-                 next.config()->name.c_str());  // an edit, named as one
-        QCOMPARE(next.configJson(), first.configJson());
-    }
-    QVERIFY(first.setField("model.heads", 7));  // does not divide the hidden size
-    QVERIFY(!first.issuesText().isEmpty());
-    {
-        app::ConfigPanel next;
-        QVERIFY(restarted(first, &next));
-        QCOMPARE(qobject_cast<QSpinBox*>(next.field("model.heads"))->value(), 7);
-        QCOMPARE(next.issuesText(), first.issuesText());
-        // The config the views show is the last valid one, with its edit, as before closing;
-        // and undo goes back to it, then to the preset.
-        QVERIFY(next.config());
-        QCOMPARE(next.configJson(), first.configJson());
-        QCOMPARE(next.config()->parallel.pipeline, 2);
-        QVERIFY(next.canUndo());
-        next.undo();
-        QVERIFY(next.issuesText().isEmpty());
-        QCOMPARE(qobject_cast<QSpinBox*>(next.field("model.heads"))->value(), 4);
-        QCOMPARE(next.config()->parallel.pipeline, 2);
-        QVERIFY(next.canUndo());
-        next.undo();
-        QCOMPARE(next.config()->parallel.pipeline, 4);
-    }
-    // A file's config comes back with its name under it, though the file is gone.
-    QTemporaryDir dir;
-    const QString path = dir.filePath("mine.json");
-    {
-        QFile f(path);
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        QFile small(test::sourcePath("resources/presets/small-2stage-vocab-2.json"));
-        QVERIFY(small.open(QIODevice::ReadOnly));
-        QJsonObject o = QJsonDocument::fromJson(small.readAll()).object();
-        o["name"] = "mine";
-        f.write(QJsonDocument(o).toJson());
-    }
-    QVERIFY(first.loadFile(path));
-    QVERIFY(QFile::remove(path));
-    {
-        app::ConfigPanel next;
-        QVERIFY(restarted(first, &next));
-        QCOMPARE(preset(next), QString());
-        QCOMPARE(next.config()->name, std::string("mine"));
-        QCOMPARE(next.configJson(), first.configJson());
-    }
-    app::ConfigPanel fresh;
-    QVERIFY(!fresh.restoreSession(QString()));
-    QVERIFY(!fresh.restoreSession(QStringLiteral("not json")));
-    QVERIFY(!fresh.restoreSession(QStringLiteral(R"({"base": "{\"model\": 3}"})")));
-    QVERIFY(!fresh.config());  // nothing was loaded
-}
-
 // Error, warning and verdict texts stay readable (WCAG AA, 4.5:1; 3:1 for the muted source line)
 // on the light palette and on a dark desktop theme's.
 void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
@@ -503,107 +418,6 @@ void TstMainWindow::messagesReadOnLightAndDarkPalettes() {
     QCOMPARE(field.palette().color(QPalette::Base), base);
 }
 
-void TstMainWindow::configHistoryUndoesAndRedoes() {
-    app::ConfigPanel panel;
-    QSignalSpy changed(&panel, &app::ConfigPanel::configChanged);
-    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
-    QVERIFY(!panel.canUndo() && !panel.canRedo());
-    const auto config = [&] { return *panel.config(); };
-    QCOMPARE(config().parallel.microbatches, 8);
-
-    QVERIFY(panel.setField("parallel.schedule", "zb-h1"));
-    QVERIFY(panel.canUndo());
-    // Three steps of one field in a row: one step of the history.
-    for (int m : {9, 10, 11}) {
-        QVERIFY(panel.setField("parallel.microbatches", m));
-    }
-    panel.undo();
-    QCOMPARE(config().parallel.microbatches, 8);
-    QVERIFY(config().parallel.schedule == schedule::ScheduleKind::ZBH1);
-    panel.undo();
-    QVERIFY(config().parallel.schedule == schedule::ScheduleKind::OneF1B);
-    QVERIFY(!panel.canUndo() && panel.canRedo());
-    const int before = static_cast<int>(changed.count());
-    panel.undo();  // nothing left: no change
-    QCOMPARE(changed.count(), before);
-    panel.redo();
-    panel.redo();
-    QCOMPARE(config().parallel.microbatches, 11);
-    QVERIFY(!panel.canRedo());
-
-    // A refused edit (4 heads do not divide hidden 130): undo restores the last valid config,
-    // redo brings the refused value back, and a new edit drops the redo.
-    QVERIFY(panel.setField("model.hidden", 130));
-    QVERIFY(!panel.issuesText().isEmpty());
-    QVERIFY(panel.canUndo());
-    panel.undo();
-    QVERIFY(panel.issuesText().isEmpty());
-    QCOMPARE(qobject_cast<QSpinBox*>(panel.field("model.hidden"))->value(), 128);
-    panel.redo();
-    QCOMPARE(qobject_cast<QSpinBox*>(panel.field("model.hidden"))->value(), 130);
-    QVERIFY(!panel.issuesText().isEmpty());
-    panel.undo();
-    QCOMPARE(config().parallel.microbatches, 11);
-    QVERIFY(panel.setField("model.layers", 16));
-    QVERIFY(!panel.canRedo());
-
-    // Loading a preset is a step: undo brings back the fields and the label.
-    const QString label = panel.findChildren<QLabel*>().front()->text();
-    QVERIFY(panel.loadPreset(QStringLiteral("small-2stage-naive.json")));
-    QCOMPARE(config().parallel.pipeline, 2);
-    panel.undo();
-    QCOMPARE(config().parallel.pipeline, 4);
-    QCOMPARE(config().model.layers, 16);
-    QCOMPARE(panel.findChildren<QLabel*>().front()->text(), label);
-    QCOMPARE(panel.findChild<QComboBox*>(QStringLiteral("presets"))->currentText(),
-             QStringLiteral("default"));
-
-    // A config from a file: an edit shows in its label at once, under the file's name.
-    QTemporaryDir dir;
-    const QString file = dir.filePath("mycfg.json");
-    QFile::copy(QStringLiteral(":/presets/small-2stage-naive.json"), file);
-    QFile(file).setPermissions(QFile::ReadOwner | QFile::WriteOwner);
-    QVERIFY(panel.loadFile(file));
-    const auto source = [&] { return panel.findChildren<QLabel*>().front()->text(); };
-    QVERIFY2(source().endsWith("(mycfg.json)") && !source().contains("["), qPrintable(source()));
-    QVERIFY(panel.setField("model.hidden", 256));
-    QVERIFY2(source().contains("[model.hidden=256]") && source().endsWith("(mycfg.json)"),
-             qPrintable(source()));
-    panel.undo();
-    QVERIFY2(!source().contains("["), qPrintable(source()));
-}
-
-// The authors' redistributed preset fixes the last stage's layers. Switching the method away
-// greys those fields out and leaves them out (no error), switching back brings their value back.
-// The config's name carries every edit; the line that shows it keeps its two lines, so the
-// fields under it do not move while edits pile up (a click aimed at one landed on another).
-void TstMainWindow::fieldsStayPutAsEditsPileUp() {
-    app::ConfigPanel panel;
-    panel.resize(300, 800);
-    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
-    // Laid out as shown, without taking the focus from the main window the other tests use.
-    panel.setAttribute(Qt::WA_DontShowOnScreen);
-    panel.show();
-    QWidget* layers = panel.field("model.layers");
-    const int y = layers->mapTo(&panel, QPoint()).y();
-    for (const auto& [key, value] :
-         std::vector<std::pair<QString, QVariant>>{{"model.vocab", 65536},
-                                                   {"model.seq_len", 128},
-                                                   {"parallel.microbatches", 16},
-                                                   {"model.hidden", 256},
-                                                   {"model.ffn_hidden", 1024},
-                                                   {"hardware.peak_tflops", 0.5}}) {
-        QVERIFY(panel.setField(key, value));
-        QCoreApplication::processEvents();
-        QCOMPARE(layers->mapTo(&panel, QPoint()).y(), y);
-    }
-    auto* name = panel.findChild<app::ElidingLabel*>();
-    QVERIFY(name);
-    QVERIFY2(name->text().contains(QStringLiteral("hardware.peak_tflops=0.5")),
-             qPrintable(name->text()));  // the whole name, for the tooltip and for runs
-    QVERIFY(name->elided());
-}
-
 // The explorer's line on the right of the status bar steps aside while a message is shown, so
 // a long message is not cut where the two meet.
 void TstMainWindow::statusMessagesGetTheWholeBar() {
@@ -621,40 +435,6 @@ void TstMainWindow::statusMessagesGetTheWholeBar() {
     QVERIFY(!explorer->isVisibleTo(window_.get()));
     window_->statusBar()->clearMessage();
     QVERIFY(explorer->isVisibleTo(window_.get()));
-}
-
-void TstMainWindow::stageLayersFollowTheMethod() {
-    app::ConfigPanel panel;
-    QVERIFY(
-        panel.loadFile(test::sourcePath("resources/presets/paper-s2048-v256k-redistributed.json")));
-    QVERIFY(panel.config() && panel.config()->parallel.last_stage_layers == 0);
-    // The preset list does not claim a file loaded from disk.
-    const auto* presets = panel.findChild<QComboBox*>(QStringLiteral("presets"));
-    QVERIFY(presets && presets->currentIndex() == 0);
-    QWidget* last = panel.field("parallel.last_stage_layers");
-    QVERIFY(last->isEnabled());
-    QVERIFY(panel.setField("parallel.vocab", "vocab-2"));
-    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
-    QVERIFY(panel.config()->parallel.vocab == schedule::VocabMethod::Vocab2);
-    QVERIFY(!panel.config()->parallel.last_stage_layers);
-    QVERIFY(!last->isEnabled());
-    QVERIFY(panel.setField("parallel.vocab", "redistributed"));
-    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
-    QVERIFY(last->isEnabled());
-    QCOMPARE(panel.config()->parallel.last_stage_layers, std::optional<int>(0));
-
-    // Chunks per rank belong to interleaved 1F1B: greyed out elsewhere, set there.
-    QWidget* chunks = panel.field("parallel.virtual_stages");
-    QVERIFY(chunks && !chunks->isEnabled());
-    QVERIFY(panel.setField("parallel.schedule", "interleaved-1f1b"));
-    QVERIFY(chunks->isEnabled());
-    QVERIFY(panel.setField("parallel.virtual_stages", 4));
-    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
-    QCOMPARE(panel.config()->parallel.virtual_stages, 4);
-    QVERIFY(panel.setField("parallel.schedule", "1f1b"));
-    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
-    QCOMPARE(panel.config()->parallel.virtual_stages, 1);
-    QVERIFY(!chunks->isEnabled());
 }
 
 // Before its first sweep the tab says what it does, instead of showing an empty pair of axes.
