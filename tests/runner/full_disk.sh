@@ -46,4 +46,8 @@ if [ "$(id -u)" -ne 0 ] || ! command -v unshare > /dev/null; then
     exit 77
 fi
 [ -x "$run" ] && [ -x "$trace" ] || { echo "build $build first (pipescope-run, pipescope-trace)"; exit 1; }
+if ! why=$(unshare -m --propagation private true 2>&1); then
+    echo "SKIP: cannot make a mount namespace here: $why"
+    exit 77
+fi
 unshare -m --propagation private bash "$0" "$build" --inside
