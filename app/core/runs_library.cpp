@@ -108,6 +108,9 @@ bool isRunning(const RunEntry& e) {
 }  // namespace
 
 void RunsLibrary::followRunning() {
+    // The rows to update are gathered first and announced after: a view that reads the model
+    // again on dataChanged must not find it half-walked.
+    std::vector<int> changed;
     bool any = false;
     for (std::size_t i = 0; i < entries_.size(); ++i) {
         if (!isRunning(entries_[i])) {
@@ -119,13 +122,15 @@ void RunsLibrary::followRunning() {
             fresh.bytes != old.bytes || fresh.iteration_ms != old.iteration_ms ||
             fresh.message != old.message) {
             entries_[i] = std::move(fresh);
-            const int row = static_cast<int>(i);
-            emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
+            changed.push_back(static_cast<int>(i));
         }
         any = any || isRunning(entries_[i]);
     }
     if (!any) {
         running_timer_.stop();
+    }
+    for (int row : changed) {
+        emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
     }
 }
 
