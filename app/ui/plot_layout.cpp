@@ -112,10 +112,14 @@ int rectFloor(const QCPAxisRect* rect) {
 // When the rows' minimum heights add up to more than the plot has (five stacked timelines in a
 // short window, any chart on a scaled display), QCustomPlot squeezes every row alike: the legend,
 // whose entries then lose their last lines, and the axis rects, past the room for their labels.
-// The axis rects of the top layout give way instead, each down to its floor (rectFloor). False
-// where even that leaves the rows taller than the plot. Needs the margins of a layout at this
-// size (layoutNow).
-bool keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
+// The axis rects of the top layout give way instead, each down to its floor (rectFloor). Says
+// whether the rows fit, and whether that took every rect down to its floor. Needs the margins of
+// a layout at this size (layoutNow).
+struct LegendRoom {
+    bool fits = true;
+    bool at_floors = false;  // the charts at their thinnest: names of every other rank at most
+};
+LegendRoom keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
     QCPLayoutGrid* grid = plot->plotLayout();
     // The rows holding axis rects, each with the floor of the most demanding of them.
     std::vector<std::pair<std::vector<QCPAxisRect*>, int>> rect_rows;
@@ -145,7 +149,7 @@ bool keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
         }
     }
     if (rect_rows.empty()) {
-        return true;  // axis rects in nested layouts (the summary's, the sweep's) are not fitted
+        return {};  // axis rects in nested layouts (the summary's, the sweep's) are not fitted
     }
     const int excess = std::max(0, needed - viewport.height());
     // The pixels the rects give with `height` asked of each (no less than its floor).
@@ -168,7 +172,11 @@ bool keepLegendHeight(QCustomPlot* plot, const QRect& viewport) {
             }
         }
     }
-    return given(height) >= excess;
+    int highest_floor = 0;
+    for (const auto& row : rect_rows) {
+        highest_floor = std::max(highest_floor, row.second);
+    }
+    return {given(height) >= excess, height <= highest_floor};
 }
 
 // Takes `legend` out of sight and of the layout (a row a pixel tall), or gives it back as it was.
@@ -374,15 +382,19 @@ void fitPlotLegends(QCustomPlot* plot, QSize size) {
             }
         };
         fitColumns();
-        if (!keepLegendHeight(plot, viewport)) {
-            // Short names fit more entries to a row (the op kinds' codes, as the boxes' labels
-            // read them): at 1024x640 the explorer's legend takes two rows instead of seven.
+        LegendRoom room = keepLegendHeight(plot, viewport);
+        if (!room.fits || room.at_floors) {
+            // The full legend leaves the charts at their thinnest, or does not fit at all: short
+            // names fit more entries to a row (the op kinds' codes, as the boxes' labels read
+            // them) and give the charts back that room (at 1024x640 the explorer's legend takes
+            // two rows instead of seven).
             for (QCPLegend* legend : legends) {
                 useShortNames(legend, true);
             }
             fitColumns();
+            room = keepLegendHeight(plot, viewport);
         }
-        if (!keepLegendHeight(plot, viewport)) {
+        if (!room.fits) {
             // Too short for the charts at their thinnest and the legends' rows (a window smaller
             // than the app's smallest screen): the charts keep the room, and no legend is drawn
             // cut off.
