@@ -1,6 +1,7 @@
 #include "busy_sweep.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 namespace pipescope::analysis::detail {
@@ -84,6 +85,60 @@ void BusySweep::attribute(std::int64_t a, std::int64_t b, Share share) {
              : share == Share::Wait ? t.comm_wait_ns
                                     : t.gpu_busy_ns) += overlap;
         }
+    }
+}
+
+ReorderingSweeps::ReorderingSweeps(const std::vector<Window>& windows,
+                                   std::vector<std::vector<WindowTotals>>* totals, std::size_t hold)
+    : held_(totals->size()),
+      last_fed_(totals->size(), 0),
+      fed_any_(totals->size(), false),
+      hold_(std::max<std::size_t>(hold, 1)) {
+    sweeps_.reserve(totals->size());
+    for (std::size_t i = 0; i < totals->size(); ++i) {
+        sweeps_.emplace_back(windows);
+        sweeps_.back().beginRank(&(*totals)[i]);
+    }
+}
+
+bool ReorderingSweeps::add(std::size_t rank_index, const trace::OpRecord& op) {
+    if (fed_any_[rank_index] && op.start_ns < last_fed_[rank_index]) {
+        return false;
+    }
+    std::deque<Held>& q = held_[rank_index];
+    // After the last op that does not start later: an op in order goes to the end at once.
+    auto at = q.end();
+    while (at != q.begin() && std::prev(at)->start > op.start_ns) {
+        --at;
+    }
+    q.insert(at, Held{op.start_ns, op.end_ns, op.kind, op.lane, op.source});
+    if (q.size() > hold_) {
+        feedEarliest(rank_index);
+    }
+    return true;
+}
+
+void ReorderingSweeps::feedEarliest(std::size_t rank_index) {
+    std::deque<Held>& q = held_[rank_index];
+    const Held& h = q.front();
+    trace::OpRecord op;
+    op.start_ns = h.start;
+    op.end_ns = h.end;
+    op.kind = h.kind;
+    op.lane = h.lane;
+    op.source = h.source;
+    sweeps_[rank_index].add(op);
+    last_fed_[rank_index] = h.start;
+    fed_any_[rank_index] = true;
+    q.pop_front();
+}
+
+void ReorderingSweeps::finish() {
+    for (std::size_t r = 0; r < sweeps_.size(); ++r) {
+        while (!held_[r].empty()) {
+            feedEarliest(r);
+        }
+        sweeps_[r].endRank();
     }
 }
 

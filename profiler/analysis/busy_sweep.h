@@ -1,9 +1,10 @@
 // Busy time and communication wait of one rank per iteration window, in one pass over the rank's
-// ops in start order (the order TraceReader::forEachOp delivers). Memory use is independent of
-// the number of ops.
+// ops in start order (TraceReader::forEachOp by rank and start, or ReorderingSweeps from the
+// file's own order). Memory use is independent of the number of ops.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include <pipescope/trace/types.h>
@@ -55,6 +56,40 @@ class BusySweep {
     // and end after it); stretches only move forward, so a window once passed is done.
     std::size_t next_window_ = 0;
     std::vector<std::size_t> active_;
+};
+
+// A BusySweep per rank, fed from ops in the order a file keeps them: nearly each rank's start
+// order, since a rank's lanes finish ops a little out of start order. Each rank holds up to
+// `hold` ops unfed, in start order (an op in order joins at the end at once; a late one moves
+// back past the few it is late for), and feeds its earliest whenever it holds more. add() says
+// false once an op starts before one its rank has already fed: that file is walked in start
+// order instead.
+class ReorderingSweeps {
+  public:
+    // `windows` sorted by start; totals[i] (one per window) receives rank index i's figures.
+    ReorderingSweeps(const std::vector<Window>& windows,
+                     std::vector<std::vector<WindowTotals>>* totals, std::size_t hold);
+
+    bool add(std::size_t rank_index, const trace::OpRecord& op);
+    // Feeds what is still held and ends every rank.
+    void finish();
+
+  private:
+    // What the sweep reads of an op, and no more (a rank may hold thousands).
+    struct Held {
+        std::int64_t start = 0;
+        std::int64_t end = 0;
+        trace::OpKind kind = trace::OpKind::F;
+        trace::Lane lane = trace::Lane::Compute;
+        trace::Source source = trace::Source::Sim;
+    };
+    void feedEarliest(std::size_t rank_index);
+
+    std::vector<BusySweep> sweeps_;
+    std::vector<std::deque<Held>> held_;  // by start; ops that start together in arrival order
+    std::vector<std::int64_t> last_fed_;
+    std::vector<bool> fed_any_;
+    std::size_t hold_;
 };
 
 }  // namespace pipescope::analysis::detail

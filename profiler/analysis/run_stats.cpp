@@ -16,6 +16,10 @@ namespace {
 
 using detail::Window;
 using detail::WindowTotals;
+
+// The ops the stored-order sweep holds back to put each rank's in start order, over all ranks
+// (24 bytes each, about 3 MB); a rank holds at least 1,024.
+constexpr std::size_t kHeldOps = std::size_t{1} << 17;
 using Code = trace::TraceStatus::Code;
 
 // The share of the three passes done (two over the ops, one over the memory samples), reported
@@ -113,6 +117,48 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
     }
     std::vector<std::vector<WindowTotals>> sorted_totals(rank_index.size(),
                                                          std::vector<WindowTotals>(windows.size()));
+    const auto measuredOp = [&](const trace::OpRecord& op) {
+        return std::binary_search(measured.begin(), measured.end(), op.iteration);
+    };
+    const auto unsort = [&] {
+        totals->assign(rank_index.size(), std::vector<WindowTotals>(windows.size()));
+        for (std::size_t r = 0; r < rank_index.size(); ++r) {
+            for (std::size_t k = 0; k < order.size(); ++k) {
+                (*totals)[r][order[k]] = sorted_totals[r][k];
+            }
+        }
+    };
+
+    // First in the order the file keeps the ops, one sequential read: nearly every rank's start
+    // order in the files PipeScope writes, and half the time of walking the (rank, start)
+    // index (10 million ops: 2.9 s against 6.3). A file far from it is walked by start below.
+    {
+        const std::size_t hold =
+            std::max<std::size_t>(1024, kHeldOps / std::max<std::size_t>(rank_index.size(), 1));
+        detail::ReorderingSweeps sweeps(by_start, &sorted_totals, hold);
+        OpKindTally stored_tally;
+        bool disordered = false;
+        const auto visit = [&](const trace::OpRecord& op) {
+            if (const auto it = rank_index.find(op.rank);
+                it != rank_index.end() && !sweeps.add(it->second, op)) {
+                disordered = true;
+                return false;
+            }
+            if (measuredOp(op)) {
+                stored_tally.add(op);
+            }
+            return progress->step();
+        };
+        const trace::TraceStatus st =
+            reader.forEachOp(visit, {trace::OpScan::Order::Stored, /*timing_only=*/true});
+        if (!disordered) {
+            sweeps.finish();
+            *tally = std::move(stored_tally);
+            unsort();
+            return progress->after(st, reader.path());
+        }
+        sorted_totals.assign(rank_index.size(), std::vector<WindowTotals>(windows.size()));
+    }
 
     detail::BusySweep sweep(by_start);
     bool in_rank = false;
@@ -132,7 +178,7 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             in_rank = true;
         }
         sweep.add(op);
-        if (std::binary_search(measured.begin(), measured.end(), op.iteration)) {
+        if (measuredOp(op)) {
             tally->add(op);
         }
         return progress->step();
@@ -142,12 +188,7 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
     if (in_rank) {
         sweep.endRank();
     }
-    totals->assign(rank_index.size(), std::vector<WindowTotals>(windows.size()));
-    for (std::size_t r = 0; r < rank_index.size(); ++r) {
-        for (std::size_t k = 0; k < order.size(); ++k) {
-            (*totals)[r][order[k]] = sorted_totals[r][k];
-        }
-    }
+    unsort();
     return progress->after(st, reader.path());
 }
 

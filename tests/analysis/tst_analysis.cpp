@@ -1,6 +1,9 @@
 // Metrics of pipescope_analysis against values worked out by hand from the fixture tables
 // (trace_fixture.h) and from small traces built here for one rule each.
+#include <algorithm>
+#include <random>
 #include <sqlite3.h>
+#include <tuple>
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -107,6 +110,8 @@ class TestAnalysis : public QObject {
     void opKindReports();
     void kernelSummary();
     void progressAndCancel();
+    void anyStoredOrderGivesTheSameFigures_data();
+    void anyStoredOrderGivesTheSameFigures();
 
   private:
     QTemporaryDir dir_;
@@ -886,6 +891,111 @@ void TestAnalysis::progressAndCancel() {
     QVERIFY2(QString::fromStdString(st.message).contains("cancelled"), st.message.c_str());
     QCOMPARE(calls, 1);
     QVERIFY(cancelled.ranks.empty());
+}
+
+// The busy and wait sweep reads ops in the order the file keeps them and puts each rank's in
+// start order with a bounded buffer, or walks them by start where the file is too far from that
+// order. Whatever the file's order, the figures are the same: in start order, a little shuffled
+// within each rank (the buffer sorts them), and each rank's ops written backwards (past the
+// buffer: the walk by start).
+void TestAnalysis::anyStoredOrderGivesTheSameFigures_data() {
+    QTest::addColumn<QString>("order");
+    QTest::newRow("shuffled a little") << "shuffled";
+    QTest::newRow("backwards") << "backwards";
+}
+
+void TestAnalysis::anyStoredOrderGivesTheSameFigures() {
+    QFETCH(QString, order);
+    // Two ranks, three iterations of 24,000 ops each (more than a rank's buffer holds): a compute
+    // lane of F and B, and a comm lane of sends and receives that overlap them and wait past
+    // them.
+    constexpr int kPairs = 12000;
+    std::vector<trace::OpRecord> ops;
+    for (int r = 0; r < 2; ++r) {
+        for (int it = 0; it < 3; ++it) {
+            const std::int64_t base = it * (kPairs + 10) * 2500LL + r * 500;
+            for (int i = 0; i < kPairs; ++i) {
+                trace::OpRecord c;
+                c.rank = r;
+                c.iteration = it;
+                c.kind = i % 2 ? OpKind::B : OpKind::F;
+                c.microbatch = i / 2;
+                c.op_index = 2 * i;
+                c.start_ns = base + i * 2500LL;
+                c.end_ns = c.start_ns + 1200 + (i % 7) * 300;
+                ops.push_back(c);
+                trace::OpRecord m = c;
+                m.kind = i % 3 ? OpKind::RecvF : OpKind::SendB;
+                m.lane = trace::Lane::Comm;
+                m.op_index = 2 * i + 1;
+                m.peer = 1 - r;
+                m.start_ns = c.start_ns + 600;
+                m.end_ns = m.start_ns + 200 + (i % 5) * 900;
+                ops.push_back(m);
+            }
+        }
+    }
+    const auto write = [&](const QString& name, std::vector<trace::OpRecord> rows) {
+        const QString path = dir_.filePath(name);
+        trace::TraceWriter w;
+        trace::RunInfo run;
+        run.name = name.toStdString();
+        run.ranks = 2;
+        run.iterations = 3;
+        trace::WriterOptions wo;
+        wo.overwrite = true;
+        if (!w.create(path.toStdString(), run, wo).ok()) {
+            return QString();
+        }
+        for (int r = 0; r < 2; ++r) {
+            w.addRank({r, std::to_string(r), "sim", "", 0, 0});
+        }
+        for (const auto& op : rows) {
+            w.addOp(op);
+        }
+        return w.finish(trace::RunStatus::Complete).ok() ? path : QString();
+    };
+    auto sorted = ops;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    auto other = sorted;
+    if (order == "shuffled") {
+        // Neighbours of a rank swapped in blocks of 40: at most 40 ops out of place.
+        std::mt19937 random(7);
+        for (std::size_t at = 0; at + 40 <= other.size(); at += 40) {
+            std::shuffle(other.begin() + static_cast<std::ptrdiff_t>(at),
+                         other.begin() + static_cast<std::ptrdiff_t>(at + 40), random);
+        }
+    } else {
+        std::reverse(other.begin(), other.end());
+    }
+    const QString a = write("in-order.db", sorted);
+    const QString b = write("other-order-" + order + ".db", other);
+    QVERIFY(!a.isEmpty() && !b.isEmpty());
+    const RunStats x = analyze(a);
+    const RunStats y = analyze(b);
+    QCOMPARE(x.iterations.size(), std::size_t{3});
+    QCOMPARE(y.iterations.size(), x.iterations.size());
+    for (std::size_t i = 0; i < x.iterations.size(); ++i) {
+        for (std::size_t r = 0; r < 2; ++r) {
+            const auto& p = x.iterations[i].ranks[r];
+            const auto& q = y.iterations[i].ranks[r];
+            QCOMPARE(q.busy_ns, p.busy_ns);
+            QCOMPARE(q.comm_wait_ns, p.comm_wait_ns);
+            QCOMPARE(q.bubble_ns, p.bubble_ns);
+        }
+    }
+    QVERIFY(x.iterations[1].ranks[0].comm_wait_ns > 0);  // the waits are exercised
+    const auto tally = [](const RunStats& s) {
+        std::vector<std::tuple<int, int, int, std::int64_t, std::int64_t>> out;
+        for (const auto& t : s.op_kinds) {
+            out.emplace_back(t.rank, static_cast<int>(t.lane), static_cast<int>(t.kind), t.count,
+                             t.total_ns);
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    QVERIFY(tally(y) == tally(x));
 }
 
 #include "tst_analysis.moc"
