@@ -509,6 +509,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A reader of stdout that goes away (`| head`, an app that quit) must not kill the run with
+    // SIGPIPE and leave its trace unfinished: the write fails instead, the run goes on and
+    // finishes its trace, and the exit code says the output was lost.
+    std::signal(SIGPIPE, SIG_IGN);
     int rc = run(argc, argv);
     // What was printed must have arrived: a closed stdout or a full disk behind it loses the
     // summary or the table, and a script that reads them must hear so.

@@ -52,6 +52,7 @@ class TestRunCli : public QObject {
     void interruptedWriteIsCancelled();
     void lostOutputIsAFailure_data();
     void lostOutputIsAFailure();
+    void readerThatGoesAwayLeavesAFinishedTrace();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -584,6 +585,27 @@ void TestRunCli::lostOutputIsAFailure() {
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QVERIFY2(p.exitCode() == 4, err.constData());
     QVERIFY2(err.contains(expected.toUtf8()), err.constData());
+}
+
+void TestRunCli::readerThatGoesAwayLeavesAFinishedTrace() {
+    // `pipescope-run ... | head -1`, or an app that quits mid-run: the reader of the progress
+    // stream goes away. The run is not killed by SIGPIPE with its trace left unfinished: it
+    // finishes the trace and says the output was lost (exit 4).
+    const QString db = path("reader-gone.db");
+    const QString script = QStringLiteral(
+        "\"$0\" \"$1\" --backend cpu --iterations 20 --progress jsonl --out \"$2\" "
+        "--force | head -1 > /dev/null; echo \"rc=${PIPESTATUS[0]}\"");
+    QProcess p;
+    p.start(QStringLiteral("bash"), {QStringLiteral("-c"), script, binaryPath(kRun),
+                                     preset("small-2stage-naive.json"), db});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray out = p.readAllStandardOutput();
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(out.trimmed() == "rc=4", (out + err).constData());
+    QVERIFY2(err.contains("cannot write to standard output"), err.constData());
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QCOMPARE(int(reader.run().status), int(pipescope::trace::RunStatus::Complete));
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)
