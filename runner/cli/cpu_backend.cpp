@@ -603,8 +603,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
     bool summary_written = true;
     if (!o.summary_json.empty()) {
+        // One per process, as the traces are: the processes of a run must not write one file.
         summary_written = writeOutput(
-            o.summary_json,
+            multi && o.summary_json != "-" ? rankTracePath(o.summary_json, launch->rank)
+                                           : o.summary_json,
             measuredSummaryJson(stats, config, schedule, o.backend,
                                 {status, result.losses, result.iteration_s, *estimate, out_path}));
     }

@@ -68,6 +68,7 @@ class TestRunMulti : public QObject {
     void wrongOffsetsAreReported();
     void anotherRunIsTurnedAway();
     void anotherLaunchIsNotMerged();
+    void eachProcessWritesItsOwnSummary();
     void badLaunchValues();
 
   private:
@@ -448,6 +449,26 @@ void TestRunMulti::anotherLaunchIsNotMerged() {
                     "-o", dir_.filePath("second.db"), "--force"});
     QVERIFY2(own.exit_code == 0, qPrintable(describe(own)));
     QCOMPARE(idOf("second.db"), second);
+}
+
+void TestRunMulti::eachProcessWritesItsOwnSummary() {
+    // --summary-json FILE under a launcher: one file per process, as for the traces, not every
+    // process writing (and tearing) one file.
+    auto ranks = launch(dir_.filePath("sums.db"), 2, freshPort(),
+                        {"--summary-json", dir_.filePath("sum.json")});
+    finish(ranks);
+    for (auto& k : ranks) {
+        QVERIFY2(k.process->exitCode() == 0, k.err.constData());
+    }
+    QVERIFY(!QFile::exists(dir_.filePath("sum.json")));
+    for (int r = 0; r < 2; ++r) {
+        QString error;
+        const QJsonObject s =
+            parseObject(readFile(dir_.filePath(QStringLiteral("sum-rank%1.json").arg(r))), &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QVERIFY2(s.value("trace").toString().endsWith(QStringLiteral("sums-rank%1.db").arg(r)),
+                 qPrintable(s.value("trace").toString()));
+    }
 }
 
 void TestRunMulti::badLaunchValues() {
