@@ -478,10 +478,18 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     exec::PipelineExecutor executor(config, schedule, eo);
     exec::ExecResult result = executor.run();
     std::vector<int> gone;  // ranks whose processes ended before they finished
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    // (The handlers stay until the trace is finished: a second Ctrl-C must not leave it
+    // unfinished.)
     if (transport) {
         gone = transport->goneRanks();
+        // Ctrl-C on a terminal reaches every process of the run: one that heard first tells
+        // the others it was cancelled, and one that learns so before its own signal is handled
+        // would fail. A process that got the signal itself was cancelled, however it stopped.
+        if (result.status == exec::ExecResult::Status::Failed && gone.empty() && g_cancel.load()) {
+            result.status = exec::ExecResult::Status::Cancelled;
+            result.message =
+                "cancelled (Ctrl-C or SIGTERM) as the other ranks were: " + result.message;
+        }
         // A run stopped by a signal while another rank's process is gone was stopped because
         // of it: mpirun ends every process of a job once one of them dies.
         if (result.status == exec::ExecResult::Status::Cancelled && !gone.empty()) {
@@ -547,6 +555,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         : result.status == exec::ExecResult::Status::Cancelled ? trace::RunStatus::Cancelled
                                                                : trace::RunStatus::Failed;
     const auto fin = writer.finish(status, result.message);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
     if (!fin.ok()) {
         std::cerr << "pipescope-run: " << fin.message << "\n";
     }
