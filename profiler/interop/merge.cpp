@@ -93,10 +93,17 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     const Input& base = *in[zero->second];
     const std::int64_t s0 = base.reader.run().start_ns;
 
-    // The time shift of each file, from its rank's measured offset to rank 0's clock.
+    // The time shift of each file, from its rank's measured offset to rank 0's clock. Files of
+    // rank 0's machine read its very clock: their measured offset is only the measurement's
+    // noise (up to tens of microseconds here), which would make receives end before their
+    // sends, so it is not applied.
+    const std::string& base_boot = base.reader.run().boot_id;
+    const auto sameClock = [&](const Input& i) {
+        return !base_boot.empty() && i.reader.run().boot_id == base_boot;
+    };
     for (auto& i : in) {
         std::int64_t offset = 0;
-        if (!i->own.empty()) {
+        if (!i->own.empty() && !sameClock(*i)) {
             offset = i->own.front().clock_offset_ns;
         }
         i->shift = i->reader.run().start_ns + offset - s0;
@@ -106,6 +113,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     trace::RunInfo info = base.reader.run();
     info.ranks = first.ranks;
     std::string failures;
+    std::string cancelled_ranks;
     bool failed = false, cancelled = false;
     std::int64_t end = 0;
     for (const auto& i : in) {
@@ -125,28 +133,40 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
             failures += (failures.empty() ? "" : "; ") + who + ": " + r.message;
         } else if (r.status == trace::RunStatus::Cancelled) {
             cancelled = true;
+            cancelled_ranks += (cancelled_ranks.empty() ? "" : "; ") + who + " cancelled";
         }
         std::string drift;
-        std::optional<double> start_offset, end_offset, end_rtt;
+        std::optional<double> start_offset, end_offset, start_rtt, end_rtt;
         for (const auto& m : i->reader.metrics()) {
             if (m.key == "clock_offset_start_ns") {
                 start_offset = m.value;
             } else if (m.key == "clock_offset_end_ns") {
                 end_offset = m.value;
+            } else if (m.key == "clock_offset_start_rtt_ns") {
+                start_rtt = m.value;
             } else if (m.key == "clock_offset_end_rtt_ns") {
                 end_rtt = m.value;
             }
         }
-        if (start_offset && end_offset) {
-            // How far the clocks moved apart over the run (the merge uses the start offset).
-            drift = "; drift over the run " +
-                    micros(static_cast<std::int64_t>(*end_offset - *start_offset)) +
-                    (end_rtt ? " (+/- " + micros(static_cast<std::int64_t>(*end_rtt / 2)) + ")"
-                             : std::string());
+        if (start_offset && end_offset && !sameClock(*i)) {
+            // How far the clocks moved apart over the run (the merge uses the start offset);
+            // each offset is known to half its round trip.
+            const double error = (start_rtt.value_or(0) + end_rtt.value_or(0)) / 2;
+            drift =
+                "; drift over the run " +
+                micros(static_cast<std::int64_t>(*end_offset - *start_offset)) +
+                (start_rtt || end_rtt ? " (+/- " + micros(static_cast<std::int64_t>(error)) + ")"
+                                      : std::string());
         }
-        report->notes.push_back(
-            who + " (" + i->path + "): " + std::string(trace::toString(r.status)) +
-            ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's" + drift);
+        const std::string clock =
+            &i == &in[zero->second] ? std::string(", rank 0's clock")
+            : sameClock(*i)
+                ? ", on rank 0's machine: its clock (measured offset " +
+                      micros(i->own.empty() ? 0 : i->own.front().clock_offset_ns) +
+                      ", only the measurement's noise, not applied)"
+                : ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's";
+        report->notes.push_back(who + " (" + i->path +
+                                "): " + std::string(trace::toString(r.status)) + clock + drift);
         if (r.end_ns) {
             end = std::max(end, *r.end_ns - r.start_ns + i->shift);
         }
@@ -185,7 +205,8 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     // Times are on rank 0's clock now: the offsets are applied (kept as metrics).
     for (const auto& i : in) {
         for (trace::RankInfo rk : i->own) {
-            writer.addMetric({"clock_offset_applied_ns", static_cast<double>(rk.clock_offset_ns),
+            writer.addMetric({"clock_offset_applied_ns",
+                              sameClock(*i) ? 0.0 : static_cast<double>(rk.clock_offset_ns),
                               rk.rank, std::nullopt});
             rk.clock_offset_ns = 0;
             writer.addRank(rk);
@@ -328,7 +349,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     const trace::RunStatus status = failed      ? trace::RunStatus::Failed
                                     : cancelled ? trace::RunStatus::Cancelled
                                                 : trace::RunStatus::Complete;
-    std::string message = failed ? failures : (cancelled ? "a process was cancelled" : "");
+    std::string message = failed ? failures : cancelled_ranks;
     report->status = status;
     report->status_message = message;
     if (TraceStatus st = writer.finish(status, message, s0 + end,

@@ -161,11 +161,12 @@ TraceStatus TraceReader::open(const std::string& path) {
     d.run.ranks = run.int32(10);
     d.run.iterations = run.int32(11);
     d.run.warmup = run.int32(12);
-    {
-        Stmt id(d.db, "SELECT value FROM pipescope_meta WHERE key = ?");
-        id.bind(1, std::string_view(detail::kMetaRunId));
-        if (id.valid() && id.step() == SQLITE_ROW) {
-            d.run.run_id = id.text(0);
+    for (const auto& [key, field] : {std::pair{detail::kMetaRunId, &d.run.run_id},
+                                     std::pair{detail::kMetaBootId, &d.run.boot_id}}) {
+        Stmt s(d.db, "SELECT value FROM pipescope_meta WHERE key = ?");
+        s.bind(1, std::string_view(key));
+        if (s.valid() && s.step() == SQLITE_ROW) {
+            *field = s.text(0);
         }
     }
 

@@ -1,5 +1,6 @@
 // Traces their runner did not finish: whether it is gone, and finishing them (repair).
 #include <cerrno>
+#include <fstream>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -21,6 +22,13 @@ std::string thisHost() {
         return {};
     }
     return buf;
+}
+
+std::string thisBootId() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
 }
 
 bool runnerGone(const TraceReader& reader) {

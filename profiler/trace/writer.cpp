@@ -471,10 +471,16 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
                  "VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ', ? / 1e9, 'unixepoch'), "
                  "strftime('%Y-%m-%dT%H:%M:%f', ? / 1e9, 'unixepoch', 'localtime'))");
     session.bind(1, run.start_ns).bind(2, run.start_ns).bind(3, run.start_ns);
-    Stmt id(d.db, "INSERT INTO pipescope_meta (key, value) VALUES (?, ?)");
-    id.bind(1, std::string_view(detail::kMetaRunId)).bind(2, run.run_id);
+    const auto meta = [&](const char* key, const std::string& value) {
+        if (value.empty()) {
+            return true;
+        }
+        Stmt s(d.db, "INSERT INTO pipescope_meta (key, value) VALUES (?, ?)");
+        s.bind(1, std::string_view(key)).bind(2, value);
+        return s.step() == SQLITE_DONE;
+    };
     if (ins.step() != SQLITE_DONE || session.step() != SQLITE_DONE ||
-        (!run.run_id.empty() && id.step() != SQLITE_DONE)) {
+        !meta(detail::kMetaRunId, run.run_id) || !meta(detail::kMetaBootId, run.boot_id)) {
         d.fail(TraceStatus::Code::IoError, "cannot write the run row: " + d.db.errorMessage());
         return d.error;
     }

@@ -361,6 +361,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     info.iterations = iterations;
     info.warmup = std::min(config.run.warmup, std::max(0, iterations - 1));
     info.run_id = run_id;
+    info.boot_id = trace::thisBootId();
     if (auto st = writer.create(out_path, info, wo); !st.ok()) {
         if (transport) {
             transport->abort("it cannot write its trace " + out_path + ": " + st.message);

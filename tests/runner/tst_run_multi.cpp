@@ -159,7 +159,9 @@ void TestRunMulti::twoProcessesMatchOneAndMerge() {
     const auto m = runBinary(kTraceCli, {"merge", r0, r1, "-o", out, "--force"});
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
     QVERIFY2(m.out.contains("0 violations"), m.out.constData());
-    QVERIFY2(m.out.contains("rank 1 (") && m.out.contains("drift over the run"), m.out.constData());
+    // Both processes read this machine's clock: no measured offset (noise) is applied.
+    QVERIFY2(m.out.contains("rank 1 (") && m.out.contains("on rank 0's machine: its clock"),
+             m.out.constData());
     trace::TraceReader merged;
     QVERIFY(merged.open(out.toStdString()).ok());
     QVERIFY(merged.run().status == trace::RunStatus::Complete);
@@ -420,15 +422,33 @@ void TestRunMulti::wrongOffsetsAreReported() {
     QVERIFY(QFile::copy(dir_.filePath(QStringLiteral("two-rank1.db")), r1));
     sqlite3* db = nullptr;
     QCOMPARE(sqlite3_open(r1.toUtf8().constData(), &db), SQLITE_OK);
-    QCOMPARE(sqlite3_exec(db, "UPDATE rank SET clock_offset_ns = clock_offset_ns - 50000000",
+    // ... and the file said to come from another machine, whose clock the offset corrects.
+    QCOMPARE(sqlite3_exec(db,
+                          "UPDATE rank SET clock_offset_ns = clock_offset_ns - 50000000; "
+                          "UPDATE pipescope_meta SET value = 'another-machine' WHERE key = "
+                          "'boot_id'",
                           nullptr, nullptr, nullptr),
              SQLITE_OK);
     sqlite3_close(db);
     const auto m = runBinary(kTraceCli, {"merge", dir_.filePath("two-rank0.db"), r1, "-o",
                                          dir_.filePath("skewed.db"), "--force"});
     QVERIFY2(m.exit_code == 0, qPrintable(describe(m)));
-    QVERIFY2(!m.out.contains(" 0 violations") && m.out.contains("before the send started"),
+    QVERIFY2(!m.out.contains(" 0 violations") && m.out.contains("before the send started") &&
+                 m.out.contains("drift over the run"),
              m.out.constData());
+    // The same skewed offset on rank 0's machine is not applied: one clock, no violation.
+    const QString here = dir_.filePath(QStringLiteral("skewed-here-rank1.db"));
+    QVERIFY(QFile::copy(dir_.filePath("two-rank1.db"), here));
+    QCOMPARE(sqlite3_open(here.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "UPDATE rank SET clock_offset_ns = clock_offset_ns - 50000000",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const auto same = runBinary(kTraceCli, {"merge", dir_.filePath("two-rank0.db"), here, "-o",
+                                            dir_.filePath("skewed-here.db"), "--force"});
+    QVERIFY2(same.exit_code == 0 && same.out.contains(", 0 violations") &&
+                 same.out.contains("us, only the measurement's noise, not applied"),
+             qPrintable(describe(same)));
 }
 
 void TestRunMulti::anotherRunIsTurnedAway() {

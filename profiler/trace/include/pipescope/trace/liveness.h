@@ -12,6 +12,11 @@ namespace pipescope::trace {
 // This machine's host name, as the runners write it in the rank table ("" when unknown).
 std::string thisHost();
 
+// This machine's boot id (Linux: /proc/sys/kernel/random/boot_id), the same for every process
+// of one machine, containers included, and so for every process reading one clock; "" where
+// there is none.
+std::string thisBootId();
+
 // True when `reader`'s run is still marked running but every rank process recorded on this
 // host has exited. Ranks on other hosts cannot be checked: a run with none here is not gone.
 bool runnerGone(const TraceReader& reader);

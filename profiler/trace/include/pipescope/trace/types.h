@@ -90,6 +90,9 @@ struct RunInfo {
     // One per launch, shared by the files of its processes, so that a merge can tell two runs of
     // one config apart (pipescope_meta.run_id); empty where nobody set it.
     std::string run_id;
+    // The boot id of the machine that wrote the file (thisBootId; pipescope_meta.boot_id): files
+    // of one machine share one clock, so a merge applies no measured offset between them.
+    std::string boot_id;
 };
 
 // One row of `rank`.
