@@ -153,8 +153,11 @@ QString unfinishedNote(const analysis::RunStats& s) {
     }
     note += QStringLiteral(")");
     if (s.cut_short_iteration) {
-        note += QObject::tr("; iteration %1 was cut short and is not averaged")
-                    .arg(*s.cut_short_iteration);
+        const QString cut = QString::fromStdString(analysis::cutShortText(s));
+        note += cut.startsWith(QLatin1String("iterations"))
+                    ? QObject::tr("; %1 were cut short (a rank stopped first) and are not averaged")
+                          .arg(cut)
+                    : QObject::tr("; %1 was cut short and is not averaged").arg(cut);
     }
     return damaged.isEmpty() ? note : note + QLatin1Char('\n') + damaged;
 }

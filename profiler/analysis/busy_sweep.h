@@ -15,7 +15,8 @@ struct Window {
     int iteration = 0;
     std::int64_t start_ns = 0;
     std::int64_t end_ns = 0;
-    std::int64_t ops = 0;  // compute and communication ops in it, over all ranks
+    std::int64_t ops = 0;                // compute and communication ops in it, over all ranks
+    std::vector<std::int64_t> rank_ops;  // the same per rank (by rank id)
 };
 
 // Accumulated time of one rank inside one window.

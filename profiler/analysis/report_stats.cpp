@@ -28,28 +28,28 @@ std::string describeMeasured(const RunStats& s) {
     const std::size_t recorded = s.iterations.size();
     std::string text =
         std::to_string(recorded) + " recorded, warm-up " + std::to_string(s.run.warmup) + "; ";
+    const std::optional<int> cut = s.cut_short_iteration;
+    const std::string cut_text = cutShortText(s);
+    const std::string were = cut_text.rfind("iterations", 0) == 0 ? " were" : " was";
     if (s.measured.empty()) {
-        return text + "no iteration to average";
+        return text + "no iteration to average" +
+               (cut ? " (" + cut_text + were + " cut short by the run's end)" : std::string());
     }
     const std::string list = iterationList(s.measured);
     const std::string plural = s.measured.size() == 1 ? "iteration " : "iterations ";
-    const std::optional<int> cut = s.cut_short_iteration;
     if (s.single_iteration) {
         return text + "figures for iteration " + list + " only" +
-               (cut && s.measured.front() == *cut
+               (s.cutShort(s.measured.front())
                     ? ", which the run's end cut short (no MFU or tokens/s: they would count a "
                       "whole iteration's work)"
                     : "");
     }
     if (s.warmup_fallback && cut && *cut >= s.run.warmup) {
-        return text + "iteration " + std::to_string(*cut) +
-               ", past the warm-up, was cut short by the run's end, so figures average the "
-               "warm-up: " +
-               plural + list;
+        return text + cut_text + ", past the warm-up," + were +
+               " cut short by the run's end, so figures average the warm-up: " + plural + list;
     }
     const std::string cut_note =
-        cut ? " (iteration " + std::to_string(*cut) + " was cut short by the run's end)"
-            : std::string();
+        cut ? " (" + cut_text + were + " cut short by the run's end)" : std::string();
     if (s.warmup_fallback) {
         return text + "none past the warm-up, so figures average all: " + plural + list + cut_note;
     }
@@ -69,7 +69,7 @@ std::string perIterationLine(const RunStats& s) {
         }
         out += std::to_string(it.iteration) + ": " +
                fixed(static_cast<double>(it.timeNs()) / kNsPerMs, 3);
-        if (it.iteration == s.cut_short_iteration) {
+        if (s.cutShort(it.iteration)) {
             out += " (cut short, not averaged)";
         } else if (!it.measured) {
             out += " (not averaged)";

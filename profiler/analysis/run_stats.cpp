@@ -72,8 +72,8 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
         if (op.lane == trace::Lane::Gpu) {
             *gpu_spans = true;
             const std::int64_t end = std::max(op.end_ns, op.start_ns);
-            auto [it, inserted] =
-                device_extents->try_emplace(op.iteration, Window{op.iteration, op.start_ns, end});
+            auto [it, inserted] = device_extents->try_emplace(
+                op.iteration, Window{op.iteration, op.start_ns, end, 0, {}});
             if (!inserted) {
                 it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
                 it->second.end_ns = std::max(it->second.end_ns, end);
@@ -82,12 +82,17 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
         }
         const std::int64_t end = std::max(op.end_ns, op.start_ns);
         auto [it, inserted] =
-            by_iteration.try_emplace(op.iteration, Window{op.iteration, op.start_ns, end});
+            by_iteration.try_emplace(op.iteration, Window{op.iteration, op.start_ns, end, 0, {}});
+        Window& w = it->second;
         if (!inserted) {
-            it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
-            it->second.end_ns = std::max(it->second.end_ns, end);
+            w.start_ns = std::min(w.start_ns, op.start_ns);
+            w.end_ns = std::max(w.end_ns, end);
         }
-        ++it->second.ops;
+        ++w.ops;
+        if (op.rank >= 0 && op.rank < reader.rankCount()) {
+            w.rank_ops.resize(static_cast<std::size_t>(reader.rankCount()));
+            ++w.rank_ops[static_cast<std::size_t>(op.rank)];
+        }
         return progress->step();
     };
     const trace::TraceStatus st =
@@ -276,30 +281,46 @@ std::optional<double> maxOverMean(const std::vector<double>& values) {
 }
 
 // The iterations the run-level figures average (ascending, as the windows are).
-// A run that did not finish usually stopped inside its last iteration: with fewer ops than the
-// iteration before it (every iteration runs the same schedule), that one was cut short.
-std::optional<int> cutShortIteration(const trace::RunInfo& run,
-                                     const std::vector<Window>& windows) {
-    if (run.status == trace::RunStatus::Complete || windows.size() < 2) {
+// A run that did not finish stopped inside an iteration: that iteration, and any after it that
+// other ranks went on to, misses some of its ops, so they are cut short. Every iteration runs the
+// same schedule, so a rank has as many ops in each; the first iteration in which a rank has fewer
+// than the runner recorded for it (`expected`, which tells even an unfinished iteration 0), or
+// where there is no record, fewer than in the iteration before, is where it stopped.
+std::optional<int> cutShortIteration(const trace::RunInfo& run, const std::vector<Window>& windows,
+                                     const std::vector<int>& ranks,
+                                     const std::map<int, double>& expected) {
+    if (run.status == trace::RunStatus::Complete) {
         return std::nullopt;
     }
-    const Window& last = windows.back();
-    if (last.ops < windows[windows.size() - 2].ops) {
-        return last.iteration;
+    const auto opsOf = [](const Window& w, int rank) {
+        const auto r = static_cast<std::size_t>(rank);
+        return static_cast<double>(r < w.rank_ops.size() ? w.rank_ops[r] : 0);
+    };
+    for (std::size_t k = 0; k < windows.size(); ++k) {
+        for (int r : ranks) {
+            const auto e = expected.find(r);
+            const std::optional<double> full = e != expected.end() ? std::optional(e->second)
+                                               : k > 0 ? std::optional(opsOf(windows[k - 1], r))
+                                                       : std::nullopt;
+            if (full && opsOf(windows[k], r) < *full) {
+                return windows[k].iteration;
+            }
+        }
     }
     return std::nullopt;
 }
 
 void chooseMeasured(const AnalysisOptions& options, int warmup, const std::vector<Window>& windows,
+                    const std::vector<int>& ranks, const std::map<int, double>& expected_ops,
                     RunStats* s) {
     s->measured.clear();
-    s->cut_short_iteration = cutShortIteration(s->run, windows);
+    s->cut_short_iteration = cutShortIteration(s->run, windows, ranks, expected_ops);
     if (options.iteration) {
         s->single_iteration = true;
         s->measured.push_back(*options.iteration);
         return;
     }
-    const auto whole = [&](const Window& w) { return w.iteration != s->cut_short_iteration; };
+    const auto whole = [&](const Window& w) { return !s->cutShort(w.iteration); };
     for (const Window& w : windows) {
         if (w.iteration >= warmup && whole(w)) {
             s->measured.push_back(w.iteration);
@@ -372,8 +393,7 @@ void summarize(RunStats* s) {
 
     // An iteration the run's end cut short did part of an iteration's work: MFU and tokens/s
     // would count a whole iteration's FLOPs and tokens against part of its time.
-    if (s->single_iteration && s->cut_short_iteration && !s->measured.empty() &&
-        s->measured.front() == *s->cut_short_iteration) {
+    if (s->single_iteration && !s->measured.empty() && s->cutShort(s->measured.front())) {
         return;
     }
     const RunMetricInputs& in = s->inputs;
@@ -397,6 +417,16 @@ std::string iterationNotInTrace(const std::string& path, int iteration,
                            std::to_string(recorded->second)
                      : std::string("it has no ops")) +
            ")";
+}
+
+std::string cutShortText(const RunStats& s) {
+    if (!s.cut_short_iteration) {
+        return {};
+    }
+    const int first = *s.cut_short_iteration;
+    const int last = s.iterations.empty() ? first : std::max(first, s.iterations.back().iteration);
+    return last > first ? "iterations " + std::to_string(first) + " to " + std::to_string(last)
+                        : "iteration " + std::to_string(first);
 }
 
 std::optional<double> OpKindTotals::bandwidth() const {
@@ -550,7 +580,18 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }
 
-    chooseMeasured(options, s.run.warmup, windows, &s);
+    // The ops each rank runs per iteration, where the runner recorded them.
+    std::map<int, double> expected_ops;
+    for (const trace::MetricRecord& m : reader.metrics()) {
+        if (m.key == kMetricOpsPerIteration && m.rank && !m.iteration) {
+            expected_ops[*m.rank] = m.value;
+        }
+    }
+    std::vector<int> counted;
+    for (const auto& [rank, index] : rank_index) {
+        counted.push_back(rank);
+    }
+    chooseMeasured(options, s.run.warmup, windows, counted, expected_ops, &s);
     std::vector<std::vector<WindowTotals>> totals;
     OpKindTally tally;
     if (trace::TraceStatus st =

@@ -393,6 +393,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     run_metric("peak_flops_per_rank", config.hardware.peak_tflops * 1e12);
     run_metric("memory_capacity_bytes", config.hardware.memory_gib * 1024.0 * 1024.0 * 1024.0);
     run_metric("hardware_from_config", 1);
+    // Each rank's ops per iteration: a run that stops tells its unfinished iterations by them.
+    for (int r : local) {
+        writer.addMetric({analysis::kMetricOpsPerIteration,
+                          static_cast<double>(schedule.ops[static_cast<std::size_t>(r)].size()), r,
+                          std::nullopt});
+    }
     // On disk at once: a process killed before its first batch still says which rank it was.
     (void)writer.flush();
 

@@ -110,6 +110,8 @@ class TestAnalysis : public QObject {
     void opKindReports();
     void kernelSummary();
     void progressAndCancel();
+    void aRankThatStopsFirstCutsTheRestShort_data();
+    void aRankThatStopsFirstCutsTheRestShort();
     void anyStoredOrderGivesTheSameFigures_data();
     void anyStoredOrderGivesTheSameFigures();
 
@@ -891,6 +893,77 @@ void TestAnalysis::progressAndCancel() {
     QVERIFY2(QString::fromStdString(st.message).contains("cancelled"), st.message.c_str());
     QCOMPARE(calls, 1);
     QVERIFY(cancelled.ranks.empty());
+}
+
+// A stopped run of two ranks, four ops per rank per iteration over four iterations: rank 1's
+// rows end early (its process was killed and lost its last rows; the merged trace keeps rank
+// 0's). The iterations from where rank 1 stopped on miss its ops: none of them is averaged.
+void TestAnalysis::aRankThatStopsFirstCutsTheRestShort_data() {
+    QTest::addColumn<int>("rank1_ops");  // rank 1's ops written, of its 16
+    QTest::addColumn<bool>("recorded");  // the runner's ops_per_iteration metric
+    QTest::addColumn<int>("cut");        // the first iteration cut short
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<bool>("rates");  // MFU and tokens/s
+    QTest::newRow("stopped between iterations") << 8 << false << 2 << "iterations 2 to 3" << true;
+    QTest::newRow("stopped inside one") << 6 << false << 1 << "iterations 1 to 3" << true;
+    QTest::newRow("recorded counts") << 6 << true << 1 << "iterations 1 to 3" << true;
+    // Inside iteration 0: nothing before it to compare with, but the recorded count tells.
+    QTest::newRow("in iteration 0, recorded") << 2 << true << 0 << "iterations 0 to 3" << false;
+}
+
+void TestAnalysis::aRankThatStopsFirstCutsTheRestShort() {
+    QFETCH(int, rank1_ops);
+    QFETCH(bool, recorded);
+    QFETCH(int, cut);
+    QFETCH(QString, text);
+    QFETCH(bool, rates);
+    const QString path =
+        dir_.filePath(QStringLiteral("stopped-%1-%2.db").arg(rank1_ops).arg(recorded));
+    {
+        trace::TraceWriter w;
+        trace::RunInfo run;
+        run.name = "stopped";
+        run.ranks = 2;
+        run.iterations = 4;
+        run.warmup = 0;
+        trace::WriterOptions wo;
+        wo.overwrite = true;
+        QVERIFY(w.create(path.toStdString(), run, wo).ok());
+        for (int r = 0; r < 2; ++r) {
+            w.addRank({r, std::to_string(r), "cpu", "", 0, 0});
+            if (recorded) {
+                w.addMetric({analysis::kMetricOpsPerIteration, 4, r, std::nullopt});
+            }
+        }
+        w.addMetric({analysis::kMetricModelFlops, 1e9, std::nullopt, std::nullopt});
+        w.addMetric({analysis::kMetricPeakFlops, 1e12, std::nullopt, std::nullopt});
+        w.addMetric({analysis::kMetricTokens, 1000, std::nullopt, std::nullopt});
+        for (int r = 0; r < 2; ++r) {
+            for (int k = 0; k < 16 && (r == 0 || k < rank1_ops); ++k) {
+                trace::OpRecord op;
+                op.rank = r;
+                op.iteration = k / 4;
+                op.kind = OpKind::F;
+                op.microbatch = k % 4;
+                op.op_index = k % 4;
+                op.source = trace::Source::Host;
+                op.start_ns = (k / 4) * 1'000'000 + (k % 4) * 200'000 + r * 50'000;
+                op.end_ns = op.start_ns + 150'000;
+                w.addOp(op);
+            }
+        }
+        QVERIFY(w.finish(trace::RunStatus::Failed, "rank 1 is gone").ok());
+    }
+    const RunStats s = analyze(path);
+    QCOMPARE(s.iterations.size(), std::size_t{4});
+    QCOMPARE(s.cut_short_iteration, std::optional<int>(cut));
+    QCOMPARE(QString::fromStdString(analysis::cutShortText(s)), text);
+    for (const auto& it : s.iterations) {
+        QCOMPARE(it.measured, it.iteration < cut);  // cut short from iteration 0: none whole
+    }
+    QCOMPARE(s.mfu.has_value(), rates);
+    const QString table = QString::fromStdString(analysis::formatStatsTable(s));
+    QVERIFY2(table.contains(text + " were cut short by the run's end"), qPrintable(table));
 }
 
 // The busy and wait sweep reads ops in the order the file keeps them and puts each rank's in

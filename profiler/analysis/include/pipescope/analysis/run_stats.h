@@ -30,6 +30,10 @@ inline constexpr const char* kMetricHardwareFromConfig = "hardware_from_config";
 // 1 when the CUDA backend ran with asynchronous lanes (--lane-sync event): its host spans are
 // the times ops were issued, not run.
 inline constexpr const char* kMetricLaneSyncEvent = "lane_sync_event";
+// Per rank (rank set, iteration NULL): the ops of the rank's list, one span each per iteration
+// on its host lanes. The runners write it, so an iteration a stopped run did not finish is told
+// by its count, the first one included.
+inline constexpr const char* kMetricOpsPerIteration = "ops_per_iteration";
 
 // One rank in one iteration. Busy and communication wait are clipped to the iteration window.
 struct RankIterationStats {
@@ -145,9 +149,12 @@ struct RunStats {
     // True when no iteration was past the warm-up, so every iteration was averaged.
     bool warmup_fallback = false;
     bool single_iteration = false;  // the caller chose one iteration (AnalysisOptions)
-    // The last iteration of a run that did not finish, when it has fewer ops than the one
-    // before it: the run stopped inside it, so it is never averaged.
+    // Where a run that did not finish stopped: this iteration, and any after it, misses some of
+    // its ops (a rank stopped in it, the others may have gone on), so none of them is averaged.
     std::optional<int> cut_short_iteration;
+    bool cutShort(int iteration) const {
+        return cut_short_iteration && iteration >= *cut_short_iteration;
+    }
 
     std::optional<double> iteration_time_ns;  // mean over the measured iterations
     std::optional<double> mean_bubble_ratio;  // mean over ranks of RankStats::bubble_ratio
@@ -184,6 +191,10 @@ struct AnalysisOptions {
 
 // Computes the statistics of an open trace. Errors (a damaged file, an iteration that is not in
 // the trace) come back in the status, whose message names the file and the problem.
+// The iterations a stopped run cut short, as people read them: "iteration 40", or
+// "iterations 40 to 74" where ranks went on past the one that stopped; "" when none.
+std::string cutShortText(const RunStats& s);
+
 trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOptions& options,
                               RunStats* out);
 
