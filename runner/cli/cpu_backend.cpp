@@ -175,15 +175,19 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
     const bool multi = launch->world > 1;
-    if (!multi && o.transport == "mpi" && launch->source.empty()) {
+    if (!multi && o.transport == "mpi") {
         std::cerr << "pipescope-run: --transport mpi connects the processes of a multi-process "
-                     "run, but this process was started alone (no launcher's variables, no "
-                     "--rank/--world-size) and runs every rank itself; start it with mpirun, or "
-                     "leave --transport out\n";
+                     "run, but this process "
+                  << (launch->source.empty() ? std::string("was started alone")
+                                             : "is the only one (from " + launch->source + ")")
+                  << " and runs every rank itself; start one process per rank (mpirun -np "
+                  << schedule.ranks << "), or leave --transport out\n";
         return refused(kExitBadInput);
     }
-    if (multi && launch->world != schedule.ranks) {
-        std::cerr << "pipescope-run: " << launch->world << " processes were started (from "
+    // Flags say how many processes there are; a launcher's one process runs every rank.
+    if ((multi || launch->source == "flags") && launch->world != schedule.ranks) {
+        std::cerr << "pipescope-run: " << launch->world
+                  << (launch->world == 1 ? " process was" : " processes were") << " started (from "
                   << launch->source << ") but the schedule has " << schedule.ranks
                   << " ranks: start one process per rank (parallel.pipeline)\n";
         return refused(kExitBadInput);

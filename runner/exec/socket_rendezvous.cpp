@@ -89,15 +89,17 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         const int ready = ::poll(&p, 1, msLeft());
         if (ready <= 0) {
             std::string missing;
+            int count = 0;
             for (int k = 1; k < world; ++k) {
                 if ((*fds)[static_cast<std::size_t>(k)] < 0) {
                     missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+                    ++count;
                 }
             }
             *error = "rank 0 waited " + std::to_string(connect_timeout.count() / 1000) + " s at " +
-                     where + " for ranks " + missing +
-                     " to connect (were they started with the same --rendezvous and "
-                     "--world-size?)";
+                     where + " for " + (count == 1 ? "rank " : "ranks ") + missing +
+                     " to connect (were they started, with the same rendezvous address and world "
+                     "size?)";
             ::close(listener);
             return giveUp(fds);
         }
@@ -113,24 +115,24 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
             ::close(fd);  // not one of ours
             continue;
         }
-        if (h.bytes != run_key) {
-            // A process of another run (another config, or the same port twice): turned
-            // away, and this run goes on waiting for its own.
+        // A process of another run (another config, or the same port twice), or a second
+        // process for a rank that has joined (one started twice): turned away, told why, and
+        // this run goes on waiting for its own.
+        const bool duplicate = h.bytes == run_key && static_cast<int>(h.tag) == world &&
+                               h.src > 0 && h.src < world &&
+                               (*fds)[static_cast<std::size_t>(h.src)] >= 0;
+        if (h.bytes != run_key || duplicate) {
             Header no;
             no.type = static_cast<std::uint32_t>(Type::Hello);
-            no.dst = kRejected;
+            no.dst = duplicate ? kDuplicate : kRejected;
             (void)writeAll(fd, &no, sizeof no);
             ::close(fd);
             continue;
         }
-        if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world ||
-            (*fds)[static_cast<std::size_t>(h.src)] >= 0) {
+        if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world) {
             *error = "rank 0: a process joined as rank " + std::to_string(h.src) + " of " +
                      std::to_string(h.tag) + " but this world has " + std::to_string(world) +
-                     " ranks" +
-                     (h.src > 0 && h.src < world
-                          ? " and rank " + std::to_string(h.src) + " has joined already"
-                          : std::string());
+                     " ranks";
             ::close(fd);
             ::close(listener);
             return giveUp(fds);
@@ -215,8 +217,11 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
         *error = "rank " + std::to_string(rank) + ": " +
                  (answered && answer.dst == kRejected
                       ? "rank 0 at " + where +
-                            " belongs to another run (another config or world size); give "
-                            "each run its own --rendezvous port"
+                            " belongs to another run (another config, world size or "
+                            "--iterations); give each run its own --rendezvous port"
+                  : answered && answer.dst == kDuplicate
+                      ? "rank 0 at " + where + " already has a rank " + std::to_string(rank) +
+                            " of this run: this process is a second one (started twice?)"
                       : "connected to " + where +
                             " but no rank 0 of this run welcomed it "
                             "within the connect timeout (another "

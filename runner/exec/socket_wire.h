@@ -19,12 +19,13 @@
 namespace pipescope::exec::wire {
 
 constexpr std::uint32_t kMagic = 0x50535446;  // "PSTF"
-constexpr std::int32_t kRejected = -2;
+constexpr std::int32_t kRejected = -2;        // a process of another run
+constexpr std::int32_t kDuplicate = -3;       // a second process for a rank that has joined
 
 // Frame types: Hello for the handshake, then the hub's messages (message_hub.h) by number.
 enum class Type : std::uint32_t {
-    Hello = 1,  // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome)
-                // or dst = kRejected (another run)
+    Hello = 1,  // tag: the world size, bytes: the run's key; rank 0 answers dst = rank (welcome),
+                // dst = kRejected (another run) or dst = kDuplicate (that rank has joined)
 };
 
 struct Header {

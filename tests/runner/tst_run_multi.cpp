@@ -68,6 +68,7 @@ class TestRunMulti : public QObject {
     void ctrlCOnEveryProcessCancelsEach();
     void wrongOffsetsAreReported();
     void anotherRunIsTurnedAway();
+    void aRankStartedTwiceIsTurnedAway();
     void anotherLaunchIsNotMerged();
     void eachProcessWritesItsOwnSummary();
     void badLaunchValues();
@@ -474,6 +475,34 @@ void TestRunMulti::anotherRunIsTurnedAway() {
     QVERIFY2(rank1.exitCode() == 0, rank1.readAllStandardError().constData());
 }
 
+void TestRunMulti::aRankStartedTwiceIsTurnedAway() {
+    // Three ranks; rank 1 is started twice. The second is turned away and told why, and the run
+    // goes on once rank 2 joins (it used to end the whole run, and both rank 1s were told no
+    // rank 0 had welcomed them "within the connect timeout").
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(freshPort());
+    const auto start = [&](QProcess& p, const char* rank) {
+        p.start(binaryPath(kRun),
+                QStringList{config_, "--backend", "cpu", "--out", dir_.filePath("thrice.db"),
+                            "--force", "--set", "parallel.pipeline=3", "--set", "model.layers=6",
+                            "--world-size", "3", "--rendezvous", address, "--rank", rank});
+    };
+    QProcess rank0, rank1, again, rank2;
+    start(rank0, "0");
+    start(rank1, "1");
+    QTest::qWait(1000);  // rank 1 has joined
+    start(again, "1");
+    QVERIFY(again.waitForFinished(30000));
+    const QByteArray err = again.readAllStandardError();
+    QCOMPARE(again.exitCode(), 4);
+    QVERIFY2(err.contains("already has a rank 1 of this run: this process is a second one"),
+             err.constData());
+    start(rank2, "2");
+    for (QProcess* p : {&rank0, &rank1, &rank2}) {
+        QVERIFY(p->waitForFinished(60000));
+        QVERIFY2(p->exitCode() == 0, p->readAllStandardError().constData());
+    }
+}
+
 void TestRunMulti::anotherLaunchIsNotMerged() {
     // Two launches of the same config: their files look alike in every column but the run id,
     // and a merge that mixes the two launches is refused instead of timing one run's sends
@@ -568,6 +597,12 @@ void TestRunMulti::badLaunchValues() {
     QVERIFY2(mpi.err.contains(PIPESCOPE_TEST_HAVE_MPI ? "needs an MPI launcher"
                                                       : "was built without MPI"),
              mpi.err.constData());
+    // --world-size 1 for a two-rank pipeline is as wrong as 3.
+    const auto one = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                      "--rank", "0", "--world-size", "1"});
+    QCOMPARE(one.exit_code, 2);
+    QVERIFY2(one.err.contains("1 process was started (from flags) but the schedule has 2 ranks"),
+             one.err.constData());
     // ... and a process started alone has no other processes to reach over MPI.
     const auto lone = runBinary(
         kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--transport", "mpi"});
