@@ -91,6 +91,12 @@ std::optional<LaunchContext> launchContext(const Options& o,
             *error = "MASTER_ADDR is set but MASTER_PORT is not a port number";
             return std::nullopt;
         }
+        if (*count(port) >= 65535) {
+            *error = "MASTER_PORT=" + std::string(port) +
+                     ": the runner meets one port above torchrun's store, and there is none "
+                     "above it; pick a lower MASTER_PORT";
+            return std::nullopt;
+        }
         // torchrun's own store uses MASTER_PORT: the runner meets one port above it.
         c.rendezvous = std::string(addr) + ":" + std::to_string(*count(port) + 1);
     } else if (const char* env = getenv("PIPESCOPE_RENDEZVOUS"); env != nullptr && *env != '\0') {

@@ -597,6 +597,22 @@ void TestRunMulti::badLaunchValues() {
     QVERIFY2(mpi.err.contains(PIPESCOPE_TEST_HAVE_MPI ? "needs an MPI launcher"
                                                       : "was built without MPI"),
              mpi.err.constData());
+    // torchrun's MASTER_PORT at the top of the range leaves no port above it to meet at.
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANK"), QStringLiteral("0"));
+        env.insert(QStringLiteral("WORLD_SIZE"), QStringLiteral("2"));
+        env.insert(QStringLiteral("MASTER_ADDR"), QStringLiteral("127.0.0.1"));
+        env.insert(QStringLiteral("MASTER_PORT"), QStringLiteral("65535"));
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", dir_.filePath("x.db")});
+        QVERIFY(p.waitForFinished(30000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains("MASTER_PORT=65535: the runner meets one port above"),
+                 err.constData());
+    }
     // --world-size 1 for a two-rank pipeline is as wrong as 3.
     const auto one = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
                                       "--rank", "0", "--world-size", "1"});
