@@ -16,7 +16,9 @@ namespace {
 using Code = CommStatus::Code;
 using Clock = std::chrono::steady_clock;
 
-enum class RankState { Running, Waiting, Finished };
+// External: in a call of the transport to another process (it ends on its own, within the
+// transport's timeout). Remote: an endpoint of a rank that another process runs.
+enum class RankState { Running, Waiting, Finished, External, Remote };
 
 // One use of a collective: the members' contributions and, once all are in, the result.
 struct Collective {
@@ -92,10 +94,18 @@ struct InProcessFabric::State {
         std::string s;
         for (int e = 0; e < ranks * lanes; ++e) {
             const auto i = static_cast<std::size_t>(e);
+            if (states[i] == RankState::Remote) {
+                if (e % lanes == 0) {
+                    s += "\n  rank " + std::to_string(e / lanes) + ": in another process";
+                }
+                continue;
+            }
             s += "\n  " + endpointName(e) + ": " +
                  (states[i] == RankState::Finished  ? std::string("finished")
                   : states[i] == RankState::Waiting ? "waits for " + activity[i]
-                                                    : "running (" + activity[i] + ")");
+                  : states[i] == RankState::External
+                      ? "waits for " + activity[i] + " from another process"
+                      : "running (" + activity[i] + ")");
         }
         return s;
     }
@@ -106,7 +116,7 @@ struct InProcessFabric::State {
     CommStatus wait(int endpoint, std::unique_lock<std::mutex>& lock,
                     const std::function<bool()>& ready, const std::function<bool()>& gone) {
         const auto me = static_cast<std::size_t>(endpoint);
-        const auto deadline = Clock::now() + timeout;
+        auto deadline = Clock::now() + timeout;
         states[me] = RankState::Waiting;
         can_return[me] = [&] { return ready() || gone(); };
         const auto leave = [&](CommStatus st) {
@@ -143,6 +153,13 @@ struct InProcessFabric::State {
                 return leave(CommStatus::error(Code::Deadlock, deadlock));
             }
             if (cvs[me].wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
+                // A lane of this process in a call to another process ends that call within
+                // the transport's own timeout, with a message naming the rank that did not
+                // answer; this wait follows from it and says less.
+                if (std::find(states.begin(), states.end(), RankState::External) != states.end()) {
+                    deadline = Clock::now() + timeout;
+                    continue;
+                }
                 return leave(CommStatus::error(
                     Code::Timeout, endpointName(endpoint) + " timed out after " +
                                        std::to_string(timeout.count()) + " ms waiting for " +
@@ -321,6 +338,66 @@ class InProcessComm final : public Comm {
     int endpoint_;
 };
 
+// A lane's endpoint to the other processes, marked External in the fabric while it is in a call.
+class WatchedComm final : public Comm {
+  public:
+    WatchedComm(std::unique_ptr<Comm> outside, InProcessFabric::State* s, int endpoint)
+        : outside_(std::move(outside)), s_(s), endpoint_(endpoint) {}
+
+    int rank() const override { return outside_->rank(); }
+    int size() const override { return outside_->size(); }
+    void setActivity(std::string what) override {
+        {
+            std::lock_guard<std::mutex> lock(s_->m);
+            s_->activity[static_cast<std::size_t>(endpoint_)] = what;
+        }
+        outside_->setActivity(std::move(what));
+    }
+    CommStatus send(int peer, std::uint64_t tag, const float* data, std::size_t count) override {
+        const Mark mark(s_, endpoint_);
+        return outside_->send(peer, tag, data, count);
+    }
+    CommStatus recv(int peer, std::uint64_t tag, float* data, std::size_t count) override {
+        const Mark mark(s_, endpoint_);
+        return outside_->recv(peer, tag, data, count);
+    }
+    CommStatus broadcast(const std::vector<int>& group, int root, std::uint64_t tag, float* data,
+                         std::size_t count) override {
+        const Mark mark(s_, endpoint_);
+        return outside_->broadcast(group, root, tag, data, count);
+    }
+    CommStatus allReduce(const std::vector<int>& group, std::uint64_t tag, float* data,
+                         std::size_t count, ReduceOp op) override {
+        const Mark mark(s_, endpoint_);
+        return outside_->allReduce(group, tag, data, count, op);
+    }
+
+  private:
+    class Mark {
+      public:
+        Mark(InProcessFabric::State* s, int endpoint)
+            : s_(s), i_(static_cast<std::size_t>(endpoint)) {
+            std::lock_guard<std::mutex> lock(s_->m);
+            s_->states[i_] = RankState::External;
+        }
+        ~Mark() {
+            std::lock_guard<std::mutex> lock(s_->m);
+            s_->states[i_] = RankState::Running;
+            s_->notifyAll();  // a local wait past its deadline looks again
+        }
+        Mark(const Mark&) = delete;
+        Mark& operator=(const Mark&) = delete;
+
+      private:
+        InProcessFabric::State* s_;
+        std::size_t i_;
+    };
+
+    std::unique_ptr<Comm> outside_;
+    InProcessFabric::State* s_;
+    int endpoint_;
+};
+
 InProcessFabric::InProcessFabric(int ranks, std::chrono::milliseconds timeout, int lanes)
     : state_(std::make_unique<State>()) {
     state_->ranks = ranks;
@@ -380,6 +457,21 @@ void InProcessFabric::abort(const std::string& why) {
         state_->aborted = why;
     }
     state_->notifyAll();
+}
+
+void InProcessFabric::otherProcess(int rank) {
+    std::lock_guard<std::mutex> lock(state_->m);
+    for (int l = 0; l < state_->lanes; ++l) {
+        state_->states[static_cast<std::size_t>(rank * state_->lanes + l)] = RankState::Remote;
+    }
+}
+
+std::unique_ptr<Comm> InProcessFabric::watch(std::unique_ptr<Comm> outside, int rank, int lane) {
+    if (!outside) {
+        return nullptr;
+    }
+    return std::make_unique<WatchedComm>(std::move(outside), state_.get(),
+                                         rank * state_->lanes + lane);
 }
 
 }  // namespace pipescope::exec

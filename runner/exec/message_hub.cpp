@@ -23,6 +23,16 @@ class Waiting {
     std::atomic<int>& n_;
 };
 
+// "4 s", "0.5 s", "90 s".
+std::string secondsText(std::chrono::milliseconds d) {
+    const auto ms = d.count();
+    if (ms % 1000 == 0 || ms >= 10'000) {
+        return std::to_string((ms + 500) / 1000) + " s";
+    }
+    const auto tenths = (ms + 50) / 100;
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
 // Tags above any the interpreter makes (its iteration field stays far below 2^26).
 constexpr std::uint64_t kBootstrapTag = std::uint64_t{0xFFFF} << 48;
 
@@ -79,12 +89,17 @@ class MessageComm final : public Comm {
         std::sort(members.begin(), members.end());
         const int leader = members.front();
         const std::size_t bytes = count * sizeof(float);
+        const auto entered = Clock::now();
         if (hub_.rank() != leader) {
             if (auto st = hub_.send(leader, Message::Up, tag, data, bytes, what()); !st.ok()) {
                 return st;
             }
+            // The leader waits for every part for one timeout; a quarter more here lets its
+            // message, which names a member that sent nothing, stop the run first.
             std::vector<float> got;
-            if (auto st = hub_.await(Message::Down, leader, tag, &got, what()); !st.ok()) {
+            if (auto st = hub_.await(Message::Down, leader, tag, &got, what(), entered,
+                                     hub_.timeout() / 4);
+                !st.ok()) {
                 return st;
             }
             return copyOut(got, data, count, leader);
@@ -94,7 +109,7 @@ class MessageComm final : public Comm {
                 continue;
             }
             std::vector<float> got;
-            if (auto st = hub_.await(Message::Up, m, tag, &got, what()); !st.ok()) {
+            if (auto st = hub_.await(Message::Up, m, tag, &got, what(), entered); !st.ok()) {
                 return st;
             }
             if (got.size() != count) {
@@ -152,12 +167,22 @@ MessageHub::MessageHub(int rank, int world, std::chrono::milliseconds timeout, P
       timeout_(timeout),
       post_(std::move(post)),
       finished_(static_cast<std::size_t>(world), 0),
-      gone_(static_cast<std::size_t>(world), 0) {}
+      gone_(static_cast<std::size_t>(world), 0),
+      heard_(static_cast<std::size_t>(world), Clock::now()) {}
+
+void MessageHub::heardFrom(int src) {
+    if (src < 0 || src >= world_) {
+        return;
+    }
+    std::lock_guard<std::mutex> lock(m_);
+    heard_[static_cast<std::size_t>(src)] = Clock::now();
+}
 
 void MessageHub::deliver(Message type, int src, std::uint64_t tag, std::vector<char> payload) {
     if (src < 0 || src >= world_) {
         return;
     }
+    heardFrom(src);
     switch (type) {
         case Message::P2p:
         case Message::Bcast:
@@ -241,11 +266,12 @@ bool MessageHub::isGone(int who) const {
 }
 
 CommStatus MessageHub::await(Message type, int src, std::uint64_t tag, std::vector<float>* out,
-                             const std::string& what) {
+                             const std::string& what, Clock::time_point since,
+                             std::chrono::milliseconds extra) {
     std::unique_lock<std::mutex> lock(m_);
     const Waiting counted(waiting_);
     const auto key = std::make_tuple(static_cast<std::uint32_t>(type), src, tag);
-    const auto deadline = Clock::now() + timeout_;
+    const auto deadline = since + timeout_ + extra;
     for (;;) {
         auto it = mailbox_.find(key);
         if (it != mailbox_.end() && !it->second.empty()) {
@@ -266,13 +292,20 @@ CommStatus MessageHub::await(Message type, int src, std::uint64_t tag, std::vect
                                                          " finished without sending it");
         }
         if (cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+            std::string relay;
+            if (relay_ >= 0 && relay_ != rank_ && relay_ != src &&
+                Clock::now() - heard_[static_cast<std::size_t>(relay_)] >= timeout_) {
+                relay = "; rank " + std::to_string(relay_) +
+                        ", which passes on every message between the other ranks, has been "
+                        "silent as long: it may be the one that is stopped";
+            }
             return CommStatus::error(
                 Code::Timeout, "rank " + std::to_string(rank_) + " waited " +
-                                   std::to_string(timeout_.count() / 1000) + " s for " + what +
-                                   " from rank " + std::to_string(src) +
+                                   secondsText(timeout_ + extra) + " for " + what + " from rank " +
+                                   std::to_string(src) +
                                    " (no cross-process deadlock detection: the schedule may "
                                    "not finish, or rank " +
-                                   std::to_string(src) + " is slow)");
+                                   std::to_string(src) + " is slow or stopped" + relay + ")");
         }
     }
 }
@@ -381,15 +414,26 @@ void MessageHub::finish() {
     }
     (void)post_(-1, Message::Finish, 0, nullptr, 0);
     std::unique_lock<std::mutex> lock(m_);
-    cv_.wait_for(lock, timeout_, [&] {
+    const auto give_up = Clock::now() + timeout_;
+    for (;;) {
+        // After a failure, a rank that has been silent for the timeout (stopped, or its host
+        // is unreachable) will not say Finish either: waiting another timeout for it only
+        // holds this process.
+        bool waits = false;
+        auto silent_at = Clock::time_point::min();
         for (int r = 0; r < world_; ++r) {
             const auto i = static_cast<std::size_t>(r);
             if (!finished_[i] && !gone_[i]) {
-                return false;
+                waits = true;
+                silent_at = std::max(silent_at, heard_[i] + timeout_);
             }
         }
-        return true;
-    });
+        const auto until = problem_.empty() ? give_up : std::min(give_up, silent_at);
+        if (!waits || Clock::now() >= until) {
+            break;
+        }
+        cv_.wait_until(lock, until);
+    }
     closing_ = true;
 }
 

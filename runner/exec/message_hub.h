@@ -54,6 +54,9 @@ class MessageHub {
 
     // A message from `src` for this process. Pings are answered from here.
     void deliver(Message type, int src, std::uint64_t tag, std::vector<char> payload);
+    // `src` sent something (deliver() notes it too; a relay passing a message on calls this).
+    // After a failure, finish() does not wait for a rank silent for the timeout.
+    void heardFrom(int src);
     // `who`'s process ended before it finished: every wait fails naming it, and `why` (default:
     // its process ended or its connection closed). True when this is news (not finished, not
     // known gone before).
@@ -77,10 +80,17 @@ class MessageHub {
     bool closing() const;
     void setClosing();
 
-    // Waits for a message of `type` from `src` with `tag`: bounded by the timeout, failing at
-    // once when the run has a problem or `src` finished without sending it.
+    // Waits for a message of `type` from `src` with `tag`: until the timeout (plus `extra`) has
+    // passed since `since`, failing at once when the run has a problem or `src` finished
+    // without sending it.
     CommStatus await(Message type, int src, std::uint64_t tag, std::vector<float>* out,
-                     const std::string& what);
+                     const std::string& what,
+                     std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now(),
+                     std::chrono::milliseconds extra = std::chrono::milliseconds(0));
+    std::chrono::milliseconds timeout() const { return timeout_; }
+    // The rank that passes on the messages between the others (a star), so that a timeout on
+    // one of them can say when the relay has been silent too.
+    void setRelay(int rank) { relay_ = rank; }
     // Sends through Post; a PeerGone status naming `what` when it cannot leave.
     CommStatus send(int dst, Message type, std::uint64_t tag, const void* data, std::size_t bytes,
                     const std::string& what);
@@ -95,13 +105,15 @@ class MessageHub {
     std::condition_variable cv_;
     std::map<std::tuple<std::uint32_t, int, std::uint64_t>, std::deque<std::vector<float>>>
         mailbox_;
-    std::vector<char> finished_;  // per rank: said Finish
-    std::vector<char> gone_;      // per rank: ended before finishing
+    std::vector<char> finished_;                                // per rank: said Finish
+    std::vector<char> gone_;                                    // per rank: ended before finishing
+    std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank: its last message
     std::string problem_;
     std::deque<std::pair<std::int64_t, std::int64_t>> pongs_;  // (ping clock, the other's clock)
     bool closing_ = false;
     std::atomic<int> waiting_{0};
     std::uint64_t shared_ = 0;  // shareFromRank0 calls so far
+    int relay_ = -1;
 };
 
 }  // namespace pipescope::exec::detail

@@ -360,6 +360,11 @@ ExecResult PipelineExecutor::run() {
         }
     }
     if (run.options.transport != nullptr) {
+        for (int r = 0; r < p; ++r) {
+            if (std::find(im.local.begin(), im.local.end(), r) == im.local.end()) {
+                run.fabric->otherProcess(r);
+            }
+        }
         // A process runs its ranks alone: an op may wait only on ops of its own rank.
         for (int r : im.local) {
             for (int n = run.graph.node(r, 0); n < run.graph.node(r + 1, 0); ++n) {
@@ -406,9 +411,10 @@ ExecResult PipelineExecutor::run() {
             }
             rs.buffers = std::make_unique<detail::BufferStore>(rs.backend.get());
             for (int l = 0; l < schedule::kStreamCount; ++l) {
-                std::unique_ptr<Comm> host = run.options.transport != nullptr
-                                                 ? run.options.transport->comm(r, l)
-                                                 : run.fabric->comm(r, l);
+                std::unique_ptr<Comm> host =
+                    run.options.transport != nullptr
+                        ? run.fabric->watch(run.options.transport->comm(r, l), r, l)
+                        : run.fabric->comm(r, l);
                 if (!host) {
                     throw std::runtime_error("the transport has no endpoint for rank " +
                                              std::to_string(r));

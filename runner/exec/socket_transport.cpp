@@ -57,7 +57,9 @@ struct SocketTransport::State {
     State(int rank, int world, std::chrono::milliseconds timeout)
         : hub(rank, world, timeout,
               [this](int dst, Message type, std::uint64_t tag, const void* data,
-                     std::size_t bytes) { return post(dst, type, tag, data, bytes); }) {}
+                     std::size_t bytes) { return post(dst, type, tag, data, bytes); }) {
+        hub.setRelay(0);
+    }
 
     ~State() {
         for (int fd : fds) {
@@ -140,6 +142,7 @@ struct SocketTransport::State {
                     broadcastFrame(h, payload.data(), link);
                 } else if (h.dst < world()) {
                     write(h.dst, h, payload.data());  // a relay: the sender learns of a gone peer
+                    hub.heardFrom(h.src);
                     continue;
                 }
             }

@@ -54,6 +54,7 @@ class TstExecComm : public QObject {
     void finishedPeerFailsTheWait();
     void abortStopsTheWaits();
     void timeoutBoundsAWait();
+    void waitsBehindAnotherProcessDefer();
     void badCallsAreRefused();
     void trackerFollowsBuffers();
 };
@@ -309,6 +310,76 @@ void TstExecComm::timeoutBoundsAWait() {
     QVERIFY2(m.contains("timed out after 100 ms") && m.contains("RECV_F mb 0 from rank 0") &&
                  m.contains("rank 0: running (F mb 0)"),
              qPrintable(m));
+}
+
+namespace {
+
+// An endpoint to another process whose receive answers after `delay` with the transport's own
+// timeout message.
+class SlowOutside final : public exec::Comm {
+  public:
+    SlowOutside(std::chrono::milliseconds delay, std::atomic<bool>* entered)
+        : delay_(delay), entered_(entered) {}
+    int rank() const override { return 0; }
+    int size() const override { return 2; }
+    void setActivity(std::string) override {}
+    CommStatus send(int, std::uint64_t, const float*, std::size_t) override {
+        return CommStatus::success();
+    }
+    CommStatus recv(int, std::uint64_t, float*, std::size_t) override {
+        entered_->store(true);
+        std::this_thread::sleep_for(delay_);
+        return CommStatus::error(Code::Timeout, "rank 0 waited 0.6 s for RECV_B0<1 from rank 1");
+    }
+    CommStatus broadcast(const std::vector<int>&, int, std::uint64_t, float*,
+                         std::size_t) override {
+        return CommStatus::success();
+    }
+    CommStatus allReduce(const std::vector<int>&, std::uint64_t, float*, std::size_t,
+                         exec::ReduceOp) override {
+        return CommStatus::success();
+    }
+
+  private:
+    std::chrono::milliseconds delay_;
+    std::atomic<bool>* entered_;
+};
+
+}  // namespace
+
+// A multi-process run: rank 0 here, rank 1 in another process. Lane 0 waits for lane 1, which
+// waits in the transport for rank 1. Lane 0's own timeout passes first, but the transport's
+// message, which names the rank that did not answer, is the one that stops the run.
+void TstExecComm::waitsBehindAnotherProcessDefer() {
+    exec::InProcessFabric fabric(2, std::chrono::milliseconds(150), 2);
+    fabric.otherProcess(1);
+    std::atomic<bool> entered{false};
+    auto outside =
+        fabric.watch(std::make_unique<SlowOutside>(std::chrono::milliseconds(600), &entered), 0, 1);
+    QVERIFY(fabric.watch(nullptr, 0, 1) == nullptr);
+    std::thread lane1([&] {
+        outside->setActivity("RECV_B0<1");
+        float x = 0;
+        const CommStatus st = outside->recv(1, 1, &x, 1);
+        fabric.abort(st.message);  // as the runner does with a failed op
+        fabric.laneFinished(0, 1);
+    });
+    QTRY_VERIFY(entered.load());  // lane 1 is in the call before lane 0's wait begins
+    const CommStatus st = fabric.waitLocal(
+        0, 0, [] { return false; }, "the inputs of F1");
+    lane1.join();
+    QCOMPARE(int(st.code), int(Code::Aborted));
+    QVERIFY2(st.message.find("from rank 1") != std::string::npos, st.message.c_str());
+
+    // With no lane in another process's call, the local timeout stands, and the ranks of other
+    // processes are said to be there, not described as running here.
+    exec::InProcessFabric alone(2, std::chrono::milliseconds(50), 2);
+    alone.otherProcess(1);
+    const CommStatus late = alone.waitLocal(
+        0, 0, [] { return false; }, "the inputs of F1");
+    QCOMPARE(int(late.code), int(Code::Timeout));
+    const QString m = QString::fromStdString(late.message);
+    QVERIFY2(m.contains("rank 1: in another process") && !m.contains("rank 1 lane"), qPrintable(m));
 }
 
 void TstExecComm::badCallsAreRefused() {

@@ -2,7 +2,9 @@
 // loopback TCP: the world forms, messages between two ranks keep their order and tags, rank 0
 // relays between the others, broadcasts and all-reduces give every member the result, rank 0's
 // bootstrap bytes reach everyone, clocks compare, an abort reaches every rank with its reason,
-// and a rank that goes away fails the others' waits at once, naming it.
+// and a rank that goes away fails the others' waits at once, naming it. A rank that stops
+// without going away (SIGSTOP) is named by the wait that timed out on it, and holds the others
+// no longer than that.
 #include <future>
 #include <thread>
 #include <unistd.h>
@@ -66,6 +68,8 @@ class TstSocketTransport : public QObject {
     void clocksCompare();
     void abortReachesEveryRank();
     void goneRankIsNamed();
+    void stoppedRankIsNamedAndHoldsNoOne();
+    void silentRelayIsMentioned();
 };
 
 void TstSocketTransport::parsesAddresses() {
@@ -193,6 +197,60 @@ void TstSocketTransport::goneRankIsNamed() {
     QVERIFY(clock.elapsed() < 5000);  // at once, not at the 20 s timeout
     QCOMPARE(st.code, CommStatus::Code::Aborted);
     QVERIFY2(st.message.find("rank 1 is gone") != std::string::npos, st.message.c_str());
+}
+
+// Rank 1 stops: its connection stays open and it sends nothing. The all-reduce's leader (rank 0)
+// times out naming it and stops the run; rank 2, waiting for the leader's result, learns that
+// reason instead of blaming the leader. Finishing then does not wait another timeout for rank 1.
+void TstSocketTransport::stoppedRankIsNamedAndHoldsNoOne() {
+    auto w = world(3, milliseconds(2000));
+    QVERIFY(w[0] && w[1] && w[2]);
+    const auto reduce = [&](int r) {
+        auto c = w[static_cast<std::size_t>(r)]->comm(r, 2);
+        c->setActivity("ALLREDUCE(output,0)");
+        float x = 1;
+        const CommStatus st = c->allReduce({0, 1, 2}, 7, &x, 1, ReduceOp::Sum);
+        if (!st.ok()) {
+            w[static_cast<std::size_t>(r)]->abort(st.message);  // as a failed run does
+        }
+        return st;
+    };
+    auto leader = std::async(std::launch::async, reduce, 0);
+    auto member = std::async(std::launch::async, reduce, 2);
+    const CommStatus s0 = leader.get();
+    const CommStatus s2 = member.get();
+    QCOMPARE(s0.code, CommStatus::Code::Timeout);
+    QVERIFY2(s0.message.find("from rank 1") != std::string::npos, s0.message.c_str());
+    QCOMPARE(s2.code, CommStatus::Code::Aborted);
+    QVERIFY2(s2.message.find("from rank 1") != std::string::npos, s2.message.c_str());
+
+    QElapsedTimer clock;
+    clock.start();
+    std::thread first([&] { w[0]->finish(); });
+    w[2]->finish();
+    first.join();
+    // Far below the 2 s another wait for rank 1 would take.
+    QVERIFY2(clock.elapsed() < 1000, qPrintable(QString::number(clock.elapsed()) + " ms"));
+}
+
+// Rank 0, the relay, stops: rank 2's wait for rank 1 times out naming rank 1, as the message
+// must, and says that rank 0 has been silent as long.
+void TstSocketTransport::silentRelayIsMentioned() {
+    auto w = world(3, milliseconds(1000));
+    QVERIFY(w[0] && w[1] && w[2]);
+    auto c2 = w[2]->comm(2, 0);
+    c2->setActivity("RECV_F0<1");
+    float x = 0;
+    const CommStatus st = c2->recv(1, 1, &x, 1);
+    QCOMPARE(st.code, CommStatus::Code::Timeout);
+    QVERIFY2(st.message.find("from rank 1") != std::string::npos &&
+                 st.message.find("rank 0, which passes on every message") != std::string::npos,
+             st.message.c_str());
+    // A wait on the relay itself says nothing more about it.
+    const CommStatus on0 = c2->recv(0, 1, &x, 1);
+    QVERIFY2(on0.message.find("passes on") == std::string::npos, on0.message.c_str());
+    w[2]->abort(st.message);
+    finishAll(w);
 }
 
 QTEST_GUILESS_MAIN(TstSocketTransport)

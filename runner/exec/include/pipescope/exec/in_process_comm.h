@@ -48,8 +48,18 @@ class InProcessFabric {
     // Stops every waiting and future call with `why` (a rank failed, the user cancelled).
     void abort(const std::string& why);
 
+    // Multi-process runs. `rank` runs in another process (deadlock and timeout messages say so
+    // instead of describing its lanes).
+    void otherProcess(int rank);
+    // Wraps `outside`, `rank`'s `lane` endpoint to the other processes, so that the fabric knows
+    // while that lane waits in it: a local wait that passes the timeout then waits on, since the
+    // call ends within the transport's own timeout with the message that names the rank that
+    // did not answer.
+    std::unique_ptr<Comm> watch(std::unique_ptr<Comm> outside, int rank, int lane);
+
   private:
     friend class InProcessComm;
+    friend class WatchedComm;
     struct State;
     std::unique_ptr<State> state_;
 };
