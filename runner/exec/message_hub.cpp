@@ -260,6 +260,22 @@ std::vector<int> MessageHub::goneRanks() const {
     return out;
 }
 
+std::vector<int> MessageHub::silentRanks() const {
+    std::lock_guard<std::mutex> lock(m_);
+    std::vector<int> out;
+    if (problem_.empty()) {
+        return out;
+    }
+    const auto now = Clock::now();
+    for (int r = 0; r < world_; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        if (r != rank_ && !finished_[i] && !gone_[i] && now - heard_[i] >= timeout_) {
+            out.push_back(r);
+        }
+    }
+    return out;
+}
+
 bool MessageHub::isGone(int who) const {
     std::lock_guard<std::mutex> lock(m_);
     return who >= 0 && who < world_ && gone_[static_cast<std::size_t>(who)];

@@ -64,6 +64,10 @@ class MessageHub {
     bool isGone(int who) const;
     // Every rank known gone, ascending (Transport::goneRanks).
     std::vector<int> goneRanks() const;
+    // Once the run has a problem: the ranks that neither finished nor went away and have sent
+    // nothing for the timeout (stopped, or behind a link that no longer carries anything).
+    // Empty while all is well.
+    std::vector<int> silentRanks() const;
 
     // The Transport operations (transport.h) on top of Post and deliver.
     std::unique_ptr<Comm> comm(int lane);

@@ -276,7 +276,9 @@ MpiTransport::~MpiTransport() {
         s_->progress.join();
     }
     s_->hub->setClosing();
-    if (s_->hub->goneRanks().empty()) {
+    // MPI_Finalize waits for every process: not for one that is gone, nor, after a failure,
+    // for one that has been silent for the timeout (stopped); mpirun then ends the job.
+    if (s_->hub->goneRanks().empty() && s_->hub->silentRanks().empty()) {
         MPI_Comm_free(&s_->comm);
         MPI_Finalize();
     }

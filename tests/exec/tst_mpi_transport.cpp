@@ -3,7 +3,8 @@
 // one line per check, "rank R: ok ..." or "rank R: FAIL ...". Messages between two ranks keep
 // their order and tags, broadcasts and all-reduces give every member the result, rank 0's
 // bootstrap bytes (NCCL's ids in a GPU run) reach everyone, clocks compare, an abort reaches
-// every rank with its reason, a killed rank fails the others' waits at once, naming it, and a
+// every rank with its reason, a killed rank fails the others' waits at once, naming it, a
+// stopped rank is named by the waits that time out on it and holds no one after that, and a
 // process of another config is refused by every process.
 #include <algorithm>
 #include <chrono>
@@ -134,13 +135,38 @@ void goneRankIsNamed(MpiTransport& t) {
            "goneRanks names rank 1");
 }
 
+// Rank 1 stops (SIGSTOP) without going away. The others' waits on it time out naming it, and
+// after that failure neither finish() nor leaving MPI (MPI_Finalize waits for every process)
+// waits for it; mpirun then ends the job.
+void stoppedRankHoldsNoOne(std::unique_ptr<MpiTransport>& t) {
+    if (t->rank() == 1) {
+        std::raise(SIGSTOP);
+        return;  // not reached before mpirun's SIGKILL
+    }
+    std::vector<float> x(1);
+    const CommStatus st = t->comm(t->rank(), 0)->recv(1, 1, x.data(), 1);
+    // Its own timeout, or the other survivor's abort with the same reason when that one's
+    // wait began first.
+    report((st.code == CommStatus::Code::Timeout || st.code == CommStatus::Code::Aborted) &&
+               st.message.find("from rank 1") != std::string::npos,
+           "the wait ends with: " + st.message);
+    t->abort(st.message);  // as a failed run does
+    const auto start = std::chrono::steady_clock::now();
+    t->finish();
+    t.reset();
+    const auto took =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    // Far below the 2 s timeout another wait for rank 1 would take.
+    report(took.count() < 1000, "finished and left MPI in " + std::to_string(took.count()) + " ms");
+}
+
 int worker(const std::string& which) {
     const std::uint64_t key = which == "stranger" &&
                                       std::getenv("OMPI_COMM_WORLD_RANK") != nullptr &&
                                       std::string(std::getenv("OMPI_COMM_WORLD_RANK")) == "2"
                                   ? 43
                                   : 42;
-    const milliseconds timeout(which == "gone" ? 20000 : 10000);
+    const milliseconds timeout(which == "gone" ? 20000 : which == "stopped" ? 2000 : 10000);
     std::string error;
     auto t = MpiTransport::start(key, timeout, &error);
     if (which == "stranger") {
@@ -163,6 +189,10 @@ int worker(const std::string& which) {
         clocks(*t);
     } else if (which == "abort") {
         abortReachesEveryRank(*t);
+    } else if (which == "stopped") {
+        stoppedRankHoldsNoOne(t);
+        std::fflush(stdout);
+        _exit(g_failures == 0 ? 0 : 1);
     } else if (which == "gone") {
         goneRankIsNamed(*t);
         std::fflush(stdout);
@@ -190,6 +220,7 @@ class TstMpiTransport : public QObject {
     void clocksCompare() { runCase("clocks", {2, 2, 2}); }
     void abortReachesEveryRank() { runCase("abort", {2, 2, 2}); }
     void goneRankIsNamed() { runCase("gone", {3, 1, 3}, false); }
+    void stoppedRankHoldsNoOne() { runCase("stopped", {3, 1, 3}, false); }
     void anotherConfigIsRefused() { runCase("stranger", {1, 1, 1}); }
 
   private:
