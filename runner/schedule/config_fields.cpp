@@ -1,6 +1,7 @@
 #include "config_fields.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace pipescope::schedule::detail {
@@ -74,7 +75,14 @@ std::optional<std::int64_t> FieldReader::checkInt(const std::string& path, const
                                                   std::int64_t min, std::int64_t max,
                                                   std::string_view what) {
     if (!v.is_number_integer()) {
-        report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
+        std::string hint;
+        // 1e5 or 8.0 is a float in JSON: say how to write the integer it means.
+        if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+            std::trunc(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 1e15) {
+            hint = " (a float; write the integer as " +
+                   std::to_string(static_cast<std::int64_t>(v.get<double>())) + ")";
+        }
+        report(path, "must be " + std::string(what) + ", got " + describeValue(v) + hint, false);
         return std::nullopt;
     }
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {

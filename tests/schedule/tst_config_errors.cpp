@@ -73,7 +73,11 @@ void TstConfigErrors::invalidValues_data() {
     };
     // Types are strict: no strings for numbers, no floats for integers.
     row("layers string", {R"(model.layers="32")"}, R"(model.layers: must be an integer, got "32")");
-    row("layers float", {"model.layers=8.0"}, "model.layers: must be an integer, got 8.0");
+    row("layers float", {"model.layers=8.0"},
+        "model.layers: must be an integer, got 8.0 (a float; write the integer as 8)");
+    row("vocab with an exponent", {"model.vocab=1e5"},
+        "model.vocab: must be an integer, got 100000.0 (a float; write the integer as 100000)");
+    row("layers fraction", {"model.layers=8.5"}, "model.layers: must be an integer, got 8.5");
     row("layers zero", {"model.layers=0"}, "model.layers: must be at least 1, got 0");
     row("hidden too large", {"model.hidden=3000000000"},
         "model.hidden: must be at most 2147483647, got 3000000000");
