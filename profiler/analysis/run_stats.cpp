@@ -1,5 +1,8 @@
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -23,7 +26,8 @@ constexpr std::size_t kHeldOps = std::size_t{1} << 17;
 using Code = trace::TraceStatus::Code;
 
 // The share of the three passes done (two over the ops, one over the memory samples), reported
-// every few thousand rows, and the caller's wish to stop.
+// every few thousand rows, and the caller's wish to stop. The memory pass may run on a thread of
+// its own: it counts its rows there, and only the analysis's own thread calls the caller.
 class Progress {
   public:
     Progress(const trace::TraceReader& reader, const std::function<bool(double)>& report)
@@ -31,16 +35,30 @@ class Progress {
           total_(std::max<double>(1.0, 2.0 * static_cast<double>(reader.opCount()) +
                                            static_cast<double>(reader.memorySampleCount()))) {}
 
-    // One row done; false once the caller has asked to stop.
-    bool step() {
-        if (++done_ % kEvery == 0 && report_ && !stopped_) {
-            stopped_ = !report_(std::min(1.0, static_cast<double>(done_) / total_));
+    // One row done; false once the caller has asked to stop. `own_thread`: on the thread that
+    // may call the caller.
+    bool step(bool own_thread = true) {
+        const std::int64_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (own_thread && done >= next_report_) {
+            next_report_ = done + kEvery;
+            report();
         }
-        return !stopped_;
+        return !stopped_.load(std::memory_order_relaxed);
+    }
+    // Every pass stops at its next row, as if the caller had asked.
+    void stop() { stopped_.store(true, std::memory_order_relaxed); }
+    // Tells the caller how far the passes are (while waiting for another thread's pass).
+    void report() {
+        if (report_ && !stopped_.load(std::memory_order_relaxed)) {
+            const double done = static_cast<double>(done_.load(std::memory_order_relaxed));
+            if (!report_(std::min(1.0, done / total_))) {
+                stopped_.store(true, std::memory_order_relaxed);
+            }
+        }
     }
     // After a pass: the pass's own status, or Cancelled when the caller stopped it.
     trace::TraceStatus after(trace::TraceStatus st, const std::string& path) const {
-        if (st.ok() && stopped_) {
+        if (st.ok() && stopped_.load(std::memory_order_relaxed)) {
             return trace::TraceStatus::error(Code::Cancelled, path + ": analysis cancelled");
         }
         return st;
@@ -50,8 +68,9 @@ class Progress {
     static constexpr std::int64_t kEvery = 16384;
     const std::function<bool(double)>& report_;
     double total_;
-    std::int64_t done_ = 0;
-    bool stopped_ = false;
+    std::atomic<std::int64_t> done_{0};
+    std::int64_t next_report_ = kEvery;  // the own thread's
+    std::atomic<bool> stopped_{false};
 };
 
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
@@ -200,7 +219,8 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
-                                std::vector<MemoryPeak>* peaks, std::int64_t* negative) {
+                                bool own_thread, std::vector<MemoryPeak>* peaks,
+                                std::int64_t* negative) {
     peaks->assign(rank_index.size(), MemoryPeak{});
     std::optional<detail::MemoryPeakTracker> tracker;
     std::size_t current = 0;
@@ -219,7 +239,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
             current_rank = s.rank;
             const auto it = rank_index.find(s.rank);
             if (it == rank_index.end()) {
-                return progress->step();
+                return progress->step(own_thread);
             }
             current = it->second;
             tracker.emplace(window);
@@ -230,7 +250,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
         if (tracker) {
             tracker->add(s);
         }
-        return progress->step();
+        return progress->step(own_thread);
     });
     close();
     return progress->after(st, reader.path());
@@ -528,7 +548,52 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     s.run = reader.run();
     s.rank_count = reader.rankCount();
 
+    // A multi-process run's file lists its own rank; the others are another process's.
+    const std::vector<int>& listed = reader.listedRanks();
+    if (!listed.empty() && listed.size() < reader.ranks().size()) {
+        s.held_ranks = listed;
+        std::sort(s.held_ranks.begin(), s.held_ranks.end());
+    }
+    std::map<int, std::size_t> rank_index;
+    for (const trace::RankInfo& r : reader.ranks()) {
+        if (s.partial() && !std::binary_search(s.held_ranks.begin(), s.held_ranks.end(), r.rank)) {
+            continue;
+        }
+        rank_index.emplace(r.rank, s.ranks.size());
+        s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
+    }
+
     Progress progress(reader, options.progress);
+    // The memory pass needs nothing from the op passes unless one iteration is asked for: on a
+    // finished file it runs beside them, on a reader of its own (a second core; a file still
+    // being written is not opened twice, since opening it counts its rows).
+    struct PeakPass {
+        std::vector<MemoryPeak> peaks;
+        std::int64_t negative = 0;
+        trace::TraceStatus status;
+    };
+    std::future<PeakPass> beside;
+    if (!options.one_thread && !options.iteration && reader.finalized()) {
+        auto own = std::make_unique<trace::TraceReader>();
+        if (own->open(reader.path()).ok() && own->finalized()) {
+            beside = std::async(std::launch::async, [&progress, &rank_index, r = std::move(own)] {
+                PeakPass p;
+                p.status = collectPeaks(*r, rank_index, std::nullopt, &progress, false, &p.peaks,
+                                        &p.negative);
+                return p;
+            });
+        }
+    }
+    // An early return stops that pass before its future waits for it.
+    struct StopBeside {
+        Progress& progress;
+        std::future<PeakPass>& beside;
+        ~StopBeside() {
+            if (beside.valid()) {
+                progress.stop();
+            }
+        }
+    } stop_beside{progress, beside};
     std::vector<Window> windows;
     std::map<int, Window> device_extents;
     std::int64_t backwards = 0;
@@ -563,21 +628,6 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
                                                                   windows.back().iteration))));
         }
         memory_window = trace::TimeRange{it->start_ns, it->end_ns};
-    }
-
-    // A multi-process run's file lists its own rank; the others are another process's.
-    const std::vector<int>& listed = reader.listedRanks();
-    if (!listed.empty() && listed.size() < reader.ranks().size()) {
-        s.held_ranks = listed;
-        std::sort(s.held_ranks.begin(), s.held_ranks.end());
-    }
-    std::map<int, std::size_t> rank_index;
-    for (const trace::RankInfo& r : reader.ranks()) {
-        if (s.partial() && !std::binary_search(s.held_ranks.begin(), s.held_ranks.end(), r.rank)) {
-            continue;
-        }
-        rank_index.emplace(r.rank, s.ranks.size());
-        s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }
 
     // The ops each rank runs per iteration, where the runner recorded them.
@@ -628,9 +678,19 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
 
     std::vector<MemoryPeak> peaks;
     std::int64_t negative = 0;
-    if (trace::TraceStatus st =
-            collectPeaks(reader, rank_index, memory_window, &progress, &peaks, &negative);
-        !st.ok()) {
+    if (beside.valid()) {
+        while (beside.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+            progress.report();
+        }
+        PeakPass p = beside.get();
+        if (!p.status.ok()) {
+            return p.status;
+        }
+        peaks = std::move(p.peaks);
+        negative = p.negative;
+    } else if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress,
+                                                    true, &peaks, &negative);
+               !st.ok()) {
         return st;
     }
     if (negative > 0) {

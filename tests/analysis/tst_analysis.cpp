@@ -863,6 +863,7 @@ void TestAnalysis::progressAndCancel() {
         seen.push_back(done);
         return true;
     };
+    options.one_thread = true;
     RunStats with;
     QVERIFY(analysis::analyzeFile(path.toStdString(), options, &with).ok());
     // Two passes over 40000 ops and one over 10000 samples, reported every 16384 rows.
@@ -876,19 +877,41 @@ void TestAnalysis::progressAndCancel() {
     QCOMPARE(with.ranks[1].peak_memory.bytes, without.ranks[1].peak_memory.bytes);
     QCOMPARE(with.ranks[1].busy_ns, 20000 * 900.0);
 
+    // The memory pass on a thread of its own (the default for a finished file) finds the same
+    // peaks, and the reports, all from this thread, still rise to at most 1.
+    seen.clear();
+    options.one_thread = false;
+    RunStats beside;
+    QVERIFY(analysis::analyzeFile(path.toStdString(), options, &beside).ok());
+    QVERIFY2(seen.size() >= 3, qPrintable(QString::number(seen.size())));
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    QVERIFY(seen.front() > 0 && seen.back() <= 1.0);
+    QCOMPARE(beside.ranks.size(), with.ranks.size());
+    for (std::size_t r = 0; r < with.ranks.size(); ++r) {
+        QCOMPARE(beside.ranks[r].busy_ns, with.ranks[r].busy_ns);
+        QCOMPARE(beside.ranks[r].peak_memory.bytes, with.ranks[r].peak_memory.bytes);
+        QCOMPARE(beside.ranks[r].peak_memory.t_ns, with.ranks[r].peak_memory.t_ns);
+    }
+    QVERIFY(beside.ranks[1].peak_memory.bytes > 0);
+
     // Stopping at the first report ends the analysis with Cancelled and leaves `out` alone.
     int calls = 0;
     options.progress = [&](double) {
         ++calls;
         return false;
     };
-    RunStats cancelled;
-    const trace::TraceStatus st = analysis::analyzeFile(path.toStdString(), options, &cancelled);
-    QCOMPARE(int(st.code), int(trace::TraceStatus::Code::Cancelled));
-    QVERIFY2(QString::fromStdString(st.message).contains("long.db"), st.message.c_str());
-    QVERIFY2(QString::fromStdString(st.message).contains("cancelled"), st.message.c_str());
-    QCOMPARE(calls, 1);
-    QVERIFY(cancelled.ranks.empty());
+    for (const bool one_thread : {true, false}) {
+        calls = 0;
+        options.one_thread = one_thread;
+        RunStats cancelled;
+        const trace::TraceStatus st =
+            analysis::analyzeFile(path.toStdString(), options, &cancelled);
+        QCOMPARE(int(st.code), int(trace::TraceStatus::Code::Cancelled));
+        QVERIFY2(QString::fromStdString(st.message).contains("long.db"), st.message.c_str());
+        QVERIFY2(QString::fromStdString(st.message).contains("cancelled"), st.message.c_str());
+        QCOMPARE(calls, 1);
+        QVERIFY(cancelled.ranks.empty());
+    }
 }
 
 #include "tst_analysis.moc"

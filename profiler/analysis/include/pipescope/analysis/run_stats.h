@@ -187,6 +187,9 @@ struct AnalysisOptions {
     // Called now and then with the share of the work done (0..1), from the analyzing thread;
     // returning false stops the analysis, which then answers TraceStatus::Code::Cancelled.
     std::function<bool(double)> progress;
+    // Every pass on the calling thread. Otherwise a finished file's memory pass runs on a thread
+    // of its own, with a second reader of the file, beside the two op passes.
+    bool one_thread = false;
 };
 
 // Computes the statistics of an open trace. Errors (a damaged file, an iteration that is not in
