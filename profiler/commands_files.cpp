@@ -63,9 +63,13 @@ bool prepareExport(const Command& cmd, const ParsedArgs& p, trace::TraceReader* 
         *exit_code = kExitBadInput;
         return false;
     }
-    if (sameFile(p.positional[0], p.positional[1])) {
-        *exit_code =
-            badArguments(cmd, p.positional[1] + ": is the trace itself; refusing to overwrite it");
+    if (const std::string part = traceFileSuffix(p.positional[0], p.positional[1]); !part.empty()) {
+        *exit_code = badArguments(
+            cmd, p.positional[1] + (part == "itself"
+                                        ? ": is the trace itself; refusing to overwrite it"
+                                        : ": is the trace's SQLite " + part +
+                                              " file, which SQLite rewrites or deletes; refusing "
+                                              "to write there"));
         return false;
     }
     // A file, also through a link, needs --force; standard output ("-") and the like do not.
@@ -210,6 +214,10 @@ std::optional<int> checkWriteArgs(const Command& cmd, const ParsedArgs& p, bool 
     for (const auto& in : p.positional) {
         if (in == out->second || sameFile(in, out->second)) {
             return badArguments(cmd, "-o " + out->second + " is also an input");
+        }
+        if (const std::string part = traceFileSuffix(in, out->second); !part.empty()) {
+            return badArguments(
+                cmd, "-o " + out->second + " is the SQLite " + part + " file of the input " + in);
         }
     }
     return std::nullopt;

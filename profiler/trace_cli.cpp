@@ -86,6 +86,26 @@ bool sameFile(const std::string& a, const std::string& b) {
     return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
+std::string traceFileSuffix(const std::string& trace, const std::string& out) {
+    if (sameFile(trace, out)) {
+        return "itself";
+    }
+    namespace fs = std::filesystem;
+    std::error_code ec_trace;
+    std::error_code ec_out;
+    // Absolute first: a relative name that does not exist yet would stay relative.
+    const fs::path t = fs::weakly_canonical(fs::absolute(trace, ec_trace), ec_trace);
+    const fs::path o = fs::weakly_canonical(fs::absolute(out, ec_out), ec_out);
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+        // Also before it exists: SQLite would take the file for the trace's own.
+        if (sameFile(trace + suffix, out) ||
+            (!ec_trace && !ec_out && o.string() == t.string() + suffix)) {
+            return suffix;
+        }
+    }
+    return {};
+}
+
 // Parses "--NAME N" as a whole number >= 0; on failure says so and sets the exit code.
 std::optional<int> wholeOption(const Command& cmd, const std::string& name, const std::string& v,
                                OneTraceArgs* a) {

@@ -55,6 +55,9 @@ ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::s
 // Opens a trace; on failure prints TraceReader's message (it names the file and the problem).
 bool openTrace(const std::string& path, trace::TraceReader* reader);
 bool sameFile(const std::string& a, const std::string& b);
+// "itself" when `out` is the trace file `trace`, "-wal", "-shm" or "-journal" when it is (or
+// would be) SQLite's file of that name beside it, which SQLite rewrites or deletes; "" otherwise.
+std::string traceFileSuffix(const std::string& trace, const std::string& out);
 
 // A command on one trace with --json and --iteration N: what it asked for, or the exit code to
 // return at once (its help was printed, or its arguments were wrong and said so).

@@ -107,7 +107,10 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
-        return st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed;
+        return st.code == trace::TraceStatus::Code::Exists ||
+                       st.code == trace::TraceStatus::Code::BadInput
+                   ? kExitBadInput
+                   : kExitFailed;
     }
     if (made) {
         *made = true;
@@ -118,8 +121,6 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
     std::signal(SIGINT, onInterrupt);
     std::signal(SIGTERM, onInterrupt);
     const int written = sim::writeTrace(r, iterations, w, [] { return g_interrupted.load(); });
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     for (int it = 0; it < written; ++it) {
         progressEvent(
             o,
@@ -129,12 +130,21 @@ int writeSimTrace(const cli::Options& o, const sim::SimResult& r, const std::str
     const std::string message = cancelled ? "interrupted after " + std::to_string(written) +
                                                 " of " + std::to_string(iterations) + " iterations"
                                           : std::string();
-    // The same rounding as sim::writeTrace uses for the iteration period.
-    if (auto st = w.finish(cancelled ? trace::RunStatus::Cancelled : trace::RunStatus::Complete,
-                           message, std::llround(r.iteration_time_s * 1e9) * written);
-        !st.ok()) {
+    // The same rounding as sim::writeTrace uses for the iteration period. The handlers stay
+    // while the trace is finished (indexes, levels of detail: most of a long trace's time), so
+    // that a Ctrl-C then does not kill the process and leave the file "running".
+    const auto st = w.finish(cancelled ? trace::RunStatus::Cancelled : trace::RunStatus::Complete,
+                             message, std::llround(r.iteration_time_s * 1e9) * written);
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (!st.ok()) {
         std::cerr << "pipescope-run: " << st.message << "\n";
         return kExitFailed;
+    }
+    if (!cancelled && g_interrupted.load()) {
+        std::cerr << "pipescope-run: " << path
+                  << ": the interrupt came while the trace was being finished; it holds every "
+                     "iteration and is complete\n";
     }
     if (cancelled) {
         std::cerr << "pipescope-run: " << path << ": " << message

@@ -183,7 +183,7 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
     namespace fs = std::filesystem;
     std::error_code ec;
     if (const std::string problem = trace::traceStreamProblem(target); !problem.empty()) {
-        return trace::TraceStatus::error(Code::IoError, problem);
+        return trace::TraceStatus::error(Code::BadInput, problem);
     }
     if (fs::is_directory(target, ec)) {
         return trace::TraceStatus::error(Code::IoError,

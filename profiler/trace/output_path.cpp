@@ -66,9 +66,22 @@ int namedDescriptor(const std::string& path) {
 }
 
 std::string traceStreamProblem(const std::string& path) {
-    return namedDescriptor(path) >= 0
-               ? path + ": a trace is an SQLite file; it cannot be written to a stream"
-               : std::string();
+    if (namedDescriptor(path) >= 0) {
+        return path + ": a trace is an SQLite file; it cannot be written to a stream";
+    }
+    // Writing a trace replaces what is there: never a device, a pipe or a socket (as root,
+    // /dev/null itself).
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status st = fs::status(followLinks(path), ec);
+    if (ec || !fs::exists(st) || fs::is_regular_file(st) || fs::is_directory(st)) {
+        return {};
+    }
+    const char* what = fs::is_fifo(st)     ? "a named pipe"
+                       : fs::is_socket(st) ? "a socket"
+                                           : "a device";
+    return path + ": it is " + what +
+           ", not a file; a trace is an SQLite file of its own, so give the name of a file";
 }
 
 std::string followLinks(const std::string& path) {

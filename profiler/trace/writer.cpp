@@ -426,7 +426,7 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
     namespace fs = std::filesystem;
     std::error_code ec;
     if (const std::string problem = traceStreamProblem(path); !problem.empty()) {
-        return d.error = TraceStatus::error(TraceStatus::Code::IoError, problem);
+        return d.error = TraceStatus::error(TraceStatus::Code::BadInput, problem);
     }
     // Through a link, the file it names is replaced and the link kept.
     const std::string file = followLinks(path);

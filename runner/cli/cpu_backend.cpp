@@ -374,7 +374,10 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
-        return refused(st.code == trace::TraceStatus::Code::Exists ? kExitBadInput : kExitFailed);
+        return refused(st.code == trace::TraceStatus::Code::Exists ||
+                               st.code == trace::TraceStatus::Code::BadInput
+                           ? kExitBadInput
+                           : kExitFailed);
     }
     for (int r : local) {
         std::string device = "cpu";

@@ -2,6 +2,7 @@
 // input, each of which must end with exit code 2 and a message naming the file and the problem.
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -531,9 +532,28 @@ void TestTraceCli::outputsThroughLinks() {
     QVERIFY2(via.exit_code == 0 && via.out.startsWith("key,value,"), qPrintable(describe(via)));
     QVERIFY(QFileInfo(fd_link).isSymLink());
 
-    // A trace is an SQLite file: never written to a stream.
+    // A trace is an SQLite file: never written to a stream, nor over a pipe or a device, which
+    // writing it would replace.
     const ProcessResult stream = runBinary(kCli, {"merge", good_, "-o", "/dev/stdout"});
-    QVERIFY2(stream.exit_code != 0 && stream.err.contains("stream"), qPrintable(describe(stream)));
+    QVERIFY2(stream.exit_code == 2 && stream.err.contains("stream"), qPrintable(describe(stream)));
+    const QString fifo = path("merge-pipe");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    const ProcessResult pipe = runBinary(kCli, {"merge", good_, "-o", fifo, "--force"});
+    QVERIFY2(pipe.exit_code == 2 && pipe.err.contains("it is a named pipe, not a file"),
+             qPrintable(describe(pipe)));
+    struct stat st {};
+    QVERIFY(::stat(fifo.toLocal8Bit().constData(), &st) == 0 && S_ISFIFO(st.st_mode));
+
+    // SQLite's files beside the trace are its own: an export there would be deleted or taken
+    // for the trace's log when it is next opened.
+    for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+        const QString beside = good_ + suffix;
+        const ProcessResult r = runBinary(kCli, {"export-csv", good_, beside, "--force"});
+        QVERIFY2(r.exit_code == 2 &&
+                     r.err.contains(QByteArray("is the trace's SQLite ") + suffix + " file"),
+                 qPrintable(describe(r)));
+        QVERIFY(!QFileInfo::exists(beside));
+    }
 }
 
 void TestTraceCli::repair() {

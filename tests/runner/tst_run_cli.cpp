@@ -3,6 +3,7 @@
 // key), backends this build does not have (exit 3), the progress protocol and determinism.
 // Sweeps, comparisons and schedule files are in tst_run_cli_modes.cpp.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <QDir>
 #include <QFile>
@@ -50,6 +51,8 @@ class TestRunCli : public QObject {
     void deterministicTrace();
     void listDevices();
     void interruptedWriteIsCancelled();
+    void interruptWhileFinishingKeepsItComplete();
+    void outputThatIsNotAFileIsRefused();
     void lostOutputIsAFailure_data();
     void lostOutputIsAFailure();
     void readerThatGoesAwayLeavesAFinishedTrace();
@@ -547,6 +550,47 @@ void TestRunCli::interruptedWriteIsCancelled() {
     QVERIFY(reader.open(db.toStdString()).ok());
     QVERIFY(reader.run().status == pipescope::trace::RunStatus::Cancelled);
     QVERIFY(reader.finalized());
+}
+
+// Ctrl-C after the last iteration is written, while the trace is finished (its indexes: most of
+// a long trace's time): the process is not killed, and the trace is complete.
+void TestRunCli::interruptWhileFinishingKeepsItComplete() {
+    const QString db = path("finishing.db");
+    QProcess p;
+    p.start(binaryPath(kRun), {preset("small-2stage-naive.json"), "--iterations", "3000", "--out",
+                               db, "--force", "--progress", "jsonl"});
+    QVERIFY(p.waitForStarted(10000));
+    // The progress events follow the writing of the iterations, just before the finish.
+    QByteArray out;
+    QTRY_VERIFY_WITH_TIMEOUT(
+        (out += p.readAllStandardOutput()).contains("\"iteration\":3000,\"of\":3000") ||
+            p.state() == QProcess::NotRunning,
+        60000);
+    QVERIFY2(p.state() == QProcess::Running, out.right(2000).constData());
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    QVERIFY(p.waitForFinished(60000));
+    out += p.readAllStandardOutput();
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 0 && err.contains("while the trace was being finished"),
+             err.constData());
+    QVERIFY2(out.trimmed().split('\n').last().contains("\"status\":\"complete\""),
+             out.right(500).constData());
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Complete);
+    QVERIFY(reader.finalized());
+}
+
+// Writing a trace replaces its target: a pipe (or, as root, /dev/null) must never be replaced.
+void TestRunCli::outputThatIsNotAFileIsRefused() {
+    const QString fifo = path("a-pipe");
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    const ProcessResult r = runBinary(kRun, {default_, "--out", fifo, "--force"});
+    QVERIFY2(r.exit_code == 2 && r.err.contains("a-pipe: it is a named pipe, not a file"),
+             qPrintable(describe(r)));
+    struct stat st {};
+    QVERIFY(::stat(fifo.toLocal8Bit().constData(), &st) == 0 && S_ISFIFO(st.st_mode));
 }
 
 void TestRunCli::lostOutputIsAFailure_data() {

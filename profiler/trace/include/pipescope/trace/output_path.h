@@ -12,7 +12,8 @@ namespace pipescope::trace {
 int namedDescriptor(const std::string& path);
 
 // Why a trace (an SQLite file) cannot be written to `path` when it names a descriptor ("PATH: a
-// trace is an SQLite file; it cannot be written to a stream"); "" when it names a file.
+// trace is an SQLite file; it cannot be written to a stream") or an existing device, pipe or
+// socket, which writing would replace; "" when it names a file, a folder or nothing yet.
 std::string traceStreamProblem(const std::string& path);
 
 // `path` with symbolic links in its last component followed to the file they name (relative
