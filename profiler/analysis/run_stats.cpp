@@ -256,7 +256,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
     return progress->after(st, reader.path());
 }
 
-RunMetricInputs readMetricInputs(const trace::TraceReader& reader,
+RunMetricInputs readMetricInputs(const std::vector<trace::MetricRecord>& metrics,
                                  std::vector<std::string>* damage) {
     RunMetricInputs in;
     const std::pair<std::string_view, std::optional<double>*> inputs[] = {
@@ -267,7 +267,7 @@ RunMetricInputs readMetricInputs(const trace::TraceReader& reader,
         {kMetricLaneSyncEvent, &in.lane_sync_event},
         {kMetricHardwareFromConfig, &in.hardware_from_config},
     };
-    for (const trace::MetricRecord& m : reader.metrics()) {
+    for (const trace::MetricRecord& m : metrics) {
         if (m.rank || m.iteration) {
             continue;  // per-rank or per-iteration values are not the run-level inputs
         }
@@ -630,9 +630,22 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         memory_window = trace::TimeRange{it->start_ns, it->end_ns};
     }
 
+    // A damaged metric table still gives the rows before the damage; the figures that need the
+    // others are left out, and the report says why.
+    std::vector<trace::MetricRecord> metrics;
+    if (const trace::TraceStatus st = reader.readMetrics(&metrics); !st.ok()) {
+        std::string why = st.message;
+        if (why.rfind(reader.path() + ": ", 0) == 0) {
+            why.erase(0, reader.path().size() + 2);
+        }
+        s.damage.push_back(
+            "the run's metrics could not all be read, so MFU, tokens/s and the memory capacity "
+            "may be missing: " +
+            why);
+    }
     // The ops each rank runs per iteration, where the runner recorded them.
     std::map<int, double> expected_ops;
-    for (const trace::MetricRecord& m : reader.metrics()) {
+    for (const trace::MetricRecord& m : metrics) {
         if (m.key == kMetricOpsPerIteration && m.rank && !m.iteration) {
             expected_ops[*m.rank] = m.value;
         }
@@ -700,7 +713,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         s.ranks[r].peak_memory = peaks[r];
     }
-    s.inputs = readMetricInputs(reader, &s.damage);
+    s.inputs = readMetricInputs(metrics, &s.damage);
     summarize(&s);
     *out = std::move(s);
     return trace::TraceStatus::success();

@@ -616,6 +616,14 @@ TraceStatus TraceReader::forEachMemory(const std::function<bool(const MemorySamp
 
 std::vector<MetricRecord> TraceReader::metrics() const {
     std::vector<MetricRecord> out;
+    if (!readMetrics(&out).ok()) {
+        impl_->noteError("reading metrics failed");
+    }
+    return out;
+}
+
+TraceStatus TraceReader::readMetrics(std::vector<MetricRecord>* out) const {
+    out->clear();
     Stmt s(impl_->db, "SELECT key, value, rank, iteration FROM metric ORDER BY rowid");
     int rc;
     while ((rc = s.step()) == SQLITE_ROW) {
@@ -626,12 +634,13 @@ std::vector<MetricRecord> TraceReader::metrics() const {
         if (!s.isNull(3)) {
             m.iteration = s.int32(3);
         }
-        out.push_back(std::move(m));
+        out->push_back(std::move(m));
     }
     if (rc != SQLITE_DONE) {
-        impl_->noteError("reading metrics failed");
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  describeSqliteFailure(impl_->path, impl_->db));
     }
-    return out;
+    return TraceStatus::success();
 }
 
 }  // namespace pipescope::trace

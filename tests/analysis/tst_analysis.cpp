@@ -93,6 +93,7 @@ class TestAnalysis : public QObject {
     void warmupFallback();
     void cutShortIteration();
     void damagedTraceSaysSo();
+    void damagedMetricTableSaysSo();
     void oneProcessOfSeveral();
     void singleIteration();
     void missingIteration();
@@ -315,6 +316,42 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
     QCOMPARE(o.value("damage").toArray().size(), 4);
+}
+
+// Damage inside the file, in the pages of the metric table: the ops still give their figures,
+// and the report says why MFU and tokens/s are missing instead of leaving them out silently.
+void TestAnalysis::damagedMetricTableSaysSo() {
+    const QString path = dir_.filePath("damaged-metrics.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    QVERIFY(analyze(path).mfu);
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    QCOMPARE(sqlite3_prepare_v2(db,
+                                "SELECT rootpage, (SELECT page_size FROM pragma_page_size) "
+                                "FROM sqlite_master WHERE name = 'metric'",
+                                -1, &q, nullptr),
+             SQLITE_OK);
+    QCOMPARE(sqlite3_step(q), SQLITE_ROW);
+    const qint64 page = sqlite3_column_int64(q, 0);
+    const qint64 page_size = sqlite3_column_int64(q, 1);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    QVERIFY(page > 1 && page_size >= 512);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadWrite));
+    QVERIFY(f.seek((page - 1) * page_size));
+    QCOMPARE(f.write(QByteArray(static_cast<int>(page_size), '\xde')), page_size);
+    f.close();
+
+    const RunStats s = analyze(path);
+    QVERIFY(!s.ranks.empty() && s.iteration_time_ns);
+    QVERIFY(!s.mfu);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    const QString d = QString::fromStdString(s.damage.front());
+    QVERIFY2(d.contains("metrics could not all be read") && d.contains("truncated or damaged") &&
+                 !d.contains(path),
+             qPrintable(d));
 }
 
 void TestAnalysis::cutShortIteration() {

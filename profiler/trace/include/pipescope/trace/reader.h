@@ -168,6 +168,9 @@ class TraceReader {
     TraceStatus forEachMemory(const std::function<bool(const MemorySample&)>& fn) const;
 
     std::vector<MetricRecord> metrics() const;
+    // The same, with the status of the read: a damaged table gives Corrupt and the rows before
+    // the damage.
+    TraceStatus readMetrics(std::vector<MetricRecord>* out) const;
 
     // Level-of-detail ops for a window drawn `pixels` wide (see lod.h for the rules).
     OpLodResult opsLod(std::int64_t t0, std::int64_t t1, int pixels,
