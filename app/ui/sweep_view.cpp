@@ -8,6 +8,8 @@
 
 #include <QHBoxLayout>
 #include <QLineF>
+#include <QPlainTextEdit>
+#include <QRegularExpression>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -256,6 +258,42 @@ QString sweepKeyProblem(const QString& key) {
     return {};
 }
 
+QStringList sweepProblems(const std::vector<SweepPoint>& points) {
+    std::vector<std::string> methods;
+    for (const auto& p : points) {
+        if (std::find(methods.begin(), methods.end(), p.method) == methods.end()) {
+            methods.push_back(p.method);
+        }
+    }
+    // (value, reason) in the order met, with the methods that failed there for it.
+    std::vector<std::pair<std::pair<std::string, std::string>, QStringList>> groups;
+    for (const auto& p : points) {
+        if (p.ok) {
+            continue;
+        }
+        const auto key = std::pair(p.value, p.error);
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const auto& g) { return g.first == key; });
+        if (it == groups.end()) {
+            groups.emplace_back(key, QStringList());
+            it = groups.end() - 1;
+        }
+        it->second << QString::fromStdString(p.method);
+    }
+    QStringList out;
+    for (const auto& [key, failed] : groups) {
+        const QString who = methods.size() > 1 && failed.size() == static_cast<int>(methods.size())
+                                ? QObject::tr("every method")
+                                : failed.join(QStringLiteral(", "));
+        // The config is the one in the panel: its place in a file ("<current config>:4:15: ")
+        // says nothing here.
+        static const QRegularExpression place(QStringLiteral("^<[^>]*>(:\\d+:\\d+)?: "));
+        out << who + QObject::tr(" at ") + sweepValueText(key.first) + QStringLiteral(": ") +
+                   QString::fromStdString(key.second).remove(place);
+    }
+    return out;
+}
+
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
     std::vector<std::string> out;
     for (QString v : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -467,6 +505,16 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel;
     status_->setWordWrap(true);
     layout->addWidget(status_);
+    problems_ = new QPlainTextEdit;
+    problems_->setReadOnly(true);
+    problems_->setAccessibleName(tr("Sweep points that could not be simulated"));
+    problems_->setLineWrapMode(QPlainTextEdit::NoWrap);
+    problems_->setMaximumHeight(problems_->fontMetrics().lineSpacing() * 4 +
+                                2 * problems_->frameWidth() +
+                                static_cast<int>(problems_->document()->documentMargin() * 2));
+    problems_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
+    problems_->setVisible(false);
+    layout->addWidget(problems_);
     plot_ = new QCustomPlot;
     plot_->setAccessibleName(tr("Sweep: iteration time per method and value"));
     letPlotShrink(plot_);
@@ -503,19 +551,17 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
             run_->setEnabled(true);
             cancel_->setEnabled(false);
             progress_->setVisible(false);
-            QStringList errors;
-            for (const auto& p : out->sweep) {
-                if (!p.ok) {
-                    errors << QString::fromStdString(p.method) + tr(" at ") +
-                                  sweepValueText(p.value) + QStringLiteral(": ") +
-                                  QString::fromStdString(p.error);
-                }
-            }
+            const auto invalid = std::count_if(out->sweep.begin(), out->sweep.end(),
+                                               [](const SweepPoint& p) { return !p.ok; });
+            const QStringList problems = sweepProblems(out->sweep);
             status_->setText(
                 (out->cancelled ? tr("Cancelled. ") : QString()) +
                 tr("%1 points in %2 ms.").arg(out->sweep.size()).arg(out->elapsed_ms, 0, 'f', 0) +
-                (errors.isEmpty() ? QString()
-                                  : QStringLiteral("\n") + errors.join(QStringLiteral("\n"))));
+                (invalid == 0
+                     ? QString()
+                     : tr(" %1 could not be simulated (left out of the lines):").arg(invalid)));
+            problems_->setPlainText(problems.join(QStringLiteral("\n")));
+            problems_->setVisible(!problems.isEmpty());
             points_ = out->sweep;
             points_key_ = key_->currentText();
             fillSweepPlot(plot_, points_, points_key_);
@@ -556,6 +602,8 @@ void SweepView::run() {
     progress_->setVisible(true);
     progress_->setValue(0);
     status_->setText(tr("Simulating…"));
+    problems_->clear();
+    problems_->setVisible(false);
     controller_->request(std::move(req));
 }
 

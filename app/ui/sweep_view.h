@@ -5,6 +5,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QWidget>
@@ -32,6 +33,10 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
 // so parallel.vocab is already its lines, and compare is no setting of the model.
 QString sweepKeyProblem(const QString& key);
 
+// The points that could not be simulated, one line per value and reason, in sweep order:
+// "every method at 3: ..." when all methods failed there for it, else the methods by name.
+QStringList sweepProblems(const std::vector<SweepPoint>& points);
+
 // Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
 
@@ -49,6 +54,8 @@ class SweepView : public QWidget {
     bool busy() const;
     // What the line under the controls says (progress, or why a sweep did not start).
     QString statusText() const { return status_->text(); }
+    // The list of invalid points under it (hidden when there are none).
+    QString problemsText() const { return problems_->toPlainText(); }
 
   signals:
     void finished();
@@ -62,6 +69,7 @@ class SweepView : public QWidget {
     QPushButton* cancel_;
     QProgressBar* progress_;
     QLabel* status_;
+    QPlainTextEdit* problems_;  // a few lines high, scrolling: the chart keeps its room
     QCustomPlot* plot_;
     std::vector<SweepPoint> points_;  // the sweep on the chart, for its tooltips
     QString points_key_;

@@ -471,6 +471,27 @@ void TstMainWindow::sweepExplainsItselfFirst() {
     key->setCurrentIndex(microbatches);
     emit key->activated(microbatches);  // as a choice in the list makes it
     QCOMPARE(values->text(), QStringLiteral("8, 16, 32, 64, 128"));
+
+    // Points that cannot be simulated are listed once per value and reason, in a few scrolling
+    // lines under the controls: the chart keeps its room at 1024x640.
+    key->setEditText(QStringLiteral("parallel.pipeline"));
+    values->setText(QStringLiteral("1, 2, 3, 4, 5, 6, 7, 8"));
+    view.resize(1024, 560);
+    view.show();
+    view.run();
+    QTRY_VERIFY_WITH_TIMEOUT(!view.busy(), 20000);
+    QVERIFY2(view.statusText().contains(QLatin1String("could not be simulated")),
+             qPrintable(view.statusText()));
+    const QStringList problems = view.problemsText().split(QLatin1Char('\n'));
+    QVERIFY2(problems.size() >= 2 && problems.size() < 17, qPrintable(view.problemsText()));
+    QVERIFY2(problems.first().startsWith(
+                 QLatin1String("naive, interlaced, vocab-1, vocab-2 at 3: model.layers: 8 layers")),
+             qPrintable(view.problemsText()));
+    QCoreApplication::processEvents();
+    QVERIFY2(view.plot()->height() > 300, qPrintable(QString::number(view.plot()->height())));
+    view.hide();
+    window_->activateWindow();  // the tests after this one type into the window
+    QTRY_VERIFY(window_->isActiveWindow());
 }
 
 // Nothing in the window asks for more than the smallest screen the app must work on.
