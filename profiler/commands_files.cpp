@@ -6,6 +6,7 @@
 #include <pipescope/interop/csv_export.h>
 #include <pipescope/interop/merge.h>
 #include <pipescope/interop/nsys_import.h>
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/output_path.h>
 #include <pipescope/trace/writer.h>
 
@@ -149,7 +150,7 @@ int runExportCsv(const std::vector<std::string>& args) {
 
 int runRepair(const std::vector<std::string>& args) {
     const Command& cmd = *findCommand("repair");
-    const ParsedArgs p = parseArgs(args, {}, {});
+    const ParsedArgs p = parseArgs(args, {"--force"}, {});
     if (p.help) {
         return printOut(commandHelp(cmd));
     }
@@ -163,6 +164,7 @@ int runRepair(const std::vector<std::string>& args) {
     const std::string& path = p.positional[0];
     trace::RunStatus status = trace::RunStatus::Running;
     bool finalized = false;
+    std::int64_t writer = 0;
     {
         // Closed before repairing: finalizeTrace opens the file for writing itself.
         trace::TraceReader reader;
@@ -171,6 +173,14 @@ int runRepair(const std::vector<std::string>& args) {
         }
         status = reader.run().status;
         finalized = reader.finalized();
+        writer = trace::runnerAliveHere(reader);
+    }
+    if (writer > 0 && p.options.count("--force") == 0) {
+        printErr(path + ": the runner writing it is still running (process " +
+                 std::to_string(writer) +
+                 " on this host); repair is for a run whose runner stopped. Wait for it or stop "
+                 "it first, or pass --force if that process is not the runner");
+        return kExitBadInput;
     }
     if (status == trace::RunStatus::Complete) {
         printErr(path +

@@ -72,10 +72,11 @@ const Command kCommands[] = {
      "  --table T       op (default; the op_named view's columns), memory or metric\n"
      "  --force         replace OUT.csv if it exists\n",
      runExportCsv},
-    {"repair", "repair RUN.db",
+    {"repair", "repair RUN.db [--force]",
      "For a run that stopped before finishing (status running): builds the indexes and summary\n"
      "levels that the writer did not get to build and marks the run failed. Refuses complete\n"
-     "runs. Never run it on a trace that a runner is still writing.\n",
+     "runs, and a trace whose runner is still running on this host (--force: that process id\n"
+     "is another program's). Never run it on a trace that a runner is still writing.\n",
      runRepair},
     {"merge", "merge RUN-rank0.db RUN-rank1.db ... -o RUN.db [--force]",
      "Joins the traces a multi-process run wrote, one per process, into one trace on rank 0's\n"

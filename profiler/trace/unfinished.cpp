@@ -49,6 +49,20 @@ bool runnerGone(const TraceReader& reader) {
     return any_here;
 }
 
+std::int64_t runnerAliveHere(const TraceReader& reader) {
+    if (reader.run().status != RunStatus::Running) {
+        return 0;
+    }
+    const std::string here = thisHost();
+    for (const RankInfo& r : reader.ranks()) {
+        if (r.pid > 0 && (r.host.empty() || r.host == here) &&
+            (::kill(static_cast<pid_t>(r.pid), 0) == 0 || errno == EPERM)) {
+            return r.pid;
+        }
+    }
+    return 0;
+}
+
 namespace {
 
 // finalizeTrace and markRunningTraceFailed. The write lock is taken before the status is read

@@ -29,10 +29,16 @@ bool parseInt(const std::string& text, int* out) {
 // Whether two paths name one file, whether it exists yet or not ("./a.json" and "a.json", a
 // link and its target).
 bool sameTarget(const std::string& a, const std::string& b) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::equivalent(a, b, ec) && !ec) {
+        return true;  // also two hard links of one file
+    }
+    // Absolute first: a relative name that does not exist yet would stay relative.
     std::error_code ec_a;
     std::error_code ec_b;
-    const auto ca = std::filesystem::weakly_canonical(a, ec_a);
-    const auto cb = std::filesystem::weakly_canonical(b, ec_b);
+    const auto ca = fs::weakly_canonical(fs::absolute(a, ec_a), ec_a);
+    const auto cb = fs::weakly_canonical(fs::absolute(b, ec_b), ec_b);
     return ec_a || ec_b ? a == b : ca == cb;
 }
 

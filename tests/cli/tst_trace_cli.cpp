@@ -64,6 +64,19 @@ QJsonObject parseObject(const QByteArray& bytes) {
     return doc.object();
 }
 
+// Says that `path`'s ranks ran on this host as process `pid`, as a runner there records them.
+bool writtenHereBy(const QString& path, qint64 pid) {
+    const QString host =
+        QString::fromStdString(trace::thisHost()).replace(QLatin1Char('\''), QStringLiteral("''"));
+    const QByteArray sql =
+        QStringLiteral("UPDATE rank SET host = '%1', pid = %2").arg(host).arg(pid).toUtf8();
+    const QString error = execSql(path, sql.constData());
+    if (!error.isEmpty()) {
+        qWarning("%s", qPrintable(error));
+    }
+    return error.isEmpty();
+}
+
 }  // namespace
 
 class TestTraceCli : public QObject {
@@ -228,19 +241,7 @@ void TestTraceCli::statsRunningRun() {
     QVERIFY(gone.waitForFinished(10000));
     const QString killed = path("killed.db");
     QVERIFY(QFile::copy(crashed_, killed));
-    {
-        sqlite3* db = nullptr;
-        QCOMPARE(sqlite3_open(killed.toUtf8().constData(), &db), SQLITE_OK);
-        sqlite3_stmt* st = nullptr;
-        QCOMPARE(sqlite3_prepare_v2(db, "UPDATE rank SET host = ?, pid = ?", -1, &st, nullptr),
-                 SQLITE_OK);
-        const std::string host = trace::thisHost();
-        sqlite3_bind_text(st, 1, host.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, pid);
-        QCOMPARE(sqlite3_step(st), SQLITE_DONE);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-    }
+    QVERIFY(writtenHereBy(killed, pid));
     const ProcessResult k = runBinary(kCli, {"stats", "--json", killed});
     QVERIFY2(k.exit_code == 0, qPrintable(describe(k)));
     QVERIFY2(k.err.contains("the runner that wrote it is gone") &&
@@ -582,6 +583,20 @@ void TestTraceCli::repair() {
     const ProcessResult again = runBinary(kCli, {"repair", target});
     QVERIFY2(again.exit_code == 0 && again.err.contains("nothing to repair"),
              qPrintable(describe(again)));
+
+    // A trace whose runner is still running here (this test stands in for it) is left alone,
+    // unless --force says that process is another program.
+    const QString live = path("live.db");
+    QVERIFY(QFile::copy(crashed_, live));
+    QVERIFY(writtenHereBy(live, QCoreApplication::applicationPid()));
+    const QByteArray live_before = test::readFile(live);
+    const ProcessResult busy = runBinary(kCli, {"repair", live});
+    QVERIFY2(busy.exit_code == 2 && busy.err.contains("the runner writing it is still running"),
+             qPrintable(describe(busy)));
+    QCOMPARE(test::readFile(live), live_before);
+    const ProcessResult forced = runBinary(kCli, {"repair", live, "--force"});
+    QVERIFY2(forced.exit_code == 0 && forced.err.contains("repaired"),
+             qPrintable(describe(forced)));
 
     const QByteArray complete_before = test::readFile(good_);
     const ProcessResult refused = runBinary(kCli, {"repair", good_});

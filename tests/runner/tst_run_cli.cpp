@@ -4,6 +4,7 @@
 // Sweeps, comparisons and schedule files are in tst_run_cli_modes.cpp.
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <QDir>
 #include <QFile>
@@ -384,6 +385,12 @@ void TestRunCli::badInput_data() {
                        " is the config file; refusing to overwrite it"};
     QTest::newRow("--save-schedule onto the config, another spelling")
         << QStringList{config, "--save-schedule", dir_.path() + "/./victim.json"}
+        << QStringList{"is the config file; refusing to overwrite it"};
+    const QString link = path("victim-link.json");
+    QFile::remove(link);
+    QCOMPARE(::link(config.toLocal8Bit().constData(), link.toLocal8Bit().constData()), 0);
+    QTest::newRow("--summary-json onto a hard link of the config")
+        << QStringList{config, "--summary-json", link}
         << QStringList{"is the config file; refusing to overwrite it"};
     QTest::newRow("--summary-json onto the trace")
         << QStringList{config, "--out", path("x.db"), "--summary-json", path("x.db")}

@@ -3,6 +3,7 @@
 // looks like a run in progress; the rank rows' host and pid tell the two apart on this machine.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <pipescope/trace/reader.h>
@@ -20,5 +21,9 @@ std::string thisBootId();
 // True when `reader`'s run is still marked running but every rank process recorded on this
 // host has exited. Ranks on other hosts cannot be checked: a run with none here is not gone.
 bool runnerGone(const TraceReader& reader);
+
+// While `reader`'s run is marked running: the id of a rank process recorded on this host that is
+// still there (0 when none is, or none can be checked).
+std::int64_t runnerAliveHere(const TraceReader& reader);
 
 }  // namespace pipescope::trace
