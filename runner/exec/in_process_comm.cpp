@@ -74,6 +74,7 @@ struct InProcessFabric::State {
     std::map<std::tuple<bool, std::vector<int>, std::uint64_t>, Collective> collectives;
     std::string aborted;
     std::string deadlock;
+    std::uint64_t external_ends = 0;  // calls to other processes that have returned
 
     std::string endpointName(int e) const {
         return "rank " + std::to_string(e / lanes) +
@@ -117,6 +118,7 @@ struct InProcessFabric::State {
                     const std::function<bool()>& ready, const std::function<bool()>& gone) {
         const auto me = static_cast<std::size_t>(endpoint);
         auto deadline = Clock::now() + timeout;
+        std::uint64_t ends_seen = external_ends;
         states[me] = RankState::Waiting;
         can_return[me] = [&] { return ready() || gone(); };
         const auto leave = [&](CommStatus st) {
@@ -156,7 +158,11 @@ struct InProcessFabric::State {
                 // A lane of this process in a call to another process ends that call within
                 // the transport's own timeout, with a message naming the rank that did not
                 // answer; this wait follows from it and says less.
-                if (std::find(states.begin(), states.end(), RankState::External) != states.end()) {
+                // One that just ended has its failure, if any, still to report: a full timeout
+                // with no such call in progress or ending is needed.
+                if (std::find(states.begin(), states.end(), RankState::External) != states.end() ||
+                    external_ends != ends_seen) {
+                    ends_seen = external_ends;
                     deadline = Clock::now() + timeout;
                     continue;
                 }
@@ -383,6 +389,7 @@ class WatchedComm final : public Comm {
         ~Mark() {
             std::lock_guard<std::mutex> lock(s_->m);
             s_->states[i_] = RankState::Running;
+            ++s_->external_ends;
             s_->notifyAll();  // a local wait past its deadline looks again
         }
         Mark(const Mark&) = delete;

@@ -533,7 +533,7 @@ void TstRunData::openReportsProgressAndCancels() {
     std::string db;
     const auto plain = paperTrace(dir, &db);
     QVERIFY(plain);
-    // Two passes over the ops and one over the memory samples, reported every 16384 rows.
+    // Two passes over the ops and one over the memory samples.
     const auto rows = 2 * plain->reader().opCount() + plain->reader().memorySampleCount();
     QVERIFY2(rows > 16384, "the preset should give a trace of many rows");
 
@@ -544,8 +544,13 @@ void TstRunData::openReportsProgressAndCancels() {
         return true;
     });
     QVERIFY2(watched, error.c_str());
-    QCOMPARE(static_cast<std::int64_t>(seen.size()), rows / 16384);
-    QVERIFY(std::is_sorted(seen.begin(), seen.end()));
+    // The memory pass runs beside the op passes, counting its rows there: the reports come as
+    // the rows of both reach the next 16384 (and every 100 ms while this thread waits for the
+    // other), so there are about that many (tst_analysis counts them exactly on one thread),
+    // and at least one.
+    QVERIFY2(!seen.empty() && static_cast<std::int64_t>(seen.size()) <= rows / 16384 + 5,
+             qPrintable(QString::number(seen.size())));
+    QVERIFY(std::is_sorted(seen.begin(), seen.end()) && seen.back() <= 1.0);
     QCOMPARE(*watched->stats().mfu, *plain->stats().mfu);
 
     // Cancel at the first report: no run, and the message says why.
