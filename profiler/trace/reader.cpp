@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -74,18 +77,37 @@ TraceStatus TraceReader::open(const std::string& path) {
         return TraceStatus::error(Code::BadInput, path + ": is a directory, not a trace file");
     }
     const auto size = fs::file_size(path, ec);
+    const bool has_wal = fs::exists(path + "-wal", ec);
     {
         // Check the header ourselves: SQLite would happily "open" any file and fail later.
         std::ifstream in(path, std::ios::binary);
-        char header[16] = {};
-        in.read(header, sizeof header);
+        if (!in.is_open()) {
+            return TraceStatus::error(Code::IoError,
+                                      path + ": cannot read: " + std::strerror(errno));
+        }
+        unsigned char header[100] = {};
+        in.read(reinterpret_cast<char*>(header), sizeof header);
         if (size == 0) {
             return TraceStatus::error(Code::NotSqlite, path + ": empty file, not a trace");
         }
-        if (in.gcount() < 16 ||
-            std::string_view(header, 16) != std::string_view("SQLite format 3\0", 16)) {
+        if (in.gcount() < 16 || std::memcmp(header, "SQLite format 3\0", 16) != 0) {
             return TraceStatus::error(Code::NotSqlite,
                                       path + ": not a SQLite database, so not a PipeScope trace");
+        }
+        // The header's own page count, when valid (its version number matches the change
+        // counter): a file cut short says so before SQLite finds a page missing.
+        const auto be32 = [&](int at) {
+            return (std::uint32_t{header[at]} << 24) | (std::uint32_t{header[at + 1]} << 16) |
+                   (std::uint32_t{header[at + 2]} << 8) | std::uint32_t{header[at + 3]};
+        };
+        const std::uint32_t raw_page = (std::uint32_t{header[16]} << 8) | header[17];
+        const std::int64_t page = raw_page == 1 ? 65536 : raw_page;
+        if (in.gcount() == 100 && !has_wal && be32(92) == be32(24) &&
+            std::int64_t{be32(28)} * page > static_cast<std::int64_t>(size)) {
+            return TraceStatus::error(Code::Corrupt,
+                                      path + ": the file is truncated (" + std::to_string(size) +
+                                          " bytes on disk, the database needs " +
+                                          std::to_string(std::int64_t{be32(28)} * page) + ")");
         }
     }
     // A reader is used by one thread at a time (its statements are cached and not shareable
@@ -102,7 +124,6 @@ TraceStatus TraceReader::open(const std::string& path) {
     }
     const std::int64_t pages = queryInt(d.db, "PRAGMA page_count");
     const std::int64_t page_size = queryInt(d.db, "PRAGMA page_size");
-    const bool has_wal = fs::exists(path + "-wal", ec);
     if (!has_wal && pages * page_size > static_cast<std::int64_t>(size)) {
         return TraceStatus::error(Code::Corrupt, path + ": the file is truncated (" +
                                                      std::to_string(size) +
