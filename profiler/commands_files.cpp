@@ -215,11 +215,24 @@ std::optional<int> checkWriteArgs(const Command& cmd, const ParsedArgs& p, bool 
         return badArguments(cmd, p.error);
     }
     const auto out = p.options.find("-o");
-    if (out == p.options.end() || out->second.empty()) {
+    if (out == p.options.end()) {
         return badArguments(cmd, "missing -o OUT.db");
+    }
+    if (out->second.empty()) {
+        return badArguments(cmd, "-o names no file (an empty string)");
     }
     if (!enough_inputs) {
         return badArguments(cmd, missing_inputs);
+    }
+    for (std::size_t i = 0; i < p.positional.size(); ++i) {
+        for (std::size_t j = 0; j < i; ++j) {
+            if (p.positional[i] == p.positional[j] || sameFile(p.positional[i], p.positional[j])) {
+                return badArguments(cmd, p.positional[i] + " is given twice" +
+                                             (p.positional[i] == p.positional[j]
+                                                  ? std::string()
+                                                  : " (as " + p.positional[j] + ")"));
+            }
+        }
     }
     for (const auto& in : p.positional) {
         if (in == out->second || sameFile(in, out->second)) {

@@ -537,6 +537,12 @@ void TestTraceCli::outputsThroughLinks() {
     // writing it would replace.
     const ProcessResult stream = runBinary(kCli, {"merge", good_, "-o", "/dev/stdout"});
     QVERIFY2(stream.exit_code == 2 && stream.err.contains("stream"), qPrintable(describe(stream)));
+    const ProcessResult twice = runBinary(kCli, {"merge", good_, good_, "-o", path("twice.db")});
+    QVERIFY2(twice.exit_code == 2 && twice.err.contains(good_.toUtf8() + " is given twice"),
+             qPrintable(describe(twice)));
+    const ProcessResult empty_out = runBinary(kCli, {"merge", good_, "-o", ""});
+    QVERIFY2(empty_out.exit_code == 2 && empty_out.err.contains("-o names no file"),
+             qPrintable(describe(empty_out)));
     const QString fifo = path("merge-pipe");
     QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
     const ProcessResult pipe = runBinary(kCli, {"merge", good_, "-o", fifo, "--force"});
