@@ -206,6 +206,8 @@ void MainWindow::buildMenus() {
                     &MainWindow::openConfigDialog);
     recent_menu_ = file->addMenu(tr("Open &recent"));
     updateRecentMenu();
+    // Files moved or deleted since the list was made are left out when it opens.
+    connect(recent_menu_, &QMenu::aboutToShow, this, &MainWindow::updateRecentMenu);
     file->addAction(tr("&Save config as…"), QKeySequence::Save, this,
                     &MainWindow::saveConfigDialog);
     file->addSeparator();

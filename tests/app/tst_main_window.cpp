@@ -741,6 +741,27 @@ void TstMainWindow::opensTracesAndComparesThem() {
     QVERIFY(view->chart()->timeRangeMs().lower > earliest_ms / 2);
     QString error;
     QVERIFY2(window_->exportCurrentChart(dir.filePath("cmp.svg"), &error), qPrintable(error));
+    // Both are in the recent list; a file moved away since leaves it when the menu opens.
+    QMenu* recent = nullptr;
+    for (QMenu* m : window_->findChildren<QMenu*>()) {
+        if (m->title() == QStringLiteral("Open &recent")) {
+            recent = m;
+        }
+    }
+    QVERIFY(recent);
+    const auto listed = [&] {
+        QStringList texts;
+        for (const QAction* action : recent->actions()) {
+            texts << action->text();
+        }
+        return texts;
+    };
+    const QString canonical_b = QFileInfo(b).canonicalFilePath();
+    QVERIFY2(listed().contains(canonical_b), qPrintable(listed().join('\n')));
+    QVERIFY(QFile::rename(b, dir.filePath("b-moved.db")));
+    emit recent->aboutToShow();
+    QVERIFY2(!listed().contains(canonical_b) && listed().contains(QFileInfo(a).canonicalFilePath()),
+             qPrintable(listed().join('\n')));
     // Ctrl+W closes the tab shown, from wherever the focus is; the four pages stay.
     const int open = window_->tabs()->count();
     window_->activateWindow();
