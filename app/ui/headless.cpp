@@ -330,10 +330,8 @@ int runHeadless(const QStringList& argv) {
         req.sweep_key = spec.left(eq).toStdString();
         req.sweep_values = *values;
         const auto out = runSimRequest(req);
-        for (const auto& p : out.sweep) {
-            if (!p.ok) {
-                err(QString::fromStdString(p.method + " at " + p.value + ": " + p.error));
-            }
+        for (const QString& problem : sweepProblems(out.sweep)) {
+            err(problem);
         }
         QCustomPlot plot;
         plot.resize(a->width, a->height > 0 ? a->height : 560);

@@ -294,6 +294,43 @@ QStringList sweepProblems(const std::vector<SweepPoint>& points) {
     return out;
 }
 
+QString sweepLeftOut(const std::vector<SweepPoint>& points) {
+    // The values each set of methods lacks, in sweep order: "naive, vocab-2 at 3, 5".
+    std::vector<std::pair<QStringList, QStringList>> by_methods;  // methods, values
+    std::vector<std::string> values;
+    for (const auto& p : points) {
+        if (std::find(values.begin(), values.end(), p.value) == values.end()) {
+            values.push_back(p.value);
+        }
+    }
+    for (const auto& v : values) {
+        QStringList failed;
+        for (const auto& p : points) {
+            if (p.value == v && !p.ok) {
+                failed << QString::fromStdString(p.method);
+            }
+        }
+        if (failed.isEmpty()) {
+            continue;
+        }
+        auto it = std::find_if(by_methods.begin(), by_methods.end(),
+                               [&](const auto& g) { return g.first == failed; });
+        if (it == by_methods.end()) {
+            by_methods.emplace_back(failed, QStringList());
+            it = by_methods.end() - 1;
+        }
+        it->second << sweepValueText(v);
+    }
+    QStringList parts;
+    for (const auto& [methods, at] : by_methods) {
+        parts << methods.join(QStringLiteral(", ")) + QObject::tr(" at ") +
+                     at.join(QStringLiteral(", "));
+    }
+    return parts.isEmpty() ? QString()
+                           : QObject::tr("left out, could not be simulated: %1")
+                                 .arg(parts.join(QStringLiteral("; ")));
+}
+
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error) {
     std::vector<std::string> out;
     for (QString v : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
@@ -327,23 +364,37 @@ void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
     plot->legend = nullptr;
     auto* mfu_rect = new QCPAxisRect(plot);
     auto* mem_rect = new QCPAxisRect(plot);
+    // The config named is the base: its own vocabulary size and method are among the lines,
+    // not the whole of them. Points that could not be simulated are named, not just missing.
+    QStringList heading{
+        QObject::tr("MFU and peak memory of each vocabulary method against %1").arg(key_label)};
+    if (!title.isEmpty()) {
+        heading << QObject::tr("base config: %1").arg(title);
+    }
+    int next_row = 0;
     plot->plotLayout()->addElement(
-        0, 0,
-        new QCPTextElement(plot,
-                           (title.isEmpty() ? QString() : title + QLatin1Char('\n')) +
-                               QObject::tr("MFU and peak memory against %1").arg(key_label),
-                           QFont(plot->font().family(), 10, QFont::Bold)));
+        next_row++, 0,
+        new WrappedTextElement(plot, heading.join(QStringLiteral(" \u00b7 ")),
+                               QStringLiteral(" \u00b7 "),
+                               QFont(plot->font().family(), 10, QFont::Bold)));
+    if (const QString left_out = sweepLeftOut(points); !left_out.isEmpty()) {
+        plot->plotLayout()->addElement(next_row++, 0,
+                                       new WrappedTextElement(plot, left_out, QStringLiteral("; "),
+                                                              QFont(plot->font().family(), 9)));
+    }
+    const int chart_row = next_row++;
     auto* row = new QCPLayoutGrid;
-    plot->plotLayout()->addElement(1, 0, row);
+    plot->plotLayout()->addElement(chart_row, 0, row);
     row->addElement(0, 0, mfu_rect);
     row->addElement(0, 1, mem_rect);
     auto* legend = new QCPLegend;
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
     legend->setWrap(5);
     legend->setBorderPen(Qt::NoPen);
-    plot->plotLayout()->addElement(2, 0, legend);
-    plot->plotLayout()->setRowStretchFactor(0, 0.001);
-    plot->plotLayout()->setRowStretchFactor(2, 0.001);
+    plot->plotLayout()->addElement(next_row, 0, legend);
+    for (int r = 0; r <= next_row; ++r) {
+        plot->plotLayout()->setRowStretchFactor(r, r == chart_row ? 1.0 : 0.001);
+    }
     legend->setLayer(QStringLiteral("legend"));
 
     // X positions: the numbers themselves, or indices with text ticks.

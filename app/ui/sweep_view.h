@@ -37,6 +37,10 @@ QString sweepKeyProblem(const QString& key);
 // "every method at 3: ..." when all methods failed there for it, else the methods by name.
 QStringList sweepProblems(const std::vector<SweepPoint>& points);
 
+// The chart's note on the points it lacks: "left out, could not be simulated: naive, vocab-2
+// at 3, 5; redistributed at 1" ("" when every point is there).
+QString sweepLeftOut(const std::vector<SweepPoint>& points);
+
 // Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
 std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
 

@@ -36,6 +36,7 @@
 #include "nsys_fixture.h"
 #include "nsys_import_flow.h"
 #include "page_tabs.h"
+#include "plot_layout.h"
 #include "run_view.h"
 #include "summary_view.h"
 #include "sweep_view.h"
@@ -487,6 +488,18 @@ void TstMainWindow::sweepExplainsItselfFirst() {
     QVERIFY2(problems.first().startsWith(
                  QLatin1String("naive, interlaced, vocab-1, vocab-2 at 3: model.layers: 8 layers")),
              qPrintable(view.problemsText()));
+    // The chart names them too, grouped by the methods that lack them.
+    QCOMPARE(app::sweepLeftOut(view.points()),
+             QStringLiteral("left out, could not be simulated: redistributed at 1; naive, "
+                            "interlaced, vocab-1, vocab-2 at 3, 5, 6, 7"));
+    bool noted = false;
+    for (int i = 0; i < view.plot()->plotLayout()->elementCount(); ++i) {
+        if (auto* t =
+                qobject_cast<app::WrappedTextElement*>(view.plot()->plotLayout()->elementAt(i))) {
+            noted = noted || t->wholeText() == app::sweepLeftOut(view.points());
+        }
+    }
+    QVERIFY(noted);
     QCoreApplication::processEvents();
     QVERIFY2(view.plot()->height() > 300, qPrintable(QString::number(view.plot()->height())));
     view.hide();
