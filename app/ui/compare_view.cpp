@@ -11,6 +11,7 @@
 #include <pipescope/app/compare_model.h>
 #include <pipescope/app/compare_op_kind_model.h>
 
+#include "eliding_label.h"
 #include "figure_tables.h"
 #include "text_tone.h"
 #include "trace_chart.h"
@@ -62,11 +63,12 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     chart_ = new TraceChart;
     top_layout->addWidget(chart_, 1);
     status_ = new QLabel;
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    makeFixedLines(status_, 2);  // the chart keeps its height as the selection changes
     top_layout->addWidget(status_);
-    connect(chart_, &TraceChart::selectionDescribed, status_, &QLabel::setText);
-    connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
+    connect(chart_, &TraceChart::selectionDescribed, status_,
+            [this](const QString& text) { setFixedLinesText(status_, text); });
+    connect(chart_, &TraceChart::rangeDescribed, status_,
+            [this](const QString& text) { setFixedLinesText(status_, text); });
     split->addWidget(top);
     model_ = new CompareModel(this);
     auto* colors = new VerdictColors(palette(), this);

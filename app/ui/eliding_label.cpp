@@ -84,4 +84,21 @@ bool ElidingLabel::event(QEvent* event) {
     return QLabel::event(event);
 }
 
+void makeFixedLines(QLabel* label, int lines) {
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    label->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    const QMargins m = label->contentsMargins();
+    label->setFixedHeight(lines * label->fontMetrics().lineSpacing() + m.top() + m.bottom() + 2);
+    label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+}
+
+void setFixedLinesText(QLabel* label, const QString& text) {
+    label->setText(text);
+    const QRect room = label->contentsRect();
+    const QRect needed = label->fontMetrics().boundingRect(
+        QRect(0, 0, std::max(1, room.width()), 1 << 20), Qt::TextWordWrap, text);
+    label->setToolTip(needed.height() > room.height() ? text : QString());
+}
+
 }  // namespace pipescope::app

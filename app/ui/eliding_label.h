@@ -31,4 +31,10 @@ class ElidingLabel : public QLabel {
     int lines_;
 };
 
+// The line under a chart that describes the selection: wrapped and selectable, `lines` high
+// whatever it says, so that the chart above keeps its height as the selection changes. A text
+// that needs more lines is cut at the bottom and shown whole in the tooltip (setFixedLinesText).
+void makeFixedLines(QLabel* label, int lines);
+void setFixedLinesText(QLabel* label, const QString& text);
+
 }  // namespace pipescope::app

@@ -4,6 +4,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "eliding_label.h"
+
 namespace pipescope::app {
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
@@ -26,11 +28,9 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     chart_ = new TraceChart;
     layout->addWidget(chart_, 1);
     status_ = new QLabel;
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    // At most three lines: a long description wrapped in a narrow window would otherwise raise
-    // the page's minimum height past the screen's (the whole text stays selectable).
-    status_->setMaximumHeight(3 * status_->fontMetrics().lineSpacing() + 4);
+    // Two lines whatever it says: the chart keeps its height as the selection changes, and a
+    // long description in a narrow window cannot raise the page's minimum height.
+    makeFixedLines(status_, 2);
     layout->addWidget(status_);
     connect(fit, &QPushButton::clicked, chart_, [this] {
         chart_->fitAll();
@@ -38,8 +38,10 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     });
     connect(memory_rank_, &QComboBox::currentIndexChanged, this,
             [this](int index) { chart_->setMemoryRank(memory_rank_->itemData(index).toInt()); });
-    connect(chart_, &TraceChart::selectionDescribed, status_, &QLabel::setText);
-    connect(chart_, &TraceChart::rangeDescribed, status_, &QLabel::setText);
+    connect(chart_, &TraceChart::selectionDescribed, status_,
+            [this](const QString& text) { setFixedLinesText(status_, text); });
+    connect(chart_, &TraceChart::rangeDescribed, status_,
+            [this](const QString& text) { setFixedLinesText(status_, text); });
 }
 
 void RunView::setRun(RunDataPtr run, bool keep_view) {

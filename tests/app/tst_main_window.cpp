@@ -924,11 +924,20 @@ void TstMainWindow::selectsAnOpAndItsDependencies() {
     QVERIFY(window_->configPanel()->setField("model.vocab", 32768));
     QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun()->config()->model.vocab == 32768, 10000);
 
-    // Drag statistics name every rank.
+    // Drag statistics name every rank. The line under the chart that says them keeps its
+    // height, and so does the chart, whatever the line says.
+    QCoreApplication::processEvents();
+    const int chart_height = chart->height();
     const QCPRange r = chart->timeRangeMs();
     chart->setRangeSelection(QCPRange(r.lower + r.size() * 0.2, r.lower + r.size() * 0.6));
     const QString stats = chart->rangeStatistics();
     QVERIFY2(stats.contains("r3 busy"), qPrintable(stats));
+    emit chart->rangeDescribed(stats + QStringLiteral(" ") + stats + QStringLiteral(" ") + stats);
+    QCoreApplication::processEvents();
+    QCOMPARE(chart->height(), chart_height);
+    emit chart->rangeDescribed(QString());
+    QCoreApplication::processEvents();
+    QCOMPARE(chart->height(), chart_height);
 }
 
 QTEST_MAIN(TstMainWindow)
