@@ -29,6 +29,9 @@ std::string iterationText(const CriticalPath& path, const RunStats& stats) {
     } else if (path.iteration < stats.run.warmup) {
         text += " (warm-up)";
     }
+    if (stats.cutShort(path.iteration)) {
+        text += " (cut short by the run's end: the path of what was recorded)";
+    }
     return text;
 }
 
@@ -65,6 +68,7 @@ std::string formatCriticalPathJson(const CriticalPath& path, const RunStats& sta
     Json root = Json::object();
     root.set("path", stats.path);
     root.set("iteration", path.iteration);
+    root.set("cut_short", stats.cutShort(path.iteration));
     root.set("start_ns", path.start_ns);
     root.set("end_ns", path.end_ns);
     root.set("length_ns", path.lengthNs());

@@ -58,9 +58,12 @@ std::string rateText(std::optional<double> gb_per_s) {
 std::string formatOpKindsTable(const RunStats& stats) {
     const double n = measuredCount(stats);
     const auto combined = combineRanks(stats.op_kinds);
+    const bool cut = std::any_of(stats.measured.begin(), stats.measured.end(),
+                                 [&](int i) { return stats.cutShort(i); });
     std::string out = "ops of iteration" + std::string(stats.measured.size() == 1 ? " " : "s ") +
-                      detail::iterationList(stats.measured) + ", per iteration (" +
-                      detail::printable(stats.path) + ")\n\n";
+                      detail::iterationList(stats.measured) +
+                      (cut ? " (cut short by the run's end: the ops it recorded)" : "") +
+                      ", per iteration (" + detail::printable(stats.path) + ")\n\n";
     if (combined.empty()) {
         return out + "no ops in the measured iterations\n";
     }
@@ -116,6 +119,8 @@ std::string formatOpKindsJson(const RunStats& stats) {
     Json root = Json::object();
     root.set("path", stats.path);
     root.set("iterations", detail::intArray(stats.measured));
+    root.set("cut_short", std::any_of(stats.measured.begin(), stats.measured.end(),
+                                      [&](int i) { return stats.cutShort(i); }));
     // Over the counted iterations, as the rows' sums are.
     const auto whole = rankTimeNs(stats);
     root.set("rank_time_ns",

@@ -232,6 +232,23 @@ void TestTraceCli::statsRunningRun() {
     // Its rank rows name another host: nothing tells whether its runner is still there.
     QVERIFY2(!r.err.contains("repair"), qPrintable(describe(r)));
 
+    // Killed inside iteration 1: the reports of that one iteration say it was cut short.
+    test::FixtureOptions killed_inside;
+    killed_inside.finish = false;
+    killed_inside.last_iteration_ops = 10;
+    const QString inside = path("killed-inside.db");
+    QCOMPARE(test::writeFixtureTrace(inside, killed_inside), QString());
+    for (const char* command : {"ops", "critical-path"}) {
+        const ProcessResult cut = runBinary(kCli, {command, inside, "--iteration", "1"});
+        QVERIFY2(cut.exit_code == 0 && cut.out.contains("(cut short by the run's end"),
+                 qPrintable(describe(cut)));
+        const ProcessResult whole = runBinary(kCli, {command, inside, "--iteration", "0"});
+        QVERIFY2(whole.exit_code == 0 && !whole.out.contains("cut short"),
+                 qPrintable(describe(whole)));
+        const ProcessResult json = runBinary(kCli, {command, inside, "--iteration", "1", "--json"});
+        QVERIFY2(parseObject(json.out).value("cut_short").toBool(), qPrintable(describe(json)));
+    }
+
     // Written on this machine by a process that has exited: the runner is gone, and stats says
     // how to finish the file (on stderr, so that --json stays one object).
     QProcess gone;
