@@ -152,6 +152,13 @@ int runCompare(const std::vector<std::string>& args) {
     if (const auto failed = analyzeAll(p.positional, {}, &runs)) {
         return *failed;
     }
+    // A rank's file of a multi-process run is not a run to compare (its imbalances need every
+    // rank): say so, as stats does.
+    for (const analysis::RunStats& run : runs) {
+        if (const std::string note = analysis::partialRunNote(run); !note.empty()) {
+            printErr("note: " + run.path + ": " + note);
+        }
+    }
     const analysis::RunComparison c = analysis::compareRuns(runs);
     const bool json = p.options.count("--json") > 0;
     return printOut(json ? analysis::formatComparisonJson(c) : analysis::formatComparisonTable(c));

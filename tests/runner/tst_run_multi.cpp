@@ -184,6 +184,11 @@ void TestRunMulti::twoProcessesMatchOneAndMerge() {
         one.exit_code == 0 && one.out.contains("holds rank 1 of the run's 2") &&
             QRegularExpression("busy imbalance +-\\n").match(QString::fromUtf8(one.out)).hasMatch(),
         qPrintable(describe(one)));
+    // Comparing the two processes' files compares two halves of one run: said on stderr.
+    const auto halves = runBinary(kTraceCli, {"compare", r0, r1});
+    QVERIFY2(halves.exit_code == 0 && halves.err.contains("holds rank 0 of the run's 2") &&
+                 halves.err.contains("holds rank 1 of the run's 2"),
+             qPrintable(describe(halves)));
     const auto alone = runBinary(
         kTraceCli, {"merge", r1, "-o", dir_.filePath(QStringLiteral("alone.db")), "--force"});
     QVERIFY2(alone.exit_code == 2 && alone.err.contains("rank 0"), qPrintable(describe(alone)));
