@@ -190,8 +190,9 @@ int runHeadless(const QStringList& argv) {
     QString error;
     const auto a = parse(argv, &error);
     if (!a) {
-        err(error);
-        std::fprintf(stderr, "%s", headlessUsage().toLocal8Bit().constData());
+        // The message says what is wrong; the options are one command away, not 30 lines
+        // that push it off the screen.
+        err(error + QStringLiteral(" (pipescope --help lists the options)"));
         return kExitBadInput;
     }
     if (!formatForPath(a->out)) {

@@ -37,7 +37,19 @@ bool MainWindow::compareOpenRuns() {
     return true;
 }
 
-void MainWindow::openComparison(std::vector<RunDataPtr> runs, const QString& title) {
+void MainWindow::openComparison(std::vector<RunDataPtr> runs, const QString& given_title) {
+    // Two comparisons of as many runs would share a name, and so would their exports' files.
+    QString title = given_title;
+    for (int n = 2;; ++n) {
+        bool taken = false;
+        for (int i = 0; i < tabs_->count() && !taken; ++i) {
+            taken = tabs_->tabToolTip(i) == title;
+        }
+        if (!taken) {
+            break;
+        }
+        title = given_title + QStringLiteral(" (%1)").arg(n);
+    }
     // Each measured run from its first measured iteration at t = 0, so the runs line up
     // whatever their start-up took (a simulated one starts there already).
     for (auto& run : runs) {

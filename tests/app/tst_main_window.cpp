@@ -775,6 +775,10 @@ void TstMainWindow::opensTracesAndComparesThem() {
     emit recent->aboutToShow();
     QVERIFY2(!listed().contains(canonical_b) && listed().contains(QFileInfo(a).canonicalFilePath()),
              qPrintable(listed().join('\n')));
+    // A second comparison of as many runs gets a name of its own.
+    QVERIFY(window_->compareOpenRuns());
+    QCOMPARE(window_->tabs()->tabToolTip(window_->tabs()->currentIndex()),
+             QStringLiteral("Compare 3 runs (2)"));
     // Ctrl+W closes the tab shown, from wherever the focus is; the four pages stay.
     const int open = window_->tabs()->count();
     window_->activateWindow();
