@@ -273,6 +273,13 @@ void MainWindow::exportTrace(const RunDataPtr& run, const QString& path) {
         trace::TraceReader reader;
         if (!origin.empty()) {
             if (trace::TraceStatus st = reader.open(origin); !st.ok()) {
+                if (st.code == trace::TraceStatus::Code::NotFound) {
+                    // The tab still draws it from the file it opened, but the export reads the
+                    // file anew, by its name.
+                    st.message +=
+                        "; it was moved or deleted after its tab opened it: open it "
+                        "again from where it is now, then export";
+                }
                 return st;
             }
             return interop::exportChrome(reader, out, nullptr, report);

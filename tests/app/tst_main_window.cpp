@@ -27,6 +27,7 @@
 #include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
 #include <pipescope/app/sim_run_data.h>
+#include <pipescope/app/trace_run_data.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
@@ -607,6 +608,24 @@ void TstMainWindow::exportsTheTraceInTheBackground() {
     QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
     QVERIFY(doc.object().value("traceEvents").toArray().size() > 400);
     QVERIFY(window_->findChildren<QProgressDialog*>().isEmpty());
+
+    // A trace moved away after its tab opened it: the export, which reads the file anew, says
+    // what happened.
+    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
+    QVERIFY(sim);
+    const QString db = dir.filePath("opened.db");
+    QVERIFY(app::saveSimTrace(*sim, db.toStdString(), 1, false).ok());
+    std::string open_error;
+    const auto opened = app::TraceRunData::open(db.toStdString(), &open_error);
+    QVERIFY2(opened, open_error.c_str());
+    QVERIFY(QFile::rename(db, dir.filePath("moved.db")));
+    window_->hide();  // no message box
+    window_->exportTrace(opened, dir.filePath("moved.json"));
+    QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 20000);
+    window_->show();
+    QVERIFY2(exported.last().at(1).toString().contains("moved or deleted after its tab opened it"),
+             qPrintable(exported.last().at(1).toString()));
+    QVERIFY(!QFileInfo::exists(dir.filePath("moved.json")));
 }
 
 void TstMainWindow::exportsTheChart() {
