@@ -613,6 +613,27 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
                            std::to_string(s.run.iterations) + " iterations");
         s.run.warmup = std::max(0, s.run.warmup);
     }
+    // Ops numbered outside the run's iterations (a damaged or edited file) make no iteration of
+    // their own; their time still counts where it falls, in the iterations around it.
+    if (s.run.iterations > 0) {
+        std::int64_t stray = 0;
+        std::optional<int> first;
+        std::erase_if(windows, [&](const Window& w) {
+            if (w.iteration >= 0 && w.iteration < s.run.iterations) {
+                return false;
+            }
+            stray += w.ops;
+            first = first ? std::min(*first, w.iteration) : w.iteration;
+            return true;
+        });
+        if (stray > 0) {
+            s.damage.push_back(std::to_string(stray) + (stray == 1 ? " op is" : " ops are") +
+                               " numbered outside the run's iterations 0 to " +
+                               std::to_string(s.run.iterations - 1) + " (iteration " +
+                               std::to_string(*first) + (stray == 1 ? "" : " and others") +
+                               "); left out of the iterations, their time counted where it falls");
+        }
+    }
     std::optional<trace::TimeRange> memory_window;
     if (options.iteration) {
         const auto it = std::find_if(windows.begin(), windows.end(), [&](const Window& w) {

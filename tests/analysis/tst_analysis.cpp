@@ -294,6 +294,7 @@ void TestAnalysis::damagedTraceSaysSo() {
     QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
     QCOMPARE(sqlite3_exec(db,
                           "UPDATE op SET end_ns = start_ns - 1 WHERE rowid IN (1, 2);"
+                          "UPDATE op SET iteration = 2000000000 WHERE rowid = 3;"
                           "UPDATE memory SET bytes = -5 WHERE rowid = 1;"
                           "UPDATE run SET warmup = -1;"
                           "UPDATE metric SET value = 1e999 WHERE key = 'model_flops_per_iteration'",
@@ -308,14 +309,19 @@ void TestAnalysis::damagedTraceSaysSo() {
         }
         return joined;
     }());
-    QCOMPARE(s.damage.size(), std::size_t{4});
+    QCOMPARE(s.damage.size(), std::size_t{5});
     QVERIFY2(all.contains("2 ops end before they start"), qPrintable(all));
+    QVERIFY2(all.contains("1 op is numbered outside the run's iterations 0 to 1 (iteration "
+                          "2000000000)"),
+             qPrintable(all));
+    QVERIFY(std::none_of(s.iterations.begin(), s.iterations.end(),
+                         [](const auto& i) { return i.iteration == 2000000000; }));
     QVERIFY2(all.contains("1 memory sample is below 0 bytes"), qPrintable(all));
     QVERIFY2(all.contains("warm-up -1"), qPrintable(all));
     QVERIFY2(all.contains("metric model_flops_per_iteration is inf"), qPrintable(all));
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
-    QCOMPARE(o.value("damage").toArray().size(), 4);
+    QCOMPARE(o.value("damage").toArray().size(), 5);
 }
 
 // Damage inside the file, in the pages of the metric table: the ops still give their figures,
