@@ -27,6 +27,7 @@
 #endif
 
 #include "cli/cpu_backend.h"
+#include "cli/line_stderr.h"
 #include "cli/options.h"
 #include "cli/report.h"
 
@@ -523,7 +524,9 @@ int main(int argc, char** argv) {
     // SIGPIPE and leave its trace unfinished: the write fails instead, the run goes on and
     // finishes its trace, and the exit code says the output was lost.
     std::signal(SIGPIPE, SIG_IGN);
+    cli::writeStderrByLines();
     int rc = run(argc, argv);
+    std::cerr.flush();
     // What was printed must have arrived: a closed stdout or a full disk behind it loses the
     // summary or the table, and a script that reads them must hear so.
     std::cout.flush();
