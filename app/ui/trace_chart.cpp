@@ -218,6 +218,10 @@ void TraceChart::rebuild(bool keep_view) {
         plotLayout()->setRowStretchFactor(row, 0.001);
         legend->setLayer(QStringLiteral("legend"));
         addKindLegend(this, rects_.front(), runs_);
+        // The run names over the timelines first: their height is part of what the legend
+        // must leave room for (fitted without them, five stacked runs squeezed the legend's
+        // rows until a new size fitted it again).
+        fitRunNames(width());
         fitPlotLegends(this);
     }
     if (keep_view && had_view && old.size() > 0) {
