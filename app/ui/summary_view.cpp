@@ -239,6 +239,10 @@ void fillSummaryPlot(QCustomPlot* plot, const RunData& run) {
     rankTicks(mem_rect->axis(QCPAxis::atBottom), ranks);
     for (QCPAxisRect* rect : {time_rect, mem_rect}) {
         keepTickLabelsApart(rect->axis(QCPAxis::atLeft), 4);
+        // QCustomPlot asks 50 px for each; in a short summary (the Explore page at 1024x640)
+        // the rows' minimums then pass the plot's height and QCustomPlot squeezes every row,
+        // the heading's too, which lost the bottom of its second line. The bars give way.
+        rect->setMinimumSize(rect->minimumSize().width(), 16);
     }
 
     // One stack per rank, busy + bubble = the iteration: the bubble's part spent waiting on
