@@ -1,0 +1,92 @@
+// The passes over a trace that the run statistics are made of (run_stats.cpp): the iteration
+// windows, the busy and wait sweep of every rank, and the memory peaks, with the progress they
+// report together. Internal to pipescope_analysis.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pipescope/analysis/run_stats.h>
+#include <pipescope/trace/reader.h>
+
+#include "busy_sweep.h"
+
+namespace pipescope::analysis::detail {
+
+// The share of the three passes done (two over the ops, one over the memory samples), reported
+// every few thousand rows, and the caller's wish to stop. The memory pass may run on a thread of
+// its own: it counts its rows there, and only the analysis's own thread calls the caller.
+class Progress {
+  public:
+    Progress(const trace::TraceReader& reader, const std::function<bool(double)>& report)
+        : report_(report),
+          total_(std::max<double>(1.0, 2.0 * static_cast<double>(reader.opCount()) +
+                                           static_cast<double>(reader.memorySampleCount()))) {}
+
+    // One row done; false once the caller has asked to stop. `own_thread`: on the thread that
+    // may call the caller.
+    bool step(bool own_thread = true) {
+        const std::int64_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (own_thread && done >= next_report_) {
+            next_report_ = done + kEvery;
+            report();
+        }
+        return !stopped_.load(std::memory_order_relaxed);
+    }
+    // Every pass stops at its next row, as if the caller had asked.
+    void stop() { stopped_.store(true, std::memory_order_relaxed); }
+    // Tells the caller how far the passes are (while waiting for another thread's pass).
+    void report() {
+        if (report_ && !stopped_.load(std::memory_order_relaxed)) {
+            const double done = static_cast<double>(done_.load(std::memory_order_relaxed));
+            if (!report_(std::min(1.0, done / total_))) {
+                stopped_.store(true, std::memory_order_relaxed);
+            }
+        }
+    }
+    // After a pass: the pass's own status, or Cancelled when the caller stopped it.
+    trace::TraceStatus after(trace::TraceStatus st, const std::string& path) const {
+        if (st.ok() && stopped_.load(std::memory_order_relaxed)) {
+            return trace::TraceStatus::error(trace::TraceStatus::Code::Cancelled,
+                                             path + ": analysis cancelled");
+        }
+        return st;
+    }
+
+  private:
+    static constexpr std::int64_t kEvery = 16384;
+    const std::function<bool(double)>& report_;
+    double total_;
+    std::atomic<std::int64_t> done_{0};
+    std::int64_t next_report_ = kEvery;  // the own thread's
+    std::atomic<bool> stopped_{false};
+};
+
+// First pass: the window of every iteration (first op start to last op end over all ranks, on
+// the host or simulated lanes), the device extents of each, whether device spans exist, and the
+// ops that end before they start.
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
+                                  std::vector<Window>* out, std::map<int, Window>* device_extents,
+                                  bool* gpu_spans, std::int64_t* backwards);
+
+// Second pass: busy time and communication wait of every rank (`rank_index`: rank to its place)
+// in every window; the ops of the `measured` iterations tallied by kind on the way.
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
+                              const std::map<int, std::size_t>& rank_index,
+                              const std::vector<int>& measured, Progress* progress,
+                              std::vector<std::vector<WindowTotals>>* totals, OpKindTally* tally);
+
+// The memory pass: each rank's peak (within `window`, when given) and the samples below 0 bytes.
+// `own_thread`: on the thread that may report progress.
+trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
+                                const std::map<int, std::size_t>& rank_index,
+                                std::optional<trace::TimeRange> window, Progress* progress,
+                                bool own_thread, std::vector<MemoryPeak>* peaks,
+                                std::int64_t* negative);
+
+}  // namespace pipescope::analysis::detail
