@@ -13,6 +13,8 @@
 
 #include <pipescope/app/simulation_job.h>
 
+#include "sweep_text.h"
+
 namespace pipescope::app {
 
 // Draws a sweep's MFU and peak-memory lines, one per method, into `plot`. Values that are not
@@ -21,28 +23,10 @@ namespace pipescope::app {
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
                    const QString& key_label, const QString& title = {});
 
-// A swept value as people read it: 1f1b, not the JSON string "1f1b" the config takes.
-QString sweepValueText(const std::string& value);
-
 // What the sweep point nearest to `pos` (within a few pixels) measured, for a tooltip: its
 // method and value, MFU, iteration time, bubble and peak memory. Empty away from every point.
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
                              const QString& key_label, const QPointF& pos);
-
-// Why `key` cannot be swept (empty when it can): the sweep draws one line per vocabulary method,
-// so parallel.vocab is already its lines, and compare is no setting of the model.
-QString sweepKeyProblem(const QString& key);
-
-// The points that could not be simulated, one line per value and reason, in sweep order:
-// "every method at 3: ..." when all methods failed there for it, else the methods by name.
-QStringList sweepProblems(const std::vector<SweepPoint>& points);
-
-// The chart's note on the points it lacks: "left out, could not be simulated: naive, vocab-2
-// at 3, 5; redistributed at 1" ("" when every point is there).
-QString sweepLeftOut(const std::vector<SweepPoint>& points);
-
-// Parses "32000, 64000,128000" into JSON values; an error names the value that is wrong.
-std::optional<std::vector<std::string>> parseSweepValues(const QString& text, QString* error);
 
 class SweepView : public QWidget {
     Q_OBJECT
