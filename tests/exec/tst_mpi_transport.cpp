@@ -143,6 +143,9 @@ void stoppedRankHoldsNoOne(std::unique_ptr<MpiTransport>& t) {
         std::raise(SIGSTOP);
         return;  // not reached before mpirun's SIGKILL
     }
+    // mpirun ends the job once the first survivor has left (SIGTERM, then SIGKILL): each
+    // reports first, and stays a while for the other to do the same.
+    std::signal(SIGTERM, SIG_IGN);
     std::vector<float> x(1);
     const CommStatus st = t->comm(t->rank(), 0)->recv(1, 1, x.data(), 1);
     // Its own timeout, or the other survivor's abort with the same reason when that one's
@@ -156,8 +159,9 @@ void stoppedRankHoldsNoOne(std::unique_ptr<MpiTransport>& t) {
     t.reset();
     const auto took =
         std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
-    // Far below the 2 s timeout another wait for rank 1 would take.
-    report(took.count() < 1000, "finished and left MPI in " + std::to_string(took.count()) + " ms");
+    // Below the 2 s timeout another wait for rank 1 would take (the other survivor's Finish,
+    // which it waits for, may come late on a loaded machine).
+    report(took.count() < 1900, "finished and left MPI in " + std::to_string(took.count()) + " ms");
 }
 
 int worker(const std::string& which) {
@@ -192,6 +196,7 @@ int worker(const std::string& which) {
     } else if (which == "stopped") {
         stoppedRankHoldsNoOne(t);
         std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::seconds(2));
         _exit(g_failures == 0 ? 0 : 1);
     } else if (which == "gone") {
         goneRankIsNamed(*t);
