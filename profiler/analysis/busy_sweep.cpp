@@ -106,12 +106,17 @@ bool ReorderingSweeps::add(std::size_t rank_index, const trace::OpRecord& op) {
         return false;
     }
     std::deque<Held>& q = held_[rank_index];
-    // After the last op that does not start later: an op in order goes to the end at once.
-    auto at = q.end();
-    while (at != q.begin() && std::prev(at)->start > op.start_ns) {
-        --at;
+    const Held held{op.start_ns, op.end_ns, op.kind, op.lane, op.source};
+    if (q.empty() || q.back().start <= op.start_ns) {
+        q.push_back(held);  // in order: at the end at once
+    } else {
+        // After the last op that does not start later, found by halving: a file stored
+        // backwards puts every op at the front, and a walk from the end made that quadratic.
+        const auto at =
+            std::upper_bound(q.begin(), q.end(), op.start_ns,
+                             [](std::int64_t start, const Held& h) { return start < h.start; });
+        q.insert(at, held);
     }
-    q.insert(at, Held{op.start_ns, op.end_ns, op.kind, op.lane, op.source});
     if (q.size() > hold_) {
         feedEarliest(rank_index);
     }
