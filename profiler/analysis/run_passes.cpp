@@ -1,6 +1,8 @@
 #include "run_passes.h"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <numeric>
 
 #include "memory_peak.h"
@@ -196,6 +198,40 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
     });
     close();
     return progress->after(st, reader.path());
+}
+
+PeaksBeside::PeaksBeside(const trace::TraceReader& reader,
+                         const std::map<int, std::size_t>& rank_index, Progress* progress)
+    : progress_(progress) {
+    if (!reader.finalized()) {
+        return;
+    }
+    auto own = std::make_unique<trace::TraceReader>();
+    if (!own->open(reader.path()).ok() || !own->finalized()) {
+        return;
+    }
+    future_ = std::async(std::launch::async, [progress, &rank_index, r = std::move(own)] {
+        Result out;
+        out.status =
+            collectPeaks(*r, rank_index, std::nullopt, progress, false, &out.peaks, &out.negative);
+        return out;
+    });
+}
+
+PeaksBeside::~PeaksBeside() {
+    if (future_.valid()) {
+        progress_->stop();  // the future's own destructor then waits for the pass to return
+    }
+}
+
+trace::TraceStatus PeaksBeside::get(std::vector<MemoryPeak>* peaks, std::int64_t* negative) {
+    while (future_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+        progress_->report();
+    }
+    Result r = future_.get();
+    *peaks = std::move(r.peaks);
+    *negative = r.negative;
+    return r.status;
 }
 
 }  // namespace pipescope::analysis::detail

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,5 +89,30 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 std::optional<trace::TimeRange> window, Progress* progress,
                                 bool own_thread, std::vector<MemoryPeak>* peaks,
                                 std::int64_t* negative);
+
+// The memory pass on a thread and a reader of its own, beside the op passes: started on a
+// finished file that opens a second time (opening one still being written counts its rows).
+// Destroyed before get() (an early return of the analysis), it stops the pass and waits for it.
+class PeaksBeside {
+  public:
+    PeaksBeside(const trace::TraceReader& reader, const std::map<int, std::size_t>& rank_index,
+                Progress* progress);
+    ~PeaksBeside();
+    PeaksBeside(const PeaksBeside&) = delete;
+    PeaksBeside& operator=(const PeaksBeside&) = delete;
+
+    bool started() const { return future_.valid(); }
+    // Waits for the pass (reporting progress meanwhile) and gives its results.
+    trace::TraceStatus get(std::vector<MemoryPeak>* peaks, std::int64_t* negative);
+
+  private:
+    struct Result {
+        std::vector<MemoryPeak> peaks;
+        std::int64_t negative = 0;
+        trace::TraceStatus status;
+    };
+    Progress* progress_;
+    std::future<Result> future_;
+};
 
 }  // namespace pipescope::analysis::detail

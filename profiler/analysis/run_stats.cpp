@@ -1,9 +1,8 @@
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <future>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -332,36 +331,11 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     }
 
     Progress progress(reader, options.progress);
-    // The memory pass needs nothing from the op passes unless one iteration is asked for: on a
-    // finished file it runs beside them, on a reader of its own (a second core; a file still
-    // being written is not opened twice, since opening it counts its rows).
-    struct PeakPass {
-        std::vector<MemoryPeak> peaks;
-        std::int64_t negative = 0;
-        trace::TraceStatus status;
-    };
-    std::future<PeakPass> beside;
-    if (!options.one_thread && !options.iteration && reader.finalized()) {
-        auto own = std::make_unique<trace::TraceReader>();
-        if (own->open(reader.path()).ok() && own->finalized()) {
-            beside = std::async(std::launch::async, [&progress, &rank_index, r = std::move(own)] {
-                PeakPass p;
-                p.status = collectPeaks(*r, rank_index, std::nullopt, &progress, false, &p.peaks,
-                                        &p.negative);
-                return p;
-            });
-        }
+    // The memory pass needs nothing from the op passes unless one iteration is asked for.
+    std::optional<detail::PeaksBeside> beside;
+    if (!options.one_thread && !options.iteration) {
+        beside.emplace(reader, rank_index, &progress);
     }
-    // An early return stops that pass before its future waits for it.
-    struct StopBeside {
-        Progress& progress;
-        std::future<PeakPass>& beside;
-        ~StopBeside() {
-            if (beside.valid()) {
-                progress.stop();
-            }
-        }
-    } stop_beside{progress, beside};
     std::vector<Window> windows;
     std::map<int, Window> device_extents;
     std::int64_t backwards = 0;
@@ -480,16 +454,10 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
 
     std::vector<MemoryPeak> peaks;
     std::int64_t negative = 0;
-    if (beside.valid()) {
-        while (beside.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-            progress.report();
+    if (beside && beside->started()) {
+        if (trace::TraceStatus st = beside->get(&peaks, &negative); !st.ok()) {
+            return st;
         }
-        PeakPass p = beside.get();
-        if (!p.status.ok()) {
-            return p.status;
-        }
-        peaks = std::move(p.peaks);
-        negative = p.negative;
     } else if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress,
                                                     true, &peaks, &negative);
                !st.ok()) {
