@@ -1,8 +1,12 @@
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <utility>
 
 #include <pipescope/analysis/critical_path.h>
+
+#include "op_bounds.h"
 
 namespace pipescope::analysis {
 
@@ -285,18 +289,23 @@ std::optional<CriticalPath> criticalPath(std::vector<OpRecord> ops, int iteratio
 std::optional<CriticalPath> criticalPath(const trace::TraceReader& reader,
                                          const IterationStats& iteration,
                                          std::chrono::steady_clock::time_point deadline) {
+    // The ops the run's figures leave out (far outside the run's time) are left out here too.
+    const detail::OpBounds bounds = detail::OpBounds::of(reader.run());
     std::vector<OpRecord> ops;
     for (const auto& rank : reader.ranks()) {
         trace::OpQuery q;
         q.rank = rank.rank;
         q.iteration = iteration.iteration;
         q.start_from = iteration.start_ns;
-        q.start_before = iteration.end_ns + 1;
+        q.start_before = iteration.end_ns < std::numeric_limits<std::int64_t>::max()
+                             ? iteration.end_ns + 1
+                             : iteration.end_ns;
         auto found = reader.findOps(q, deadline);
         if (!found) {
             return std::nullopt;
         }
-        ops.insert(ops.end(), found->begin(), found->end());
+        std::copy_if(found->begin(), found->end(), std::back_inserter(ops),
+                     [&](const OpRecord& o) { return bounds.holds(o); });
     }
     return criticalPath(std::move(ops), iteration.iteration, reader.rankCount());
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -19,35 +20,43 @@ constexpr std::size_t kHeldOps = std::size_t{1} << 17;
 
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
 // the host or simulated lanes), and whether device spans exist. The order of the ops does not
-// matter, so they are read as stored, and only their timing.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
-                                  std::vector<Window>* out, std::map<int, Window>* device_extents,
-                                  bool* gpu_spans, std::int64_t* backwards) {
+// matter, so they are read as stored, and only their timing. An op left out still counts among
+// its iteration's ops (it ran; its times are what is wrong), but not in its window.
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+                                  Progress* progress, WindowScan* out) {
+    constexpr std::int64_t kNoStart = std::numeric_limits<std::int64_t>::max();
+    constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
     std::map<int, Window> by_iteration;
-    *gpu_spans = false;
+    *out = WindowScan{};
     const auto visit = [&](const trace::OpRecord& op) {
         if (!trace::isKnownOp(op)) {
             return progress->step();
         }
         if (op.end_ns < op.start_ns) {
-            ++*backwards;
+            ++out->backwards;
         }
+        const bool held = bounds.holds(op);
+        if (!held) {
+            ++out->outside;
+            if (!out->first_outside || op.iteration < out->first_outside->iteration) {
+                out->first_outside = op;
+            }
+        }
+        const std::int64_t end = std::max(op.end_ns, op.start_ns);
         if (op.lane == trace::Lane::Gpu) {
-            *gpu_spans = true;
-            const std::int64_t end = std::max(op.end_ns, op.start_ns);
-            auto [it, inserted] = device_extents->try_emplace(
-                op.iteration, Window{op.iteration, op.start_ns, end, 0, {}});
-            if (!inserted) {
+            out->gpu_spans = true;
+            if (held) {
+                auto [it, inserted] = out->device_extents.try_emplace(
+                    op.iteration, Window{op.iteration, kNoStart, kNoEnd, 0, {}});
                 it->second.start_ns = std::min(it->second.start_ns, op.start_ns);
                 it->second.end_ns = std::max(it->second.end_ns, end);
             }
             return progress->step();
         }
-        const std::int64_t end = std::max(op.end_ns, op.start_ns);
-        auto [it, inserted] =
-            by_iteration.try_emplace(op.iteration, Window{op.iteration, op.start_ns, end, 0, {}});
-        Window& w = it->second;
-        if (!inserted) {
+        Window& w =
+            by_iteration.try_emplace(op.iteration, Window{op.iteration, kNoStart, kNoEnd, 0, {}})
+                .first->second;
+        if (held) {
             w.start_ns = std::min(w.start_ns, op.start_ns);
             w.end_ns = std::max(w.end_ns, end);
         }
@@ -60,16 +69,18 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* pr
     };
     const trace::TraceStatus st =
         reader.forEachOp(visit, {trace::OpScan::Order::Stored, /*timing_only=*/true});
-    out->clear();
     for (const auto& [iteration, window] : by_iteration) {
-        out->push_back(window);
+        if (window.start_ns <= window.end_ns) {  // not every op of it left out
+            out->windows.push_back(window);
+        }
     }
     return progress->after(st, reader.path());
 }
 
 // Second pass: busy time and communication wait of every rank in every window.
 // The ops of the measured iterations are tallied by kind on the way.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+                              const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,
                               std::vector<std::vector<WindowTotals>>* totals, OpKindTally* tally) {
@@ -107,6 +118,9 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
         OpKindTally stored_tally;
         bool disordered = false;
         const auto visit = [&](const trace::OpRecord& op) {
+            if (!bounds.holds(op)) {
+                return progress->step();
+            }
             if (const auto it = rank_index.find(op.rank);
                 it != rank_index.end() && !sweeps.add(it->second, op)) {
                 disordered = true;
@@ -144,6 +158,9 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vecto
             }
             sweep.beginRank(&sorted_totals[it->second]);
             in_rank = true;
+        }
+        if (!bounds.holds(op)) {
+            return progress->step();
         }
         sweep.add(op);
         if (measuredOp(op)) {

@@ -16,6 +16,7 @@
 #include <pipescope/trace/reader.h>
 
 #include "busy_sweep.h"
+#include "op_bounds.h"
 
 namespace pipescope::analysis::detail {
 
@@ -68,16 +69,26 @@ class Progress {
     std::atomic<bool> stopped_{false};
 };
 
+// What the first pass finds.
+struct WindowScan {
+    std::vector<Window> windows;           // by iteration
+    std::map<int, Window> device_extents;  // the gpu lane's extent of each iteration
+    bool gpu_spans = false;                // whether device spans exist
+    std::int64_t backwards = 0;            // ops that end before they start
+    std::int64_t outside = 0;              // ops outside the run's span (OpBounds), left out
+    std::optional<trace::OpRecord> first_outside;  // the earliest-numbered of them
+};
+
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
-// the host or simulated lanes), the device extents of each, whether device spans exist, and the
-// ops that end before they start.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, Progress* progress,
-                                  std::vector<Window>* out, std::map<int, Window>* device_extents,
-                                  bool* gpu_spans, std::int64_t* backwards);
+// the host or simulated lanes, of the ops `bounds` holds), and what else WindowScan lists.
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+                                  Progress* progress, WindowScan* out);
 
 // Second pass: busy time and communication wait of every rank (`rank_index`: rank to its place)
-// in every window; the ops of the `measured` iterations tallied by kind on the way.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const std::vector<Window>& windows,
+// in every window; the ops of the `measured` iterations tallied by kind on the way. Ops `bounds`
+// does not hold are left out.
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+                              const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,
                               std::vector<std::vector<WindowTotals>>* totals, OpKindTally* tally);

@@ -67,6 +67,25 @@ std::optional<double> maxOverMean(const std::vector<double>& values) {
     return *std::max_element(values.begin(), values.end()) / mean;
 }
 
+// The damage note for `count` measured ops found outside the run's span (OpBounds); `first` is
+// the earliest-numbered of them, named so that it can be found.
+std::string outsideNote(const trace::OpRecord& first, std::int64_t count, std::int64_t span_ns) {
+    const auto ms = [](std::int64_t ns) {
+        std::ostringstream out;
+        out.setf(std::ios::fixed);
+        out.precision(3);
+        out << static_cast<double>(ns) / 1e6 << " ms";
+        return out.str();
+    };
+    const bool one = count == 1;
+    return std::to_string(count) + (one ? " op lies" : " ops lie") +
+           " far outside the run's recorded time (0 to " + ms(span_ns) +
+           "): " + (one ? "" : "the first, ") + "rank " + std::to_string(first.rank) +
+           " iteration " + std::to_string(first.iteration) + " " +
+           std::string(trace::toString(first.kind)) + ", from " + ms(first.start_ns) + " to " +
+           ms(first.end_ns) + "; left out of every figure";
+}
+
 // The iterations the run-level figures average (ascending, as the windows are).
 // A run that did not finish stopped inside an iteration: that iteration, and any after it that
 // other ranks went on to, misses some of its ops, so they are cut short. Every iteration runs the
@@ -336,13 +355,17 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     if (!options.one_thread && !options.iteration) {
         beside.emplace(reader, rank_index, &progress);
     }
-    std::vector<Window> windows;
-    std::map<int, Window> device_extents;
-    std::int64_t backwards = 0;
-    if (trace::TraceStatus st =
-            collectWindows(reader, &progress, &windows, &device_extents, &s.gpu_spans, &backwards);
-        !st.ok()) {
+    const detail::OpBounds bounds = detail::OpBounds::of(s.run);
+    detail::WindowScan scan;
+    if (trace::TraceStatus st = collectWindows(reader, bounds, &progress, &scan); !st.ok()) {
         return st;
+    }
+    std::vector<Window>& windows = scan.windows;
+    const std::map<int, Window>& device_extents = scan.device_extents;
+    s.gpu_spans = scan.gpu_spans;
+    const std::int64_t backwards = scan.backwards;
+    if (scan.first_outside) {
+        s.damage.push_back(outsideNote(*scan.first_outside, scan.outside, bounds.span()));
     }
     if (backwards > 0) {
         s.damage.push_back(
@@ -421,7 +444,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     std::vector<std::vector<WindowTotals>> totals;
     OpKindTally tally;
     if (trace::TraceStatus st =
-            sweepRanks(reader, windows, rank_index, s.measured, &progress, &totals, &tally);
+            sweepRanks(reader, bounds, windows, rank_index, s.measured, &progress, &totals, &tally);
         !st.ok()) {
         return st;
     }

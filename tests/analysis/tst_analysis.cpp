@@ -12,6 +12,7 @@
 #include <QtTest>
 
 #include <pipescope/analysis/compare.h>
+#include <pipescope/analysis/critical_path.h>
 #include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/report.h>
 #include <pipescope/analysis/run_stats.h>
@@ -94,6 +95,7 @@ class TestAnalysis : public QObject {
     void cutShortIteration();
     void damagedTraceSaysSo();
     void damagedMetricTableSaysSo();
+    void opsFarOutsideTheRunAreLeftOut();
     void oneProcessOfSeveral();
     void singleIteration();
     void missingIteration();
@@ -322,6 +324,72 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
     QCOMPARE(o.value("damage").toArray().size(), 5);
+}
+
+// A measured op far outside the run's recorded time (an end edited to 2^63, a start an hour
+// away) cannot be right: it would make its iteration last for centuries and its rank busy all
+// along. It is left out of every figure, and a damage note names it.
+void TestAnalysis::opsFarOutsideTheRunAreLeftOut() {
+    const QString path = dir_.filePath("outside.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    const auto edit = [&](const char* sql) {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    };
+    // Measured on the host, in a run that lasted 1 ms: the fixture's ops lie within it.
+    edit("UPDATE op SET source = 1; UPDATE run SET end_ns = start_ns + 1000000");
+    const RunStats sound = analyze(path);
+    QVERIFY(sound.damage.empty());
+    QVERIFY(sound.iteration_time_ns);
+    const auto& last = sound.iterations.back();
+    const auto forward = [](const trace::OpRecord& o) { return o.kind == OpKind::F; };
+    std::int64_t busy = 0;
+    for (const auto& r : last.ranks) {
+        busy += r.busy_ns;
+    }
+
+    // Two ops inside iteration 1 (neither its first nor its last): rank 0's second forward
+    // and rank 2's W.
+    edit(
+        "UPDATE op SET end_ns = 9223372036854775807 WHERE iteration = 1 AND rank = 0 AND "
+        "kind = 0 AND microbatch = 1;"
+        "UPDATE op SET start_ns = start_ns - 3600000000000 WHERE iteration = 1 AND rank = 2 "
+        "AND kind = 2");
+    const RunStats s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    QVERIFY2(s.damage.front().find("2 ops lie far outside the run's recorded time (0 to 1.000 "
+                                   "ms): the first, rank ") != std::string::npos,
+             s.damage.front().c_str());
+    QVERIFY2(s.damage.front().find("left out of every figure") != std::string::npos,
+             s.damage.front().c_str());
+    // The iterations keep their windows and the ranks no more than their busy time.
+    QCOMPARE(s.iterations.size(), sound.iterations.size());
+    QCOMPARE(s.iterations.back().timeNs(), last.timeNs());
+    std::int64_t busy_now = 0;
+    for (const auto& r : s.iterations.back().ranks) {
+        QVERIFY(r.busy_ns <= last.timeNs());
+        busy_now += r.busy_ns;
+    }
+    QVERIFY(busy_now <= busy);
+    QCOMPARE(*s.iteration_time_ns, *sound.iteration_time_ns);
+    // The critical path of that iteration is found, without the ops left out.
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    const auto path_now = analysis::criticalPath(reader, s.iterations.back());
+    QVERIFY(path_now);
+    const auto ops = path_now->ops();
+    QVERIFY(std::none_of(ops.begin(), ops.end(), [](const trace::OpRecord& o) {
+        return o.end_ns == std::numeric_limits<std::int64_t>::max() || o.start_ns < 0;
+    }));
+    QVERIFY(std::any_of(ops.begin(), ops.end(), forward));
+
+    // A simulated trace runs on a virtual clock that the run's wall-clock span does not bound.
+    edit(
+        "UPDATE op SET source = 0, start_ns = max(start_ns, 0), end_ns = min(end_ns, 1000000); "
+        "UPDATE run SET end_ns = start_ns + 1");
+    QVERIFY(analyze(path).damage.empty());
 }
 
 // Damage inside the file, in the pages of the metric table: the ops still give their figures,

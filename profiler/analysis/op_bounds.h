@@ -1,0 +1,64 @@
+// Where a measured op can lie: within the run's recorded wall-clock span. A host or device op far
+// outside it (an end edited to 2^63, a start hours before the run began) cannot be right, and one
+// such op would make its iteration last for centuries and its rank busy throughout; the analysis
+// leaves these out and says so. Simulated ops run on a virtual clock the run's span does not bound.
+// Internal to pipescope_analysis.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include <pipescope/trace/types.h>
+
+namespace pipescope::analysis::detail {
+
+class OpBounds {
+  public:
+    // No bounds: a run still being written (no end), or a run table whose end is before its start.
+    OpBounds() = default;
+
+    // The run's span, 0 to end - start, widened on both sides by the span itself and at least a
+    // second: ranks of merged files start at their own times, and Nsight imports are shifted by a
+    // measured clock offset, so only what no clock can explain is left out.
+    static OpBounds of(const trace::RunInfo& run) {
+        OpBounds b;
+        if (!run.end_ns || *run.end_ns < run.start_ns) {
+            return b;
+        }
+        constexpr std::int64_t kSecond = 1'000'000'000;
+        // A span of over 73 years is a damaged run table, and keeps the bounds below from
+        // overflowing.
+        std::int64_t span = 0;
+        if (__builtin_sub_overflow(*run.end_ns, run.start_ns, &span) ||
+            span > (std::int64_t{1} << 61)) {
+            return b;
+        }
+        const std::int64_t margin = std::max(span, kSecond);
+        b.bounded_ = true;
+        b.lo_ = -margin;
+        b.hi_ = span + margin;
+        b.span_ = span;
+        return b;
+    }
+
+    bool bounded() const { return bounded_; }
+    std::int64_t span() const { return span_; }
+
+    // True when the op can be taken as measured: simulated, or within the bounds.
+    bool holds(const trace::OpRecord& op) const {
+        if (!bounded_ || op.source == trace::Source::Sim) {
+            return true;
+        }
+        const std::int64_t end = std::max(op.start_ns, op.end_ns);
+        return op.start_ns >= lo_ && end <= hi_;
+    }
+
+  private:
+    bool bounded_ = false;
+    std::int64_t lo_ = std::numeric_limits<std::int64_t>::min();
+    std::int64_t hi_ = std::numeric_limits<std::int64_t>::max();
+    std::int64_t span_ = 0;
+};
+
+}  // namespace pipescope::analysis::detail
