@@ -102,6 +102,8 @@ struct TraceWriter::Impl {
     void stopCommitter(std::unique_lock<std::mutex>& lock);
     // Queues the current batch and waits until everything queued is written.
     TraceStatus flushLocked(std::unique_lock<std::mutex>& lock);
+    // After the last commit: the log copied into the file and WAL mode left (finish()).
+    void settleIntoOneFile();
     void queueCurrentLocked(std::unique_lock<std::mutex>& lock) {
         if (cur.size() == 0) {
             return;
@@ -543,6 +545,62 @@ TraceStatus TraceWriter::flush() {
     return impl_->flushLocked(lock);
 }
 
+// After the last commit: leave one self-contained file behind, with no -wal or -shm beside it.
+// Another program may be reading the trace as the run finishes (the app watches a running
+// trace), and a reader holds back both steps for a moment: the checkpoint while its read lasts,
+// the change out of WAL mode while it has the file open at all. Both are tried again for a
+// while. A trace whose log is copied in is whole in its .db even if it stays in WAL mode (an
+// empty -wal and the -shm remain while that program has it open): nothing to report. A log
+// that could not be copied in is: a copy of the .db alone would be damaged.
+void TraceWriter::Impl::settleIntoOneFile() {
+    Impl& d = *this;
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kRetry = std::chrono::milliseconds(20);
+    constexpr auto kReadersWait = std::chrono::seconds(10);  // for a read to end
+    constexpr auto kOpenWait = std::chrono::seconds(2);      // for a reader to close the file
+    const auto logSize = [&] {
+        std::error_code ec;
+        const auto log = std::filesystem::file_size(d.path + "-wal", ec);
+        return ec ? std::string("part of it") : memoryText(static_cast<double>(log));
+    };
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+        Stmt checkpoint(d.db, "PRAGMA wal_checkpoint(TRUNCATE)");
+        if (checkpoint.step() != SQLITE_ROW) {
+            d.fail(TraceStatus::Code::IoError,
+                   "the trace is complete, but " + logSize() + " of it could not be moved out of " +
+                       d.path + "-wal (SQLite: " + d.db.errorMessage() +
+                       "); keep that file beside the trace, which SQLite reads with it, and "
+                       "free some disk space");
+            return;
+        }
+        if (checkpoint.int64(0) == 0) {  // not held back by a reader: all of the log is copied
+            break;
+        }
+        if (Clock::now() - start > kReadersWait) {
+            d.fail(TraceStatus::Code::IoError,
+                   "the trace is complete, but another program kept reading it for " +
+                       std::to_string(kReadersWait.count()) + " s as the run finished, so " +
+                       logSize() + " of it is still in " + d.path +
+                       "-wal; keep that file beside the trace: SQLite reads it with the trace, "
+                       "and moves it into the trace once that program is done");
+            return;
+        }
+        checkpoint = Stmt();
+        std::this_thread::sleep_for(kRetry);
+    }
+    const Clock::time_point copied = Clock::now();
+    for (;;) {
+        Stmt mode(d.db, "PRAGMA journal_mode = DELETE");
+        if ((mode.step() == SQLITE_ROW && mode.text(0) == "delete") ||
+            Clock::now() - copied > kOpenWait) {
+            return;
+        }
+        mode = Stmt();
+        std::this_thread::sleep_for(kRetry);
+    }
+}
+
 TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
                                 std::optional<std::int64_t> end_ns,
                                 const std::function<void(double)>& progress) {
@@ -593,26 +651,7 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
         d.db.exec("ROLLBACK");
         d.fail(TraceStatus::Code::IoError, "cannot finalize: " + why);
     } else {
-        // Leave one self-contained file behind: no -wal or -shm beside it. Without room to copy
-        // the log into the file (a full disk), the trace is whole but in two files, and a copy
-        // of the .db alone would be damaged: that is a failure to report, not to pass over.
-        Stmt checkpoint(d.db, "PRAGMA wal_checkpoint(TRUNCATE)");
-        const bool copied = checkpoint.step() == SQLITE_ROW;
-        const std::string sqlite_says = d.db.errorMessage();
-        checkpoint = Stmt();
-        Stmt mode(d.db, "PRAGMA journal_mode = DELETE");
-        if (!copied || mode.step() != SQLITE_ROW || mode.text(0) != "delete") {
-            mode = Stmt();
-            std::error_code ec;
-            const auto log = std::filesystem::file_size(d.path + "-wal", ec);
-            d.fail(TraceStatus::Code::IoError,
-                   "the trace is complete, but " +
-                       (ec ? std::string("part of it") : memoryText(static_cast<double>(log))) +
-                       " of it could not be moved out of " + d.path +
-                       "-wal (SQLite: " + sqlite_says +
-                       "); keep that file beside the trace, which SQLite reads with it, and "
-                       "free some disk space");
-        }
+        d.settleIntoOneFile();
     }
     d.open = false;
     d.db.close();
