@@ -253,8 +253,8 @@ class TestRunCpu : public QObject {
         // A process that may not start all its lanes' threads (here: 1 GiB stacks in 2.5 GiB of
         // address space; in the field a process limit) fails the run with a message, instead of
         // aborting on an uncaught exception and leaving the trace "running".
-#if defined(__SANITIZE_ADDRESS__)
-        QSKIP("AddressSanitizer reserves more address space than this test allows the runner");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+        QSKIP("the sanitizer reserves more address space than this test allows the runner");
 #endif
         const QString db = path("no-threads.db");
         QProcess p;
