@@ -135,13 +135,20 @@ RunnerProcess::RunnerProcess(QObject* parent) : QObject(parent) {
 
 RunnerProcess::~RunnerProcess() {
     if (running()) {
-        // The window is closing: stop the run cleanly if it can, never leave it behind.
+        // The window is closing: stop the run cleanly if it can, never leave it behind. Nobody
+        // hears signals any more, but the run's log is still kept beside its trace.
+        blockSignals(true);
         process_->disconnect(this);
+        log_ << tr("(the window was closed: asked the runner to stop)");
         process_->terminate();
         if (!process_->waitForFinished(5000)) {
+            log_ << tr("(the runner did not stop in time: killed)");
             process_->kill();
             process_->waitForFinished(2000);
         }
+        readStdout();
+        readStderr();
+        writeLog();
     }
 }
 
@@ -321,12 +328,16 @@ void RunnerProcess::finish(RunOutcome outcome) {
         return;
     }
     done_ = true;
+    outcome.log_path = writeLog();
+    emit finished(outcome);
+}
+
+QString RunnerProcess::writeLog() const {
     const QString log_path = siblingPath(request_.trace_path, ".log");
     QString error;
-    if (writeFile(log_path, (log_.join(QLatin1Char('\n')) + QLatin1Char('\n')).toUtf8(), &error)) {
-        outcome.log_path = log_path;
-    }
-    emit finished(outcome);
+    return writeFile(log_path, (log_.join(QLatin1Char('\n')) + QLatin1Char('\n')).toUtf8(), &error)
+               ? log_path
+               : QString();
 }
 
 namespace {

@@ -83,6 +83,7 @@ class TstRunPage : public QObject {
     void backendsComeFromTheRunner();
     void runsATinyConfigAndOpensIt();
     void cancelMidRunLeavesACancelledTrace();
+    void closingMidRunKeepsTheLog();
     void runnerErrorIsShown();
     void runnerWarningIsShown();
     void naiveAndVocab2OpensTheComparison();
@@ -218,6 +219,31 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
     QTest::qWait(200);
     QCOMPARE(opened.count(), 0);  // a cancelled run is not opened by itself
     page()->iterationsBox()->setValue(3);
+}
+
+// Closing the window during a run (the runner process goes with the page) stops the run as a
+// cancel does, and the run's log is still written beside its trace.
+void TstRunPage::closingMidRunKeepsTheLog() {
+    auto runner = std::make_unique<app::RunnerProcess>();
+    QSignalSpy progress(runner.get(), &app::RunnerProcess::progress);
+    app::RunRequest request;
+    request.config_json = kTiny;
+    request.iterations = 20000;
+    request.trace_path = dir_.filePath(QStringLiteral("closed/closed.db"));
+    QString error;
+    QVERIFY2(runner->start(request, &error), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 30000);
+    runner.reset();
+    QFile log(dir_.filePath(QStringLiteral("closed/closed.log")));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(log.readAll());
+    QVERIFY2(text.startsWith(QStringLiteral("$ pipescope-run ")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("(the window was closed: asked the runner to stop)")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("\nstatus: cancelled")), qPrintable(text.right(700)));
+    trace::TraceReader reader;
+    QVERIFY(reader.open(request.trace_path.toStdString()).ok());
+    QVERIFY(reader.run().status == trace::RunStatus::Cancelled);
 }
 
 void TstRunPage::runnerErrorIsShown() {

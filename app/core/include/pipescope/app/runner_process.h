@@ -103,6 +103,8 @@ class RunnerProcess : public QObject {
     void onFinished(int exit_code, QProcess::ExitStatus status);
     void onError(QProcess::ProcessError error);
     void finish(RunOutcome outcome);
+    // Writes the log beside the trace (NAME.log); its path, or empty if it could not be written.
+    QString writeLog() const;
 
     QProcess* process_ = nullptr;
     QTimer kill_timer_;
