@@ -1,6 +1,7 @@
 #include "plot_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <QResizeEvent>
@@ -66,6 +67,8 @@ constexpr int kAxisRectMinHeight = 50;
 constexpr int kSqueezedAxisRectMinHeight = 16;
 
 constexpr const char* kMostTicks = "pipescope_most_ticks";
+// The top of such an axis's range as its chart set it, before fitTickCounts raised it to a tick.
+constexpr const char* kNaturalTop = "pipescope_natural_top";
 // On a value axis of labelRows: the names of its rows, where the first tick sits in its row, and
 // every how many rows a name is shown now.
 constexpr const char* kRowLabels = "pipescope_row_labels";
@@ -268,6 +271,47 @@ bool fitRowLabels(QCPAxis* axis) {
     return true;
 }
 
+// The smallest of 1, 2, 2.5 and 5 times a power of ten that is at least `v` (> 0).
+double roundNumberAbove(double v) {
+    const double power = std::pow(10.0, std::floor(std::log10(v)));
+    for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+        if (m * power >= v * (1 - 1e-12)) {
+            return m * power;
+        }
+    }
+    return 10 * power;
+}
+
+// A short chart gets one tick, whose step may pass the top of the range (top 39.6, step 50):
+// then only "0" is labelled and the bars cannot be read. The range then reaches up to a round
+// number, which the ticker labels, so the axis always names a value; true when it changed.
+bool labelAboveZero(QCPAxis* axis) {
+    if (!axis->property(kNaturalTop).isValid()) {
+        axis->setProperty(kNaturalTop, axis->range().upper);
+    }
+    const QCPRange natural(axis->range().lower, axis->property(kNaturalTop).toDouble());
+    const double eps = 1e-9 * std::max(std::abs(natural.upper), 1.0);
+    const auto labelsAboveZero = [&](const QCPRange& range) {
+        QVector<double> ticks;
+        axis->ticker()->generate(range, axis->parentPlot()->locale(), QLatin1Char('g'), 6, ticks,
+                                 nullptr, nullptr);
+        return std::any_of(ticks.begin(), ticks.end(),
+                           [&](double t) { return t > range.lower + eps; });
+    };
+    double upper = natural.upper;
+    if (natural.lower == 0 && natural.upper > 0 && !labelsAboveZero(natural)) {
+        const QCPRange round(0, roundNumberAbove(natural.upper));
+        if (labelsAboveZero(round)) {
+            upper = round.upper;
+        }
+    }
+    if (std::abs(axis->range().upper - upper) <= eps) {
+        return false;
+    }
+    axis->setRangeUpper(upper);
+    return true;
+}
+
 // Sets the tick count of each value axis marked by keepTickLabelsApart to what its rect's height
 // holds, labels a line and a half apart at least, and the row names of labelRows axes; true when
 // one changed. Needs a layout at this size (layoutNow).
@@ -293,6 +337,7 @@ bool fitTickCounts(QCustomPlot* plot) {
             axis->ticker()->setTickCount(count);
             changed = true;
         }
+        changed = labelAboveZero(axis) || changed;
     }
     return changed;
 }

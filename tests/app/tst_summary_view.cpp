@@ -1,5 +1,7 @@
 // The summary chart under a run's timeline: its headline (short and long run names, an
 // unfinished run's note) and its bar charts' rank names.
+#include <map>
+
 #include <QTemporaryDir>
 #include <QtTest>
 #include <qcustomplot.h>
@@ -25,6 +27,8 @@ class TstSummaryView : public QObject {
     void longRunNamesKeepWhatTellsThemApart();
     void summaryRanksStandApart_data();
     void summaryRanksStandApart();
+    void shortBarChartsNameAValue_data();
+    void shortBarChartsNameAValue();
     void longIterationsReadInSeconds_data();
     void longIterationsReadInSeconds();
 
@@ -178,6 +182,61 @@ void TstSummaryView::summaryRanksStandApart() {
         }
     }
     QCOMPARE(charts, 2);  // time per iteration, peak memory
+}
+
+void TstSummaryView::shortBarChartsNameAValue_data() {
+    QTest::addColumn<int>("height");
+    QTest::newRow("short (one tick)") << 175;  // the Explore page's summary, as the audit saw it
+    QTest::newRow("tall") << 400;
+}
+
+// A short bar chart has room for one tick label, and the ticker's step for it (50) may pass the
+// top of the bars (35.4 ms, 44.3 MiB): "0" alone then labelled the axis and no bar could be
+// read. Each value axis now names a value above zero, at any height, and keeps the bars whole.
+void TstSummaryView::shortBarChartsNameAValue() {
+    QFETCH(int, height);
+    auto parsed = schedule::loadConfigFile(
+        std::string(PIPESCOPE_SOURCE_DIR) + "/resources/presets/default.json",
+        {{"parallel.microbatches", "2"}});
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY2(sim.result, sim.error.c_str());
+    const app::SimRunData run(std::move(*sim.result), "vocab-2");
+    QCustomPlot plot;
+    plot.resize(975, height);
+    app::fillSummaryPlot(&plot, run);
+    app::fitPlotLegends(&plot);
+    plot.replot();
+    int charts = 0;
+    for (QCPAxisRect* rect : plot.axisRects()) {
+        QCPAxis* axis = rect->axis(QCPAxis::atLeft);
+        if (!axis->property("pipescope_most_ticks").isValid()) {
+            continue;
+        }
+        ++charts;
+        const QVector<double> ticks = axis->tickVector();
+        QVERIFY2(std::any_of(ticks.begin(), ticks.end(), [](double t) { return t > 0; }),
+                 qPrintable(QStringLiteral("%1 px: ticks up to %2 on 0..%3")
+                                .arg(rect->height())
+                                .arg(ticks.isEmpty() ? -1 : ticks.back())
+                                .arg(axis->range().upper)));
+        std::map<double, double> stacks;  // rank: the height of its stack
+        for (int i = 0; i < plot.plottableCount(); ++i) {
+            if (auto* bars = qobject_cast<QCPBars*>(plot.plottable(i));
+                bars && bars->valueAxis() == axis) {
+                for (auto it = bars->data()->begin(); it != bars->data()->end(); ++it) {
+                    stacks[it->key] += it->value;
+                }
+            }
+        }
+        double top = 0;
+        for (const auto& [rank, stack] : stacks) {
+            top = std::max(top, stack);
+        }
+        QVERIFY(top > 0);
+        QVERIFY2(axis->range().upper >= top, qPrintable(QString::number(top)));
+    }
+    QCOMPARE(charts, 2);
 }
 
 void TstSummaryView::longRunNamesKeepWhatTellsThemApart() {
