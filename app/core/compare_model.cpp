@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include <QCoreApplication>
@@ -23,6 +24,17 @@ constexpr qsizetype kHeaderChars = 40;
 // Memory rows whose values are all under 1 GiB read in MiB: 0.05 against 0.04 GiB hides a 20%
 // change, and a delta of 5 MiB shows as 0.00 GiB.
 std::string displayUnit(const analysis::QuantityComparison& q) {
+    if (q.unit == "tokens/s") {
+        // The decimals the smallest rate needs, for the row's values and changes alike.
+        double smallest = 0;
+        for (const auto& v : q.values) {
+            if (v && *v > 0 && (smallest == 0 || *v < smallest)) {
+                smallest = *v;
+            }
+        }
+        const int decimals = trace::rateDecimals(smallest);
+        return decimals == 0 ? q.unit : q.unit + ":" + std::to_string(decimals);
+    }
     if (q.unit != "bytes") {
         return q.unit;
     }
@@ -211,8 +223,10 @@ QString CompareModel::formatValue(double value, const std::string& unit) {
     if (unit == "ratio") {
         return QStringLiteral("%1%").arg(value * 100, 0, 'f', 1);
     }
-    if (unit == "tokens/s") {
-        return QLocale(QLocale::English).toString(value, 'f', 0) + QStringLiteral(" tokens/s");
+    if (unit.rfind("tokens/s", 0) == 0) {  // "tokens/s:2": with two decimals
+        const int decimals = unit.size() > 9 ? std::atoi(unit.c_str() + 9) : 0;
+        return QLocale(QLocale::English).toString(value, 'f', decimals) +
+               QStringLiteral(" tokens/s");
     }
     if (unit == "factor") {
         return QString::number(value, 'f', 3);  // an imbalance, max / mean, as in the summary

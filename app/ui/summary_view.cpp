@@ -58,7 +58,8 @@ QString headline(const RunData& run) {
                       : QObject::tr("MFU %1%").arg(*s.mfu * 100, 0, 'f', 1));
     }
     if (s.tokens_per_s) {
-        parts << QObject::tr("%1 tokens/s").arg(*s.tokens_per_s, 0, 'f', 0);
+        parts << QObject::tr("%1 tokens/s")
+                     .arg(*s.tokens_per_s, 0, 'f', trace::rateDecimals(*s.tokens_per_s));
     }
     if (s.mean_bubble_ratio) {
         parts << QObject::tr("bubble %1% (mean)").arg(*s.mean_bubble_ratio * 100, 0, 'f', 1);

@@ -42,7 +42,14 @@ Display displayFor(const QuantityComparison& q) {
     if (q.unit == "factor") {
         return {"", 1, 3, false};  // an imbalance: max / mean
     }
-    return {"", 1, 0, false};  // counts such as tokens/s: the label names the unit
+    // Rates such as tokens/s (the label names the unit): the decimals the smallest one needs.
+    double smallest = 0;
+    for (const auto& v : q.values) {
+        if (v && *v > 0 && (smallest == 0 || *v < smallest)) {
+            smallest = *v;
+        }
+    }
+    return {"", 1, trace::rateDecimals(smallest), false};
 }
 
 std::optional<double> scaled(std::optional<double> v, double scale) {

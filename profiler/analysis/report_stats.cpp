@@ -163,7 +163,8 @@ std::string formatStatsTable(const RunStats& s) {
     detail::TextTable summary({"", ""}, 1);
     summary.addRow({"iteration time ms", fixed(toMs(s.iteration_time_ns), 3)});
     summary.addRow({"MFU", percent(s.mfu)});
-    summary.addRow({"tokens/s", fixed(s.tokens_per_s, 0)});
+    summary.addRow(
+        {"tokens/s", fixed(s.tokens_per_s, trace::rateDecimals(s.tokens_per_s.value_or(0)))});
     summary.addRow({"mean bubble ratio", percent(s.mean_bubble_ratio)});
     summary.addRow({"busy imbalance", fixed(s.imbalance.busy, 3)});
     summary.addRow({"peak memory imbalance", fixed(s.imbalance.peak_memory, 3)});

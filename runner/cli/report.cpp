@@ -215,7 +215,8 @@ void printSummary(std::ostream& os, const sim::SimResult& r) {
        << r.schedule.microbatches << " micro-batches, " << r.schedule.opCount()
        << " ops per iteration\n"
        << "  iteration " << fixed(r.iteration_time_s * 1e3, 3) << " ms   MFU "
-       << fixed(100 * r.mfu, 1) << "%   " << fixed(r.tokens_per_s, 0) << " tokens/s   bubble "
+       << fixed(100 * r.mfu, 1) << "%   "
+       << fixed(r.tokens_per_s, trace::rateDecimals(r.tokens_per_s)) << " tokens/s   bubble "
        << fixed(100 * r.bubble_ratio, 1) << "% (mean)\n"
        << "  imbalance (max/mean): busy " << fixed(r.busy_imbalance, 3) << ", peak memory "
        << fixed(r.memory_imbalance, 3) << "\n";
@@ -227,14 +228,31 @@ void printSummary(std::ostream& os, const sim::SimResult& r) {
     }
     os << "\n";
     const trace::MemoryUnit unit = trace::memoryUnitFor(static_cast<double>(r.maxPeakMemory()));
-    os << "  rank    busy ms  bubble ms  bubble   wait ms  peak " << unit.name << "  act. mb\n";
+    // Each column as wide as its widest cell: a long iteration (V = 10^9: 2196506.886 ms of
+    // busy time) must not run into the rank before it.
+    std::vector<std::vector<std::string>> cells{{"rank", "busy ms", "bubble ms", "bubble",
+                                                 "wait ms", "peak " + std::string(unit.name),
+                                                 "act. mb"}};
     for (const auto& rk : r.ranks) {
-        os << "  " << std::setw(4) << rk.rank << std::setw(11) << fixed(rk.busy_s * 1e3, 3)
-           << std::setw(11) << fixed(rk.bubble_s * 1e3, 3) << std::setw(7)
-           << fixed(100 * rk.bubble_ratio, 1) << "%" << std::setw(10)
-           << fixed(rk.comm_wait_s * 1e3, 3) << std::setw(10)
-           << fixed(unit.of(static_cast<double>(rk.peak_memory_bytes)), unit.decimals)
-           << std::setw(9) << fixed(rk.peak_activation_microbatches, 2) << "\n";
+        cells.push_back({std::to_string(rk.rank), fixed(rk.busy_s * 1e3, 3),
+                         fixed(rk.bubble_s * 1e3, 3), fixed(100 * rk.bubble_ratio, 1) + "%",
+                         fixed(rk.comm_wait_s * 1e3, 3),
+                         fixed(unit.of(static_cast<double>(rk.peak_memory_bytes)), unit.decimals),
+                         fixed(rk.peak_activation_microbatches, 2)});
+    }
+    // The widths the table always had, unless a cell needs more (two spaces apart at least).
+    std::vector<std::size_t> width{4, 11, 11, 8, 10, 10, 9};
+    for (const auto& row : cells) {
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            width[c] = std::max(width[c], row[c].size() + (c == 0 ? 0 : 2));
+        }
+    }
+    for (const auto& row : cells) {
+        os << "  ";
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            os << std::setw(static_cast<int>(width[c])) << row[c];
+        }
+        os << "\n";
     }
     if (r.mfu > 1) {
         os << "  note: MFU above 100%: the op times are shorter than hardware.peak_tflops ("

@@ -471,6 +471,8 @@ void TstAppcoreModels::deltaText_data() {
                                         << "0 tokens/s";
     QTest::newRow("rate") << 1500.0 << "tokens/s"
                           << "+1,500 tokens/s";
+    QTest::newRow("small rate") << -0.3 << "tokens/s:2"
+                                << "-0.30 tokens/s";
 }
 
 void TstAppcoreModels::deltaText() {

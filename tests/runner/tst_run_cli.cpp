@@ -252,6 +252,15 @@ void TestRunCli::humanSummary() {
     QVERIFY2(
         big.out.contains("  rank    busy ms  bubble ms  bubble   wait ms  peak GiB  act. mb\n"),
         qPrintable(describe(big)));
+
+    // A vocabulary of 10^9: an iteration of 36 minutes, 0.23 tokens/s. The busy column widens
+    // rather than run into the rank, and the rate keeps its digits.
+    const ProcessResult huge = runBinary(kRun, {default_, "--set", "model.vocab=999999999"});
+    QVERIFY2(huge.exit_code == 0, qPrintable(describe(huge)));
+    QVERIFY2(huge.out.contains("  rank      busy ms  bubble ms  bubble   wait ms  peak GiB  act. "
+                               "mb\n     0  2196506.886      7.730"),
+             qPrintable(describe(huge)));
+    QVERIFY2(huge.out.contains("   0.23 tokens/s   "), qPrintable(describe(huge)));
 }
 
 void TestRunCli::refusesToOverwrite() {

@@ -63,7 +63,8 @@ class CompareModel : public QAbstractTableModel {
                         int role = Qt::DisplayRole) const override;
 
     // A value in its unit for people: ns as ms, bytes as GiB (unit "bytes") or MiB ("bytes:MiB",
-    // what the table uses for a row whose values are all under 1 GiB), ratios as %, tokens/s.
+    // what the table uses for a row whose values are all under 1 GiB), ratios as %, tokens/s
+    // ("tokens/s:2" with two decimals, for a row whose smallest rate is under 10).
     static QString formatValue(double value, const std::string& unit);
     // A change with its sign: "+1.250 ms", "-0.50 GiB"; a ratio's change in percentage points.
     static QString formatDelta(double delta, const std::string& unit);

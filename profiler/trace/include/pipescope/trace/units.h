@@ -37,4 +37,10 @@ inline std::string memoryText(double bytes) {
     return memoryText(bytes, memoryUnitFor(bytes));
 }
 
+// The decimals a rate (tokens/s) is shown with: none from 100 up, where they would only add
+// noise, and enough below that a huge model's 0.23 tokens/s does not read as 0.
+inline int rateDecimals(double per_second) {
+    return per_second >= 100 || per_second == 0 ? 0 : per_second >= 10 ? 1 : 2;
+}
+
 }  // namespace pipescope::trace
