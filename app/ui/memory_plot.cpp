@@ -197,8 +197,9 @@ void MemoryLayer::rebuild() {
             peak_ms_ = static_cast<double>(rs.peak_memory.t_ns) / kNsPerMs;
         }
     }
-    // The device's capacity is named in GiB whatever the axis unit.
-    const double capacity_gib = static_cast<double>(run_->memoryCapacity()) / kBytesPerGiB;
+    // The device's capacity is named in its own unit (0.03 GiB reads as 30.7 MiB, not 0.0 GiB).
+    const QString capacity_text =
+        QString::fromStdString(trace::memoryText(static_cast<double>(run_->memoryCapacity())));
     const double capacity = unit.of(static_cast<double>(run_->memoryCapacity()));
     // The capacity is drawn as a line when it is within reach of the curves; far above them it
     // would flatten them, so it is then named in a corner instead.
@@ -223,12 +224,23 @@ void MemoryLayer::rebuild() {
         note->setBasePen(Qt::NoPen);
         note->setLabelPadding(2);
         note->setLabelColor(QColor(0xc6, 0x28, 0x28));
-        note->setLabel(
-            on_scale ? QObject::tr("device capacity %1 GiB (dashed)").arg(capacity_gib, 0, 'f', 1)
-                     : QObject::tr("device capacity %1 GiB: %2× the highest peak, off "
-                                   "scale")
-                           .arg(capacity_gib, 0, 'f', 1)
-                           .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
+        if (capacity < top) {
+            // Said in words too: a dashed line below the curves is easy to read past.
+            const QString peak =
+                QStringLiteral("%1 %2").arg(top, 0, 'f', unit.decimals).arg(unit_name);
+            note->setLabel(rank_ < 0 ? QObject::tr("device capacity %1 (dashed): the highest peak, "
+                                                   "%2, does NOT fit")
+                                           .arg(capacity_text, peak)
+                                     : QObject::tr("device capacity %1 (dashed): the peak, %2, "
+                                                   "does NOT fit")
+                                           .arg(capacity_text, peak));
+        } else {
+            note->setLabel(on_scale ? QObject::tr("device capacity %1 (dashed)").arg(capacity_text)
+                                    : QObject::tr("device capacity %1: %2× the highest peak, off "
+                                                  "scale")
+                                          .arg(capacity_text)
+                                          .arg(capacity / std::max(top, 1e-12), 0, 'f', 0));
+        }
     }
     top_ = top;
     addLegendEntries();
