@@ -40,8 +40,10 @@ class ConfigPanel : public QWidget {
     QString sessionJson() const;
     bool restoreSession(const QString& json);
 
-    // The current config, when valid.
+    // The last valid config (the current one unless isValid() is false).
     const std::optional<schedule::Config>& config() const { return config_; }
+    // Whether the fields as they stand make a valid config.
+    bool isValid() const { return config_valid_; }
     // The current config as a JSON document (to save or hand to pipescope-run).
     QString configJson() const;
     QString issuesText() const { return issues_->text(); }

@@ -129,6 +129,9 @@ void validateCompare(const Json& doc, const PositionMap& positions,
             }
         }
         if (usable) {
+            // As every override does: a variant that switches the method or the schedule leaves
+            // the keys of the old one behind (config.md).
+            dropKeysLeftBehind(applied, variant.overrides, nullptr);
             const Validation result = validateDocument(applied, {}, false);
             reportVariantIssues(result.issues, variant, path, base_texts, reader);
         }

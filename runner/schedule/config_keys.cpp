@@ -303,4 +303,31 @@ void forgetPositions(PositionMap& positions, std::string_view path) {
     }
 }
 
+void dropKeysLeftBehind(Json& doc, const std::vector<Override>& overrides, PositionMap* positions) {
+    const auto names = [&](std::string_view path) {
+        return std::any_of(overrides.begin(), overrides.end(),
+                           [&](const Override& o) { return o.path == path; });
+    };
+    if (!doc.is_object() || !doc.contains("parallel") || !doc["parallel"].is_object()) {
+        return;
+    }
+    Json& parallel = doc["parallel"];
+    for (const char* key : {"virtual_stages", "first_stage_layers", "last_stage_layers"}) {
+        const std::string path = std::string("parallel.") + key;
+        const auto owner = ownerOf(path);
+        if (!owner || !names(owner->path) || names(path)) {
+            continue;
+        }
+        const auto value =
+            parallel.find(std::string(owner->path.substr(owner->path.find('.') + 1)));
+        if (value != parallel.end() && value->is_string() &&
+            value->get<std::string>() != owner->value) {
+            parallel.erase(key);
+            if (positions != nullptr) {
+                forgetPositions(*positions, path);
+            }
+        }
+    }
+}
+
 }  // namespace pipescope::schedule::detail

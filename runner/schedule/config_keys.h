@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <pipescope/schedule/config_parse.h>
+
 #include "json_reader.h"
 
 namespace pipescope::schedule::detail {
@@ -52,5 +54,10 @@ bool setPath(Json& doc, std::string_view path, Json value, std::string* error);
 void forgetPositions(PositionMap& positions, std::string_view path);
 
 std::vector<std::string_view> splitPath(std::string_view path);
+
+// Drops the keys of `doc` whose owner (ownerOf) the overrides moved to another value, unless an
+// override names them too (and their positions, when given): a compare variant, --set or a sweep
+// that switches parallel.vocab away from "redistributed" leaves first_stage_layers behind.
+void dropKeysLeftBehind(Json& doc, const std::vector<Override>& overrides, PositionMap* positions);
 
 }  // namespace pipescope::schedule::detail

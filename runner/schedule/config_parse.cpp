@@ -168,35 +168,6 @@ Json configToJson(const Config& c) {
     return j;
 }
 
-// Drops the document's keys whose owner an override moved to another value (ownerOf), unless an
-// override names them too.
-void dropKeysTheOverridesLeftBehind(detail::JsonReadResult& doc,
-                                    const std::vector<Override>& overrides) {
-    const auto names = [&](std::string_view path) {
-        return std::any_of(overrides.begin(), overrides.end(),
-                           [&](const Override& o) { return o.path == path; });
-    };
-    if (!doc.value.is_object() || !doc.value.contains("parallel") ||
-        !doc.value["parallel"].is_object()) {
-        return;
-    }
-    Json& parallel = doc.value["parallel"];
-    for (const char* key : {"virtual_stages", "first_stage_layers", "last_stage_layers"}) {
-        const std::string path = std::string("parallel.") + key;
-        const auto owner = ownerOf(path);
-        if (!owner || !names(owner->path) || names(path)) {
-            continue;
-        }
-        const auto value =
-            parallel.find(std::string(owner->path.substr(owner->path.find('.') + 1)));
-        if (value != parallel.end() && value->is_string() &&
-            value->get<std::string>() != owner->value) {
-            parallel.erase(key);
-            detail::forgetPositions(doc.positions, path);
-        }
-    }
-}
-
 // Applies the overrides to a read document, validates it and orders the issues: override
 // problems first (they come from the command line), then the document's in source order.
 ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& overrides,
@@ -229,7 +200,7 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
         }
         detail::forgetPositions(doc.positions, o.path);
     }
-    dropKeysTheOverridesLeftBehind(doc, overrides);
+    detail::dropKeysLeftBehind(doc.value, overrides, &doc.positions);
     detail::Validation v = detail::validateDocument(doc.value, doc.positions, allow_compare);
     found.insert(found.end(), std::make_move_iterator(v.issues.begin()),
                  std::make_move_iterator(v.issues.end()));

@@ -23,6 +23,7 @@ class TstConfigPanel : public QObject {
     void configSurvivesARestart();
     void fieldsStayPutAsEditsPileUp();
     void stageLayersFollowTheMethod();
+    void comparisonListNeverBlocksTheConfig();
 };
 
 // Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
@@ -240,6 +241,42 @@ void TstConfigPanel::stageLayersFollowTheMethod() {
     QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
     QCOMPARE(panel.config()->parallel.virtual_stages, 1);
     QVERIFY(!chunks->isEnabled());
+}
+
+// The default preset carries a comparison list (naive, vocab-2) the panel does not show. Before,
+// its variants were checked against every edit and refused valid configs: redistributed with 1
+// first stage layer ("only used with redistributed" for each variant), and a v-half config of 12
+// layers (which only redistributed can split). The first now holds with the list; the second
+// goes on without it, and says so.
+void TstConfigPanel::comparisonListNeverBlocksTheConfig() {
+    app::ConfigPanel panel;
+    QVERIFY(panel.loadFile(test::sourcePath("resources/presets/default.json")));
+    QVERIFY(panel.config() && panel.config()->compare.size() == 2);
+    QVERIFY(panel.setField("parallel.vocab", "redistributed"));
+    QVERIFY(panel.setField("parallel.first_stage_layers", 1));
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+    QCOMPARE(panel.config()->parallel.first_stage_layers, std::optional<int>(1));
+    QCOMPARE(panel.config()->compare.size(), std::size_t{2});
+
+    QVERIFY(panel.setField("parallel.schedule", "v-half"));
+    QVERIFY(panel.setField("model.layers", 12));
+    QVERIFY(panel.isValid());
+    QVERIFY(panel.config()->parallel.schedule == schedule::ScheduleKind::VHalf);
+    QCOMPARE(panel.config()->model.layers, 12);
+    QVERIFY(panel.config()->compare.empty());
+    QVERIFY2(panel.issuesText().contains(QStringLiteral("comparison list")) &&
+                 panel.issuesText().contains(QStringLiteral("compare[0]")),
+             qPrintable(panel.issuesText()));
+    // A setting the config itself refuses is still refused.
+    QVERIFY(panel.setField("parallel.vocab", "naive"));
+    QVERIFY(!panel.isValid());
+    QVERIFY2(panel.issuesText().contains(QStringLiteral("model.layers")),
+             qPrintable(panel.issuesText()));
+    // And the list comes back where it holds again.
+    QVERIFY(panel.setField("model.layers", 8));
+    QVERIFY(panel.isValid());
+    QCOMPARE(panel.config()->compare.size(), std::size_t{2});
+    QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
 }
 
 QTEST_MAIN(TstConfigPanel)

@@ -646,6 +646,18 @@ void TstConfig::variantsApply() {
              QStringLiteral(R"(compare variant "x": parallel.first_stage_layers: only used with )"
                             R"(parallel.vocab "redistributed", but parallel.vocab is "naive"; )"
                             "remove it or set it to null"));
+    // So does the check of the file's compare list: a redistributed config with layer counts
+    // whose variants switch the method is valid without "first_stage_layers": null in each (the
+    // app's default preset, switched to redistributed with 1 first stage layer, was refused).
+    std::string listed = kFull;
+    const std::string explicit_null = R"(,
+                                         "parallel.first_stage_layers": null)";
+    const auto at = listed.find(explicit_null);
+    QVERIFY(at != std::string::npos);
+    listed.erase(at, explicit_null.size());
+    const ParseResult from_file = parseConfig(listed);
+    QVERIFY2(from_file.ok(), from_file.errorText().c_str());
+    QVERIFY(from_file.config->parallel.first_stage_layers);
 
     // A derived name is derived again, since it describes what the variant changes.
     const Config minimal = parseOk(kMinimal);
