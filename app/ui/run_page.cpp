@@ -15,6 +15,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -212,14 +213,14 @@ RunPage::RunPage(bool restore, QWidget* parent)
     connect(panel_, &RunsPanel::compareRequested, this, &RunPage::compareRequested);
     connect(panel_, &RunsPanel::predictRequested, this, &RunPage::predictRequested);
     connect(panel_, &RunsPanel::message, this, &RunPage::message);
-    connect(panel_, &RunsPanel::logged, log_, &QPlainTextEdit::appendPlainText);
+    connect(panel_, &RunsPanel::logged, this, &RunPage::appendLog);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     outer->addWidget(split);
 
-    connect(runner_, &RunnerProcess::logLine, log_, &QPlainTextEdit::appendPlainText);
+    connect(runner_, &RunnerProcess::logLine, this, &RunPage::appendLog);
     connect(runner_, &RunnerProcess::started, this, [this](int ranks, int iterations) {
         progress_->setRange(0, std::max(1, iterations));
         status_->setText(tr("running: %1 ranks, %2 iterations").arg(ranks).arg(iterations));
@@ -250,7 +251,7 @@ RunPage::~RunPage() = default;
 
 void RunPage::onBackends(const QList<BackendInfo>& backends, const QString& error) {
     if (!error.isEmpty()) {
-        log_->appendPlainText(tr("(cannot ask the runner for its backends: %1)").arg(error));
+        appendLog(tr("(cannot ask the runner for its backends: %1)").arg(error));
         return;
     }
     for (const BackendInfo& b : backends) {
@@ -391,7 +392,11 @@ bool RunPage::startNext(QString* error) {
     if (!pair_ || pair_paths_.isEmpty()) {
         note_->hide();  // a pair's second run keeps what the first one said
         note_->clear();
+        // The log is this run's (an earlier run's is kept in its NAME.log): a new error is not
+        // left below the last run's summary, out of sight.
+        log_->clear();
     }
+    follow_log_ = true;
     loss_->graph(0)->data()->clear();
     showLossHint(tr("waiting for the first iteration…"));
     progress_->setRange(0, std::max(1, next.request.iterations));
@@ -411,6 +416,19 @@ bool RunPage::startNext(QString* error) {
             : tr("starting %1 (%2 of 2)…").arg(next.label).arg(pair_paths_.size() + 1));
     setBusy(true);
     return true;
+}
+
+void RunPage::appendLog(const QString& line) {
+    // The log follows the runner while it is scrolled to its end (or not yet shown); scrolled
+    // up to read an earlier line, it stays there until scrolled down again.
+    QScrollBar* bar = log_->verticalScrollBar();
+    if (log_->isVisible()) {
+        follow_log_ = bar->value() >= bar->maximum();
+    }
+    log_->appendPlainText(line);
+    if (follow_log_) {
+        bar->setValue(bar->maximum());
+    }
 }
 
 QString RunPage::lossHint() const {
@@ -460,6 +478,14 @@ void RunPage::onFinished(const RunOutcome& outcome) {
     library_->refresh();
     const QString name = QFileInfo(done.request.trace_path).fileName();
     status_->setText(tr("%1: %2").arg(name, outcomeWord(outcome.status)));
+    if (loss_->graph(0)->data()->isEmpty()) {
+        // Not "waiting" for an iteration that will not come.
+        showLossHint(outcome.status == RunOutcome::Status::Failed
+                         ? tr("no loss: the run failed before its first iteration ended")
+                     : outcome.status == RunOutcome::Status::Cancelled
+                         ? tr("no loss: the run was cancelled before its first iteration ended")
+                         : tr("no loss: the %1 backend computes none").arg(done.request.backend));
+    }
     emit runFinished(outcome);
     if (outcome.status != RunOutcome::Status::Complete) {
         queue_.clear();  // the pair stops at its first failure

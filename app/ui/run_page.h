@@ -84,6 +84,8 @@ class RunPage : public QWidget {
     void onProgress(int iteration, int of, double loss, double seconds);
     // Shows `text` in place of the loss plot's axes; empty shows the axes.
     void showLossHint(const QString& text);
+    // Adds a line to the log, following it while it is scrolled to its end.
+    void appendLog(const QString& line);
     void onFinished(const RunOutcome& outcome);
     void setBusy(bool busy);
     void updateRunTooltip();
@@ -113,6 +115,7 @@ class RunPage : public QWidget {
     QCustomPlot* loss_;
     QCPItemText* loss_hint_;
     QPlainTextEdit* log_;
+    bool follow_log_ = true;  // the log was at its end when a line last came
     RunsPanel* panel_;
 
     std::vector<Queued> queue_;

@@ -260,6 +260,14 @@ void TstRunPage::runnerErrorIsShown() {
              qPrintable(page()->lastError()));
     QVERIFY(page()->log()->toPlainText().contains(QStringLiteral("not divisible")));
     QVERIFY(!page()->busy());
+    // The log is this run's, at its end, where the error is (the runs before it printed
+    // hundreds of lines), and the loss plot does not wait for an iteration that will not come.
+    QVERIFY2(!page()->log()->toPlainText().contains(QStringLiteral("--iterations 20000")),
+             qPrintable(page()->log()->toPlainText()));
+    const QScrollBar* bar = page()->log()->verticalScrollBar();
+    QCOMPARE(bar->value(), bar->maximum());
+    QVERIFY2(page()->lossHint().startsWith(QStringLiteral("no loss: the run failed")),
+             qPrintable(page()->lossHint()));
 }
 
 void TstRunPage::runnerWarningIsShown() {
