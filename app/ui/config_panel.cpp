@@ -567,6 +567,15 @@ QWidget* ConfigPanel::field(const QString& key) const {
     return it == fields_.end() ? nullptr : it->second.widget;
 }
 
+bool ConfigPanel::keepsOwnUndo(const QWidget* widget) const {
+    for (const auto& [key, f] : fields_) {
+        if (widget == f.widget || f.widget->isAncestorOf(widget)) {
+            return last_changed_.size() == 1 && last_changed_.front() == key;
+        }
+    }
+    return true;
+}
+
 bool ConfigPanel::setField(const QString& key, const QVariant& value) {
     QWidget* w = field(key);
     if (auto* spin = qobject_cast<QSpinBox*>(w)) {

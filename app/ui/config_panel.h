@@ -52,6 +52,11 @@ class ConfigPanel : public QWidget {
     // has no such field or the value does not fit it.
     bool setField(const QString& key, const QVariant& value);
     QWidget* field(const QString& key) const;
+    // Whether Ctrl+Z in `widget` (a field, or a part of one) should undo its own typing: true
+    // for a widget that is no field of the panel, and for the field the last step of the history
+    // changed. A field edited before another keeps no typing of its own to undo, so that its
+    // undo never makes a config that never was (its old text beside the later edits).
+    bool keepsOwnUndo(const QWidget* widget) const;
 
     // The history of valid configs: every edit, preset and file loaded is a step (a field
     // stepped again within 1.5 s is the same step). Undo after an edit the validator refused

@@ -542,8 +542,9 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
         if (!edit) {
             edit = widget->findChild<QLineEdit*>();  // a spin box's
         }
-        if (edit && (key->matches(QKeySequence::Undo) ? edit->isUndoAvailable()
-                                                      : edit->isRedoAvailable())) {
+        if (edit && config_->keepsOwnUndo(widget) &&
+            (key->matches(QKeySequence::Undo) ? edit->isUndoAvailable()
+                                              : edit->isRedoAvailable())) {
             return false;
         }
     }

@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QProgressDialog>
 #include <QPushButton>
@@ -580,6 +581,22 @@ void TstMainWindow::keyboardReachesTheWindow() {
     QTest::keySequence(heads, QKeySequence::Redo);
     QCOMPARE(panel->config()->model.layers, layers + 4);
     panel->undo();
+    // A field typed in before another was edited keeps no undo of its own: Ctrl+Z there steps
+    // back through the history, the later edit first, and never puts its old text beside the
+    // later edits (a config that never was).
+    const int heads_before = panel->config()->model.heads;
+    auto* heads_edit = heads->findChild<QLineEdit*>();
+    QVERIFY(heads_edit);
+    QTest::keySequence(heads_edit, QKeySequence::SelectAll);
+    QTest::keyClicks(heads_edit, QString::number(heads_before * 2));
+    QTRY_COMPARE(panel->config()->model.heads, heads_before * 2);
+    QVERIFY(heads_edit->isUndoAvailable());
+    QVERIFY(panel->setField("model.layers", layers + 4));
+    QTest::keySequence(heads, QKeySequence::Undo);
+    QCOMPARE(panel->config()->model.layers, layers);
+    QCOMPARE(panel->config()->model.heads, heads_before * 2);
+    QTest::keySequence(heads, QKeySequence::Undo);
+    QCOMPARE(panel->config()->model.heads, heads_before);
 
     QTest::keySequence(heads, QKeySequence(Qt::CTRL | Qt::Key_2));
     QCOMPARE(window_->tabs()->currentIndex(), 1);
