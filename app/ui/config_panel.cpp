@@ -9,6 +9,7 @@
 #include <QGroupBox>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLocale>
 #include <QScrollArea>
 #include <QVBoxLayout>
 
@@ -166,7 +167,9 @@ void ConfigPanel::addInt(QFormLayout* form, const QString& key, const QString& l
     auto* spin = new QSpinBox;
     spin->setRange(min, max);
     spin->setKeyboardTracking(true);
-    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    // The range in the tooltip: a value typed outside it is not taken (the field keeps its own
+    // when left), and the tooltip says why.
+    spin->setToolTip(tip + QStringLiteral(" (%1; %2 to %3)").arg(key).arg(min).arg(max));
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return std::to_string(spin->value()); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
@@ -181,7 +184,9 @@ void ConfigPanel::addDouble(QFormLayout* form, const QString& key, const QString
     auto* spin = new QDoubleSpinBox;
     spin->setRange(min, max);
     spin->setDecimals(decimals);
-    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    spin->setToolTip(tip + QStringLiteral(" (%1; %2 to %3)")
+                               .arg(key, QLocale().toString(min, 'f', decimals),
+                                    QLocale().toString(max, 'f', decimals)));
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return QString::number(spin->value(), 'g', 12).toStdString(); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },

@@ -252,6 +252,9 @@ void TstConfigPanel::comparisonListNeverBlocksTheConfig() {
     app::ConfigPanel panel;
     QVERIFY(panel.loadFile(test::sourcePath("resources/presets/default.json")));
     QVERIFY(panel.config() && panel.config()->compare.size() == 2);
+    // A value typed outside a field's range is not taken; its tooltip says the range.
+    QVERIFY2(panel.field("parallel.pipeline")->toolTip().endsWith("(parallel.pipeline; 1 to 4096)"),
+             qPrintable(panel.field("parallel.pipeline")->toolTip()));
     QVERIFY(panel.setField("parallel.vocab", "redistributed"));
     QVERIFY(panel.setField("parallel.first_stage_layers", 1));
     QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
