@@ -49,7 +49,9 @@ std::string memoryRefusal(const schedule::Config& c, double held, std::int64_t b
     }
     const double ops = sim::estimatedOps(c);
     const double need = ops * kBytesPerSimulatedOp;
-    if (held + need <= static_cast<double>(budget)) {
+    // Past the simulator's own limit no amount of memory would do: its refusal says so.
+    if (held + need <= static_cast<double>(budget) ||
+        ops > static_cast<double>(sim::kMaxSimulatedOps)) {
         return {};
     }
     return "parallel.microbatches: " + std::to_string(c.parallel.microbatches) +

@@ -417,6 +417,18 @@ void TstRunData::whatMemoryCannotHoldIsRefused() {
              some.errors.back().c_str());
     req.memory_budget_bytes = 1LL << 50;
     QCOMPARE(app::runSimRequest(req, nullptr).runs.size(), std::size_t{5});
+
+    // Past the simulator's own limit the refusal names that limit, not the memory free (which
+    // no machine would have enough of to matter).
+    req.kind = app::SimRequest::Kind::Single;
+    req.config.parallel.microbatches = 999999;
+    req.memory_budget_bytes = 1LL << 30;
+    const auto huge = app::runSimRequest(req, nullptr);
+    QCOMPARE(huge.errors.size(), std::size_t{1});
+    QVERIFY2(QString::fromStdString(huge.errors.front())
+                 .contains("the simulator takes at most 20 "
+                           "million per iteration"),
+             huge.errors.front().c_str());
 }
 
 // An edit made while a long simulation runs stops it (the app then simulates the new config at
