@@ -389,6 +389,10 @@ void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output
     } else if (!output->errors.empty()) {
         sim_status_->setText(tr("explorer: simulation failed"));
         statusBar()->showMessage(QString::fromStdString(output->errors.front()));
+        // The status bar cuts a long reason at the window's edge and drops it at the next
+        // message: the line under the timeline keeps it (whole in its tooltip).
+        explore_view_->showProblem(tr("Not simulated; the views show the last config that was: %1")
+                                       .arg(QString::fromStdString(output->errors.front())));
     }
 }
 

@@ -5,6 +5,7 @@
 #include <QVBoxLayout>
 
 #include "eliding_label.h"
+#include "text_tone.h"
 
 namespace pipescope::app {
 
@@ -60,8 +61,18 @@ void RunView::setRun(RunDataPtr run, bool keep_view) {
     }
     chart_->setMemoryRank(memory_rank_->currentData().toInt());
     status_->clear();  // before the chart says what it selected again
+    clearTone(status_);
     chart_->setRuns(run ? std::vector<RunDataPtr>{run} : std::vector<RunDataPtr>{}, true,
                     keep_view);
+}
+
+QString RunView::statusText() const {
+    return status_->text();
+}
+
+void RunView::showProblem(const QString& text) {
+    setTone(status_, Tone::Error);
+    setFixedLinesText(status_, text);
 }
 
 }  // namespace pipescope::app

@@ -18,6 +18,11 @@ class RunView : public QWidget {
   public:
     explicit RunView(QWidget* parent = nullptr);
     void setRun(RunDataPtr run, bool keep_view);
+    // Says in the status line, in the error colour, why the chart still shows its last run (a
+    // config the simulator refused), until the next run is set.
+    void showProblem(const QString& text);
+    // The status line's text, whole (the line may show it cut).
+    QString statusText() const;
     TraceChart* chart() const { return chart_; }
     const RunDataPtr& run() const { return run_; }
 

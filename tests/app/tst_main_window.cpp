@@ -950,7 +950,15 @@ void TstMainWindow::absurdSizeIsRefusedWithTheLimit() {
     QTRY_VERIFY_WITH_TIMEOUT(window_->statusBar()->currentMessage().contains("at most 20 million"),
                              10000);
     QCOMPARE(window_->currentRun(), before);  // the last valid timeline stays
+    // The line under the timeline keeps the reason (the status bar cuts it, and drops it at the
+    // next message) until a config is simulated again.
+    QVERIFY2(window_->explorer()->statusText().startsWith(QStringLiteral("Not simulated")) &&
+                 window_->explorer()->statusText().contains(QStringLiteral("at most 20 million")),
+             qPrintable(window_->explorer()->statusText()));
     QVERIFY(window_->configPanel()->setField("parallel.microbatches", 8));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != before, 10000);
+    QVERIFY2(!window_->explorer()->statusText().contains(QStringLiteral("Not simulated")),
+             qPrintable(window_->explorer()->statusText()));
 }
 
 void TstMainWindow::selectsAnOpAndItsDependencies() {
