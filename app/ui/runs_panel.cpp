@@ -115,8 +115,27 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
                               "causality, and open it"));
     connect(merge_button_, &QPushButton::clicked, this, [this] {
         const QStringList paths = selectedPaths();
+        if (paths.isEmpty()) {
+            return;
+        }
+        // A file already at the merged name (an earlier merge, or another run) is replaced
+        // only when the user says so.
+        QString merged;
+        const QStringList inputs = RunsLibrary::rankTraces(paths.front(), &merged);
+        bool replace = false;
+        if (inputs.size() >= 2 && QFileInfo::exists(merged)) {
+            if (QMessageBox::question(
+                    this, tr("Merge ranks"),
+                    tr("%1 exists. Replace it with the merge of the %n per-rank trace(s)? (It "
+                       "is replaced only once the merge is whole.)",
+                       nullptr, static_cast<int>(inputs.size()))
+                        .arg(QFileInfo(merged).fileName())) != QMessageBox::Yes) {
+                return;
+            }
+            replace = true;
+        }
         QString error;
-        if (paths.isEmpty() || !mergeRanks(paths.front(), &error)) {
+        if (!mergeRanks(paths.front(), &error, replace)) {
             emit message(error);
         }
     });
@@ -286,12 +305,16 @@ void RunsPanel::deleteSelected() {
     }
 }
 
-bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
+bool RunsPanel::mergeRanks(const QString& trace_path, QString* error, bool replace_existing) {
     QString merged;
     const QStringList inputs = RunsLibrary::rankTraces(trace_path, &merged);
     if (inputs.size() < 2) {
         *error = tr("%1 is not one of several per-rank traces (NAME-rankN.db)")
                      .arg(QFileInfo(trace_path).fileName());
+        return false;
+    }
+    if (!replace_existing && QFileInfo::exists(merged)) {
+        *error = tr("%1 exists; the merge would replace it").arg(QFileInfo(merged).fileName());
         return false;
     }
     std::vector<std::string> files;
@@ -327,7 +350,8 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error) {
     const std::string out = merged.toStdString();
     watcher->setFuture(QtConcurrent::run([files, out, shared] {
         interop::MergeOptions options;
-        options.overwrite = true;  // the merged file is written anew, replaced only when whole
+        // Asked for above where a file is there: written anew beside it, replaced when whole.
+        options.overwrite = true;
         options.progress = [&](double done) { return shared->report(done); };
         interop::MergeReport report;
         const auto st = interop::mergeTraces(files, out, options, &report);

@@ -21,9 +21,9 @@ class RunsPanel : public QGroupBox {
 
     QTableView* table() const { return table_; }
     // Merges the per-rank traces of the multi-process run `trace_path` belongs to into BASE.db
-    // (in the background; replaces an older merge), then asks to open it. False and `error`
-    // when `trace_path` is not a per-rank trace.
-    bool mergeRanks(const QString& trace_path, QString* error);
+    // (in the background), then asks to open it. False and `error` when `trace_path` is not a
+    // per-rank trace, or BASE.db exists and `replace_existing` is false (the button asks first).
+    bool mergeRanks(const QString& trace_path, QString* error, bool replace_existing = false);
 
   signals:
     void openRequested(const QString& trace_path);

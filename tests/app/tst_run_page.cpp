@@ -552,6 +552,15 @@ void TstRunPage::mergesAMultiProcessRun() {
     // A trace that is not per-rank is refused with a reason.
     QVERIFY(!page()->runsPanel()->mergeRanks(merged, &error));
     QVERIFY(error.contains(QStringLiteral("not one of several per-rank traces")));
+    // A file at the merged name is not replaced unless asked (the button asks the user): before,
+    // another run's trace there was replaced without a word.
+    const QByteArray before = test::readFile(merged);
+    QVERIFY(!page()->runsPanel()->mergeRanks(rank0, &error));
+    QVERIFY2(error.contains(QStringLiteral("multi.db exists")), qPrintable(error));
+    QCOMPARE(test::readFile(merged), before);
+    QVERIFY2(page()->runsPanel()->mergeRanks(rank0, &error, true), qPrintable(error));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 30000);
+    QVERIFY2(done.back().at(1).toString().isEmpty(), qPrintable(done.back().at(1).toString()));
 }
 
 void TstRunPage::newRunNamesAreReadableAndUnique() {
