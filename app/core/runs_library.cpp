@@ -233,6 +233,28 @@ QStringList RunsLibrary::rankTraces(const QString& trace_path, QString* merged) 
     return out;
 }
 
+namespace {
+
+// Why a run's files must not move or go now: a runner on this machine still writes them (it
+// would finish into a file that is gone, and leave its log under the old name). Empty when
+// nothing runs, or when what runs cannot be checked from here.
+QString stillWritten(const QString& trace_path) {
+    trace::TraceReader reader;
+    if (!reader.open(trace_path.toStdString()).ok()) {
+        return {};
+    }
+    if (const std::int64_t pid = trace::runnerAliveHere(reader); pid > 0) {
+        return QObject::tr(
+                   "%1 is still being written (its runner, pid %2, is running); cancel "
+                   "the run or wait for it to end first")
+            .arg(QFileInfo(trace_path).fileName())
+            .arg(pid);
+    }
+    return {};
+}
+
+}  // namespace
+
 bool RunsLibrary::rename(int row, const QString& new_name, QString* error) {
     if (row < 0 || row >= rowCount()) {
         *error = tr("no such run");
@@ -247,6 +269,10 @@ bool RunsLibrary::rename(int row, const QString& new_name, QString* error) {
     const RunEntry& e = entries_[static_cast<std::size_t>(row)];
     if (name == e.name) {
         return true;
+    }
+    if (const QString why = stillWritten(e.path); !why.isEmpty()) {
+        *error = why;
+        return false;
     }
     // Every target must be free before anything moves.
     const QStringList from = runFiles(e.path);
@@ -276,6 +302,11 @@ bool RunsLibrary::rename(int row, const QString& new_name, QString* error) {
 bool RunsLibrary::remove(int row, QString* error) {
     if (row < 0 || row >= rowCount()) {
         *error = tr("no such run");
+        return false;
+    }
+    if (const QString why = stillWritten(entries_[static_cast<std::size_t>(row)].path);
+        !why.isEmpty()) {
+        *error = why;
         return false;
     }
     QStringList failed;

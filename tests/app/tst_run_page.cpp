@@ -681,6 +681,19 @@ void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
     QVERIFY(repaired.open(dir.filePath("killed.db").toStdString()).ok());
     QVERIFY(repaired.finalized());
     QCOMPARE(app::readRunEntry(dir.filePath("alive.db")).status, QString("running"));
+
+    // A run still being written is neither renamed nor deleted: its runner would finish into a
+    // file that is gone, and leave its log under the old name.
+    QString error;
+    QVERIFY(!lib.rename(lib.rowOf(dir.filePath("alive.db")), QStringLiteral("moved"), &error));
+    QVERIFY2(error.contains(QStringLiteral("alive.db is still being written")), qPrintable(error));
+    QVERIFY(!lib.remove(lib.rowOf(dir.filePath("alive.db")), &error));
+    QVERIFY2(error.contains(QStringLiteral("still being written")), qPrintable(error));
+    QVERIFY(QFile::exists(dir.filePath("alive.db")));
+    // A finished one is.
+    QVERIFY2(lib.rename(lib.rowOf(dir.filePath("killed.db")), QStringLiteral("moved"), &error),
+             qPrintable(error));
+    QVERIFY(QFile::exists(dir.filePath("moved.db")));
 }
 
 void TstRunPage::libraryFollowsARunThatDies() {
