@@ -175,10 +175,23 @@ int runCompare(const cli::Options& o, const schedule::Config& base, int iteratio
                   << " has no \"compare\" list of variants\n";
         return kExitBadInput;
     }
+    // Each variant's trace file: OUT-LABEL.db, with the label's other characters as '_'. Labels
+    // that come out alike ("a/b", "a_b") get -2, -3, ... rather than one overwriting the other.
+    std::vector<std::string> paths;
+    if (!o.out.empty()) {
+        for (const auto& v : base.compare) {
+            std::string path = withSuffix(o.out, v.label);
+            for (int n = 2; std::find(paths.begin(), paths.end(), path) != paths.end(); ++n) {
+                path = withSuffix(o.out, v.label + "-" + std::to_string(n));
+            }
+            paths.push_back(path);
+        }
+    }
     std::vector<sim::SimResult> results;
     std::vector<cli::Row> rows;
     results.reserve(base.compare.size());
-    for (const auto& v : base.compare) {
+    for (std::size_t i = 0; i < base.compare.size(); ++i) {
+        const auto& v = base.compare[i];
         auto cfg = schedule::applyVariant(base, v);
         cli::Row row{{v.label}, nullptr, {}};
         if (!cfg.ok()) {
@@ -189,7 +202,7 @@ int runCompare(const cli::Options& o, const schedule::Config& base, int iteratio
             results.push_back(std::move(*out.result));
             row.result = &results.back();
             if (!o.out.empty()) {
-                const std::string path = withSuffix(o.out, v.label);
+                const std::string& path = paths[i];
                 if (int rc = writeSimTrace(o, results.back(), path, iterations, command_line);
                     rc != kExitOk) {
                     return rc;

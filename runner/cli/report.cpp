@@ -311,9 +311,15 @@ void printTable(std::ostream& os, const std::vector<std::string>& headers,
         }
         cells.push_back(std::move(c));
     }
+    // Widths in characters, not bytes: a label "ü x" is 3 wide in a terminal, 4 bytes long.
+    const auto wide = [](const std::string& text) {
+        return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+            return (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // not a continuation byte
+        }));
+    };
     std::vector<std::size_t> width(head.size(), 0);
     for (std::size_t k = 0; k < head.size(); ++k) {
-        width[k] = head[k].size();
+        width[k] = wide(head[k]);
     }
     // An error row has its labels and then one message, which runs on past the columns
     // instead of widening the first of them.
@@ -321,7 +327,7 @@ void printTable(std::ostream& os, const std::vector<std::string>& headers,
     for (std::size_t i = 0; i < cells.size(); ++i) {
         const std::size_t sized = isError(i) ? headers.size() : cells[i].size();
         for (std::size_t k = 0; k < sized && k < width.size(); ++k) {
-            width[k] = std::max(width[k], cells[i][k].size());
+            width[k] = std::max(width[k], wide(cells[i][k]));
         }
     }
     auto line = [&](const std::vector<std::string>& c, bool error) {
@@ -331,10 +337,12 @@ void printTable(std::ostream& os, const std::vector<std::string>& headers,
                 os << "  " << c[k];
                 continue;
             }
-            os << (k ? "  " : "") << (numeric ? std::right : std::left)
-               << std::setw(static_cast<int>(k < width.size() ? width[k] : 0)) << c[k];
+            const std::size_t pad =
+                k < width.size() ? width[k] - std::min(width[k], wide(c[k])) : 0;
+            os << (k ? "  " : "")
+               << (numeric ? std::string(pad, ' ') + c[k] : c[k] + std::string(pad, ' '));
         }
-        os << std::left << "\n";
+        os << "\n";
     };
     line(head, false);
     for (std::size_t i = 0; i < cells.size(); ++i) {

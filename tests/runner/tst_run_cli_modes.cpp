@@ -247,6 +247,33 @@ void TestRunCliModes::compareTraces() {
     const ProcessResult again = runBinary(kRun, {default_, "--compare", "--out", path("D.db")});
     QVERIFY2(again.exit_code == 2, qPrintable(describe(again)));
     QVERIFY(again.err.contains(path("D-naive.db").toUtf8()) && again.err.contains("--force"));
+
+    // Labels whose file names come out alike ("a/b", "a_b": both D-a_b.db) each get their own
+    // trace (before, the second overwrote the first with --force, and stopped on it without);
+    // a label of other letters keeps the table's columns in line.
+    QFile base(default_);
+    QVERIFY(base.open(QIODevice::ReadOnly));
+    QJsonObject config = QJsonDocument::fromJson(base.readAll()).object();
+    config["compare"] = QJsonArray{
+        QJsonObject{{"label", "a/b"}, {"set", QJsonObject{{"parallel.vocab", "naive"}}}},
+        QJsonObject{{"label", "a_b"}, {"set", QJsonObject{{"parallel.vocab", "vocab-1"}}}},
+        QJsonObject{{"label", "\u00fc x"}, {"set", QJsonObject{{"parallel.vocab", "vocab-2"}}}}};
+    QFile alike(path("alike.json"));
+    QVERIFY(alike.open(QIODevice::WriteOnly));
+    alike.write(QJsonDocument(config).toJson());
+    alike.close();
+    const ProcessResult labels =
+        runBinary(kRun, {alike.fileName(), "--compare", "--out", path("L.db")});
+    QVERIFY2(labels.exit_code == 0, qPrintable(describe(labels)));
+    for (const char* file : {"L-a_b.db", "L-a_b-2.db", "L-___x.db"}) {
+        QVERIFY2(labels.err.contains(("wrote " + path(file) + "\n").toUtf8()),
+                 qPrintable(describe(labels)));
+    }
+    const QStringList lines = QString::fromUtf8(labels.out).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 4);
+    for (const QString& line : lines) {
+        QCOMPARE(line.size(), lines.front().size());  // characters, as a terminal shows them
+    }
 }
 
 void TestRunCliModes::scheduleRoundTrip() {
