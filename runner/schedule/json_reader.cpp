@@ -375,6 +375,21 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
     if (c == '+') {
         return {at, "numbers must not start with '+'"};
     }
+    // A stray comma: the error sits on it, but the token before it would be blamed.
+    if (error_offset < text.size() && text[error_offset] == ',') {
+        std::size_t p = error_offset;
+        while (p > 0 && isSpace(text[p - 1])) {
+            --p;
+        }
+        const char before_comma = p > 0 ? text[p - 1] : '\0';
+        if (before_comma == ',') {
+            return {error_offset, "two commas in a row; remove one"};
+        }
+        if (before_comma == '[' || before_comma == '{') {
+            return {error_offset,
+                    std::string("a comma right after '") + before_comma + "'; remove it"};
+        }
+    }
     if ((c == '}' || c == ']') && prev == ',') {
         return {at, std::string("trailing comma before '") + c + "'; remove it"};
     }

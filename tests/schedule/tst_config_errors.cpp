@@ -350,6 +350,13 @@ void TstConfigErrors::syntaxErrors_data() {
         "4:3: syntax error: trailing comma before '}'; remove it");
     row("trailing comma in array", "[1, 2,]",
         "1:7: syntax error: trailing comma before ']'; remove it");
+    // A stray comma is named where it is, not on the value before it (1:6, '123', before).
+    row("two commas in an object", R"({"a":123,,})",
+        "1:10: syntax error: two commas in a row; remove one");
+    row("two commas in an array", "[\"F3\", ,\"RECV_B2<1\"]",
+        "1:8: syntax error: two commas in a row; remove one");
+    row("comma after a brace", R"({,"a": 1})",
+        "1:2: syntax error: a comma right after '{'; remove it");
     row("empty", "", "1:1: syntax error: the document is empty");
     row("only spaces", "  \n  ", "2:3: syntax error: the document is empty");
     row("bare word", R"({"a": vocab-2})",
