@@ -2,6 +2,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -140,6 +141,68 @@ std::string scheduleToJson(const Schedule& s) {
     return out;
 }
 
+namespace {
+
+// A rank's collectives are the method's: each role (input, input_grad, output_bcast, output,
+// output_grad) with its kind (a sum or a broadcast) once per micro-batch, in any order, and none
+// in a method without sharded vocabulary layers. The executors' validation (validateSchedule)
+// only sees that every rank joins each collective; a BCAST where the method sums was timed by
+// the simulator as if it were right, and failed the CPU run mid-way. The generated schedule of
+// the same config is the reference. Empty when they agree, else what is wrong and where.
+std::string checkCollectives(const Schedule& s, const Config& config) {
+    const GenerateResult ref = generateSchedule(config);
+    if (!ref.schedule || static_cast<int>(ref.schedule->ops.size()) != s.ranks) {
+        return {};  // nothing to hold the file against; the validation still runs
+    }
+    const auto collectives = [](const std::vector<Op>& ops) {
+        std::vector<std::pair<std::string, int>> out;  // (label, place in the list)
+        for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+            const Op& o = ops[static_cast<std::size_t>(i)];
+            if (o.kind == OpKind::AllReduce || o.kind == OpKind::Bcast) {
+                out.emplace_back(o.label(), i);
+            }
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    const std::string method = std::string(toString(s.base)) + " schedule with " +
+                               std::string(toString(s.vocab)) + " vocabulary layers";
+    for (int r = 0; r < s.ranks; ++r) {
+        const auto have = collectives(s.ops[static_cast<std::size_t>(r)]);
+        const auto want = collectives(ref.schedule->ops[static_cast<std::size_t>(r)]);
+        const auto byLabel = [](const auto& a, const auto& b) { return a.first < b.first; };
+        std::vector<std::pair<std::string, int>> extra;
+        std::vector<std::pair<std::string, int>> missing;
+        std::set_difference(have.begin(), have.end(), want.begin(), want.end(),
+                            std::back_inserter(extra), byLabel);
+        std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
+                            std::back_inserter(missing), byLabel);
+        if (!extra.empty()) {
+            // The first in the rank's list, and what the method runs instead, where that is one
+            // label: BCAST(output,3) for ALLREDUCE(output,3).
+            const auto first =
+                *std::min_element(extra.begin(), extra.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; });
+            std::string instead;
+            if (extra.size() == 1 && missing.size() == 1) {
+                instead = "; the method runs " + missing.front().first + " there";
+            }
+            return "ops[" + std::to_string(r) + "][" + std::to_string(first.second) + "] " +
+                   first.first + ": " +
+                   (want.empty() ? "a " + method + " has no collectives"
+                                 : "not a collective of rank " + std::to_string(r) + " in a " +
+                                       method + " (or one too many)" + instead);
+        }
+        if (!missing.empty()) {
+            return "rank " + std::to_string(r) + ": " + missing.front().first + " is missing (a " +
+                   method + " runs it on every rank)";
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
 ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
                               std::string_view source_name) {
     ScheduleLoad out;
@@ -239,6 +302,9 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
             ops.push_back(*op);
         }
         s.ops.push_back(std::move(ops));
+    }
+    if (const std::string why = checkCollectives(s, config); !why.empty()) {
+        return fail(why);
     }
     out.schedule = std::move(s);
     return out;

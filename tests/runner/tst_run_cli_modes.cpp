@@ -348,7 +348,17 @@ void TestRunCliModes::brokenSchedule_data() {
                        "collectives must come in the same order on every rank"};
     QTest::newRow("collective missing")
         << 3 << "remove:BCAST(input_grad,7)"
-        << QStringList{"rank 3, op ", "BCAST(input_grad,7)", "rank 0 joins"};
+        << QStringList{
+               ": rank 3: BCAST(input_grad,7) is missing (a 1f1b schedule with vocab-2 "
+               "vocabulary layers runs it on every rank)"};
+    // A broadcast where the method sums: every rank joins it, so only the method's own list of
+    // collectives tells (the simulator timed it, the CPU backend failed on it mid-run).
+    QTest::newRow("collective of the wrong kind")
+        << 2 << "rename:ALLREDUCE(output,3):BCAST(output,3)"
+        << QStringList{"ops[2][",
+                       "] BCAST(output,3): not a collective of rank 2 in a 1f1b "
+                       "schedule with vocab-2 vocabulary layers (or one too many); the method "
+                       "runs ALLREDUCE(output,3) there"};
     QTest::newRow("unknown op") << 1 << "rename:F2:X2"
                                 << QStringList{"ops[1][", "\"X2\": unknown op kind \"X\""};
     // A known kind's letters at the start do not make it that kind.
