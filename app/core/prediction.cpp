@@ -55,6 +55,16 @@ std::optional<Prediction> predictRun(const std::string& path, std::string* error
     Prediction p;
     p.measured = measured;
     const schedule::Config base = *measured->config();
+    // The trace keeps the config, not a schedule file the run was given: the predictions run
+    // the config's generated schedule, and their differences then include the schedule's.
+    if (const std::string& cmd = measured->reader().run().command_line;
+        cmd.find(" --schedule ") != std::string::npos ||
+        cmd.find(" --schedule=") != std::string::npos) {
+        p.notes.push_back(
+            "the run was given a schedule file (--schedule), which its trace does not keep: "
+            "both predictions run the config's generated schedule instead, so their errors "
+            "include the difference between the two schedules");
+    }
 
     std::optional<double> spread_ns;
     int spread_samples = 0;

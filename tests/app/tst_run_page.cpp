@@ -386,6 +386,29 @@ void TstRunPage::predictedVersusMeasured() {
              qPrintable(QStringLiteral("calibrated %1, analytic %2")
                             .arg(p->errors[0].iteration)
                             .arg(p->errors[1].iteration)));
+    QVERIFY(std::none_of(p->notes.begin(), p->notes.end(), [](const std::string& n) {
+        return n.find("schedule file") != std::string::npos;
+    }));
+
+    // A run given a schedule file: its trace keeps the config alone, so the predictions run the
+    // generated schedule, and say so.
+    const QString config = dir_.filePath(QStringLiteral("tiny-schedule.json"));
+    const QString schedule = dir_.filePath(QStringLiteral("tiny-schedule-s.json"));
+    const QString traced = dir_.filePath(QStringLiteral("tiny-schedule.db"));
+    QVERIFY(test::writeFile(config, kTiny.toUtf8()));
+    QProcess save;
+    save.start(app::runnerPath(), {config, "--save-schedule", schedule});
+    QVERIFY(save.waitForFinished(60000) && save.exitCode() == 0);
+    QProcess run;
+    run.start(app::runnerPath(), {config, "--backend", "cpu", "--schedule", schedule, "--out",
+                                  traced, "--iterations", "3"});
+    QVERIFY(run.waitForFinished(60000));
+    QVERIFY2(run.exitCode() == 0, run.readAllStandardError().constData());
+    const auto given = app::predictRun(traced.toStdString(), &error);
+    QVERIFY2(given, error.c_str());
+    QVERIFY(std::any_of(given->notes.begin(), given->notes.end(), [](const std::string& n) {
+        return n.find("given a schedule file (--schedule)") != std::string::npos;
+    }));
 }
 
 void TstRunPage::runsTableKeepsEveryColumnInView() {
