@@ -1,8 +1,11 @@
 #include "options.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <stdexcept>
+#include <unistd.h>
 #include <utility>
 
 #include <pipescope/schedule/config_parse.h>
@@ -24,6 +27,32 @@ bool parseInt(const std::string& text, int* out) {
     } catch (...) {
         return false;
     }
+}
+
+// Why a report file (not the trace, whose writer says for itself) cannot be written at `path`,
+// checked before a sweep or a run spends its time: empty when it can, as far as this process
+// can tell.
+std::string unwritable(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    if (fs::is_directory(p, ec)) {
+        return "it is a folder";
+    }
+    const bool exists = fs::exists(p, ec);
+    fs::path folder = p.parent_path();
+    if (folder.empty()) {
+        folder = ".";
+    }
+    if (!exists && !fs::is_directory(folder, ec)) {
+        return "its folder " + folder.string() + " does not exist";
+    }
+    const std::string target = exists ? path : folder.string();
+    if (::access(target.c_str(), W_OK) != 0) {
+        return (exists ? "" : "its folder " + folder.string() + ": ") +
+               std::string(std::strerror(errno));
+    }
+    return {};
 }
 
 // Whether two paths name one file, whether it exists yet or not ("./a.json" and "a.json", a
@@ -392,6 +421,11 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             }
         }
         outputs.emplace_back(name, path);
+        if (std::string(name) != "--out") {
+            if (const std::string why = unwritable(path); !why.empty()) {
+                return fail(std::string(name) + " " + path + ": cannot write there (" + why + ")");
+            }
+        }
     }
     out.options = std::move(o);
     return out;

@@ -149,6 +149,15 @@ void TestRunCliModes::sweepCsv() {
     const QList<QByteArray> file = csvLines(readFile(path("sweep.csv")));
     QCOMPARE(file.size(), 3);
     QCOMPARE(QString::fromUtf8(file[0]), "model.vocab," + kCsvHeader);
+
+    // A file that cannot be written is named before the sweep runs, not after every point.
+    const QString nowhere = path("no-such-folder/sweep.csv");
+    const ProcessResult bad =
+        runBinary(kRun, {small_, "--sweep", "model.vocab=32000,256000", "--sweep-csv", nowhere});
+    QVERIFY2(bad.exit_code == 2 && bad.out.isEmpty(), qPrintable(describe(bad)));
+    QVERIFY2(
+        bad.err.contains("--sweep-csv " + nowhere.toUtf8() + ": cannot write there (its folder "),
+        qPrintable(describe(bad)));
 }
 
 void TestRunCliModes::sweepWithInvalidPoint() {
