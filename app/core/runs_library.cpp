@@ -286,12 +286,14 @@ bool RunsLibrary::rename(int row, const QString& new_name, QString* error) {
         }
     }
     for (int i = 0; i < from.size(); ++i) {
-        if (!QFile::rename(from[i], to[i])) {
+        QFile file(from[i]);
+        if (!file.rename(to[i])) {
+            const QString why = file.errorString();
             // Put back what moved, so the run is never split between two names.
             for (int j = i - 1; j >= 0; --j) {
                 QFile::rename(to[j], from[j]);
             }
-            *error = tr("cannot rename %1 to %2").arg(from[i], to[i]);
+            *error = tr("cannot rename %1 to %2: %3").arg(from[i], to[i], why);
             return false;
         }
     }
@@ -311,8 +313,9 @@ bool RunsLibrary::remove(int row, QString* error) {
     }
     QStringList failed;
     for (const QString& f : runFiles(entries_[static_cast<std::size_t>(row)].path)) {
-        if (!QFile::remove(f)) {
-            failed << f;
+        QFile file(f);
+        if (!file.remove()) {
+            failed << tr("%1 (%2)").arg(f, file.errorString());
         }
     }
     refresh();
