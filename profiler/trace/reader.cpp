@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include <pipescope/trace/reader.h>
 
@@ -119,8 +120,18 @@ TraceStatus TraceReader::open(const std::string& path) {
     Stmt probe(d.db, "SELECT count(*) FROM sqlite_master");
     if (!probe.valid() || probe.step() != SQLITE_ROW) {
         const bool corrupt = (d.db.extendedErrorCode() & 0xff) == SQLITE_CORRUPT;
-        return TraceStatus::error(corrupt ? Code::Corrupt : Code::NotSqlite,
-                                  describeSqliteFailure(path, d.db));
+        std::string why = describeSqliteFailure(path, d.db);
+        // A run's unfinished trace keeps its rows in RUN.db-wal, which SQLite reads through a
+        // RUN.db-shm it makes beside it: in a folder this process cannot write, without one there
+        // already, it cannot (a trace copied without its -shm onto read-only storage).
+        if (std::error_code shm_ec;
+            has_wal && !fs::exists(path + "-shm", shm_ec) &&
+            ::access(fs::absolute(fs::path(path), shm_ec).parent_path().c_str(), W_OK) != 0) {
+            why += " (its rows are in " + fs::path(path).filename().string() +
+                   "-wal, which SQLite reads through a -shm file it cannot make in this "
+                   "read-only folder: copy the .db and its -wal to a folder you can write)";
+        }
+        return TraceStatus::error(corrupt ? Code::Corrupt : Code::NotSqlite, why);
     }
     const std::int64_t pages = queryInt(d.db, "PRAGMA page_count");
     const std::int64_t page_size = queryInt(d.db, "PRAGMA page_size");

@@ -97,10 +97,15 @@ TraceStatus finalizeUnderLock(const std::string& path, const std::string& messag
     }
     std::string why;
     if (!detail::buildIndexesAndLod(db, &why)) {
+        const bool read_only = (db.extendedErrorCode() & 0xff) == SQLITE_READONLY ||
+                               why.find("readonly database") != std::string::npos;
         db.exec("ROLLBACK");
         return TraceStatus::error(
             TraceStatus::Code::IoError,
-            path + ": cannot build indexes: " + (why.empty() ? db.errorMessage() : why));
+            path + ": cannot build indexes: " + (why.empty() ? db.errorMessage() : why) +
+                (read_only ? " (the file or its folder is read-only, and a repair writes the "
+                             "trace: copy it with its -wal to a folder you can write)"
+                           : ""));
     }
     Stmt upd(db,
              "UPDATE run SET status = 'failed', message = ? WHERE id = 1 AND status = 'running'");

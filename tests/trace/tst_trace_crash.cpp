@@ -1,10 +1,11 @@
 // Crash safety: a writer killed in the middle of a batch leaves a readable file with every
 // earlier batch intact and the run marked as not finished; a slow writer's rows reach the file
 // within the batch age, though no batch fills; of several processes that race to mark such a
-// file failed, one does.
+// file failed, one does; such a file in a folder the reader cannot write says what that means.
 #include <atomic>
 #include <sqlite3.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include <QProcess>
@@ -25,6 +26,7 @@ class TstTraceCrash : public QObject {
     void killedMidBatch();
     void slowWriterKilled();
     void racingMarkersMarkOnce();
+    void readOnlyFolderSaysWhy();
 
   private:
     // Writes batches of `rows` ops to `path` in a child process and kills it inside the
@@ -188,6 +190,65 @@ void TstTraceCrash::racingMarkersMarkOnce() {
     QVERIFY(!bad.ok());
     QVERIFY(!m);
     QVERIFY2(bad.message.find("notes.txt") != std::string::npos, bad.message.c_str());
+}
+
+// A killed run's trace keeps its rows in RUN.db-wal, which SQLite reads through a RUN.db-shm
+// it makes beside it. In a folder the reader cannot write (shared results, a read-only mount)
+// reading without a -shm and repairing at all fail, and said only "unable to open database
+// file" and "attempt to write a readonly database" (audit). They now say what it means.
+void TstTraceCrash::readOnlyFolderSaysWhy() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("stopped.db");
+    killWriterAfter(path, 200, 1);
+    if (QTest::currentTestFailed()) {
+        return;
+    }
+    const auto open = QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner | QFile::ReadGroup |
+                      QFile::ExeGroup | QFile::ReadOther | QFile::ExeOther;
+    const auto read_only = QFile::ReadOwner | QFile::ExeOwner | QFile::ReadGroup | QFile::ExeGroup |
+                           QFile::ReadOther | QFile::ExeOther;
+    for (const QString& f : {path, path + "-wal", path + "-shm"}) {
+        QVERIFY(QFile::setPermissions(
+            f, QFile::ReadOwner | QFile::WriteOwner | QFile::ReadGroup | QFile::ReadOther));
+    }
+    QVERIFY(QFile::setPermissions(dir.path(), read_only));
+    // Root writes anywhere: the commands then run as nobody.
+    const auto run = [&](const QStringList& args, QProcess::ProcessError* error) {
+        QProcess p;
+        if (geteuid() == 0) {
+            p.setChildProcessModifier([] {
+                if (setgid(65534) != 0 || setuid(65534) != 0) {
+                    _exit(125);
+                }
+            });
+        }
+        p.start(pipescope::test::binaryPath("pipescope-trace"), args);
+        p.waitForFinished(60000);
+        *error = p.error();
+        return std::pair(p.exitCode(), QString::fromUtf8(p.readAllStandardError()));
+    };
+    QProcess::ProcessError error = QProcess::UnknownError;
+    const auto repair = run({"repair", path}, &error);
+    if (error == QProcess::FailedToStart || repair.first == 125 || repair.first == 126) {
+        QFile::setPermissions(dir.path(), open);
+        QSKIP("the user the test runs the commands as cannot reach pipescope-trace here");
+    }
+    QVERIFY2(repair.first == 4 &&
+                 repair.second.contains("(the file or its folder is read-only, and a repair "
+                                        "writes the trace: copy it with its -wal to a folder you "
+                                        "can write)"),
+             qPrintable(repair.second));
+    // The -shm lost (a copy of the .db and its -wal alone): not even reading works.
+    QVERIFY(QFile::setPermissions(dir.path(), open));
+    QVERIFY(QFile::remove(path + "-shm"));
+    QVERIFY(QFile::setPermissions(dir.path(), read_only));
+    const auto stats = run({"stats", path}, &error);
+    QFile::setPermissions(dir.path(), open);
+    QVERIFY2(stats.first == 2 &&
+                 stats.second.contains("its rows are in stopped.db-wal, which SQLite reads "
+                                       "through a -shm file it cannot make in this read-only "
+                                       "folder"),
+             qPrintable(stats.second));
 }
 
 QTEST_GUILESS_MAIN(TstTraceCrash)
