@@ -370,6 +370,24 @@ QString withoutClosingNote(const QString& config_name) {
     return name + overrides;
 }
 
+QString withoutChange(const QString& config_name, const QString& key) {
+    QString bracket;
+    const QString name = splitChanges(config_name, &bracket);
+    if (bracket.isEmpty()) {
+        return config_name;
+    }
+    QStringList kept;
+    for (const QString& change :
+         bracket.mid(2).chopped(1).split(QStringLiteral(", "), Qt::SkipEmptyParts)) {
+        if (!change.startsWith(key + QLatin1Char('='))) {
+            kept << change;
+        }
+    }
+    return kept.isEmpty()
+               ? name
+               : name + QStringLiteral(" [") + kept.join(QStringLiteral(", ")) + QLatin1Char(']');
+}
+
 QString newRunPath(const QString& folder, const QString& config_name, const QString& backend,
                    const QString& variant) {
     // Long config names ("Default: 4 stages, V=32768") keep their start, cut between words

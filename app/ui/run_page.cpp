@@ -353,8 +353,9 @@ bool RunPage::startNaiveAndVocab2(QString* error) {
         // The method in the run's name too: it heads the comparison's columns and the runs
         // list, where the config's own name is the same for both (and its "(vocab-2 vs
         // naive)", if it has one, would misname either run).
-        c.name = withoutClosingNote(QString::fromStdString(config_->name)).toStdString() +
-                 " \u00b7 " + label.toStdString();
+        const QString name =
+            withoutChange(QString::fromStdString(config_->name), QStringLiteral("parallel.vocab"));
+        c.name = withoutClosingNote(name).toStdString() + " \u00b7 " + label.toStdString();
         const std::string json = schedule::toJson(c);
         // The config panel's checks, for the changed key (vocab-2 needs a schedule that has it).
         if (const auto parsed = schedule::parseConfig(json, "config"); !parsed.ok()) {
@@ -369,8 +370,7 @@ bool RunPage::startNaiveAndVocab2(QString* error) {
         r.backend = backend;
         r.iterations = iterations_->value();
         // Both names are taken before either run starts, so they never collide.
-        r.trace_path =
-            newRunPath(runsFolder(), QString::fromStdString(config_->name), backend, label);
+        r.trace_path = newRunPath(runsFolder(), name, backend, label);
         if (!queue_.empty() && r.trace_path == queue_.back().request.trace_path) {
             r.trace_path.insert(r.trace_path.size() - 3, QStringLiteral("-b"));
         }

@@ -606,6 +606,16 @@ void TstRunPage::newRunNamesAreReadableAndUnique() {
              QStringLiteral("Default [a=1, b=2]"));
     QCOMPARE(app::withoutClosingNote(QStringLiteral("gpt (2) small")),
              QStringLiteral("gpt (2) small"));
+    // A pair's runs set parallel.vocab themselves: an edit of it in the name would misname one
+    // ("... [parallel.vocab=naive] · vocab-2").
+    QCOMPARE(app::withoutChange(QStringLiteral("D [model.vocab=262144, parallel.vocab=naive]"),
+                                QStringLiteral("parallel.vocab")),
+             QStringLiteral("D [model.vocab=262144]"));
+    QCOMPARE(app::withoutChange(QStringLiteral("D (x) [parallel.vocab=naive]"),
+                                QStringLiteral("parallel.vocab")),
+             QStringLiteral("D (x)"));
+    QCOMPARE(app::withoutChange(QStringLiteral("D"), QStringLiteral("parallel.vocab")),
+             QStringLiteral("D"));
     // A variant run drops the name's "(vocab-2 vs naive)", which describes the pair: the naive
     // run's file must not read "vocab-2-vs-naive".
     const QString c =

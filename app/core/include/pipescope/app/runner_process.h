@@ -126,6 +126,11 @@ class RunnerProcess : public QObject {
 // overrides. The note describes a pair of methods; one run of the pair drops it.
 QString withoutClosingNote(const QString& config_name);
 
+// `config_name` without the change of `key` among the ones it carries: "Default [model.vocab=
+// 262144, parallel.vocab=naive]" without parallel.vocab gives "Default [model.vocab=262144]".
+// A run of a pair sets the key itself, and the other value would misname it.
+QString withoutChange(const QString& config_name, const QString& key);
+
 // A file name for a new run in `folder`: CONFIG[-VARIANT]-BACKEND-yyyyMMdd-HHmmss.db (the
 // config's name cut to 40 characters, never inside an open parenthesis, and without its closing
 // parenthetical when a variant is given; the variant, such as "naive", kept whole; characters
