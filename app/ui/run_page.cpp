@@ -405,6 +405,10 @@ bool RunPage::startNext(QString* error) {
     if (!runner_->start(next.request, error)) {
         queue_.clear();
         last_error_ = *error;
+        // Nothing runs: no progress or loss to wait for.
+        progress_->setTextVisible(false);
+        progress_->setValue(0);
+        showLossHint(tr("no loss: the run did not start"));
         return false;
     }
     // The runs folder exists now (the request's config is written there): the list follows it

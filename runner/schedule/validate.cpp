@@ -95,7 +95,20 @@ std::optional<ScheduleError> checkOps(const Schedule& s) {
                                      here() + ": appears twice on this rank (first as op " +
                                          std::to_string(e.seen_[k]) + ")"};
             }
-            if (!in_range || !e.want_[k]) {
+            if (!in_range) {
+                const bool mb_ok = o.microbatch >= 0 && o.microbatch < e.m_;
+                return ScheduleError{
+                    {r, i},
+                    here() + ": " +
+                        (mb_ok ? "chunk " + std::to_string(o.chunk) + " is out of range (" +
+                                     std::to_string(e.chunks_) + " chunk" +
+                                     (e.chunks_ == 1 ? "" : "s") + " per rank: 0 to " +
+                                     std::to_string(e.chunks_ - 1) + ")"
+                               : "micro-batch " + std::to_string(o.microbatch) +
+                                     " is out of range (" + std::to_string(e.m_) +
+                                     " micro-batches: 0 to " + std::to_string(e.m_ - 1) + ")")};
+            }
+            if (!e.want_[k]) {
                 return ScheduleError{{r, i},
                                      here() + ": this rank has no such op in a " +
                                          std::string(toString(s.base)) + " schedule with " +

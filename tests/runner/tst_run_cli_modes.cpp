@@ -368,6 +368,11 @@ void TestRunCliModes::brokenSchedule_data() {
                        "] BCAST(output,3): not a collective of rank 2 in a 1f1b "
                        "schedule with vocab-2 vocabulary layers (or one too many); the method "
                        "runs ALLREDUCE(output,3) there"};
+    QTest::newRow("micro-batch out of range")
+        << 1 << "rename:F2:F9"
+        << QStringList{"rank 1, op ",
+                       " (F9): micro-batch 9 is out of range (8 micro-batches: 0 "
+                       "to 7)"};
     QTest::newRow("unknown op") << 1 << "rename:F2:X2"
                                 << QStringList{"ops[1][", "\"X2\": unknown op kind \"X\""};
     // A known kind's letters at the start do not make it that kind.
