@@ -435,8 +435,24 @@ void MainWindow::openTrace(const QString& path) {
         recent_->add(path);
         updateRecentMenu();
         auto* tab = new RunTab(opened);
-        const int index =
-            tabs_->addTab(tab, pageTabs()->fitTitle(QFileInfo(path).fileName(), Qt::ElideLeft));
+        const QString title = pageTabs()->fitTitle(QFileInfo(path).fileName(), Qt::ElideLeft);
+        // A trace open already (merged again, run again under its name, opened twice) is read
+        // anew in its own tab rather than in a second one that looks the same.
+        int index = -1;
+        for (int i = 0; i < tabs_->count(); ++i) {
+            if (tabs_->tabToolTip(i) == path && dynamic_cast<RunTab*>(tabs_->widget(i))) {
+                index = i;
+                break;
+            }
+        }
+        if (index >= 0) {
+            QWidget* old = tabs_->widget(index);
+            tabs_->removeTab(index);
+            old->deleteLater();
+            index = tabs_->insertTab(index, tab, title);
+        } else {
+            index = tabs_->addTab(tab, title);
+        }
         tabs_->setTabToolTip(index, path);
         tabs_->setCurrentIndex(index);
         if (statusBar()->currentMessage() == open_error_) {

@@ -584,6 +584,13 @@ void TstRunPage::mergesAMultiProcessRun() {
     QVERIFY2(page()->runsPanel()->mergeRanks(rank0, &error, true), qPrintable(error));
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 30000);
     QVERIFY2(done.back().at(1).toString().isEmpty(), qPrintable(done.back().at(1).toString()));
+    // The merge opens again in the tab it had, read anew, not in a second one alike.
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 2, 30000);
+    int tabs = 0;
+    for (int i = 0; i < window_->tabs()->count(); ++i) {
+        tabs += window_->tabs()->tabToolTip(i) == merged ? 1 : 0;
+    }
+    QCOMPARE(tabs, 1);
 }
 
 void TstRunPage::newRunNamesAreReadableAndUnique() {
