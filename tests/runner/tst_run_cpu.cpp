@@ -238,14 +238,26 @@ class TestRunCpu : public QObject {
     }
 
     void unwritableSummaryFailsTheRun() {
-        // The run itself completes and its trace is kept, but an output asked for is missing.
+        // A summary that cannot go where asked is named before the run starts.
         const QString db = path("summary-fails.db");
-        const ProcessResult r =
+        const ProcessResult early =
             runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
                              "--iterations", "1", "--summary-json", path("no-such-folder/s.json")});
+        QCOMPARE(early.exit_code, 2);
+        QVERIFY2(early.err.contains("--summary-json " + path("no-such-folder/s.json").toUtf8() +
+                                    ": cannot write there"),
+                 qPrintable(describe(early)));
+        QVERIFY(!QFile::exists(db));
+        // One that fails only as it is written (a full disk): the run itself completes and its
+        // trace is kept, but an output asked for is missing.
+        if (!QFile::exists("/dev/full")) {
+            QSKIP("no /dev/full to stand for a full disk");
+        }
+        const ProcessResult r =
+            runBinary(kRun, {preset("small-2stage-vocab-2.json"), "--backend", "cpu", "--out", db,
+                             "--iterations", "1", "--summary-json", "/dev/full"});
         QCOMPARE(r.exit_code, 4);
-        QVERIFY2(r.err.contains("cannot write") && r.err.contains("no-such-folder/s.json"),
-                 qPrintable(describe(r)));
+        QVERIFY2(r.err.contains("cannot write /dev/full"), qPrintable(describe(r)));
         QVERIFY(QFile::exists(db));
     }
 
