@@ -26,6 +26,39 @@ std::string quoted(const QString& s) {
     return "\"" + s.toStdString() + "\"";
 }
 
+// The config of `base_json` with `overrides`. The file's "compare" list is checked against the
+// settings too, but the panel neither shows nor edits it: where only its variants fail (a
+// preset's naive and vocab-2 with the 12 layers a v-half redistributed config takes), the config
+// goes on without the list, and `note` says so.
+schedule::ParseResult parseBesideItsList(const std::string& base_json,
+                                         const std::vector<schedule::Override>& overrides,
+                                         const std::string& source_name, QString* note) {
+    note->clear();
+    auto parsed = schedule::parseConfig(base_json, overrides, source_name);
+    if (parsed.ok() || !std::all_of(parsed.issues.begin(), parsed.issues.end(),
+                                    [](const schedule::ConfigIssue& issue) {
+                                        return issue.path.rfind("compare", 0) == 0;
+                                    })) {
+        return parsed;
+    }
+    QJsonObject doc = QJsonDocument::fromJson(QByteArray::fromStdString(base_json)).object();
+    doc.remove(QStringLiteral("compare"));
+    auto without = schedule::parseConfig(
+        QJsonDocument(doc).toJson(QJsonDocument::Compact).toStdString(), overrides, source_name);
+    if (!without.ok()) {
+        return parsed;
+    }
+    QStringList why;
+    for (const auto& issue : parsed.issues) {
+        why << QString::fromStdString(issue.text());
+    }
+    *note = QObject::tr(
+                "The file's comparison list (\"compare\") does not hold with these "
+                "settings and is left out; runs and exports go without it:\n%1")
+                .arg(why.join(QLatin1Char('\n')));
+    return without;
+}
+
 }  // namespace
 
 ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
@@ -502,31 +535,9 @@ void ConfigPanel::reparse() {
             overrides.push_back({key.toStdString(), f.json()});
         }
     }
-    auto parsed = schedule::parseConfig(base_json_, overrides, source_name_.toStdString());
-    // The file's "compare" list is checked against the settings too, but the panel neither shows
-    // nor edits it: where only its variants fail (a preset's naive and vocab-2 with the 12 layers
-    // a v-half redistributed config takes), the config goes on without the list, and says so.
     QString list_note;
-    if (!parsed.ok() && std::all_of(parsed.issues.begin(), parsed.issues.end(),
-                                    [](const schedule::ConfigIssue& issue) {
-                                        return issue.path.rfind("compare", 0) == 0;
-                                    })) {
-        QJsonObject doc = QJsonDocument::fromJson(QByteArray::fromStdString(base_json_)).object();
-        doc.remove(QStringLiteral("compare"));
-        auto without =
-            schedule::parseConfig(QJsonDocument(doc).toJson(QJsonDocument::Compact).toStdString(),
-                                  overrides, source_name_.toStdString());
-        if (without.ok()) {
-            QStringList why;
-            for (const auto& issue : parsed.issues) {
-                why << QString::fromStdString(issue.text());
-            }
-            list_note = tr("The file's comparison list (\"compare\") does not hold with these "
-                           "settings and is left out; runs and exports go without it:\n%1")
-                            .arg(why.join(QLatin1Char('\n')));
-            parsed = std::move(without);
-        }
-    }
+    const schedule::ParseResult parsed =
+        parseBesideItsList(base_json_, overrides, source_name_.toStdString(), &list_note);
     for (auto& [key, f] : fields_) {
         markInvalid(f.widget, false);
         f.widget->setToolTip(f.tooltip);
