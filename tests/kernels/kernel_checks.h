@@ -11,6 +11,11 @@
 #include <vector>
 
 #include <QString>
+#include <QtTest>
+
+#include <pipescope/kernels/cpu/ops.h>
+
+Q_DECLARE_METATYPE(std::vector<pipescope::kernels::cpu::VocabShard>)
 
 namespace pipescope::kernels::cpu::test {
 
@@ -120,6 +125,16 @@ inline QString closeTo(const char* what, double err, double tolerance) {
         .arg(QLatin1String(what))
         .arg(err)
         .arg(tolerance);
+}
+
+// The vocabulary splits of a 7-token vocabulary the sharded kernels are checked on, as QTest
+// rows of a column "shards"; an empty shard included.
+inline void addVocabShardRows() {
+    QTest::addColumn<std::vector<VocabShard>>("shards");
+    QTest::newRow("1 shard") << std::vector<VocabShard>{{0, 7}};
+    QTest::newRow("2 shards") << std::vector<VocabShard>{{0, 4}, {4, 7}};
+    QTest::newRow("3 shards") << std::vector<VocabShard>{{0, 3}, {3, 5}, {5, 7}};
+    QTest::newRow("3 shards, one empty") << std::vector<VocabShard>{{0, 4}, {4, 4}, {4, 7}};
 }
 
 }  // namespace pipescope::kernels::cpu::test
