@@ -1,42 +1,24 @@
 // The main window offscreen: it starts on the embedded default, re-simulates when a setting
-// changes, marks an invalid value and keeps the last valid timeline, compares the methods,
-// exports the chart and reports a file that is not a trace.
-#include <sqlite3.h>
+// changes, marks an invalid value and keeps the last valid timeline, compares the methods and
+// sweeps, and fits a small screen. Export, opening and importing files: tst_main_window_files.
 
 #include <QApplication>
-#include <QClipboard>
 #include <QComboBox>
-#include <QFile>
 #include <QFormLayout>
-#include <QImage>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMessageBox>
-#include <QProgressDialog>
-#include <QPushButton>
-#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QStatusBar>
 #include <QTemporaryDir>
-#include <QTimer>
 #include <QtTest>
 
 #include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
-#include <pipescope/app/sim_run_data.h>
-#include <pipescope/app/trace_run_data.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
-#include "export_dialog.h"
 #include "figure_tables.h"
 #include "main_window.h"
-#include "nsys_fixture.h"
-#include "nsys_import_flow.h"
 #include "page_tabs.h"
 #include "plot_layout.h"
 #include "run_view.h"
@@ -69,14 +51,6 @@ class TstMainWindow : public QObject {
     void messagesReadOnLightAndDarkPalettes();
     void fitsAt1024x640();
     void keyboardReachesTheWindow();
-    void exportsTheChart();
-    void exportsTheTraceInTheBackground();
-    void exportDialogNamesTheLimits();
-    void exportDialogNeverReplacesSilently();
-    void opensTracesAndComparesThem();
-    void refusesANonTrace();
-    void refusesANewerTrace();
-    void importsAnNsightExportAndOpensIt();
     void invalidConfigFileKeepsTheRun();
     void absurdSizeIsRefusedWithTheLimit();
     void selectsAnOpAndItsDependencies();
@@ -641,299 +615,13 @@ void TstMainWindow::keyboardReachesTheWindow() {
     QVERIFY(before->focusPolicy() & Qt::TabFocus);
 }
 
-void TstMainWindow::exportsTheTraceInTheBackground() {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("explorer.json");
-    QSignalSpy exported(window_.get(), &app::MainWindow::traceExported);
-    QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != nullptr, 10000);
-    window_->exportTrace(window_->currentRun(), path);
-    QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 1, 20000);
-    QCOMPARE(exported.front().at(1).toString(), QString());
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(test::readFile(path), &error);
-    QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
-    QVERIFY(doc.object().value("traceEvents").toArray().size() > 400);
-    QVERIFY(window_->findChildren<QProgressDialog*>().isEmpty());
-
-    // A trace moved away after its tab opened it: the export, which reads the file anew, says
-    // what happened.
-    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
-    QVERIFY(sim);
-    const QString db = dir.filePath("opened.db");
-    QVERIFY(app::saveSimTrace(*sim, db.toStdString(), 1, false).ok());
-    std::string open_error;
-    const auto opened = app::TraceRunData::open(db.toStdString(), &open_error);
-    QVERIFY2(opened, open_error.c_str());
-    QVERIFY(QFile::rename(db, dir.filePath("moved.db")));
-    window_->hide();  // no message box
-    window_->exportTrace(opened, dir.filePath("moved.json"));
-    QTRY_COMPARE_WITH_TIMEOUT(exported.count(), 2, 20000);
-    window_->show();
-    QVERIFY2(exported.last().at(1).toString().contains("moved or deleted after its tab opened it"),
-             qPrintable(exported.last().at(1).toString()));
-    QVERIFY(!QFileInfo::exists(dir.filePath("moved.json")));
-}
-
-void TstMainWindow::exportsTheChart() {
-    window_->tabs()->setCurrentIndex(0);
-    QTemporaryDir dir;
-    for (const char* suffix : {"png", "svg", "pdf"}) {
-        const QString path = dir.filePath(QString("explore.%1").arg(suffix));
-        QString error;
-        QVERIFY2(window_->exportCurrentChart(path, &error), qPrintable(error));
-        QVERIFY(QFileInfo(path).size() > 1000);
-    }
-    const QImage image(dir.filePath("explore.png"));
-    QCOMPARE(image.width(), 1600);
-    QCOMPARE(image.height(), 560 + 320);
-    // The image says what it shows: config, schedule and method.
-    const QString title = image.text(QStringLiteral("Title"));
-    QVERIFY2(title.startsWith(QStringLiteral("Default: 4 stages, V=32768")) &&
-                 title.contains(QStringLiteral("1f1b")) &&
-                 title.endsWith(QStringLiteral("vocab-2")),
-             qPrintable(title));
-}
-
-void TstMainWindow::exportDialogNamesTheLimits() {
-    QTemporaryDir dir;
-    app::ExportDialog dialog(880, QStringLiteral("chart"), window_.get());
-    auto* save = dialog.findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Save);
-    auto* label = [&] {
-        for (auto* l : dialog.findChildren<QLabel*>()) {
-            if (l->wordWrap()) {
-                return l;
-            }
-        }
-        return static_cast<QLabel*>(nullptr);
-    }();
-    QVERIFY(label);
-    auto spins = dialog.findChildren<QSpinBox*>();
-    QCOMPARE(spins.size(), 2);
-    auto* dpi = dialog.findChild<QDoubleSpinBox*>();
-
-    dialog.setPath(dir.filePath("chart.txt"));
-    QVERIFY(!save->isEnabled());
-    QVERIFY2(label->text().contains(".png"), qPrintable(label->text()));
-
-    dialog.setPath(dir.filePath("chart.png"));
-    spins[0]->setValue(20000);
-    spins[1]->setValue(20000);
-    dpi->setValue(600);
-    QVERIFY(!save->isEnabled());
-    QVERIFY2(label->text().contains("400 MP limit"), qPrintable(label->text()));
-    // The spin boxes stop at the export's own limits.
-    spins[0]->setValue(50000);
-    QCOMPARE(spins[0]->value(), 20000);
-
-    spins[0]->setValue(800);
-    spins[1]->setValue(600);
-    dpi->setValue(192);
-    QVERIFY(save->isEnabled());
-    QVERIFY2(label->text().contains("1600 × 1200"), qPrintable(label->text()));
-    // An SVG has no resolution.
-    dialog.setPath(dir.filePath("chart.svg"));
-    QVERIFY(!dpi->isEnabled());
-
-    // What the dialog gives is what the file gets.
-    window_->tabs()->setCurrentIndex(0);
-    const auto options = [&] {
-        dialog.setPath(dir.filePath("chart.png"));
-        return dialog.options();
-    }();
-    QString error;
-    QVERIFY2(window_->exportCurrentChart(dialog.path(), options, &error), qPrintable(error));
-    const QImage image(dialog.path());
-    QCOMPARE(image.size(), QSize(1600, 1200));
-    QCOMPARE(qRound(image.dotsPerMeterX() * 0.0254), 192);
-}
-
-// The suggested name names no existing file, and Save asks before replacing a typed one.
-void TstMainWindow::exportDialogNeverReplacesSilently() {
-    QTemporaryDir dir;
-    QSettings settings;
-    settings.setValue("export/dir", dir.path());
-    settings.setValue("export/suffix", "png");
-    QFile earlier(dir.filePath("Default-timeline.png"));
-    QVERIFY(earlier.open(QIODevice::WriteOnly));
-    earlier.write("an earlier export");
-    earlier.close();
-    app::ExportDialog dialog(880, QStringLiteral("Default: timeline"), window_.get());
-    QCOMPARE(dialog.path(), dir.filePath("Default-timeline-2.png"));
-
-    dialog.setPath(earlier.fileName());
-    const auto answer = [](QMessageBox::StandardButton button) {
-        QTimer::singleShot(0, [button] {
-            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-            QVERIFY(box);
-            QVERIFY2(box->text().contains("already exists"), qPrintable(box->text()));
-            box->button(button)->click();
-        });
-    };
-    answer(QMessageBox::No);
-    dialog.accept();
-    QCOMPARE(dialog.result(), int(QDialog::Rejected));
-    answer(QMessageBox::Yes);
-    dialog.accept();
-    QCOMPARE(dialog.result(), int(QDialog::Accepted));
-}
-
-void TstMainWindow::opensTracesAndComparesThem() {
-    window_->tabs()->setCurrentIndex(0);
-    QVERIFY(!window_->compareOpenRuns());  // only the explorer's run: nothing to compare with
-    QTemporaryDir dir;
-    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
-    QVERIFY(sim);
-    const QString a = dir.filePath("a.db");
-    const QString b = dir.filePath("b.db");
-    QVERIFY(app::saveSimTrace(*sim, a.toStdString(), 1, false).ok());
-    QVERIFY(app::saveSimTrace(*sim, b.toStdString(), 2, false).ok());
-    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
-    const QRect page = window_->tabs()->widget(0)->geometry();
-    window_->openPaths({a, b});
-    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 2, 10000);
-    QCOMPARE(window_->tabs()->count(), kFixedTabs + 2);
-    // The closable tabs' close buttons do not make the tab bar taller: no page moves.
-    QCOMPARE(window_->tabs()->widget(0)->geometry(), page);
-    // A long generated run name keeps its end (method, backend, time) in a short tab title.
-    const QString name = QStringLiteral(
-        "Default-4-stages-V-32768-microbatches-12-hidden-3072-vocab-2-cpu-20261126-023639.db");
-    const QString title = window_->pageTabs()->fitTitle(name, Qt::ElideLeft);
-    QVERIFY2(title.size() < 45, qPrintable(title));
-    QVERIFY2(title.endsWith(QStringLiteral("-cpu-20261126-023639.db")), qPrintable(title));
-    QCOMPARE(window_->pageTabs()->fitTitle(QStringLiteral("a.db"), Qt::ElideLeft),
-             QStringLiteral("a.db"));
-    QVERIFY(window_->compareOpenRuns());
-    auto* view = qobject_cast<app::CompareView*>(window_->tabs()->currentWidget());
-    QVERIFY(view);
-    QCOMPARE(view->runs().size(), std::size_t{3});
-    QCOMPARE(view->chart()->timelines().size(), std::size_t{3});
-    // The same schedule three times: the table's deltas are all zero.
-    QVERIFY(view->table()->model()->rowCount() > 4);
-    // Lined up at the first measured iteration and opened there: b's warm-up iteration lies
-    // left of the view.
-    double earliest_ms = 0;
-    for (const auto& run : view->runs()) {
-        earliest_ms = std::min(earliest_ms, static_cast<double>(run->timeRange().start_ns) / 1e6);
-    }
-    QVERIFY(earliest_ms < 0);
-    QVERIFY(view->chart()->timeRangeMs().lower > earliest_ms / 2);
-    QString error;
-    QVERIFY2(window_->exportCurrentChart(dir.filePath("cmp.svg"), &error), qPrintable(error));
-    // Both are in the recent list; a file moved away since leaves it when the menu opens.
-    QMenu* recent = nullptr;
-    for (QMenu* m : window_->findChildren<QMenu*>()) {
-        if (m->title() == QStringLiteral("Open &recent")) {
-            recent = m;
-        }
-    }
-    QVERIFY(recent);
-    const auto listed = [&] {
-        QStringList texts;
-        for (const QAction* action : recent->actions()) {
-            texts << action->text();
-        }
-        return texts;
-    };
-    const QString canonical_b = QFileInfo(b).canonicalFilePath();
-    QVERIFY2(listed().contains(canonical_b), qPrintable(listed().join('\n')));
-    QVERIFY(QFile::rename(b, dir.filePath("b-moved.db")));
-    emit recent->aboutToShow();
-    QVERIFY2(!listed().contains(canonical_b) && listed().contains(QFileInfo(a).canonicalFilePath()),
-             qPrintable(listed().join('\n')));
-    // A second comparison of as many runs gets a name of its own.
-    QVERIFY(window_->compareOpenRuns());
-    QCOMPARE(window_->tabs()->tabToolTip(window_->tabs()->currentIndex()),
-             QStringLiteral("Compare 3 runs (2)"));
-    // Ctrl+W closes the tab shown, from wherever the focus is; the four pages stay.
-    const int open = window_->tabs()->count();
-    window_->activateWindow();
-    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
-    window_->tabs()->currentWidget()->setFocus();
-    QTest::keySequence(window_.get(), QKeySequence(Qt::CTRL | Qt::Key_W));
-    QCOMPARE(window_->tabs()->count(), open - 1);
-    while (window_->tabs()->count() > kFixedTabs) {
-        delete window_->tabs()->widget(kFixedTabs);
-    }
-    window_->tabs()->setCurrentIndex(0);
-    QTest::keySequence(window_.get(), QKeySequence(Qt::CTRL | Qt::Key_W));
-    QCOMPARE(window_->tabs()->count(), kFixedTabs);
-}
-
-void TstMainWindow::refusesANonTrace() {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("config.db");
-    QVERIFY(test::writeFile(path, "{\"not\": \"sqlite\"}"));
-    QSignalSpy failed(window_.get(), &app::MainWindow::traceFailed);
-    window_->hide();  // no message box
-    window_->openTrace(path);
-    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
-    // The progress dialog is gone before the error is shown, not left for a later event loop
-    // (a message box's own loop would show it over the box).
-    QVERIFY(window_->findChildren<QProgressDialog*>().isEmpty());
-    QVERIFY2(failed.front().front().toString().contains("config.db"),
-             qPrintable(failed.front().front().toString()));
-    QCOMPARE(window_->tabs()->count(), kFixedTabs);
-    window_->show();
-}
-
-void TstMainWindow::refusesANewerTrace() {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("future.db");
-    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
-    QVERIFY(sim);
-    QVERIFY(app::saveSimTrace(*sim, path.toStdString(), 1, false).ok());
-    sqlite3* db = nullptr;
-    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
-    QCOMPARE(sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
-    QSignalSpy failed(window_.get(), &app::MainWindow::traceFailed);
-    window_->hide();  // no message box
-    window_->openTrace(path);
-    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
-    const QString message = failed.front().front().toString();
-    QVERIFY2(message.contains("future.db") && message.contains("newer"), qPrintable(message));
-    QCOMPARE(window_->tabs()->count(), kFixedTabs);
-    window_->show();
-}
-
-void TstMainWindow::importsAnNsightExportAndOpensIt() {
-    QTemporaryDir dir;
-    const QString run = dir.filePath("cuda.db");
-    const QString report = dir.filePath("cuda.sqlite");
-    QCOMPARE(test::nsys::writeRun(run), QString());
-    QCOMPARE(test::nsys::writeExport(report), QString());
-    const QString out = app::NsysImportFlow::suggestedOutput(run);
-    QCOMPARE(out, dir.filePath("cuda-nsys.db"));
-    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
-    QSignalSpy started(window_->nsysImport(), &app::NsysImportFlow::started);
-    window_->nsysImport()->importFiles(run, {report}, out, false);
-    QCOMPARE(started.count(), 1);
-    QVERIFY2(window_->statusBar()->currentMessage().contains("Importing"),
-             qPrintable(window_->statusBar()->currentMessage()));
-    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 10000);
-    QCOMPARE(opened.front().front().toString(), out);
-    QVERIFY2(window_->statusBar()->currentMessage().contains("4 ops with device work"),
-             qPrintable(window_->statusBar()->currentMessage()));
-    QCOMPARE(window_->tabs()->tabText(window_->tabs()->currentIndex()), QString("cuda-nsys.db"));
-
-    // Again into the same file without overwriting: refused, and said so.
-    QSignalSpy failed(window_->nsysImport(), &app::NsysImportFlow::failed);
-    window_->hide();  // no message box
-    window_->nsysImport()->importFiles(run, {report}, out, false);
-    QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 10000);
-    QVERIFY2(failed.front().front().toString().contains("cuda-nsys.db"),
-             qPrintable(failed.front().front().toString()));
-    window_->show();
-    while (window_->tabs()->count() > kFixedTabs) {
-        delete window_->tabs()->widget(kFixedTabs);
-    }
-}
-
 void TstMainWindow::invalidConfigFileKeepsTheRun() {
     QTemporaryDir dir;
     const QString path = dir.filePath("broken.json");
     QVERIFY(
         test::writeFile(path, "{\n  \"model\": {\"layers\": 8,\n    \"hidden\": \"big\"}\n}\n"));
+    // The edits of the tests before are simulated first: only the file may change the run.
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->simulator()->busy(), 10000);
     const auto before = window_->currentRun();
     window_->openPaths({path});
     const QString issues = window_->configPanel()->issuesText();
