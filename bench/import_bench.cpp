@@ -60,7 +60,7 @@ std::int64_t writeExport(const std::string& run, const std::string& path, int ca
         trace::NvtxRecord n;
         n.start = start;
         n.end = end;
-        n.text = trace::nvtxOpText("F0", op.rank, op.iteration, op.op_index);
+        n.text = trace::nvtxOpText(trace::opLabel(op), op.rank, op.iteration, op.op_index);
         n.global_tid = thread;
         w.addNvtx(n);
         for (int c = 0; c < calls; ++c, ++correlation) {

@@ -68,6 +68,8 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
         return st;
     }
     std::vector<std::int64_t> offsets;
+    std::int64_t misfits = 0;
+    std::string first_misfit;
     st = r->forEachRow(
         "NVTX_EVENTS", {"start", "end", "eventType", "text", "textId", "globalTid"},
         {"start", "end", "eventType"}, [&](const Stmt& s) {
@@ -86,6 +88,16 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
             if (host == host_ops.end()) {
                 return;
             }
+            const trace::OpRecord& op = host->second;
+            if (!trace::nvtxLabelFits(ref->label, trace::toString(op.kind), op.microbatch)) {
+                if (misfits++ == 0) {
+                    first_misfit = "\"" + text + "\" is op #" + std::to_string(op.op_index) +
+                                   " of rank " + std::to_string(op.rank) + " in iteration " +
+                                   std::to_string(op.iteration) + ", which is " +
+                                   trace::opLabel(op) + " in " + run_path;
+                }
+                return;
+            }
             ++r->summary.matched;
             const std::int64_t start = s.int64(0), end = s.int64(1);
             offsets.push_back(host->second.start_ns - start);
@@ -100,6 +112,15 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
             r->fail("no NVTX range names a PipeScope op (such ranges read like \"F3 [r0 i1 #5]\"); "
                     "import the export of `nsys profile -t cuda,nvtx pipescope-run ... --backend "
                     "cuda`"));
+    }
+    // A range at an op's place that names another op: the ops of another run, whose kernels
+    // would be laid on the wrong ops.
+    if (misfits > 0) {
+        return TraceStatus::error(
+            Code::BadInput,
+            r->fail(std::to_string(misfits) + " of its " + std::to_string(r->summary.op_ranges) +
+                    " op ranges name other ops than the run has at their places (" + first_misfit +
+                    "): is it the export of another run?"));
     }
     if (r->summary.matched == 0) {
         return TraceStatus::error(

@@ -30,6 +30,30 @@ std::string nvtxOpText(std::string_view label, int rank, int iteration, int op_i
     return text;
 }
 
+bool nvtxLabelFits(std::string_view label, std::string_view kind, int microbatch) {
+    if (label.substr(0, kind.size()) != kind) {
+        return false;
+    }
+    std::string_view rest = label.substr(kind.size());
+    // "S" is not the front of "SEND_F0".
+    if (!rest.empty() && ((rest.front() >= 'A' && rest.front() <= 'Z') || rest.front() == '_')) {
+        return false;
+    }
+    if (microbatch < 0) {
+        return true;
+    }
+    // A collective names its micro-batch after the collective: "ALLREDUCE(C1,3)".
+    if (!rest.empty() && rest.front() == '(') {
+        const std::size_t comma = rest.find(',');
+        if (comma == std::string_view::npos) {
+            return false;
+        }
+        rest.remove_prefix(comma + 1);
+    }
+    const auto number = takeNumber(rest, "");
+    return number && *number == microbatch;
+}
+
 std::optional<NvtxOpRef> parseNvtxOpText(std::string_view text) {
     const std::size_t open = text.rfind(" [r");
     if (open == std::string_view::npos || open == 0 || text.back() != ']') {

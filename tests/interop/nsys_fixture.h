@@ -155,8 +155,10 @@ inline std::string kernel(std::int64_t start, std::int64_t end, int correlation)
 // The export of the run above. The op ranges start 200, 300, 400, 500 and 9000 ns after the
 // host spans (on the run's clock): the median, 400, fits the clocks, and the spread is the median
 // of |200−400|, |300−400|, 0, 100, 8600 = 100.
+// `kind_prefix` names other ops at the same places ("IF0" where the run has F0), as the export of
+// another config's run would.
 inline QString writeExport(const QString& path, bool pipescope_ranges = true,
-                           int rank_of_ranges = 0) {
+                           int rank_of_ranges = 0, const std::string& kind_prefix = {}) {
     sqlite3* db = nullptr;
     if (sqlite3_open(path.toUtf8().constData(), &db) != SQLITE_OK) {
         sqlite3_close(db);
@@ -173,8 +175,8 @@ inline QString writeExport(const QString& path, bool pipescope_ranges = true,
         "INSERT INTO TARGET_INFO_GPU VALUES (0, 0, 'NVIDIA H100 80GB HBM3', '0000:19:00.0', "
         "85899345920, 132, 9, 0);";
     const auto label = [&](const std::string& op, int rank, int index) {
-        return pipescope_ranges ? op + " [r" + std::to_string(rank + rank_of_ranges) + " i0 #" +
-                                      std::to_string(index) + "]"
+        return pipescope_ranges ? kind_prefix + op + " [r" + std::to_string(rank + rank_of_ranges) +
+                                      " i0 #" + std::to_string(index) + "]"
                                 : op;
     };
     // Rank 0: F0 (range from 1200), SEND_F0 (5300), B0 (20400, text through StringIds).

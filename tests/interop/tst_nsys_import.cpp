@@ -40,7 +40,9 @@ QString writeProcessExport(const QString& path, int rank, std::int64_t session) 
         if (h.rank != rank) {
             continue;
         }
-        const std::string text = trace::nvtxOpText("op", h.rank, 0, h.index);
+        const std::string label =
+            std::string(trace::toString(h.kind)) + std::to_string(h.microbatch);
+        const std::string text = trace::nvtxOpText(label, h.rank, 0, h.index);
         sql += "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (" +
                at(h.start + 300) + ", " + at(h.end) + ", 59, '" + text + "', " +
                std::to_string(thread) + ");";
@@ -91,6 +93,7 @@ class TstNsysImport : public QObject {
         // What the refusals are given.
         QCOMPARE(writeExport(path("foreign.sqlite"), false), QString());
         QCOMPARE(writeExport(path("other.sqlite"), true, 5), QString());
+        QCOMPARE(writeExport(path("other-config.sqlite"), true, 0, "I"), QString());
         QCOMPARE(writeRun(path("gpu.db"), true), QString());
         sqlite3* db = nullptr;
         sqlite3_open(path("bare.sqlite").toUtf8().constData(), &db);
@@ -342,6 +345,11 @@ class TstNsysImport : public QObject {
             << "run.db" << QStringList{"foreign.sqlite"} << "no NVTX range names a PipeScope op";
         QTest::newRow("ranges of another run")
             << "run.db" << QStringList{"other.sqlite"} << "none of its 6 op ranges is an op of";
+        // The export of another config's run: ops at the same places, but other ops.
+        QTest::newRow("ranges of another config's run")
+            << "run.db" << QStringList{"other-config.sqlite"}
+            << "4 of its 6 op ranges name other ops than the run has at their places "
+               "(\"IF0 [r0 i0 #0]\" is op #0 of rank 0 in iteration 0, which is F0 in ";
         QTest::newRow("no NVTX table")
             << "run.db" << QStringList{"bare.sqlite"} << "no NVTX_EVENTS table";
         QTest::newRow("the same export twice")

@@ -117,6 +117,8 @@ class TstTraceRoundtrip : public QObject {
     void opsStartingTogetherFinish();
     void finishesBesideAReader();
     void nvtxOpTextRoundTrips();
+    void nvtxLabelFitsItsOp_data();
+    void nvtxLabelFitsItsOp();
     void nvtxOpTextRejectsOtherText_data();
     void nvtxOpTextRejectsOtherText();
 
@@ -532,6 +534,50 @@ void TstTraceRoundtrip::nvtxOpTextRoundTrips() {
     const auto nested = pipescope::trace::parseNvtxOpText("ALLREDUCE(output,3) [x] [r0 i0 #0]");
     QVERIFY(nested);
     QCOMPARE(nested->label, std::string_view("ALLREDUCE(output,3) [x]"));
+}
+
+// The labels the runner gives ops (schedule::Op::label) against the kind and micro-batch of the
+// op at the range's place: import-nsys refuses an export whose ranges do not fit.
+void TstTraceRoundtrip::nvtxLabelFitsItsOp_data() {
+    QTest::addColumn<QString>("label");
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<int>("microbatch");
+    QTest::addColumn<bool>("fits");
+    QTest::newRow("F") << "F3"
+                       << "F" << 3 << true;
+    QTest::newRow("F of a chunk") << "F3.c1"
+                                  << "F" << 3 << true;
+    QTest::newRow("send") << "SEND_F3.c1>2"
+                          << "SEND_F" << 3 << true;
+    QTest::newRow("receive") << "RECV_B0<1"
+                             << "RECV_B" << 0 << true;
+    QTest::newRow("all-reduce") << "ALLREDUCE(C1,12)"
+                                << "ALLREDUCE" << 12 << true;
+    QTest::newRow("optimizer") << "OPT"
+                               << "OPT" << -1 << true;
+    QTest::newRow("another micro-batch") << "F4"
+                                         << "F" << 3 << false;
+    QTest::newRow("F where the run has IF") << "F0"
+                                            << "IF" << 0 << false;
+    QTest::newRow("IF where the run has F") << "IF0"
+                                            << "F" << 0 << false;
+    QTest::newRow("SEND_F where the run has S") << "SEND_F0>1"
+                                                << "S" << 0 << false;
+    QTest::newRow("all-reduce of another micro-batch") << "ALLREDUCE(C,2)"
+                                                       << "ALLREDUCE" << 3 << false;
+    QTest::newRow("no micro-batch") << "F"
+                                    << "F" << 3 << false;
+    QTest::newRow("empty") << ""
+                           << "F" << 0 << false;
+}
+
+void TstTraceRoundtrip::nvtxLabelFitsItsOp() {
+    QFETCH(QString, label);
+    QFETCH(QString, kind);
+    QFETCH(int, microbatch);
+    QFETCH(bool, fits);
+    QCOMPARE(pipescope::trace::nvtxLabelFits(label.toStdString(), kind.toStdString(), microbatch),
+             fits);
 }
 
 void TstTraceRoundtrip::nvtxOpTextRejectsOtherText_data() {

@@ -20,5 +20,9 @@ struct NvtxOpRef {
 std::string nvtxOpText(std::string_view label, int rank, int iteration, int op_index);
 // The op a range's text names; nullopt for any other text (ranges of other code).
 std::optional<NvtxOpRef> parseNvtxOpText(std::string_view text);
+// Whether `label` is what the runner calls an op of this kind and micro-batch (-1: none): the
+// kind's name, then the micro-batch, as in "F3.c1", "SEND_F3>2", "ALLREDUCE(C1,3)", "OPT". A run
+// of another config has other ops at the same places, so its ranges do not fit.
+bool nvtxLabelFits(std::string_view label, std::string_view kind, int microbatch);
 
 }  // namespace pipescope::trace
