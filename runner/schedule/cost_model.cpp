@@ -128,9 +128,12 @@ std::int64_t commBytes(const Config& config, const Op& op) {
             return hidden * d;
         case OpKind::Bcast:
             if (op.collective == Collective::OutputBcast) {
-                // [X(i) | g(i-1)] in fp32; interlaced sends X alone
-                return config.parallel.vocab == VocabMethod::Interlaced ? 4 * hidden
-                                                                        : 4 * (hidden + tokens);
+                // [X(i) | g(i-1)] in fp32, as the runner packs it: instance 0 has no g, instance
+                // m no X, and interlaced sends X alone.
+                const bool has_x = op.microbatch < config.parallel.microbatches;
+                const bool has_g =
+                    op.microbatch > 0 && config.parallel.vocab != VocabMethod::Interlaced;
+                return 4 * ((has_x ? hidden : 0) + (has_g ? tokens : 0));
             }
             return hidden * d;  // the embedding-output gradient
         case OpKind::AllReduce:
