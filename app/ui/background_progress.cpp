@@ -1,6 +1,7 @@
 #include "background_progress.h"
 
 #include <QFileInfo>
+#include <QProgressBar>
 #include <QTimer>
 
 namespace pipescope::app {
@@ -24,10 +25,14 @@ QPointer<QProgressDialog> showBackgroundProgress(
     dialog->setValue(0);
     QObject::connect(dialog, &QProgressDialog::canceled, dialog,
                      [progress] { progress->cancelled = true; });
-    // The worker only writes numbers; the dialog's own timer brings them to the screen.
+    // The worker only writes numbers; the dialog's own timer brings them to the screen. It sets
+    // the bar, not the dialog's value: QProgressDialog::setValue on a shown modal dialog
+    // processes events, and among them can be the worker's finished signal, whose handler
+    // deletes the dialog while setValue still runs on it.
+    auto* bar = dialog->findChild<QProgressBar*>();
     auto* timer = new QTimer(dialog);
     QObject::connect(
-        timer, &QTimer::timeout, dialog, [dialog, progress, final_shown = false]() mutable {
+        timer, &QTimer::timeout, dialog, [dialog, bar, progress, final_shown = false]() mutable {
             const int done = progress->permille.load();
             if (done >= progress->uncancellable_from && !progress->cancelled && !final_shown) {
                 final_shown = true;
@@ -36,14 +41,16 @@ QPointer<QProgressDialog> showBackgroundProgress(
                     dialog->setLabelText(progress->final_text);
                 }
             }
-            dialog->setValue(done);
+            bar->setValue(done);
         });
     timer->start(100);
     return dialog;
 }
 
 void closeBackgroundProgress(const QPointer<QProgressDialog>& dialog) {
-    delete dialog.data();  // never the sender here: the callers run on their worker's signal
+    // The callers run on their worker's finished signal, never inside the dialog's own code:
+    // its timer sets the bar, which processes no events.
+    delete dialog.data();
 }
 
 }  // namespace pipescope::app

@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QFile>
+#include <QFutureWatcher>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -12,7 +13,9 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QProgressDialog>
+#include <QPromise>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -25,6 +28,7 @@
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 
+#include "background_progress.h"
 #include "compare_view.h"
 #include "export_dialog.h"
 #include "main_window.h"
@@ -52,6 +56,7 @@ class TstMainWindowFiles : public QObject {
     void refusesANonTrace();
     void refusesANewerTrace();
     void importsAnNsightExportAndOpensIt();
+    void progressDialogOutlivesItsTick();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -351,6 +356,42 @@ void TstMainWindowFiles::importsAnNsightExportAndOpensIt() {
     while (window_->tabs()->count() > kFixedTabs) {
         delete window_->tabs()->widget(kFixedTabs);
     }
+}
+
+// The work of a background dialog ends while the dialog's timer shows its progress: the
+// handler that closes the dialog runs after that tick, not inside it (a modal dialog's setValue
+// processes events, and deleted the dialog under itself).
+void TstMainWindowFiles::progressDialogOutlivesItsTick() {
+    auto progress = std::make_shared<app::BackgroundProgress>();
+    const QPointer<QProgressDialog> dialog =
+        app::showBackgroundProgress(window_.get(), QStringLiteral("Working…"), progress);
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->isVisible(), 5000);  // shown after its 300 ms
+    QTimer* tick = nullptr;
+    for (QTimer* t : dialog->findChildren<QTimer*>()) {
+        tick = t->isActive() && t->interval() == 100 ? t : tick;
+    }
+    QVERIFY(tick != nullptr);
+    // The work finishes during a tick; its handler closes the dialog.
+    QFutureWatcher<void> watcher;
+    connect(&watcher, &QFutureWatcher<void>::finished, this,
+            [&] { app::closeBackgroundProgress(dialog); });
+    QPromise<void> work;
+    watcher.setFuture(work.future());
+    work.start();
+    bool in_tick = false;
+    bool closed_in_tick = false;
+    connect(dialog->findChild<QProgressBar*>(), &QProgressBar::valueChanged, this, [&] {
+        if (!in_tick && work.future().isRunning()) {
+            in_tick = true;
+            work.finish();
+        }
+    });
+    // Connected after the dialog's own update: runs once the tick's update has returned.
+    connect(tick, &QTimer::timeout, this, [&] { in_tick = false; });
+    connect(dialog, &QObject::destroyed, this, [&] { closed_in_tick = in_tick; });
+    progress->permille = 500;
+    QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 5000);
+    QVERIFY(!closed_in_tick);
 }
 
 QTEST_MAIN(TstMainWindowFiles)
