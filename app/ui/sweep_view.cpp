@@ -464,13 +464,19 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     connect(values_, &QLineEdit::returnPressed, this, &SweepView::run);
     connect(cancel_, &QPushButton::clicked, controller_, &SimulationController::cancel);
     connect(controller_, &SimulationController::progress, this,
-            [this](quint64, int done, int total) {
+            [this](quint64 id, int done, int total) {
+                if (id != request_id_) {
+                    return;
+                }
                 progress_->setMaximum(total);
                 progress_->setValue(done);
             });
     connect(
         controller_, &SimulationController::finished, this,
-        [this](quint64, std::shared_ptr<const SimOutput> out) {
+        [this](quint64 id, std::shared_ptr<const SimOutput> out) {
+            if (id != request_id_) {
+                return;  // replaced by the sweep that runs now
+            }
             run_->setEnabled(true);
             cancel_->setEnabled(false);
             progress_->setVisible(false);
@@ -486,7 +492,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
             problems_->setPlainText(problems.join(QStringLiteral("\n")));
             problems_->setVisible(!problems.isEmpty());
             points_ = out->sweep;
-            points_key_ = key_->currentText();
+            points_key_ = request_key_;
             fillSweepPlot(plot_, points_, points_key_);
             emit finished();
         });
@@ -527,7 +533,8 @@ void SweepView::run() {
     status_->setText(tr("Simulating…"));
     problems_->clear();
     problems_->setVisible(false);
-    controller_->request(std::move(req));
+    request_key_ = key_->currentText().trimmed();
+    request_id_ = controller_->request(std::move(req));
 }
 
 }  // namespace pipescope::app

@@ -61,6 +61,10 @@ class SweepView : public QWidget {
     QCustomPlot* plot_;
     std::vector<SweepPoint> points_;  // the sweep on the chart, for its tooltips
     QString points_key_;
+    // The sweep asked for last and its key, as the controls said then: a sweep it replaced
+    // still reports (cancelled), and the key field may have been edited since.
+    quint64 request_id_ = 0;
+    QString request_key_;
 };
 
 }  // namespace pipescope::app

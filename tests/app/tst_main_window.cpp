@@ -7,6 +7,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -46,6 +47,7 @@ class TstMainWindow : public QObject {
     void focusSurvivesAnEdit();
     void sweepsTheVocabulary();
     void sweepExplainsItselfFirst();
+    void sweepShowsTheSweepAskedForLast();
     void sweepNamesCurvesThatCoincide();
     void statusMessagesGetTheWholeBar();
     void messagesReadOnLightAndDarkPalettes();
@@ -293,6 +295,45 @@ void TstMainWindow::sweepsTheVocabulary() {
     QVERIFY2(tip.contains("max peak memory"), qPrintable(tip));
     QVERIFY(app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(40, 0)).isEmpty());
     QVERIFY(!window_->showView("nonsense"));
+}
+
+// A sweep started while one runs replaces it: the one replaced is not plotted under the new key,
+// and the new one can still be cancelled.
+void TstMainWindow::sweepShowsTheSweepAskedForLast() {
+    app::SweepView view;
+    QVERIFY(window_->configPanel()->config());
+    view.setConfig(*window_->configPanel()->config());
+    auto* key = view.findChild<QComboBox*>();
+    auto* values = view.findChild<QLineEdit*>(QString(), Qt::FindDirectChildrenOnly);
+    QVERIFY(key && values);
+    QSignalSpy finished(&view, &app::SweepView::finished);
+    // What the view shows when it first says it finished.
+    std::vector<app::SweepPoint> first_points;
+    QString first_status;
+    connect(&view, &app::SweepView::finished, this, [&] {
+        if (first_status.isEmpty()) {
+            first_points = view.points();
+            first_status = view.statusText();
+        }
+    });
+    key->setEditText(QStringLiteral("parallel.microbatches"));
+    values->setText(QStringLiteral("1024, 2048, 4096, 8192"));
+    view.run();
+    auto* progress = view.findChild<QProgressBar*>();
+    QVERIFY(progress);
+    QTRY_VERIFY_WITH_TIMEOUT(progress->value() >= 1, 20000);  // the first sweep is running
+    QCOMPARE(finished.count(), 0);
+    key->setEditText(QStringLiteral("model.vocab"));
+    values->setText(QStringLiteral("32768, 65536"));
+    QTest::keyClick(values, Qt::Key_Return);  // Enter starts a sweep while the button waits
+    QTRY_VERIFY_WITH_TIMEOUT(finished.count() >= 1, 60000);
+    QVERIFY2(!first_status.startsWith(QLatin1String("Cancelled")), qPrintable(first_status));
+    QVERIFY(!first_points.empty());
+    for (const app::SweepPoint& p : first_points) {
+        QVERIFY2(p.value == "32768" || p.value == "65536", p.value.c_str());
+    }
+    QVERIFY(!view.busy());
+    QCOMPARE(finished.count(), 1);
 }
 
 // Curves that lie on one another: the legend says so, the hidden one's markers are larger, and
