@@ -202,7 +202,12 @@ bool RunnerProcess::start(const RunRequest& request, QString* error) {
     }
     args_ << request.extra_args;
 
-    delete process_;
+    if (process_ != nullptr) {
+        // start() may run inside the old process's finished signal (a pair's second run starts
+        // from the first's end): let it return before the object goes.
+        process_->disconnect(this);
+        process_->deleteLater();
+    }
     process_ = new QProcess(this);
     connect(process_, &QProcess::readyReadStandardOutput, this, &RunnerProcess::readStdout);
     connect(process_, &QProcess::readyReadStandardError, this, &RunnerProcess::readStderr);
