@@ -398,6 +398,8 @@ void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output
 
 void MainWindow::openTrace(const QString& path) {
     auto* watcher = new QFutureWatcher<std::pair<std::shared_ptr<TraceRunData>, QString>>(this);
+    // The latest open of a path wins: an earlier one that ends after it read an older file.
+    const quint64 generation = ++open_generation_[path];
     // Opening reads the whole trace once for its metrics: the dialog shows how far it is.
     auto shared = std::make_shared<BackgroundProgress>();
     const QPointer<QProgressDialog> progress =
@@ -406,6 +408,9 @@ void MainWindow::openTrace(const QString& path) {
         auto [opened, error] = watcher->result();
         watcher->deleteLater();
         closeBackgroundProgress(progress);
+        if (open_generation_.value(path) != generation) {
+            return;
+        }
         if (shared->cancelled) {
             statusBar()->showMessage(tr("Opening %1 cancelled").arg(path), 5000);
             return;

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include <QHash>
 #include <QLabel>
 #include <QMainWindow>
 #include <QTabWidget>
@@ -138,6 +139,7 @@ class MainWindow : public QMainWindow {
     RunDataPtr current_;
     quint64 methods_request_ = 0;
     QString open_error_;  // the last trace that failed to open, as the status bar said it
+    QHash<QString, quint64> open_generation_;  // per path, the latest openTrace of it
     quint64 single_request_ = 0;
     std::unique_ptr<RecentFiles> recent_;
     class QMenu* recent_menu_ = nullptr;

@@ -57,6 +57,7 @@ class TstMainWindowFiles : public QObject {
     void refusesANewerTrace();
     void importsAnNsightExportAndOpensIt();
     void progressDialogOutlivesItsTick();
+    void reopeningWhileOpeningShowsTheLatest();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -392,6 +393,24 @@ void TstMainWindowFiles::progressDialogOutlivesItsTick() {
     progress->permille = 500;
     QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 5000);
     QVERIFY(!closed_in_tick);
+}
+
+// A path opened again before its first opening finished (merged again meanwhile): one tab, with
+// what the later opening read, whichever ends first.
+void TstMainWindowFiles::reopeningWhileOpeningShowsTheLatest() {
+    QTemporaryDir dir;
+    const auto* sim = dynamic_cast<const app::SimRunData*>(window_->currentRun().get());
+    QVERIFY(sim);
+    const QString path = dir.filePath("again.db");
+    QVERIFY(app::saveSimTrace(*sim, path.toStdString(), 1, false).ok());
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    const int tabs = window_->tabs()->count();
+    window_->openTrace(path);
+    window_->openTrace(path);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->findChildren<QFutureWatcherBase*>().isEmpty(), 10000);
+    QCOMPARE(opened.count(), 1);
+    QCOMPARE(window_->tabs()->count(), tabs + 1);
+    delete window_->tabs()->widget(tabs);
 }
 
 QTEST_MAIN(TstMainWindowFiles)
