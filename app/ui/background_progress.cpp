@@ -25,6 +25,16 @@ QPointer<QProgressDialog> showBackgroundProgress(
     dialog->setValue(0);
     QObject::connect(dialog, &QProgressDialog::canceled, dialog,
                      [progress] { progress->cancelled = true; });
+    // A window closed while the work runs takes the dialog with it: the work stops too, rather
+    // than keep the program alive with nobody to show its result to.
+    if (parent != nullptr) {
+        QObject::connect(parent, &QObject::destroyed,
+                         [weak = std::weak_ptr<BackgroundProgress>(progress)] {
+                             if (const auto p = weak.lock()) {
+                                 p->cancelled = true;
+                             }
+                         });
+    }
     // The worker only writes numbers; the dialog's own timer brings them to the screen. It sets
     // the bar, not the dialog's value: QProgressDialog::setValue on a shown modal dialog
     // processes events, and among them can be the worker's finished signal, whose handler

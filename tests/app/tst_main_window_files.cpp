@@ -393,6 +393,14 @@ void TstMainWindowFiles::progressDialogOutlivesItsTick() {
     progress->permille = 500;
     QTRY_VERIFY_WITH_TIMEOUT(dialog.isNull(), 5000);
     QVERIFY(!closed_in_tick);
+
+    // A window closed while its work runs stops the work.
+    auto orphaned = std::make_shared<app::BackgroundProgress>();
+    auto* window = new QWidget;
+    app::showBackgroundProgress(window, QStringLiteral("Working…"), orphaned);
+    QVERIFY(!orphaned->cancelled);
+    delete window;
+    QVERIFY(orphaned->cancelled);
 }
 
 // A path opened again before its first opening finished (merged again meanwhile): one tab, with
