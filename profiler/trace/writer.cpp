@@ -80,6 +80,11 @@ struct TraceWriter::Impl {
     std::deque<Batch> queue;
     bool writing = false;
     bool stopping = false;
+    // Whether the committer thread runs, read by adders under `mutex` (the std::thread itself
+    // is only touched by the thread that starts and joins it).
+    bool committer_running = false;
+    // finish() has begun: rows added from now on are not written.
+    bool finishing = false;
     std::thread committer;
     std::unordered_map<std::string, std::int64_t> string_ids;
 
@@ -98,6 +103,8 @@ struct TraceWriter::Impl {
     std::string commit(const Batch& b, int delay_ms);
     void commitLoop();
     void startCommitter();
+    // Counts a written batch in the stats, or records why it could not be written.
+    void counted(const Batch& b, const std::string& why);
     // Waits for the queue to be written, then ends the committer; `lock` holds mutex.
     void stopCommitter(std::unique_lock<std::mutex>& lock);
     // Queues the current batch and waits until everything queued is written.
@@ -108,7 +115,7 @@ struct TraceWriter::Impl {
         if (cur.size() == 0) {
             return;
         }
-        idle.wait(lock, [this] { return queue.size() < kMaxQueued || !committer.joinable(); });
+        idle.wait(lock, [this] { return queue.size() < kMaxQueued || !committer_running; });
         queue.push_back(std::move(cur));
         cur = Batch{};
         work.notify_one();
@@ -119,7 +126,7 @@ struct TraceWriter::Impl {
     template <class T, class Extra = std::nullptr_t>
     void add(std::vector<T> Batch::*buffer, const T& value, Extra extra = nullptr) {
         std::unique_lock lock(mutex);
-        if (!open || !error.ok()) {
+        if (!open || finishing || !error.ok()) {
             return;
         }
         if constexpr (!std::is_same_v<Extra, std::nullptr_t>) {
@@ -363,22 +370,29 @@ void TraceWriter::Impl::commitLoop() {
         const std::string why = skip ? std::string() : commit(b, delay);
         lock.lock();
         writing = false;
-        if (!why.empty()) {
-            fail(TraceStatus::Code::IoError, why);
-        } else if (!skip) {
-            stats.ops += static_cast<std::int64_t>(b.ops.size());
-            stats.memory_samples += static_cast<std::int64_t>(b.memory.size());
-            stats.gpu_records += static_cast<std::int64_t>(
-                b.kernels.size() + b.memcpys.size() + b.memsets.size() + b.runtimes.size() +
-                b.syncs.size() + b.nvtx.size() + b.gpu_memory.size());
-            stats.batches += 1;
+        if (!skip) {
+            counted(b, why);
         }
         idle.notify_all();
     }
 }
 
+void TraceWriter::Impl::counted(const Batch& b, const std::string& why) {
+    if (!why.empty()) {
+        fail(TraceStatus::Code::IoError, why);
+        return;
+    }
+    stats.ops += static_cast<std::int64_t>(b.ops.size());
+    stats.memory_samples += static_cast<std::int64_t>(b.memory.size());
+    stats.gpu_records += static_cast<std::int64_t>(
+        b.kernels.size() + b.memcpys.size() + b.memsets.size() + b.runtimes.size() +
+        b.syncs.size() + b.nvtx.size() + b.gpu_memory.size());
+    stats.batches += 1;
+}
+
 void TraceWriter::Impl::startCommitter() {
     stopping = false;
+    committer_running = true;
     committer = std::thread([this] { commitLoop(); });
 }
 
@@ -391,6 +405,16 @@ void TraceWriter::Impl::stopCommitter(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
     committer.join();
     lock.lock();
+    committer_running = false;
+    // An adder that waited for room can queue its batch after the committer's last look: it is
+    // written here, by the thread the database belongs to from now on.
+    while (!queue.empty()) {
+        const Batch b = std::move(queue.front());
+        queue.pop_front();
+        if (error.ok()) {
+            counted(b, commit(b, 0));
+        }
+    }
     idle.notify_all();  // adders waiting for room see that nobody will make it
 }
 
@@ -402,7 +426,7 @@ TraceStatus TraceWriter::Impl::flushLocked(std::unique_lock<std::mutex>& lock) {
         return TraceStatus::error(TraceStatus::Code::IoError, "trace writer is not open");
     }
     queueCurrentLocked(lock);
-    idle.wait(lock, [this] { return (queue.empty() && !writing) || !committer.joinable(); });
+    idle.wait(lock, [this] { return (queue.empty() && !writing) || !committer_running; });
     return error;
 }
 
@@ -490,6 +514,7 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
         return d.error;
     }
     d.open = true;
+    d.finishing = false;
     d.startCommitter();
     return d.error;
 }
@@ -619,6 +644,7 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
             progress(fraction);
         }
     };
+    d.finishing = true;
     d.flushLocked(lock);
     d.stopCommitter(lock);  // the database is this thread's from here on
     report(kCommitShare);
