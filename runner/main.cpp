@@ -27,6 +27,7 @@
 #endif
 
 #include "cli/cpu_backend.h"
+#include "cli/exit_codes.h"
 #include "cli/line_stderr.h"
 #include "cli/options.h"
 #include "cli/report.h"
@@ -37,11 +38,11 @@ using namespace pipescope;
 using cli::progressEvent;
 using cli::writeOutput;
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
-constexpr int kExitCancelled = 130;  // as a shell reports a process ended by Ctrl-C
-constexpr int kExitNoBackend = 3;
-constexpr int kExitFailed = 4;
+using cli::kExitBadInput;
+using cli::kExitCancelled;
+using cli::kExitFailed;
+using cli::kExitNoBackend;
+using cli::kExitOk;
 
 std::string joinArgs(int argc, char** argv) {
     std::string s;

@@ -9,25 +9,21 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 
+#include "exit_codes.h"
 #include "gemm_report.h"
 #include "gone_traces.h"
 #include "launch.h"
 #include "report.h"
+#include "world.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <sstream>
 #include <thread>
 #include <unistd.h>
 
 #include <pipescope/analysis/report.h>
 #include <pipescope/exec/pipeline_executor.h>
-#include <pipescope/exec/socket_transport.h>
-#if PIPESCOPE_HAVE_MPI
-#include <pipescope/exec/mpi_transport.h>
-#endif
 #include <pipescope/kernels/cpu/gemm.h>
 #include <pipescope/kernels/cpu/gemm_profile.h>
 #include <pipescope/schedule/config_parse.h>
@@ -48,24 +44,10 @@ namespace {
 
 using trace::memoryText;
 
-constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 2;
-constexpr int kExitFailed = 4;
-constexpr int kExitCancelled = 130;
-
 std::atomic<bool> g_cancel{false};
 
 extern "C" void onSignal(int) {
     g_cancel.store(true);
-}
-
-// A new launch's id: 16 hex digits from the system's random source.
-std::string newRunId() {
-    std::random_device random;
-    const std::uint64_t id = (static_cast<std::uint64_t>(random()) << 32) ^ random();
-    std::ostringstream text;
-    text << std::hex << std::setw(16) << std::setfill('0') << id;
-    return text.str();
 }
 
 // MemAvailable of /proc/meminfo in bytes; 0 when unknown.
@@ -285,68 +267,18 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
 
     // The other processes, before any file is made: a world that cannot form writes nothing.
-    std::unique_ptr<exec::Transport> transport;
-    exec::ClockOffset start_offset;
-    if (multi) {
-        const TransportChoice choice = chooseTransport(o.transport, *launch, PIPESCOPE_HAVE_MPI);
-        if (!choice.kind) {
-            std::cerr << "pipescope-run: " << choice.error << "\n";
-            return refused(choice.exit_code);
-        }
-        std::string error;
-        const auto timeout =
-            std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000));
-        // The run's identity: its config and length, so a process of another run is turned away.
-        const std::uint64_t run_key =
-            std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations));
-        if (*choice.kind == TransportKind::Mpi) {
-#if PIPESCOPE_HAVE_MPI
-            transport = exec::MpiTransport::start(run_key, timeout, &error);
-            if (!transport) {
-                std::cerr << "pipescope-run: MPI: " << error << "\n";
-                return refused(kExitFailed);
-            }
-            if (transport->rank() != launch->rank || transport->world() != launch->world) {
-                std::cerr << "pipescope-run: MPI makes this process rank " << transport->rank()
-                          << " of " << transport->world() << " but " << launch->source
-                          << " says rank " << launch->rank << " of " << launch->world << "\n";
-                transport->abort("its ranks disagree with the launcher's");
-                return refused(kExitBadInput);
-            }
-            human << "rank " << launch->rank << " of " << launch->world << " (from "
-                  << launch->source << "), over " << transport->describe() << "\n"
-                  << std::flush;
-#endif
-        } else {
-            const auto rendezvous = exec::parseRendezvous(launch->rendezvous, &error);
-            if (!rendezvous) {
-                std::cerr << "pipescope-run: --rendezvous: " << error << "\n";
-                return refused(kExitBadInput);
-            }
-            human << "rank " << launch->rank << " of " << launch->world << " (from "
-                  << launch->source << "), meeting at " << launch->rendezvous << "\n"
-                  << std::flush;
-            transport = exec::SocketTransport::connect(
-                launch->rank, launch->world, *rendezvous, run_key, timeout,
-                std::min(timeout, std::chrono::milliseconds(300000)), &error);
-            if (!transport) {
-                std::cerr << "pipescope-run: " << error << "\n";
-                return refused(kExitFailed);
-            }
-        }
-        start_offset = transport->measureClockOffset(32);
+    // The run's identity, its config and length, turns a process of another run away.
+    int join_exit = kExitFailed;
+    auto world = joinWorld(
+        o, *launch,
+        std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations)),
+        human, &join_exit);
+    if (!world) {
+        return refused(join_exit);
     }
-    // Rank 0's id for this launch on every process: merge refuses a file of another launch.
-    std::string run_id = newRunId();
-    if (transport) {
-        std::vector<char> bytes(run_id.begin(), run_id.end());
-        if (const auto st = transport->shareFromRank0(&bytes); !st.ok()) {
-            transport->abort("it did not receive rank 0's run id: " + st.message);
-            std::cerr << "pipescope-run: " << st.message << "\n";
-            return refused(kExitFailed);
-        }
-        run_id.assign(bytes.begin(), bytes.end());
-    }
+    std::unique_ptr<exec::Transport>& transport = world->transport;
+    const exec::ClockOffset start_offset = world->start_offset;
+    const std::string& run_id = world->run_id;
 
     trace::TraceWriter writer;
     trace::WriterOptions wo;
