@@ -43,8 +43,9 @@ const Command kCommands[] = {
      runOps},
     {"kernels", "kernels RUN.db [--json] [--iteration N] [--top N]",
      "The GPU kernels of a CUDA run by name, as Nsight Systems' kernel summary gives them, but\n"
-     "per measured iteration (a kernel counts when it starts inside one): launches, time, share\n"
-     "of all kernel time, mean / min / max.\n"
+     "per measured iteration (a kernel counts in the iteration of the op that launched it; in a\n"
+     "trace without op_correlation, when it starts inside one): launches, time, share of all\n"
+     "kernel time, mean / min / max.\n"
      "  --json          JSON instead of a table (every kernel; sums in ns)\n"
      "  --iteration N   iteration N only\n"
      "  --top N         the N kernels with most time, then the rest in one line (default 20;\n"
