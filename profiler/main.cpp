@@ -43,8 +43,9 @@ const Command kCommands[] = {
      runOps},
     {"kernels", "kernels RUN.db [--json] [--iteration N] [--top N]",
      "The GPU kernels of a CUDA run by name, as Nsight Systems' kernel summary gives them, but\n"
-     "per measured iteration (a kernel counts when it starts inside one): launches, time, share\n"
-     "of all kernel time, mean / min / max.\n"
+     "per measured iteration (a kernel counts in the iteration of the op that launched it; in a\n"
+     "trace without op_correlation, when it starts inside one): launches, time, share of all\n"
+     "kernel time, mean / min / max.\n"
      "  --json          JSON instead of a table (every kernel; sums in ns)\n"
      "  --iteration N   iteration N only\n"
      "  --top N         the N kernels with most time, then the rest in one line (default 20;\n"
@@ -91,8 +92,9 @@ const Command kCommands[] = {
      "Adds what Nsight Systems recorded of a CUDA run to the run's trace. Under nsys, run with\n"
      "--cupti off (Nsight holds CUPTI); export the report (nsys export --type sqlite) and\n"
      "import it: OUT.db is RUN.db plus the export's kernels, copies, memsets, runtime calls,\n"
-     "synchronizations, NVTX events and GPUs, on the run's clock, and a gpu-lane row per op\n"
-     "(found through the op's NVTX range and the correlation ids of the calls made in it).\n"
+     "synchronizations, NVTX events, thread names and GPUs, on the run's clock, the op of each\n"
+     "kernel, copy and memset (op_correlation) and a gpu-lane row per op (found through the\n"
+     "op's NVTX range and the correlation ids of the calls made in it).\n"
      "One export for the whole run, or one per process. OUT.db appears only when complete;\n"
      "Ctrl+C stops the import with nothing written (exit 130).\n"
      "  -o OUT.db       the trace to write\n"

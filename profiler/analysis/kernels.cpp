@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <pipescope/analysis/kernels.h>
 
@@ -66,27 +67,40 @@ double iterationsOf(const RunStats& stats) {
 trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
                                     KernelSummary* out) {
     KernelSummary s;
+    s.rule = reader.opCorrelationCount() > 0 ? KernelRule::Op : KernelRule::Window;
     const auto windows = measuredWindows(stats);
+    const std::set<int> measured(stats.measured.begin(), stats.measured.end());
     std::map<std::string, KernelNameStats> by_name;
-    const trace::TraceStatus st = reader.forEachKernel([&](const trace::KernelRecord& k) {
-        ++s.kernels_in_trace;
-        if (!inside(windows, k.start)) {
+    const auto counted = [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
+        if (s.rule == KernelRule::Window) {
+            return inside(windows, k.start);
+        }
+        if (op == nullptr) {
+            ++s.outside_ops;
+            return false;
+        }
+        return measured.count(op->iteration) > 0;
+    };
+    const trace::TraceStatus st = reader.forEachKernelWithOp(
+        [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
+            ++s.kernels_in_trace;
+            if (!counted(k, op)) {
+                return true;
+            }
+            const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
+            const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
+            auto [it, inserted] = by_name.try_emplace(name);
+            KernelNameStats& n = it->second;
+            if (inserted) {
+                n.name = name;
+                n.short_name = k.short_name;
+            }
+            n.add(d);
+            ++s.launches;
+            s.total_ns += d;
+            s.by_device_ns[k.device_id] += d;
             return true;
-        }
-        const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
-        const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
-        auto [it, inserted] = by_name.try_emplace(name);
-        KernelNameStats& n = it->second;
-        if (inserted) {
-            n.name = name;
-            n.short_name = k.short_name;
-        }
-        n.add(d);
-        ++s.launches;
-        s.total_ns += d;
-        s.by_device_ns[k.device_id] += d;
-        return true;
-    });
+        });
     if (!st.ok()) {
         return st;
     }
@@ -111,9 +125,11 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
                "no GPU kernels in this trace: a simulated or CPU run, or a CUDA run traced "
                "with --cupti off (pipescope-trace import-nsys adds Nsight's)\n";
     }
+    const bool by_op = summary.rule == KernelRule::Op;
     if (summary.launches == 0) {
         return out + "none of the trace's " + std::to_string(summary.kernels_in_trace) +
-               " kernels started inside these iterations\n";
+               (by_op ? " kernels was launched by an op of these iterations\n"
+                      : " kernels started inside these iterations\n");
     }
     out += detail::perIteration(summary.launches, n) + " launches, " +
            fixed(static_cast<double>(summary.total_ns) / n / kNsPerMs, 3) + " ms of kernel time";
@@ -123,7 +139,14 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
                    fixed(static_cast<double>(ns) / n / kNsPerMs, 3) + " ms";
         }
     }
-    out += "\n\n";
+    out += "\n";
+    out += by_op ? "(kernels counted by the iteration of the op that launched them"
+                 : "(kernels counted by start time inside the iterations' windows: this trace "
+                   "does not tie kernels to ops";
+    if (by_op && summary.outside_ops > 0) {
+        out += "; " + std::to_string(summary.outside_ops) + " of the trace's kernels are of no op";
+    }
+    out += ")\n\n";
     TextTable table({"kernel", "launches", "ms", "share", "mean us", "min us", "max us"}, 1);
     const std::size_t shown =
         top == 0 ? summary.kernels.size() : std::min(top, summary.kernels.size());
@@ -158,6 +181,8 @@ std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stat
     root.set("path", stats.path);
     root.set("iterations", detail::intArray(stats.measured));
     root.set("kernels_in_trace", summary.kernels_in_trace);
+    root.set("rule", summary.rule == KernelRule::Op ? "op" : "window");
+    root.set("kernels_outside_ops", summary.outside_ops);
     root.set("launches", summary.launches);
     root.set("total_ns", summary.total_ns);
     Json devices = Json::array();

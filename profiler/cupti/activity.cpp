@@ -316,6 +316,8 @@ std::string ActivityParser::parse(std::uint8_t* buffer, std::size_t valid_size,
                 r.name = apiName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
                                  a->cbid);
                 r.return_value = static_cast<int>(a->returnValue);
+                r.event_class =
+                    driver ? trace::kEventClassCudaDriver : trace::kEventClassCudaRuntime;
                 out->runtime.push_back(std::move(r));
                 break;
             }
@@ -460,6 +462,7 @@ bool GpuSpanAccumulator::attribute(const DeviceWork& work) {
     if (work.end < work.start) {
         return true;  // an incomplete record: nothing to add
     }
+    attributed_.push_back({id, work.global_pid, work.correlation, work.start});
     auto [span, inserted] = spans_.try_emplace(id, GpuSpan{work.start, work.end, 0});
     if (!inserted) {
         span->second.start = std::min(span->second.start, work.start);
@@ -489,24 +492,23 @@ void GpuSpanAccumulator::add(const ParsedActivity& activity) {
             unresolved_.push_back(w);
         }
     }
-    const auto take = [&](std::int64_t correlation, std::int64_t start, std::int64_t end,
-                          std::uint32_t alias = 0) {
-        const DeviceWork w{static_cast<std::uint32_t>(correlation), start, end, alias};
+    const auto take = [&](const auto& record, std::uint32_t alias = 0) {
+        const DeviceWork w{static_cast<std::uint32_t>(record.correlation_id), record.start,
+                           record.end, alias, record.global_pid};
         if (!attribute(w)) {
             unresolved_.push_back(w);
         }
     };
     for (const auto& k : activity.kernels) {
-        take(k.correlation_id, k.start, k.end);
+        take(k);
     }
     for (const auto& m : activity.memcpys) {
         const auto alias =
             activity.copy_runtime_correlation.find(static_cast<std::uint32_t>(m.correlation_id));
-        take(m.correlation_id, m.start, m.end,
-             alias != activity.copy_runtime_correlation.end() ? alias->second : 0);
+        take(m, alias != activity.copy_runtime_correlation.end() ? alias->second : 0);
     }
     for (const auto& m : activity.memsets) {
-        take(m.correlation_id, m.start, m.end);
+        take(m);
     }
 }
 

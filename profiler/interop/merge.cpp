@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include <pipescope/interop/merge.h>
 #include <pipescope/trace/reader.h>
@@ -220,6 +221,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     std::vector<trace::OpRecord> p2p;
     detail::FlowMatcher flows;
     std::set<std::tuple<int, std::string, std::string>> gpus_seen;  // id, uuid, bus
+    std::set<std::pair<std::int64_t, std::string>> threads_seen;    // globalTid, name
     for (const auto& i : in) {
         const std::int64_t shift = i->shift;
         TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
@@ -272,8 +274,9 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                     if (r.end) {
                         *r.end += shift;  // marks have no end
                     }
-                } else if constexpr (!std::is_same_v<decltype(r), trace::GpuMemoryEvent>) {
-                    r.end += shift;
+                } else if constexpr (!std::is_same_v<decltype(r), trace::GpuMemoryEvent> &&
+                                     !std::is_same_v<decltype(r), trace::OpCorrelation>) {
+                    r.end += shift;  // an op_correlation row names its record by its start
                 }
                 (writer.*add)(r);
                 return true;
@@ -288,6 +291,15 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         copyTable(&R::forEachSync, &W::addSync);
         copyTable(&R::forEachNvtx, &W::addNvtx);
         copyTable(&R::forEachGpuMemoryEvent, &W::addGpuMemoryEvent);
+        copyTable(&R::forEachOpCorrelation, &W::addOpCorrelation);
+        if (st.ok()) {
+            st = i->reader.forEachThreadName([&](const trace::ThreadName& t) {
+                if (threads_seen.insert({t.global_tid, t.name}).second) {
+                    writer.addThreadName(t);
+                }
+                return true;
+            });
+        }
         if (!st.ok()) {
             return fail(st);
         }

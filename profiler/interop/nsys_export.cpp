@@ -140,7 +140,7 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
     return TraceStatus::success();
 }
 
-TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
+TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, ThreadSet* threads,
                        std::unordered_map<std::uint64_t, Span>* spans) {
     const std::int64_t shift = r.summary.clock_offset_ns;
     NsysReportSummary& sum = r.summary;
@@ -150,8 +150,8 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
             trace::NvtxRecord n;
             n.event_type = s.int32(2);
             if (n.event_type != kNvtxMark && n.event_type != kNvtxPushPop &&
-                n.event_type != kNvtxStartEnd) {
-                return;  // domain and category registrations and the like
+                n.event_type != kNvtxStartEnd && n.event_type != kNvtxDomainCreate) {
+                return;  // category registrations, payload schemas and the like
             }
             n.start = s.int64(0) + shift;
             if (!s.isNull(1)) {
@@ -164,32 +164,33 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
             ++sum.nvtx_events;
         });
     if (st.ok()) {
-        st = r.forEachRow("CUPTI_ACTIVITY_KIND_RUNTIME",
-                          {"start", "end", "globalTid", "correlationId", "nameId", "returnValue"},
-                          {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
-                              trace::RuntimeRecord rt;
-                              rt.start = s.int64(0) + shift;
-                              rt.end = s.int64(1) + shift;
-                              rt.global_tid = s.int64(2);
-                              rt.correlation_id = s.int64(3);
-                              rt.name = r.string(s, 4);
-                              rt.return_value = s.int32(5);
-                              writer.addRuntime(rt);
-                              ++sum.runtime_calls;
-                              const auto op =
-                                  s.isNull(3) ? std::nullopt : r.opAt(rt.global_tid, s.int64(0));
-                              if (op) {
-                                  r.launches.push_back({processOf(rt.global_tid), rt.correlation_id,
-                                                        s.int64(0), *op});
-                              }
-                          });
+        st = r.forEachRow(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            {"start", "end", "globalTid", "correlationId", "nameId", "returnValue", "eventClass"},
+            {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
+                trace::RuntimeRecord rt;
+                rt.start = s.int64(0) + shift;
+                rt.end = s.int64(1) + shift;
+                rt.global_tid = s.int64(2);
+                rt.correlation_id = s.int64(3);
+                rt.name = r.string(s, 4);
+                rt.return_value = s.int32(5);
+                rt.event_class = s.isNull(6) ? trace::kEventClassCudaRuntime : s.int32(6);
+                writer.addRuntime(rt);
+                ++sum.runtime_calls;
+                const auto op = s.isNull(3) ? std::nullopt : r.opAt(rt.global_tid, s.int64(0));
+                if (op) {
+                    r.launches.push_back(
+                        {processOf(rt.global_tid), rt.correlation_id, s.int64(0), *op});
+                }
+            });
     }
     if (!st.ok()) {
         return st;
     }
     std::sort(r.launches.begin(), r.launches.end());
-    // A device record on the run's clock: shifted, and for the op's device work, widening the
-    // span of the op that launched it, or counted as launched outside every op.
+    // A device record on the run's clock: shifted, and for the op's device work, tied to the op
+    // that launched it and widening its span, or counted as launched outside every op.
     const auto shifted = [&](auto* record) {
         record->start += shift;
         record->end += shift;
@@ -201,6 +202,8 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
             ++sum.unattributed;
             return;
         }
+        writer.addOpCorrelation(
+            opCorrelation(*op, record.global_pid, record.correlation_id, record.start));
         auto [it, fresh] = spans->try_emplace(*op, Span{record.start, record.end});
         if (!fresh) {
             it->second.start = std::min(it->second.start, record.start);
@@ -261,6 +264,19 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
                     writer.addGpuInfo(g);  // else the same GPU in another report
                 }
             });
+    }
+    if (st.ok()) {
+        st = r.forEachRow("ThreadNames", {"nameId", "priority", "globalTid"}, {"globalTid"},
+                          [&](const Stmt& s) {
+                              trace::ThreadName t;
+                              t.name = r.string(s, 0);
+                              t.priority = s.int32(1);
+                              t.global_tid = s.int64(2);
+                              if (threads->insert({t.global_tid, t.name}).second) {
+                                  writer.addThreadName(t);
+                                  ++sum.thread_names;
+                              }
+                          });
     }
     return st;
 }

@@ -34,6 +34,7 @@ using Code = TraceStatus::Code;
 inline constexpr int kNvtxMark = 34;
 inline constexpr int kNvtxPushPop = 59;
 inline constexpr int kNvtxStartEnd = 60;
+inline constexpr int kNvtxDomainCreate = 75;  // a domain's name (text) for its domainId
 
 // (rank, iteration, op index) in one integer; nullopt past the ranges a trace can hold.
 inline std::optional<std::uint64_t> opKey(int rank, int iteration, int op_index) {
@@ -43,6 +44,17 @@ inline std::optional<std::uint64_t> opKey(int rank, int iteration, int op_index)
     }
     return (static_cast<std::uint64_t>(rank) << 47) |
            (static_cast<std::uint64_t>(iteration) << 24) | static_cast<std::uint64_t>(op_index);
+}
+
+// The op_correlation row of a device record of the op `key` (an opKey).
+inline trace::OpCorrelation opCorrelation(std::uint64_t key, std::int64_t global_pid,
+                                          std::int64_t correlation, std::int64_t start) {
+    return {global_pid,
+            correlation,
+            start,
+            static_cast<int>(key >> 47),
+            static_cast<int>((key >> 24) & ((1u << 23) - 1)),
+            static_cast<int>(key & ((1u << 24) - 1))};
 }
 
 // Nsight serialises a thread as (pid << 24) | tid, and a process as pid << 24.
@@ -58,6 +70,8 @@ struct OpRange {
 // The GPUs already written, by (id, uuid, bus location): the same GPU in several processes'
 // reports is listed once, GPU 0 of two hosts twice.
 using GpuSet = std::set<std::tuple<int, std::string, std::string>>;
+// The thread names already written, by (globalTid, name): likewise.
+using ThreadSet = std::set<std::pair<std::int64_t, std::string>>;
 
 struct Span {
     std::int64_t start = 0, end = 0;
@@ -169,9 +183,10 @@ struct Report {
     // the tables it copies.
     std::int64_t rowsToRead() const {
         std::int64_t n = rows("StringIds") + 2 * rows("NVTX_EVENTS");
-        for (const char* t : {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
-                              "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                              "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "TARGET_INFO_GPU"}) {
+        for (const char* t :
+             {"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
+              "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+              "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "TARGET_INFO_GPU", "ThreadNames"}) {
             n += rows(t);
         }
         return n;
@@ -219,9 +234,10 @@ TraceStatus openExport(const std::string& path, Report* r);
 // `host_ops` are the run's host rows by opKey.
 TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>& host_ops,
                        const std::string& run_path, Report* r);
-// Copies a report's GPU tables into the writer, on the run's clock, and widens the device span
-// of each op (by opKey) by the records it launched.
-TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus,
+// Copies a report's GPU tables and thread names into the writer, on the run's clock, ties each
+// device record to the op that launched it (op_correlation), and widens the device span of each
+// op (by opKey) by the records it launched.
+TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, ThreadSet* threads,
                        std::unordered_map<std::uint64_t, Span>* spans);
 
 }  // namespace pipescope::interop::detail

@@ -45,7 +45,8 @@ std::string describeImport(const NsysImportReport& report, const std::string& ou
         text += "  " + std::to_string(r.kernels) + " kernels, " + std::to_string(r.memcpys) +
                 " copies, " + std::to_string(r.memsets) + " memsets, " +
                 std::to_string(r.runtime_calls) + " runtime calls, " + std::to_string(r.syncs) +
-                " synchronizations, " + std::to_string(r.nvtx_events) + " NVTX events\n";
+                " synchronizations, " + std::to_string(r.nvtx_events) + " NVTX events, " +
+                std::to_string(r.thread_names) + " thread names\n";
         if (r.unattributed > 0) {
             text += "  " + std::to_string(r.unattributed) +
                     " device records were launched outside every op (parameter upload, ...)\n";
@@ -179,9 +180,10 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         {"nsys_reports", static_cast<double>(opened.size()), std::nullopt, std::nullopt});
 
     detail::GpuSet gpus;
+    detail::ThreadSet threads;
     std::unordered_map<std::uint64_t, Span> spans;
     for (auto& r : opened) {
-        if (st = copyReport(*r, writer, &gpus, &spans); !st.ok()) {
+        if (st = copyReport(*r, writer, &gpus, &threads, &spans); !st.ok()) {
             return fail(st);
         }
         report->reports.push_back(r->summary);

@@ -297,6 +297,14 @@ bool buildIndexesAndLod(Db& db, std::string* error, const std::function<void(dou
         sql = end == std::string_view::npos ? std::string_view{} : sql.substr(end + 1);
     }
     for (std::size_t i = 0; i < indexes.size(); ++i) {
+        // "CREATE INDEX IF NOT EXISTS name ON table (...)": a trace written before the table
+        // existed (repaired by a newer build) has nothing to index.
+        const std::size_t on = indexes[i].find(" ON ");
+        const std::size_t paren = indexes[i].find(" (", on);
+        if (on != std::string::npos && paren != std::string::npos &&
+            !db.tableExists(indexes[i].substr(on + 4, paren - on - 4))) {
+            continue;
+        }
         if (db.exec(indexes[i].c_str()) != SQLITE_OK) {
             *error = db.errorMessage();
             return false;

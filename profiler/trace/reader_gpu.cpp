@@ -1,5 +1,8 @@
 // TraceReader's Nsight-compatible GPU tables (docs/trace-format.md): kernels, copies, memsets,
-// runtime calls, synchronizations, NVTX events, GPU memory events and the GPUs.
+// runtime calls, synchronizations, NVTX events, GPU memory events, thread names and the GPUs;
+// and op_correlation, which ties the device records to their ops.
+#include <optional>
+
 #include <pipescope/trace/reader.h>
 
 #include "reader_impl.h"
@@ -68,8 +71,8 @@ TraceStatus TraceReader::forEachSync(const std::function<bool(const SyncRecord&)
 TraceStatus TraceReader::forEachRuntime(const std::function<bool(const RuntimeRecord&)>& fn) const {
     return forEachGpuRow<RuntimeRecord>(
         impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_RUNTIME",
-        "SELECT r.start, r.end, r.globalTid, r.correlationId, n.value, r.returnValue "
-        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds n ON n.id = r.nameId "
+        "SELECT r.start, r.end, r.globalTid, r.correlationId, n.value, r.returnValue, "
+        "r.eventClass FROM CUPTI_ACTIVITY_KIND_RUNTIME r LEFT JOIN StringIds n ON n.id = r.nameId "
         "ORDER BY r.start",
         [](const Stmt& s, RuntimeRecord& r) {
             r.start = s.int64(0);
@@ -78,6 +81,7 @@ TraceStatus TraceReader::forEachRuntime(const std::function<bool(const RuntimeRe
             r.correlation_id = s.int64(3);
             r.name = s.text(4);
             r.return_value = s.int32(5);
+            r.event_class = s.int32(6);
         },
         fn);
 }
@@ -120,6 +124,42 @@ TraceStatus TraceReader::forEachGpuMemoryEvent(
         fn);
 }
 
+TraceStatus TraceReader::forEachThreadName(const std::function<bool(const ThreadName&)>& fn) const {
+    return forEachGpuRow<ThreadName>(
+        impl_->db, impl_->path, "ThreadNames",
+        "SELECT t.globalTid, n.value, t.priority FROM ThreadNames t "
+        "LEFT JOIN StringIds n ON n.id = t.nameId ORDER BY t.globalTid",
+        [](const Stmt& s, ThreadName& t) {
+            t.global_tid = s.int64(0);
+            t.name = s.text(1);
+            t.priority = s.int32(2);
+        },
+        fn);
+}
+
+std::int64_t TraceReader::opCorrelationCount() const {
+    return impl_->db.tableExists("op_correlation")
+               ? queryInt(impl_->db, "SELECT count(*) FROM op_correlation")
+               : 0;
+}
+
+TraceStatus TraceReader::forEachOpCorrelation(
+    const std::function<bool(const OpCorrelation&)>& fn) const {
+    return forEachGpuRow<OpCorrelation>(
+        impl_->db, impl_->path, "op_correlation",
+        "SELECT globalPid, correlationId, start, rank, iteration, op_index FROM op_correlation "
+        "ORDER BY start",
+        [](const Stmt& s, OpCorrelation& c) {
+            c.global_pid = s.int64(0);
+            c.correlation_id = s.int64(1);
+            c.start = s.int64(2);
+            c.rank = s.int32(3);
+            c.iteration = s.int32(4);
+            c.op_index = s.int32(5);
+        },
+        fn);
+}
+
 std::vector<GpuInfo> TraceReader::gpus() const {
     std::vector<GpuInfo> out;
     (void)forEachGpuRow<GpuInfo>(
@@ -132,22 +172,61 @@ std::vector<GpuInfo> TraceReader::gpus() const {
     return out;
 }
 
+namespace {
+
+// kKernelColumns' order, with the names joined in from StringIds.
+constexpr const char* kKernelSelect =
+    "SELECT k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId, "
+    "k.globalPid, k.gridId, dn.value, sn.value, k.gridX, k.gridY, k.gridZ, k.blockX, "
+    "k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, k.dynamicSharedMemory";
+constexpr const char* kKernelFrom =
+    " FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds dn ON dn.id = k.demangledName "
+    "LEFT JOIN StringIds sn ON sn.id = k.shortName";
+
+void fillNamedKernel(const Stmt& s, KernelRecord& k) {
+    detail::fillKernel(s, k);
+    k.demangled_name = s.text(8);
+    k.short_name = s.text(9);
+}
+
+}  // namespace
+
 TraceStatus TraceReader::forEachKernel(const std::function<bool(const KernelRecord&)>& fn) const {
-    // kKernelColumns' order, with the names joined in from StringIds.
     return forEachGpuRow<KernelRecord>(
         impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_KERNEL",
-        "SELECT k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId, "
-        "k.globalPid, k.gridId, dn.value, sn.value, k.gridX, k.gridY, k.gridZ, k.blockX, "
-        "k.blockY, k.blockZ, k.registersPerThread, k.staticSharedMemory, "
-        "k.dynamicSharedMemory FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-        "LEFT JOIN StringIds dn ON dn.id = k.demangledName "
-        "LEFT JOIN StringIds sn ON sn.id = k.shortName ORDER BY k.deviceId, k.start",
-        [](const Stmt& s, KernelRecord& k) {
-            detail::fillKernel(s, k);
-            k.demangled_name = s.text(8);
-            k.short_name = s.text(9);
-        },
+        std::string(kKernelSelect) + kKernelFrom + " ORDER BY k.deviceId, k.start", fillNamedKernel,
         fn);
+}
+
+TraceStatus TraceReader::forEachKernelWithOp(
+    const std::function<bool(const KernelRecord&, const OpCorrelation*)>& fn) const {
+    if (!impl_->db.tableExists("op_correlation")) {
+        return forEachKernel([&](const KernelRecord& k) { return fn(k, nullptr); });
+    }
+    // A kernel's op: the op_correlation row of its process, correlation id and start. There is
+    // one at most; were there two, the first (min) would do, and the kernel still come once.
+    // Without the index (an unfinished trace) SQLite builds one for the join.
+    struct Row {
+        KernelRecord kernel;
+        std::optional<OpCorrelation> op;
+    };
+    return forEachGpuRow<Row>(
+        impl_->db, impl_->path, "CUPTI_ACTIVITY_KIND_KERNEL",
+        std::string(kKernelSelect) + ", c.rank, c.iteration, c.op_index, min(c.rowid)" +
+            kKernelFrom +
+            " LEFT JOIN op_correlation c ON c.globalPid = k.globalPid AND "
+            "c.correlationId = k.correlationId AND c.start = k.start "
+            "GROUP BY k.rowid ORDER BY k.deviceId, k.start",
+        [](const Stmt& s, Row& r) {
+            fillNamedKernel(s, r.kernel);
+            if (!s.isNull(22)) {
+                r.op = OpCorrelation{r.kernel.global_pid, r.kernel.correlation_id,
+                                     r.kernel.start,      s.int32(19),
+                                     s.int32(20),         s.int32(21)};
+            }
+        },
+        std::function<bool(const Row&)>(
+            [&](const Row& r) { return fn(r.kernel, r.op ? &*r.op : nullptr); }));
 }
 
 }  // namespace pipescope::trace

@@ -190,6 +190,11 @@ CREATE TABLE ENUM_CUDA_DEV_MEM_EVENT_OPER (
     name TEXT,
     label TEXT
 );
+CREATE TABLE ENUM_NSYS_EVENT_CLASS (
+    id INTEGER NOT NULL PRIMARY KEY,
+    name TEXT,
+    label TEXT
+);
 CREATE TABLE META_DATA_EXPORT (
     name TEXT NOT NULL,
     value TEXT
@@ -199,6 +204,9 @@ INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES
     (59, 'NvtxPushPopRange', 'NVTX PushPop Range'),
     (60, 'NvtxStartEndRange', 'NVTX Start/End Range'),
     (75, 'NvtxDomainCreate', 'NVTX Domain Create');
+INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES
+    (0, 'TRACE_PROCESS_EVENT_CUDA_RUNTIME', 'CUDA runtime'),
+    (1, 'TRACE_PROCESS_EVENT_CUDA_DRIVER', 'CUDA driver');
 INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES
     (0, 'CUDA_MEMCPY_KIND_UNKNOWN', 'Unknown'),
     (1, 'CUDA_MEMCPY_KIND_HTOD', 'Host-to-Device'),
@@ -285,6 +293,14 @@ CREATE TABLE metric (
     rank INTEGER,
     iteration INTEGER
 );
+CREATE TABLE op_correlation (
+    globalPid INTEGER NOT NULL,
+    correlationId INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    iteration INTEGER NOT NULL,
+    op_index INTEGER NOT NULL
+);
 CREATE TABLE op_lod (
     level INTEGER NOT NULL,
     rank INTEGER NOT NULL,
@@ -363,6 +379,7 @@ CREATE INDEX IF NOT EXISTS memory_rank_t ON memory (rank, t_ns);
 CREATE INDEX IF NOT EXISTS memory_rank_category_t ON memory (rank, category, t_ns);
 CREATE INDEX IF NOT EXISTS kernel_device_start ON CUPTI_ACTIVITY_KIND_KERNEL (deviceId, start);
 CREATE INDEX IF NOT EXISTS nvtx_start ON NVTX_EVENTS (globalTid, start);
+CREATE INDEX IF NOT EXISTS op_correlation_record ON op_correlation (globalPid, correlationId, start);
 )sql";
 
 int createSchema(Db& db, std::string* error) {
@@ -376,6 +393,8 @@ int createSchema(Db& db, std::string* error) {
     sql += "INSERT INTO pipescope_meta VALUES ('" + std::string(kMetaLodBaseNs) + "', '" +
            std::to_string(kLodBaseNs) + "');\n";
     sql += "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_PRODUCT_NAME', 'PipeScope');\n";
+    sql += "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '" +
+           std::string(kNsightSchemaVersion) + "');\n";
     sql += "INSERT INTO META_DATA_EXPORT VALUES ('PIPESCOPE_TRACE_VERSION', '" +
            std::to_string(kSchemaVersion) + "');\n";
     sql += "PRAGMA user_version = " + std::to_string(kSchemaVersion) + ";\nCOMMIT;\n";

@@ -10,8 +10,14 @@ namespace pipescope::trace::detail {
 // Creates every table, view and enum row of an empty trace; returns a SQLite result code.
 int createSchema(Db& db, std::string* error);
 
-// Indexes for time-window queries; built when a run is finalized (cheaper after the bulk load).
+// Indexes for time-window queries and joins; built when a run is finalized (cheaper after the
+// bulk load). A trace from before a table existed gets no index on it.
 extern const char* const kIndexSql;
+
+// META_DATA_EXPORT.EXPORT_SCHEMA_VERSION: the version of `nsys export --type sqlite`'s schema
+// (Nsight Systems 2024.4) whose table and column names the Nsight-compatible tables follow, for
+// scripts that check it before they read an export.
+inline constexpr const char* kNsightSchemaVersion = "3.15.1";
 
 // Keys of pipescope_meta.
 inline constexpr const char* kMetaFormat = "format";        // "pipescope-trace"

@@ -47,12 +47,16 @@ struct Batch {
     std::vector<NvtxRecord> nvtx;
     std::vector<GpuMemoryEvent> gpu_memory;
     std::vector<GpuInfo> gpus;
+    std::vector<OpCorrelation> op_correlations;
+    std::vector<ThreadName> thread_names;
+    std::vector<std::int64_t> thread_name_ids;
     std::vector<std::pair<std::int64_t, std::string>> new_strings;
 
     std::size_t size() const {
         return ranks.size() + ops.size() + memory.size() + metrics.size() + kernels.size() +
                memcpys.size() + memsets.size() + runtimes.size() + syncs.size() + nvtx.size() +
-               gpu_memory.size() + gpus.size() + new_strings.size();
+               gpu_memory.size() + gpus.size() + op_correlations.size() + thread_names.size() +
+               new_strings.size();
     }
 };
 
@@ -89,7 +93,8 @@ struct TraceWriter::Impl {
     std::unordered_map<std::string, std::int64_t> string_ids;
 
     Stmt ins_rank, ins_op, ins_memory, ins_metric, ins_string, ins_kernel, ins_memcpy, ins_memset,
-        ins_runtime, ins_sync, ins_nvtx, ins_gpu_memory, ins_gpu;
+        ins_runtime, ins_sync, ins_nvtx, ins_gpu_memory, ins_gpu, ins_op_correlation,
+        ins_thread_name;
 
     void fail(TraceStatus::Code code, const std::string& what) {
         if (error.ok()) {
@@ -174,7 +179,7 @@ bool TraceWriter::Impl::prepareStatements() {
          "correlationId, globalPid, value, bytes, memKind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"},
         {&ins_runtime,
          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, "
-         "correlationId, nameId, returnValue) VALUES (?, ?, 0, ?, ?, ?, ?)"},
+         "correlationId, nameId, returnValue) VALUES (?, ?, ?, ?, ?, ?, ?)"},
         {&ins_sync,
          "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start, end, deviceId, contextId, "
          "streamId, correlationId, globalPid, syncType, eventId) "
@@ -190,6 +195,11 @@ bool TraceWriter::Impl::prepareStatements() {
          "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, isDiscrete, totalMemory, "
          "memoryBandwidth, clockRate, smCount, uuid, cuDevice, computeMajor, computeMinor) "
          "VALUES (0, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"},
+        {&ins_op_correlation,
+         "INSERT INTO op_correlation (globalPid, correlationId, start, rank, iteration, op_index) "
+         "VALUES (?, ?, ?, ?, ?, ?)"},
+        {&ins_thread_name,
+         "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?, ?, ?)"},
     };
     for (const auto& e : entries) {
         if (e.stmt->prepare(db, e.sql) != SQLITE_OK) {
@@ -283,8 +293,9 @@ bool TraceWriter::Impl::writeBatch(const Batch& b) {
     for (std::size_t i = 0; i < b.runtimes.size(); ++i) {
         const RuntimeRecord& r = b.runtimes[i];
         Stmt& s = ins_runtime;
-        s.bind(1, r.start).bind(2, r.end).bind(3, r.global_tid).bind(4, r.correlation_id);
-        if (!done(s.bind(5, b.runtime_names[i]).bind(6, r.return_value))) {
+        s.bind(1, r.start).bind(2, r.end).bind(3, r.event_class).bind(4, r.global_tid);
+        s.bind(5, r.correlation_id).bind(6, b.runtime_names[i]);
+        if (!done(s.bind(7, r.return_value))) {
             return false;
         }
     }
@@ -316,6 +327,20 @@ bool TraceWriter::Impl::writeBatch(const Batch& b) {
         s.bind(1, g.id).bind(2, g.name).bind(3, g.bus_location).bind(4, g.total_memory);
         s.bind(5, g.memory_bandwidth).bind(6, g.clock_rate).bind(7, g.sm_count).bind(8, g.uuid);
         if (!done(s.bind(9, g.id).bind(10, g.compute_major).bind(11, g.compute_minor))) {
+            return false;
+        }
+    }
+    for (const auto& c : b.op_correlations) {
+        Stmt& s = ins_op_correlation;
+        s.bind(1, c.global_pid).bind(2, c.correlation_id).bind(3, c.start).bind(4, c.rank);
+        if (!done(s.bind(5, c.iteration).bind(6, c.op_index))) {
+            return false;
+        }
+    }
+    for (std::size_t i = 0; i < b.thread_names.size(); ++i) {
+        const ThreadName& t = b.thread_names[i];
+        Stmt& s = ins_thread_name;
+        if (!done(s.bind(1, b.thread_name_ids[i]).bind(2, t.priority).bind(3, t.global_tid))) {
             return false;
         }
     }
@@ -548,6 +573,13 @@ void TraceWriter::addGpuMemoryEvent(const GpuMemoryEvent& v) {
 }
 void TraceWriter::addGpuInfo(const GpuInfo& v) {
     impl_->add(&Batch::gpus, v);
+}
+void TraceWriter::addOpCorrelation(const OpCorrelation& v) {
+    impl_->add(&Batch::op_correlations, v);
+}
+void TraceWriter::addThreadName(const ThreadName& v) {
+    impl_->add(&Batch::thread_names, v,
+               [&v](Impl& d) { d.cur.thread_name_ids.push_back(d.internLocked(v.name)); });
 }
 void TraceWriter::addKernel(const KernelRecord& v) {
     impl_->add(&Batch::kernels, v, [&v](Impl& d) {

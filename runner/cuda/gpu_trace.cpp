@@ -2,6 +2,7 @@
 #include <condition_variable>
 #include <cuda_runtime.h>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -17,18 +18,51 @@
 
 namespace pipescope::cuda {
 
+namespace {
+
+// The op an id names, if `schedule` has it.
+std::optional<exec::OpKey> scheduledOp(const schedule::Schedule& schedule, std::uint64_t id) {
+    const auto key = exec::opKeyFromId(id);
+    if (!key || key->rank >= schedule.ranks ||
+        static_cast<std::size_t>(key->rank) >= schedule.ops.size() ||
+        static_cast<std::size_t>(key->op_index) >=
+            schedule.ops[static_cast<std::size_t>(key->rank)].size()) {
+        return std::nullopt;
+    }
+    return key;
+}
+
+}  // namespace
+
+std::vector<trace::OpCorrelation> opCorrelationRows(const schedule::Schedule& schedule,
+                                                    const std::vector<OpDeviceRecord>& records,
+                                                    std::int64_t* unknown) {
+    std::vector<trace::OpCorrelation> rows;
+    rows.reserve(records.size());
+    std::int64_t bad = 0;
+    for (const OpDeviceRecord& r : records) {
+        const auto key = scheduledOp(schedule, r.op_id);
+        if (!key) {
+            ++bad;
+            continue;
+        }
+        rows.push_back(
+            {r.global_pid, r.correlation_id, r.start, key->rank, key->iteration, key->op_index});
+    }
+    if (unknown != nullptr) {
+        *unknown = bad;
+    }
+    return rows;
+}
+
 std::vector<trace::OpRecord> gpuOpRows(const schedule::Schedule& schedule,
                                        const std::map<std::uint64_t, OpGpuSpan>& spans,
                                        std::int64_t* unknown) {
     std::vector<trace::OpRecord> rows;
     std::int64_t bad = 0;
     for (const auto& [id, span] : spans) {
-        const auto key = exec::opKeyFromId(id);
-        if (!key || key->rank >= schedule.ranks ||
-            static_cast<std::size_t>(key->rank) >= schedule.ops.size() ||
-            static_cast<std::size_t>(key->op_index) >=
-                schedule.ops[static_cast<std::size_t>(key->rank)].size() ||
-            span.end_ns < span.start_ns) {
+        const auto key = scheduledOp(schedule, id);
+        if (!key || span.end_ns < span.start_ns) {
             ++bad;
             continue;
         }
@@ -49,6 +83,7 @@ std::vector<trace::OpRecord> gpuOpRows(const schedule::Schedule& schedule,
 #if PIPESCOPE_HAVE_CUPTI
 
 struct GpuOpTrace::Impl {
+    const schedule::Schedule* schedule = nullptr;  // set by start()
     cupti::GpuSpanAccumulator spans;
     GpuTraceSummary summary;
     // Flushing parses CUPTI's buffers and hands the rows to the writer: the drain thread does
@@ -105,6 +140,17 @@ struct GpuOpTrace::Impl {
             cupti::writeActivity(activity, *writer);
         }
         spans.add(activity);
+        // The op of each record attributed so far: records and their correlations may come in
+        // different flushes, so a record's row may follow it by a flush.
+        std::vector<OpDeviceRecord> records;
+        for (const cupti::AttributedRecord& a : spans.takeAttributed()) {
+            records.push_back({a.external_id, a.global_pid, a.correlation_id, a.start});
+        }
+        if (writer != nullptr) {
+            for (const trace::OpCorrelation& row : opCorrelationRows(*schedule, records, nullptr)) {
+                writer->addOpCorrelation(row);
+            }
+        }
     }
 };
 
@@ -140,6 +186,7 @@ std::string GpuOpTrace::start() {
         cupti::ActivityTracer::instance().start(global_pid, origin_steady, origin_cupti);
     active_ = why.empty();
     if (active_) {
+        impl_->schedule = &schedule_;
         impl_->summary.steady_clock = cupti::ActivityTracer::instance().steadyClock();
         impl_->startDrain(writer_);
     }

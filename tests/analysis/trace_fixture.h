@@ -133,7 +133,8 @@ struct FixtureOptions {
     int warmup = 1;
     std::string name = "fixture \"A\" \\ d\xc3\xa9mo\t\xe2\x9c\x93";
     std::vector<trace::KernelRecord> kernels;  // more kernel rows (times in ns of the trace)
-    std::vector<FixtureOp> more_ops;           // more op rows (device spans, say)
+    std::vector<trace::OpCorrelation> op_correlations;  // the ops of kernels (op_correlation)
+    std::vector<FixtureOp> more_ops;                    // more op rows (device spans, say)
     int last_iteration_ops = -1;  // >= 0: only so many ops of iteration 1 (a run stopped in it)
 };
 
@@ -234,6 +235,9 @@ inline QString writeFixtureTrace(const QString& path, const FixtureOptions& o = 
     w.addKernel(k);
     for (const trace::KernelRecord& more : o.kernels) {
         w.addKernel(more);
+    }
+    for (const trace::OpCorrelation& c : o.op_correlations) {
+        w.addOpCorrelation(c);
     }
     if (!o.finish) {
         const trace::TraceStatus st = w.flush();

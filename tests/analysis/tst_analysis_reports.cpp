@@ -42,6 +42,7 @@ class TestAnalysisReports : public QObject {
     void opKinds();
     void opKindReports();
     void kernelSummary();
+    void kernelsCountByTheirOp();
     void progressAndCancel();
 
   private:
@@ -352,6 +353,97 @@ void TestAnalysisReports::kernelSummary() {
         QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatKernelsJson(k, stats)));
     QCOMPARE(doc.object().value("kernels").toArray().first().toObject().value("short_name"),
              QJsonValue("gemm"));
+}
+
+// A pipeline's iteration windows overlap across ranks: a kernel that starts in iteration 1's
+// window may be launched by an op of iteration 0 (rank 2's OPT, finishing on the device after
+// the next iteration began), and one launched by iteration 1 (rank 0's OPT) may start after it.
+// With op_correlation each counts in its op's iteration, and kernels of no op in none; without
+// it, by start time.
+void TestAnalysisReports::kernelsCountByTheirOp() {
+    constexpr std::int64_t kPid = std::int64_t{9} << 24;
+    auto kernel = [&](std::int64_t start_us, std::int64_t correlation, const char* name) {
+        trace::KernelRecord k;
+        k.start = start_us * kUs;
+        k.end = k.start + 2 * kUs;
+        k.correlation_id = correlation;
+        k.global_pid = kPid;
+        k.demangled_name = name;
+        k.short_name = name;
+        return k;
+    };
+    test::FixtureOptions o;
+    o.kernels = {kernel(101, 1, "adamw"),   // iteration 0's OPT on rank 2, late
+                 kernel(120, 2, "gemm"),    // iteration 1's F0 on rank 1
+                 kernel(130, 3, "fill"),    // of no op
+                 kernel(175, 4, "adamw")};  // iteration 1's OPT on rank 0, past the window
+    o.op_correlations = {{kPid, 1, 101 * kUs, 2, 0, 5},
+                         {kPid, 2, 120 * kUs, 1, 1, 9},
+                         {kPid, 4, 175 * kUs, 0, 1, 15}};
+    const QString linked = dir_.filePath("kernels-linked.db");
+    QCOMPARE(test::writeFixtureTrace(linked, o), QString());
+    test::FixtureOptions unlinked = o;
+    unlinked.op_correlations.clear();
+    const QString windowed = dir_.filePath("kernels-windowed.db");
+    QCOMPARE(test::writeFixtureTrace(windowed, unlinked), QString());
+
+    const auto summarize = [](const QString& path, analysis::KernelSummary* k, RunStats* stats) {
+        trace::TraceReader reader;
+        QVERIFY(reader.open(path.toStdString()).ok());
+        QVERIFY(analysis::analyzeRun(reader, {}, stats).ok());
+        QVERIFY(analysis::summarizeKernels(reader, *stats, k).ok());
+    };
+    analysis::KernelSummary by_op;
+    RunStats stats;
+    summarize(linked, &by_op, &stats);
+    QCOMPARE(stats.measured, std::vector<int>{1});
+    QVERIFY(by_op.rule == analysis::KernelRule::Op);
+    QCOMPARE(by_op.kernels_in_trace, std::int64_t{5});
+    QCOMPARE(by_op.launches, std::int64_t{2});     // gemm at 120 us and adamw at 175 us
+    QCOMPARE(by_op.outside_ops, std::int64_t{2});  // fill and the fixture's own kernel
+    QCOMPARE(by_op.kernels.size(), std::size_t{2});
+    QCOMPARE(by_op.kernels[0].name, std::string("adamw"));
+    QCOMPARE(by_op.kernels[0].count, std::int64_t{1});
+    QCOMPARE(by_op.kernels[1].name, std::string("gemm"));
+    const QString table = QString::fromStdString(analysis::formatKernelsTable(by_op, stats, 0));
+    QVERIFY2(table.contains("(kernels counted by the iteration of the op that launched them; 2 "
+                            "of the trace's kernels are of no op)"),
+             qPrintable(table));
+    const QJsonObject json = QJsonDocument::fromJson(QByteArray::fromStdString(
+                                                         analysis::formatKernelsJson(by_op, stats)))
+                                 .object();
+    QCOMPARE(json.value("rule").toString(), QString("op"));
+    QCOMPARE(json.value("kernels_outside_ops").toInt(), 2);
+    QCOMPARE(json.value("launches").toInt(), 2);
+
+    // The same kernels without op_correlation (a trace written before it existed): by start
+    // time, the late adamw of iteration 0 and the fill count, the adamw at 175 us does not.
+    analysis::KernelSummary by_window;
+    summarize(windowed, &by_window, &stats);
+    QVERIFY(by_window.rule == analysis::KernelRule::Window);
+    QCOMPARE(by_window.launches, std::int64_t{3});
+    QCOMPARE(by_window.outside_ops, std::int64_t{0});
+    const QString old_table =
+        QString::fromStdString(analysis::formatKernelsTable(by_window, stats, 0));
+    QVERIFY2(old_table.contains("(kernels counted by start time inside the iterations' windows: "
+                                "this trace does not tie kernels to ops)"),
+             qPrintable(old_table));
+    QCOMPARE(QJsonDocument::fromJson(
+                 QByteArray::fromStdString(analysis::formatKernelsJson(by_window, stats)))
+                 .object()
+                 .value("rule")
+                 .toString(),
+             QString("window"));
+
+    // Iteration 0 alone, by op: the late adamw, not the fixture's kernel (of no op).
+    analysis::AnalysisOptions only0;
+    only0.iteration = 0;
+    trace::TraceReader reader;
+    QVERIFY(reader.open(linked.toStdString()).ok());
+    QVERIFY(analysis::analyzeRun(reader, only0, &stats).ok());
+    QVERIFY(analysis::summarizeKernels(reader, stats, &by_op).ok());
+    QCOMPARE(by_op.launches, std::int64_t{1});
+    QCOMPARE(by_op.kernels[0].name, std::string("adamw"));
 }
 
 // Long enough that the progress callback is called many times: 40000 ops and 10000 samples.

@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include <pipescope/cuda/cuda_rank_backend.h>
 #include <pipescope/cuda/gpu_trace.h>
@@ -91,6 +92,31 @@ void spansBecomeGpuRows(const ps::schedule::Schedule& s) {
     expect(b.rank == 1 && b.iteration == 1 && b.op_index == 2 &&
                b.kind == static_cast<ps::trace::OpKind>(op_b.kind) && b.chunk == op_b.chunk,
            "the row carries the op's kind, micro-batch and chunk from the schedule");
+}
+
+void recordsBecomeOpCorrelationRows(const ps::schedule::Schedule& s) {
+    // Three records of ops the schedule has (two of one op) and one of no rank 5, in CUPTI's
+    // order: each becomes the op_correlation row of its op, in that order.
+    constexpr std::int64_t kPid = std::int64_t{31} << 24;
+    const std::vector<ps::cuda::OpDeviceRecord> records = {
+        {ps::exec::opKeyId({1, 1, 2}), kPid, 900, 5'000},
+        {ps::exec::opKeyId({5, 0, 0}), kPid, 901, 5'100},
+        {ps::exec::opKeyId({0, 0, 0}), kPid, 7, 1'000},
+        {ps::exec::opKeyId({1, 1, 2}), kPid, 902, 6'000},
+    };
+    std::int64_t unknown = -1;
+    const auto rows = ps::cuda::opCorrelationRows(s, records, &unknown);
+    expect(unknown == 1 && rows.size() == 3, "records of no op are counted and left out");
+    if (rows.size() != 3) {
+        return;
+    }
+    expect(rows[0].rank == 1 && rows[0].iteration == 1 && rows[0].op_index == 2 &&
+               rows[0].global_pid == kPid && rows[0].correlation_id == 900 &&
+               rows[0].start == 5'000,
+           "a record's row names its op (rank, iteration, index) and the record");
+    expect(rows[1].rank == 0 && rows[1].op_index == 0 && rows[1].correlation_id == 7 &&
+               rows[2].correlation_id == 902 && rows[2].start == 6'000,
+           "the rows keep the records' order");
 }
 
 bool haveDevice(std::string* why) {
@@ -191,6 +217,23 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
                                                   std::to_string(compute) + ")");
     expect(inside == matched, "each gpu row lies inside its op's host span (" +
                                   std::to_string(inside) + " of " + std::to_string(matched) + ")");
+    // Every kernel of an op is tied to it: its op has a gpu row that holds the kernel.
+    std::int64_t linked = 0, held = 0;
+    (void)reader.forEachKernelWithOp([&](const ps::trace::KernelRecord& k,
+                                         const ps::trace::OpCorrelation* op) {
+        if (op == nullptr) {
+            return true;
+        }
+        ++linked;
+        const auto it = device.find({op->rank, op->iteration, op->op_index});
+        held += it != device.end() && it->second.start_ns <= k.start && k.end <= it->second.end_ns
+                    ? 1
+                    : 0;
+        return true;
+    });
+    expect(linked > 0 && held == linked && reader.opCorrelationCount() >= linked,
+           "each kernel of an op is tied to it by op_correlation, inside its gpu row (" +
+               std::to_string(held) + " of " + std::to_string(linked) + ")");
     std::filesystem::remove(path);
 }
 
@@ -205,6 +248,7 @@ int main() {
     }
     opIdsRoundTrip();
     spansBecomeGpuRows(*gen.schedule);
+    recordsBecomeOpCorrelationRows(*gen.schedule);
     std::string why;
     if (haveDevice(&why)) {
         tracedRun(c, *gen.schedule);

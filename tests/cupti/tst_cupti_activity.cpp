@@ -1,6 +1,7 @@
 // The CUPTI record parser on activity buffers built here, record by record, as CUPTI fills them
 // on a GPU: every field lands in its Nsight column, times move to the trace's origin, external
 // correlation ties kernels to ops, and a bad buffer is an error, not a crash. Needs no GPU.
+#include <algorithm>
 #include <cstring>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -184,6 +185,7 @@ void TstCuptiActivity::everyRecordKindBecomesItsRow() {
     QCOMPARE(out.runtime[0].name, std::string("cudaLaunchKernel_v7000"));
     QCOMPARE(out.runtime[0].global_tid, kPid | 77);
     QCOMPARE(out.runtime[0].start, std::int64_t(4'000));
+    QCOMPARE(out.runtime[0].event_class, trace::kEventClassCudaRuntime);
 
     QCOMPARE(out.syncs.size(), std::size_t(1));
     QCOMPARE(out.syncs[0].sync_type,
@@ -227,6 +229,22 @@ void TstCuptiActivity::externalCorrelationGivesEachOpItsGpuSpan() {
     const auto spans = cupti::gpuSpansByExternalId(a);
     QCOMPARE(spans.size(), std::size_t(2));
     QCOMPARE(spans.at(11).start, std::int64_t(1'000));
+    // Each kernel of an op is tied to it by its own process, correlation id and start (the
+    // trace's op_correlation row); kernel 203 is of no op.
+    cupti::GpuSpanAccumulator acc;
+    acc.add(a);
+    auto records = acc.takeAttributed();
+    std::sort(records.begin(), records.end(),
+              [](const auto& x, const auto& y) { return x.start < y.start; });
+    QCOMPARE(records.size(), std::size_t(3));
+    const std::int64_t expected[][3] = {{200, 1'000, 11}, {201, 3'000, 11}, {202, 5'000, 12}};
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        QCOMPARE(records[i].correlation_id, expected[i][0]);
+        QCOMPARE(records[i].start, expected[i][1]);
+        QCOMPARE(records[i].external_id, static_cast<std::uint64_t>(expected[i][2]));
+        QCOMPARE(records[i].global_pid, kPid);
+    }
+    QVERIFY(acc.takeAttributed().empty());  // each record once
     QCOMPARE(spans.at(11).end, std::int64_t(4'500));
     QCOMPARE(spans.at(11).kernels, 2);
     QCOMPARE(spans.at(12).start, std::int64_t(5'000));
@@ -253,10 +271,19 @@ void TstCuptiActivity::accumulatorJoinsPiecesInAnyOrder() {
     QVERIFY(acc.spans().empty());
     QCOMPARE(acc.unattributed(), std::size_t(3));
 
+    QVERIFY(acc.takeAttributed().empty());  // no op known yet
+
     ActivityBuffer two;
     two.add(external(300, 20));
     two.add(external(301, 20));
     feed(two);
+    // The kernels that waited for their correlation are tied to their op now.
+    const auto late = acc.takeAttributed();
+    QCOMPARE(late.size(), std::size_t(2));
+    QCOMPARE(late[0].correlation_id, std::int64_t(300));
+    QCOMPARE(late[0].start, std::int64_t(10'000));
+    QCOMPARE(late[0].external_id, std::uint64_t(20));
+    QCOMPARE(late[1].correlation_id, std::int64_t(301));
     QCOMPARE(acc.spans().size(), std::size_t(1));
     QCOMPARE(acc.spans().at(20).start, std::int64_t(10'000));
     QCOMPARE(acc.spans().at(20).end, std::int64_t(12'500));
@@ -272,11 +299,14 @@ void TstCuptiActivity::accumulatorJoinsPiecesInAnyOrder() {
     QCOMPARE(acc.spans().at(21).end, std::int64_t(14'000));
     QCOMPARE(acc.unattributed(), std::size_t(2));
 
+    QCOMPARE(acc.takeAttributed().size(), std::size_t(1));  // 302; 303 is of no op
+
     // A correlation is used once: a second record with the same id is not attributed twice.
     ActivityBuffer again;
     again.add(kernel(300, 90'000, 91'000, "a"));
     feed(again);
     QCOMPARE(acc.spans().at(20).end, std::int64_t(12'500));
+    QVERIFY(acc.takeAttributed().empty());
     acc.clearSpans();
     QVERIFY(acc.spans().empty());
 }
@@ -363,6 +393,9 @@ void TstCuptiActivity::callsWithoutDeviceWorkKeepNoCorrelation() {
     QCOMPARE(out.runtime.size(), std::size_t(4));
     QCOMPARE(out.runtime.back().name, std::string("cuLaunchKernel"));
     QCOMPARE(out.runtime.back().correlation_id, std::int64_t(504));
+    // Nsight's classes: the driver's launch is a driver call, the others runtime calls.
+    QCOMPARE(out.runtime.back().event_class, trace::kEventClassCudaDriver);
+    QCOMPARE(out.runtime.front().event_class, trace::kEventClassCudaRuntime);
     QCOMPARE(out.skipped, std::int64_t(1));  // cuCtxGetCurrent
     QCOMPARE(out.external.size(), std::size_t(2));
     QVERIFY(out.external.count(503) == 1 && out.external.count(504) == 1);
@@ -451,6 +484,15 @@ void TstCuptiActivity::copiesJoinByTheirRuntimeCall() {
     QCOMPARE(acc.spans().at(50).start, std::int64_t(100));
     QCOMPARE(acc.spans().at(50).end, std::int64_t(300));
     QCOMPARE(acc.spans().at(51).kernels, 1);
+    // A copy's op_correlation row names the copy by its own correlation id (its driver call's,
+    // what the MEMCPY table holds), not the runtime call's that carried the op.
+    const auto records = acc.takeAttributed();
+    QCOMPARE(records.size(), std::size_t(2));
+    QCOMPARE(records[0].correlation_id, std::int64_t(700));
+    QCOMPARE(records[0].external_id, std::uint64_t(50));
+    QCOMPARE(records[0].start, std::int64_t(100));
+    QCOMPARE(records[1].correlation_id, std::int64_t(702));
+    QCOMPARE(records[1].external_id, std::uint64_t(51));
     // Appending keeps the copies' runtime correlations.
     cupti::ParsedActivity joined;
     joined.memcpys.push_back({});  // a copy made by hand, without one

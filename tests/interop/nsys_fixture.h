@@ -89,6 +89,7 @@ inline QString writeRun(const QString& path, bool with_gpu_lane = false) {
 inline const char* const kNsightSchema = R"sql(
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
+CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
     rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
     endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
@@ -141,9 +142,13 @@ inline std::string range(std::int64_t start, std::int64_t end, const std::string
            ", 0);";
 }
 
-inline std::string call(std::int64_t start, std::int64_t thread, int correlation) {
+// A runtime call (eventClass 0, cudaLaunchKernel), or with `driver` a driver call (1,
+// cuLaunchKernel), as Nsight's ENUM_NSYS_EVENT_CLASS numbers them.
+inline std::string call(std::int64_t start, std::int64_t thread, int correlation,
+                        bool driver = false) {
     return "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (" + ns(start) + ", " + ns(start + 3) +
-           ", 1, " + std::to_string(thread) + ", " + std::to_string(correlation) + ", 1, 0, NULL);";
+           (driver ? ", 1, " : ", 0, ") + std::to_string(thread) + ", " +
+           std::to_string(correlation) + (driver ? ", 5" : ", 1") + ", 0, NULL);";
 }
 
 inline std::string kernel(std::int64_t start, std::int64_t end, int correlation) {
@@ -168,7 +173,10 @@ inline QString writeExport(const QString& path, bool pipescope_ranges = true,
     sql +=
         "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), "
         "(2, 'void gemm_kernel<float>(float const*)'), (3, 'gemm_kernel'), "
-        "(4, 'B0 [r0 i0 #2]');";
+        "(4, 'B0 [r0 i0 #2]'), (5, 'cuLaunchKernel'), (6, 'rank 0 compute'), "
+        "(7, 'rank 1 compute');";
+    sql += "INSERT INTO ThreadNames VALUES (6, 0, " + std::to_string(tid(0, 0)) + "), (7, 0, " +
+           std::to_string(tid(1, 0)) + ");";
     sql += "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (" +
            std::to_string(kRunStart - kSession) + ", NULL, NULL);";
     sql +=
@@ -188,7 +196,8 @@ inline QString writeExport(const QString& path, bool pipescope_ranges = true,
     // Rank 1: RECV_F0 (4500), F0 (15000: an outlier), B0 has no range.
     sql += range(4500, 5900, label("RECV_F0<0", 1, 0), tid(1, 1));
     sql += range(15000, 15500, label("F0", 1, 1), tid(1, 0));
-    // A range of an op the run does not have, one of other code, a mark and a registration.
+    // A range of an op the run does not have, one of other code, a mark and the registration
+    // of the PipeScope domain (its name for domainId 1).
     sql += range(31000, 31500, label("W0", 0, 9), tid(0, 0));
     sql += range(100, 200, "megatron forward", tid(0, 0));
     sql += "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid) VALUES (" + ns(50) +
@@ -196,13 +205,14 @@ inline QString writeExport(const QString& path, bool pipescope_ranges = true,
     sql += "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (" +
            ns(10) + ", 75, 'PipeScope', " + std::to_string(tid(0, 0)) + ", 1);";
     // Runtime calls: two in F0 of rank 0, one in SEND_F0, one in B0 that reuses correlation
-    // id 11 (ids wrap around), one upload outside every range, one in rank 1's F0.
+    // id 11 (ids wrap around), one upload outside every range, one in rank 1's F0 (a driver
+    // call, as cuBLAS makes).
     sql += call(1300, tid(0, 0), 10);
     sql += call(1400, tid(0, 0), 11);
     sql += call(5320, tid(0, 1), 12);
     sql += call(20500, tid(0, 0), 11);
     sql += call(600, tid(0, 0), 13);
-    sql += call(15100, tid(1, 0), 14);
+    sql += call(15100, tid(1, 0), 14, true);
     // Device work on the run's clock: F0 of rank 0 ran [1500, 2500] and [2600, 4000]; its
     // SEND_F0 copied [5400, 5600]; B0 ran [21000, 28000] (the kernel of the second call with id
     // 11); the upload's memset is no op's; rank 1's F0 ran [15200, 15800].

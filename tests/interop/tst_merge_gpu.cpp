@@ -49,8 +49,11 @@ QString writeRankTrace(const QString& path, int rank) {
     k.start = t;
     k.end = t + 5;
     k.global_pid = pid;
+    k.correlation_id = 5;
     k.demangled_name = k.short_name = "gemm";
     w.addKernel(k);
+    w.addOpCorrelation({pid, 5, t, rank, 0, 0});  // the kernel is the rank's op's
+    w.addThreadName({pid | 1, "rank " + std::to_string(rank), 0});
     trace::MemcpyRecord c;
     c.start = t;
     c.end = t + 6;
@@ -65,6 +68,7 @@ QString writeRankTrace(const QString& path, int rank) {
     r.end = t + 8;
     r.global_tid = pid | 1;
     r.name = "cudaLaunchKernel_v7000";
+    r.event_class = rank == 1 ? trace::kEventClassCudaDriver : trace::kEventClassCudaRuntime;
     w.addRuntime(r);
     trace::SyncRecord y;
     y.start = t;
@@ -170,6 +174,27 @@ class TstMergeGpu : public QObject {
             }
         }
         QCOMPARE(marks, 2);
+        // Each kernel is still its op's: the op_correlation rows moved with the kernels.
+        int linked = 0;
+        QVERIFY(m.forEachKernelWithOp([&](const trace::KernelRecord& k,
+                                          const trace::OpCorrelation* op) {
+                     linked += op != nullptr && op->rank == (k.start == 100 ? 0 : 1) ? 1 : 0;
+                     return true;
+                 }).ok());
+        QCOMPARE(linked, 2);
+        QCOMPARE(m.opCorrelationCount(), 2);
+        // Calls keep their class; both files' thread names come through.
+        int driver = 0;
+        for (const auto& c : calls) {
+            driver += c.event_class == trace::kEventClassCudaDriver ? 1 : 0;
+        }
+        QCOMPARE(driver, 1);
+        std::vector<std::string> threads;
+        QVERIFY(m.forEachThreadName([&](const trace::ThreadName& t) {
+                     threads.push_back(t.name);
+                     return true;
+                 }).ok());
+        QCOMPARE(threads, (std::vector<std::string>{"rank 0", "rank 1"}));
         // The GPU both processes ran on is listed once.
         const auto gpus = m.gpus();
         QCOMPARE(gpus.size(), std::size_t(1));

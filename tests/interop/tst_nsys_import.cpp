@@ -76,6 +76,27 @@ std::int64_t queryInt(const QString& path, const std::string& sql) {
     return value;
 }
 
+// Every row of a query, as integers.
+std::vector<std::vector<std::int64_t>> queryRows(const QString& path, const std::string& sql) {
+    std::vector<std::vector<std::int64_t>> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READONLY, nullptr) ==
+        SQLITE_OK) {
+        sqlite3_stmt* s = nullptr;
+        if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
+            while (sqlite3_step(s) == SQLITE_ROW) {
+                rows.emplace_back();
+                for (int c = 0; c < sqlite3_column_count(s); ++c) {
+                    rows.back().push_back(sqlite3_column_int64(s, c));
+                }
+            }
+        }
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return rows;
+}
+
 }  // namespace
 
 class TstNsysImport : public QObject {
@@ -124,7 +145,8 @@ class TstNsysImport : public QObject {
         QCOMPARE(r.memsets, 1);
         QCOMPARE(r.runtime_calls, 6);
         QCOMPARE(r.unattributed, 1);  // the upload's memset
-        QCOMPARE(r.nvtx_events, 8);   // 7 ranges and the mark; not the registration
+        QCOMPARE(r.nvtx_events, 9);   // 7 ranges, the mark and the domain's registration
+        QCOMPARE(r.thread_names, 2);
         QCOMPARE(report.gpu_rows, 4);
 
         trace::TraceReader out;
@@ -182,7 +204,59 @@ class TstNsysImport : public QObject {
         QCOMPARE(queryInt(o, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), 1);
         QCOMPARE(queryInt(o, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), 1);
         QCOMPARE(queryInt(o, "SELECT count(*) FROM TARGET_INFO_GPU"), 1);
-        QCOMPARE(queryInt(o, "SELECT count(*) FROM NVTX_EVENTS"), 8);
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM NVTX_EVENTS"), 9);
+        // The domain's name is kept (Nsight's domainId means nothing without it), and it is no
+        // range: it has no end, and the op ranges counted above are as many as before.
+        QCOMPARE(queryInt(o,
+                          "SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND "
+                          "text = 'PipeScope' AND end IS NULL"),
+                 1);
+        // Thread names, through the output's own StringIds.
+        QCOMPARE(queryInt(o,
+                          "SELECT t.globalTid FROM ThreadNames t JOIN StringIds s ON "
+                          "s.id = t.nameId WHERE s.value = 'rank 1 compute'"),
+                 tid(1, 0));
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM ThreadNames"), 2);
+        // Each call keeps its class: rank 1's F0 made a driver call, the others runtime calls.
+        QCOMPARE(queryInt(o,
+                          "SELECT r.globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                          "ON s.id = r.nameId WHERE r.eventClass = 1 AND s.value = "
+                          "'cuLaunchKernel'"),
+                 tid(1, 0));
+        QCOMPARE(
+            queryInt(o, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 0"),
+            5);
+
+        // Which op each device record belongs to (nsys_fixture.h), on the run's clock: F0 of
+        // rank 0 launched the kernels of calls 10 and 11, its SEND_F0 the copy, B0 the kernel
+        // of the second call with id 11, rank 1's F0 the kernel of call 14; the upload's memset
+        // is no op's and has no row.
+        const std::vector<std::vector<std::int64_t>> expected_links = {
+            // table (0 kernel, 1 copy), start, correlation, rank, iteration, op index
+            {0, 1100, 10, 0, 0, 0},  {0, 2200, 11, 0, 0, 0},  {1, 5000, 12, 0, 0, 1},
+            {0, 14800, 14, 1, 0, 1}, {0, 20600, 11, 0, 0, 2},
+        };
+        const auto links =
+            queryRows(o,
+                      "SELECT 0, k.start, k.correlationId, c.rank, c.iteration, c.op_index "
+                      "FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN op_correlation c "
+                      "USING (globalPid, correlationId, start) UNION ALL "
+                      "SELECT 1, m.start, m.correlationId, c.rank, c.iteration, c.op_index "
+                      "FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN op_correlation c "
+                      "USING (globalPid, correlationId, start) ORDER BY 2");
+        QCOMPARE(links, expected_links);
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM op_correlation"), 5);
+        QCOMPARE(queryInt(o,
+                          "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET m JOIN op_correlation c "
+                          "USING (globalPid, correlationId, start)"),
+                 0);
+        // The link names the run's ops: each joins its op's host row.
+        QCOMPARE(
+            queryInt(o,
+                     "SELECT count(*) FROM op_correlation c JOIN op ON op.rank = c.rank AND "
+                     "op.iteration = c.iteration AND op.op_index = c.op_index AND op.lane <> 2"),
+            5);
+        QCOMPARE(out.opCorrelationCount(), 5);
         QCOMPARE(queryInt(o,
                           "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = "
                           "n.textId WHERE coalesce(n.text, s.value) = 'B0 [r0 i0 #2]'"),
@@ -198,6 +272,8 @@ class TstNsysImport : public QObject {
         QCOMPARE(r.exit_code, 0);
         QVERIFY2(r.out.contains("5 of 6 op ranges matched ops of the run; clock offset "
                                 "-2500.4 us (spread 0.1 us)"),
+                 r.out.constData());
+        QVERIFY2(r.out.contains("0 synchronizations, 9 NVTX events, 2 thread names\n"),
                  r.out.constData());
         QVERIFY2(r.out.contains("1 device records were launched outside every op"),
                  r.out.constData());

@@ -111,6 +111,8 @@ class TstTraceRoundtrip : public QObject {
     void refusesToOverwrite();
     void overwritesWhenAsked();
     void refusesNewerSchema();
+    void opCorrelationTiesRecordsToOps();
+    void tracesWithoutOpCorrelationStillRead();
     void recognisesForeignFiles_data();
     void recognisesForeignFiles();
     void smallBatchesCommitAsTheyGo();
@@ -321,6 +323,167 @@ void TstTraceRoundtrip::refusesNewerSchema() {
     const auto st = r.open(path.toStdString());
     QCOMPARE(int(st.code), int(TraceStatus::Code::NewerVersion));
     QVERIFY2(QString::fromStdString(st.message).contains("version 99"), st.message.c_str());
+}
+
+// A kernel, copy and memset are tied to their ops by (globalPid, correlationId, start). The
+// second kernel reuses the first one's correlation id (ids are 32-bit and come round again in a
+// long run): its start keeps the two apart. The third kernel is of no op.
+void TstTraceRoundtrip::opCorrelationTiesRecordsToOps() {
+    const QString path = dir_.filePath("linked.db");
+    constexpr std::int64_t kPid = std::int64_t{77} << 24;
+    {
+        TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+        const auto kernel = [&](std::int64_t start, std::int64_t correlation) {
+            KernelRecord k;
+            k.start = start;
+            k.end = start + 100;
+            k.correlation_id = correlation;
+            k.global_pid = kPid;
+            k.demangled_name = "gemm";
+            k.short_name = "gemm";
+            return k;
+        };
+        w.addKernel(kernel(1000, 42));
+        w.addKernel(kernel(9000, 42));
+        w.addKernel(kernel(50, 7));
+        MemcpyRecord m;
+        m.start = 2000;
+        m.end = 2100;
+        m.correlation_id = 43;
+        m.global_pid = kPid;
+        w.addMemcpy(m);
+        w.addOpCorrelation({kPid, 42, 1000, 0, 1, 5});
+        w.addOpCorrelation({kPid, 42, 9000, 1, 2, 3});
+        w.addOpCorrelation({kPid, 43, 2000, 0, 1, 6});
+        RuntimeRecord launch{990, 995, kPid | 5, 42, "cudaLaunchKernel_v7000", 0};
+        RuntimeRecord driver{8990, 8995, kPid | 5, 42, "cuLaunchKernel", 0};
+        driver.event_class = kEventClassCudaDriver;
+        w.addRuntime(launch);
+        w.addRuntime(driver);
+        w.addThreadName({kPid | 5, "rank 0 compute", 0});
+        w.addNvtx({10, std::nullopt, 75, "PipeScope", kPid | 5, 1});
+        QVERIFY(w.finish(RunStatus::Complete).ok());
+    }
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QCOMPARE(r.opCorrelationCount(), 3);
+    std::vector<std::pair<std::int64_t, std::optional<OpCorrelation>>> kernels;
+    QVERIFY(r.forEachKernelWithOp([&](const KernelRecord& k, const OpCorrelation* op) {
+                 kernels.emplace_back(k.start, op ? std::optional(*op) : std::nullopt);
+                 return true;
+             }).ok());
+    QCOMPARE(kernels.size(), std::size_t(3));
+    QCOMPARE(kernels[0].first, 50);
+    QVERIFY(!kernels[0].second);
+    QCOMPARE(kernels[1].first, 1000);
+    QVERIFY(kernels[1].second);
+    QCOMPARE(kernels[1].second->rank, 0);
+    QCOMPARE(kernels[1].second->iteration, 1);
+    QCOMPARE(kernels[1].second->op_index, 5);
+    QCOMPARE(kernels[2].first, 9000);
+    QVERIFY(kernels[2].second);
+    QCOMPARE(kernels[2].second->rank, 1);
+    QCOMPARE(kernels[2].second->iteration, 2);
+    QCOMPARE(kernels[2].second->op_index, 3);
+    std::vector<OpCorrelation> rows;
+    QVERIFY(r.forEachOpCorrelation([&](const OpCorrelation& c) {
+                 rows.push_back(c);
+                 return true;
+             }).ok());
+    QCOMPARE(rows.size(), std::size_t(3));
+    QCOMPARE(rows[1].start, 2000);  // by start
+    QCOMPARE(rows[1].correlation_id, 43);
+    QCOMPARE(rows[1].global_pid, kPid);
+
+    // Plain SQL: the kernels of each iteration, and a copy's op, by an equijoin.
+    QCOMPARE(sqlInt(path,
+                    "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+                    "JOIN op_correlation c USING (globalPid, correlationId, start) "
+                    "WHERE c.iteration = 1"),
+             1);
+    QCOMPARE(sqlInt(path,
+                    "SELECT c.op_index FROM CUPTI_ACTIVITY_KIND_MEMCPY m "
+                    "JOIN op_correlation c USING (globalPid, correlationId, start)"),
+             6);
+    QCOMPARE(sqlInt(path,
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                    "name = 'op_correlation_record'"),
+             1);
+    // The runtime call's class, as Nsight's ENUM_NSYS_EVENT_CLASS names it.
+    QCOMPARE(
+        sqlInt(path,
+               "SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN ENUM_NSYS_EVENT_CLASS e "
+               "ON e.id = r.eventClass WHERE e.name = 'TRACE_PROCESS_EVENT_CUDA_DRIVER'"),
+        8990);
+    QCOMPARE(
+        sqlInt(path,
+               "SELECT r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN ENUM_NSYS_EVENT_CLASS e "
+               "ON e.id = r.eventClass WHERE e.name = 'TRACE_PROCESS_EVENT_CUDA_RUNTIME'"),
+        990);
+    std::vector<RuntimeRecord> calls;
+    QVERIFY(r.forEachRuntime([&](const RuntimeRecord& c) {
+                 calls.push_back(c);
+                 return true;
+             }).ok());
+    QCOMPARE(calls.size(), std::size_t(2));
+    QCOMPARE(calls[0].event_class, kEventClassCudaRuntime);
+    QCOMPARE(calls[1].event_class, kEventClassCudaDriver);
+    // Thread names through StringIds, a domain's name in NVTX_EVENTS, and the export schema
+    // version that scripts check.
+    QCOMPARE(sqlInt(path,
+                    "SELECT t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+                    "WHERE s.value = 'rank 0 compute'"),
+             kPid | 5);
+    std::vector<ThreadName> threads;
+    QVERIFY(r.forEachThreadName([&](const ThreadName& t) {
+                 threads.push_back(t);
+                 return true;
+             }).ok());
+    QCOMPARE(threads.size(), std::size_t(1));
+    QCOMPARE(threads[0].name, std::string("rank 0 compute"));
+    QCOMPARE(sqlInt(path,
+                    "SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'PipeScope' "
+                    "AND end IS NULL"),
+             1);
+    QCOMPARE(sqlInt(path,
+                    "SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION' "
+                    "AND value GLOB '3.[0-9]*.[0-9]*'"),
+             1);
+}
+
+// A trace written before op_correlation existed (schema version 2 had no such table) opens,
+// reads its kernels without ops, and can still be repaired.
+void TstTraceRoundtrip::tracesWithoutOpCorrelationStillRead() {
+    const QString path = dir_.filePath("older.db");
+    {
+        TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sampleRun()).ok());
+        KernelRecord k;
+        k.start = 100;
+        k.end = 200;
+        k.demangled_name = "gemm";
+        w.addKernel(k);
+        QVERIFY(w.flush().ok());
+        // Dropped while the run is still "running", as an older runner that crashed left it.
+        sqlExec(path, "DROP TABLE op_correlation");
+    }
+    QCOMPARE(sqlInt(path, "SELECT count(*) FROM sqlite_master WHERE name = 'op_correlation'"), 0);
+    QVERIFY(finalizeTrace(path.toStdString(), "crashed").ok());
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QVERIFY2(st.ok(), st.message.c_str());
+    QVERIFY(r.finalized());
+    QCOMPARE(r.opCorrelationCount(), 0);
+    int kernels = 0;
+    QVERIFY(r.forEachKernelWithOp([&](const KernelRecord&, const OpCorrelation* op) {
+                 kernels += op == nullptr ? 1 : 100;
+                 return true;
+             }).ok());
+    QCOMPARE(kernels, 1);
+    int rows = 0;
+    QVERIFY(r.forEachOpCorrelation([&](const OpCorrelation&) { return ++rows > 0; }).ok());
+    QCOMPARE(rows, 0);
 }
 
 void TstTraceRoundtrip::recognisesForeignFiles_data() {

@@ -1,5 +1,6 @@
 // CUPTI activity records turned into the Nsight-compatible rows of a trace (trace-format.md),
-// and the GPU span of each op from the kernels its external correlation id ties to it.
+// and, through the external correlation id the backend pushes around each op's launches, the op
+// of each kernel, copy and memset and the GPU span of each op.
 //
 // The parser only reads buffers, so it works (and is tested) without a GPU; ActivityTracer in
 // tracer.h fills the buffers on a machine that has one.
@@ -76,6 +77,15 @@ struct GpuSpan {
 };
 std::map<std::uint64_t, GpuSpan> gpuSpansByExternalId(const ParsedActivity& activity);
 
+// A kernel, copy or memset tied to the op whose external id its call ran under: what the
+// trace's op_correlation row of the record holds, with the op still an external id.
+struct AttributedRecord {
+    std::uint64_t external_id = 0;
+    std::int64_t global_pid = 0;
+    std::int64_t correlation_id = 0;  // the record's own (a copy's: its driver call's)
+    std::int64_t start = 0;           // the record's start, which tells reused ids apart
+};
+
 // gpuSpansByExternalId over a run delivered in pieces: a device record and the external
 // correlation record of its runtime call may come in different buffers (they are per thread),
 // in any order. Memory: one entry per op, plus one per runtime call whose device record has not
@@ -86,6 +96,12 @@ class GpuSpanAccumulator {
     // The spans so far, by external id; `clear` forgets them (the correlations stay).
     const std::map<std::uint64_t, GpuSpan>& spans() const { return spans_; }
     void clearSpans() { spans_.clear(); }
+    // The records attributed since the last call, each once, in the order attributed.
+    std::vector<AttributedRecord> takeAttributed() {
+        std::vector<AttributedRecord> out;
+        out.swap(attributed_);
+        return out;
+    }
     // Device records whose runtime call ran under no external id seen so far (work outside any
     // op, such as the parameter upload before the first op).
     std::size_t unattributed() const { return unresolved_.size(); }
@@ -101,6 +117,7 @@ class GpuSpanAccumulator {
         std::int64_t start = 0;
         std::int64_t end = 0;
         std::uint32_t alias = 0;
+        std::int64_t global_pid = 0;
     };
     // By the work's correlation, else by its alias (a copy's runtime call).
     bool attribute(const DeviceWork& work);
@@ -110,6 +127,7 @@ class GpuSpanAccumulator {
     std::int64_t forgotten_ = 0;
     std::vector<DeviceWork> unresolved_;
     std::map<std::uint64_t, GpuSpan> spans_;
+    std::vector<AttributedRecord> attributed_;
 };
 
 }  // namespace pipescope::cupti

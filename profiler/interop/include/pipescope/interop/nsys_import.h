@@ -5,8 +5,9 @@
 // NVTX range with the op it is (trace/nvtx_op.h), so the export (`nsys export --type sqlite`)
 // says which runtime calls each op made, and through their correlation ids which kernels, copies
 // and memsets ran for it. The import writes a new trace: the run as it was, plus the export's
-// GPU tables (kernels, copies, memsets, runtime calls, synchronizations, NVTX events, GPUs) and a
-// gpu-lane row per op from its first device record's start to its last one's end.
+// GPU tables (kernels, copies, memsets, runtime calls, synchronizations, NVTX events, GPUs,
+// thread names), an op_correlation row tying each device record to its op, and a gpu-lane row
+// per op from its first device record's start to its last one's end.
 //
 // Clocks: Nsight counts from its session start, the trace from the run's start. A report's
 // offset is the median, over its op ranges, of the op's host-span start minus its range's start
@@ -27,11 +28,13 @@ struct NsysReportSummary {
     std::string path;
     std::int64_t op_ranges = 0;  // NVTX ranges that name an op of a run
     std::int64_t matched = 0;    // ... of this run (an op row with the same rank, iteration, index)
-    std::int64_t nvtx_events = 0;       // NVTX ranges and marks copied (the op ranges among them)
+    // NVTX ranges, marks and domain names copied (the op ranges among them)
+    std::int64_t nvtx_events = 0;
     std::int64_t clock_offset_ns = 0;   // added to the report's times
     std::int64_t offset_spread_ns = 0;  // median absolute deviation of the offsets of the ranges
     std::int64_t kernels = 0, memcpys = 0, memsets = 0, runtime_calls = 0, syncs = 0;
     std::int64_t unattributed = 0;  // device records launched outside every op range
+    std::int64_t thread_names = 0;  // ThreadNames rows copied
 };
 
 struct NsysImportReport {

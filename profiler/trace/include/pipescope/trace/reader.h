@@ -186,7 +186,16 @@ class TraceReader {
     TraceStatus forEachSync(const std::function<bool(const SyncRecord&)>& fn) const;
     TraceStatus forEachNvtx(const std::function<bool(const NvtxRecord&)>& fn) const;
     TraceStatus forEachGpuMemoryEvent(const std::function<bool(const GpuMemoryEvent&)>& fn) const;
+    TraceStatus forEachThreadName(const std::function<bool(const ThreadName&)>& fn) const;
     std::vector<GpuInfo> gpus() const;
+
+    // The op of each device record that has one (op_correlation). Traces written before the
+    // table existed have none: opCorrelationCount() is 0 and the callbacks never come.
+    std::int64_t opCorrelationCount() const;
+    TraceStatus forEachOpCorrelation(const std::function<bool(const OpCorrelation&)>& fn) const;
+    // forEachKernel, with the op of each kernel (null when op_correlation names none).
+    TraceStatus forEachKernelWithOp(
+        const std::function<bool(const KernelRecord&, const OpCorrelation*)>& fn) const;
 
     // The last error of a query (empty when none): queries on a damaged file return what they
     // could read and set this.

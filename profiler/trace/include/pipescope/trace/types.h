@@ -187,12 +187,38 @@ struct MemsetRecord {
     int mem_kind = 0;
 };
 
+// Nsight's ENUM_NSYS_EVENT_CLASS ids of CUPTI_ACTIVITY_KIND_RUNTIME.eventClass: a call of the
+// CUDA runtime, or of the driver (the launches cuBLAS and NCCL make).
+inline constexpr int kEventClassCudaRuntime = 0;
+inline constexpr int kEventClassCudaDriver = 1;
+
 struct RuntimeRecord {
     std::int64_t start = 0, end = 0;
     std::int64_t global_tid = 0;
     std::int64_t correlation_id = 0;
     std::string name;  // "cudaLaunchKernel_v7000"
     int return_value = 0;
+    int event_class = kEventClassCudaRuntime;
+};
+
+// One row of op_correlation: the op whose call launched a device record (a kernel, copy or
+// memset), found through CUPTI's external correlation id or, for an Nsight import, the op's
+// NVTX range. The record is the one of its table with the same global_pid, correlation_id and
+// start: correlation ids are 32-bit and come round again in a long run, starts tell them apart.
+struct OpCorrelation {
+    std::int64_t global_pid = 0;
+    std::int64_t correlation_id = 0;
+    std::int64_t start = 0;  // the device record's start
+    int rank = 0;
+    int iteration = 0;
+    int op_index = 0;
+};
+
+// One row of ThreadNames: a thread's name, as Nsight lists the threads it saw.
+struct ThreadName {
+    std::int64_t global_tid = 0;
+    std::string name;
+    int priority = 0;
 };
 
 struct SyncRecord {
@@ -207,7 +233,9 @@ struct SyncRecord {
 struct NvtxRecord {
     std::int64_t start = 0;
     std::optional<std::int64_t> end;  // none for marks
-    int event_type = 59;  // ENUM_NSYS_EVENT_TYPE: 59 push/pop range, 60 start/end range, 34 mark
+    // ENUM_NSYS_EVENT_TYPE: 59 push/pop range, 60 start/end range, 34 mark, 75 domain creation
+    // (text: the domain's name; no end)
+    int event_type = 59;
     std::string text;
     std::int64_t global_tid = 0;
     int domain_id = 0;

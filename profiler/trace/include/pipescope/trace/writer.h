@@ -58,6 +58,8 @@ class TraceWriter {
     void addNvtx(const NvtxRecord& n);
     void addGpuMemoryEvent(const GpuMemoryEvent& e);
     void addGpuInfo(const GpuInfo& g);
+    void addOpCorrelation(const OpCorrelation& c);
+    void addThreadName(const ThreadName& t);
 
     // Interns a string into StringIds and returns its id.
     std::int64_t stringId(std::string_view text);

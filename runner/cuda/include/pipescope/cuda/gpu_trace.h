@@ -1,10 +1,12 @@
 // CUPTI tracing of a CUDA run (profiler/cupti): the kernels, copies, memsets, runtime calls and
-// synchronizations of every rank go into the trace's Nsight-compatible tables, and each op that
-// ran device work gets a gpu-lane row (source gpu) from its first kernel's start to its last
-// kernel's end, found through the op id the backend pushes as CUPTI's external correlation id
-// around the op's launches (exec::opKeyId).
+// synchronizations of every rank go into the trace's Nsight-compatible tables, each kernel, copy
+// and memset is tied to its op by an op_correlation row, and each op that ran device work gets a
+// gpu-lane row (source gpu) from its first kernel's start to its last kernel's end; both found
+// through the op id the backend pushes as CUPTI's external correlation id around the op's
+// launches (exec::opKeyId).
 //
-// Records are written as CUPTI completes its buffers (checked once per iteration; only full
+// Records (and the op_correlation rows of those whose op is known by then) are written as CUPTI
+// completes its buffers (checked once per iteration; only full
 // buffers whose records are all complete come then, so no record of work still running is lost)
 // and the rest at the end, after the devices finished. The op rows are written at the end: a
 // kernel's record and the record tying its launch to an op may come in different buffers, and
@@ -41,6 +43,20 @@ struct OpGpuSpan {
 std::vector<trace::OpRecord> gpuOpRows(const schedule::Schedule& schedule,
                                        const std::map<std::uint64_t, OpGpuSpan>& spans,
                                        std::int64_t* unknown);
+
+// A device record of the op with this exec::opKeyId (cupti::AttributedRecord).
+struct OpDeviceRecord {
+    std::uint64_t op_id = 0;
+    std::int64_t global_pid = 0;
+    std::int64_t correlation_id = 0;
+    std::int64_t start = 0;
+};
+
+// The op_correlation rows of the records, in their order; ids that name no op of `schedule` are
+// counted in `unknown` (may be null) and left out.
+std::vector<trace::OpCorrelation> opCorrelationRows(const schedule::Schedule& schedule,
+                                                    const std::vector<OpDeviceRecord>& records,
+                                                    std::int64_t* unknown);
 
 struct GpuTraceSummary {
     std::int64_t kernels = 0;
