@@ -128,7 +128,7 @@ std::string formatKernelsTable(const KernelSummary& summary, const RunStats& sta
     const bool by_op = summary.rule == KernelRule::Op;
     if (summary.launches == 0) {
         return out + "none of the trace's " + std::to_string(summary.kernels_in_trace) +
-               (by_op ? " kernels was launched by an op of these iterations\n"
+               (by_op ? " kernels were launched by an op of these iterations\n"
                       : " kernels started inside these iterations\n");
     }
     out += detail::perIteration(summary.launches, n) + " launches, " +
