@@ -44,6 +44,7 @@ class TestAnalysis : public QObject {
     void opsFarOutsideTheRunAreLeftOut();
     void oneProcessOfSeveral();
     void singleIteration();
+    void iterationPeakCountsTheLevelItStartsWith();
     void missingIteration();
     void withoutMetrics();
     void windowsClipOps();
@@ -417,6 +418,46 @@ void TestAnalysis::singleIteration() {
     QCOMPARE(s.ranks[2].peak_memory.t_ns, 0);
     // MFU uses that iteration's time: 1.08e8 / (3 * 80e-6 * 1e12)
     QCOMPARE(*s.mfu, 0.45);
+}
+
+void TestAnalysis::iterationPeakCountsTheLevelItStartsWith() {
+    // Iteration 1 starts (100 us) with 100 MiB of weights and 900 MiB of activations left from
+    // before; the activations are freed at 150 us, inside it. Its peak is the level it started
+    // with, at its start, not the 100 MiB of its only sample.
+    const QString path = dir_.filePath("carried.db");
+    trace::TraceWriter w;
+    trace::RunInfo run;
+    run.name = "carried";
+    run.backend = "sim";
+    run.ranks = 1;
+    run.iterations = 2;
+    run.warmup = 0;
+    QVERIFY(w.create(path.toStdString(), run).ok());
+    w.addRank({0, "0", "sim", "", 0, 0});
+    for (int it = 0; it < 2; ++it) {
+        trace::OpRecord op;
+        op.iteration = it;
+        op.kind = OpKind::F;
+        op.op_index = 0;
+        op.start_ns = (100 * it) * kUs;
+        op.end_ns = (100 * it + 90) * kUs;
+        w.addOp(op);
+    }
+    w.addMemory({0, 0, 100 * kMiB, trace::MemoryCategory::Weights});
+    w.addMemory({0, 40 * kUs, 900 * kMiB, trace::MemoryCategory::Activations});
+    w.addMemory({0, 150 * kUs, 0, trace::MemoryCategory::Activations});
+    QVERIFY(w.finish(trace::RunStatus::Complete, {}, 190 * kUs).ok());
+    for (const bool one_thread : {true, false}) {
+        analysis::AnalysisOptions o;
+        o.iteration = 1;
+        o.one_thread = one_thread;
+        const analysis::MemoryPeak p = analyze(path, o).ranks[0].peak_memory;
+        QVERIFY(p.present);
+        QCOMPARE(p.bytes, 1000 * kMiB);
+        QCOMPARE(p.t_ns, 100 * kUs);
+        QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Activations)],
+                 900 * kMiB);
+    }
 }
 
 void TestAnalysis::missingIteration() {

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,10 +26,12 @@
 
 #include <pipescope/exec/cpu_rank_backend.h>
 #include <pipescope/exec/pipeline_executor.h>
+#include <pipescope/exec/socket_transport.h>
 #include <pipescope/schedule/config_parse.h>
 #include <pipescope/schedule/generate.h>
 
 #include "config_fixtures.h"
+#include "testsupport.h"
 
 using namespace pipescope;
 
@@ -457,6 +461,7 @@ class TstExecAsyncLanes : public QObject {
     void failureAndCancelAbortEveryBackend();
     void aTransportFailureFailsTheRun_data();
     void aTransportFailureFailsTheRun();
+    void aFailureReachesTheOtherProcesses();
 };
 
 void TstExecAsyncLanes::everyHandOffIsOrdered_data() {
@@ -625,6 +630,69 @@ void TstExecAsyncLanes::aTransportFailureFailsTheRun() {
     for (int r = 0; r < p; ++r) {
         QCOMPARE(aborts[static_cast<std::size_t>(r)].load(), 1);
     }
+}
+
+void TstExecAsyncLanes::aFailureReachesTheOtherProcesses() {
+    // One rank per "process" (executors on threads of this test, joined by the socket transport
+    // as separate processes are): rank 1's op fails. Rank 0, waiting on rank 1, stops at once
+    // with rank 1's reason, not after the transport's timeout with a message about a wait.
+    const int p = 2;
+    const auto c = tinyConfig(p, "1f1b", "vocab-2");
+    QVERIFY(c);
+    const auto s = *schedule::generateSchedule(*c).schedule;
+    const auto timeout = std::chrono::milliseconds(20000);
+    const exec::Rendezvous at{"127.0.0.1", test::freeLoopbackPort()};
+    std::vector<std::future<std::unique_ptr<exec::SocketTransport>>> connecting;
+    for (int r = 0; r < p; ++r) {
+        connecting.push_back(std::async(std::launch::async, [&, r] {
+            std::string error;
+            return exec::SocketTransport::connect(r, p, at, 42, timeout,
+                                                  std::chrono::milliseconds(10000), &error);
+        }));
+    }
+    std::vector<std::unique_ptr<exec::SocketTransport>> world;
+    for (auto& f : connecting) {
+        world.push_back(f.get());
+        QVERIFY(world.back());
+    }
+    std::vector<std::unique_ptr<RaceDetector>> detectors;
+    for (int r = 0; r < p; ++r) {
+        detectors.push_back(std::make_unique<RaceDetector>());
+    }
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<std::future<exec::ExecResult>> runs;
+    for (int r = 0; r < p; ++r) {
+        runs.push_back(std::async(std::launch::async, [&, r] {
+            exec::ExecOptions eo;
+            eo.iterations = 3;
+            eo.seed = c->run.seed;
+            eo.local_ranks = {r};
+            eo.transport = world[static_cast<std::size_t>(r)].get();
+            eo.backend = [&](const schedule::Config& config, const schedule::Schedule& sch,
+                             int rank,
+                             exec::MemoryTracker* tracker) -> std::unique_ptr<exec::RankBackend> {
+                auto b = checkedBackend(config, sch, rank, tracker, eo,
+                                        detectors[static_cast<std::size_t>(rank)].get());
+                if (rank == 1) {
+                    b->setFailingMicrobatch(1);
+                }
+                return b;
+            };
+            auto result = exec::PipelineExecutor(*c, s, eo).run();
+            world[static_cast<std::size_t>(r)]->finish();
+            return result;
+        }));
+    }
+    const exec::ExecResult r0 = runs[0].get();
+    const exec::ExecResult r1 = runs[1].get();
+    const auto took = std::chrono::steady_clock::now() - started;
+    QCOMPARE(r1.status, exec::ExecResult::Status::Failed);
+    QVERIFY2(r1.message.find("injected failure") != std::string::npos, r1.message.c_str());
+    QCOMPARE(r0.status, exec::ExecResult::Status::Failed);
+    QVERIFY2(r0.message.find("injected failure") != std::string::npos, r0.message.c_str());
+    QVERIFY2(took < timeout / 2,
+             qPrintable(QString("%1 ms").arg(
+                 std::chrono::duration_cast<std::chrono::milliseconds>(took).count())));
 }
 
 void TstExecAsyncLanes::aMissingWaitIsSeen() {

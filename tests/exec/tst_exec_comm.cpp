@@ -56,6 +56,7 @@ class TstExecComm : public QObject {
     void timeoutBoundsAWait();
     void waitsBehindAnotherProcessDefer();
     void badCallsAreRefused();
+    void membersDisagreeingOnTheSizeAreRefused();
     void trackerFollowsBuffers();
 };
 
@@ -398,6 +399,28 @@ void TstExecComm::badCallsAreRefused() {
     const auto st = c->recv(1, 4, &x, 1);
     QCOMPARE(int(st.code), int(Code::BadCall));
     QVERIFY2(QString::fromStdString(st.message).contains("expected 1 floats"), st.message.c_str());
+}
+
+void TstExecComm::membersDisagreeingOnTheSizeAreRefused() {
+    // Rank 1 joins rank 0's all-reduce of 3 floats with 2: refused, not summed over the shorter
+    // part or copied past its buffer; rank 0, left alone in it, fails once rank 1 is gone.
+    exec::InProcessFabric fabric(2, kLong);
+    std::vector<float> a{1, 2, 3};
+    std::vector<float> b{10, 20, -1};  // the last float is not part of rank 1's call
+    const auto st = runRanks(fabric, [&](exec::Comm& c) -> CommStatus {
+        if (c.rank() == 0) {
+            return c.allReduce({0, 1}, 3, a.data(), 3, exec::ReduceOp::Sum);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(40));  // rank 0 is in first
+        return c.allReduce({0, 1}, 3, b.data(), 2, exec::ReduceOp::Sum);
+    });
+    QCOMPARE(int(st[1].code), int(Code::BadCall));
+    QVERIFY2(QString::fromStdString(st[1].message)
+                 .contains("does not match the other members' (count, root or operation)"),
+             st[1].message.c_str());
+    QVERIFY(!st[0].ok());
+    QCOMPARE(a, (std::vector<float>{1, 2, 3}));
+    QCOMPARE(b, (std::vector<float>{10, 20, -1}));
 }
 
 void TstExecComm::trackerFollowsBuffers() {

@@ -5,6 +5,7 @@
 // and a rank that goes away fails the others' waits at once, naming it. A rank that stops
 // without going away (SIGSTOP) is named by the wait that timed out on it, and holds the others
 // no longer than that.
+#include <cstring>
 #include <future>
 #include <thread>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include <pipescope/exec/socket_transport.h>
 
+#include "message_hub.h"  // runner/exec: the clock comparison both transports share
 #include "testsupport.h"
 
 using namespace pipescope::exec;
@@ -66,6 +68,7 @@ class TstSocketTransport : public QObject {
     void messagesKeepOrderAndTags();
     void collectivesAndBootstrap();
     void clocksCompare();
+    void offsetTakesThisClockToRankZeros();
     void abortReachesEveryRank();
     void goneRankIsNamed();
     void stoppedRankIsNamedAndHoldsNoOne();
@@ -161,6 +164,31 @@ void TstSocketTransport::clocksCompare() {
     // One machine, one clock: the offset is within the round trip.
     QVERIFY2(std::abs(o.offset_ns) <= o.rtt_ns, qPrintable(QString::number(o.offset_ns)));
     finishAll(w);
+}
+
+void TstSocketTransport::offsetTakesThisClockToRankZeros() {
+    // Rank 0's clock reads 1 s ahead of this process's: the offset is +1 s, which the merge adds
+    // to this process's times (ClockOffset: "add to this process's wall clock to get rank 0's").
+    // On one machine, as in every other test, the offset is 0 either way round.
+    constexpr std::int64_t kAhead = 1'000'000'000;
+    detail::MessageHub* hub_ptr = nullptr;
+    detail::MessageHub hub(1, 2, milliseconds(5000),
+                           [&](int dst, detail::Message type, std::uint64_t tag, const void*,
+                               std::size_t) -> std::string {
+                               if (dst == 0 && type == detail::Message::Ping) {
+                                   const std::int64_t rank0 = detail::wallClockNs() + kAhead;
+                                   std::vector<char> clock(sizeof rank0);
+                                   std::memcpy(clock.data(), &rank0, sizeof rank0);
+                                   hub_ptr->deliver(detail::Message::Pong, 0, tag,
+                                                    std::move(clock));
+                               }
+                               return {};
+                           });
+    hub_ptr = &hub;
+    const ClockOffset o = hub.measureClockOffset(4);
+    QCOMPARE(o.samples, 4);
+    QVERIFY2(std::abs(o.offset_ns - kAhead) <= o.rtt_ns + 1000,
+             qPrintable(QString("offset %1 ns, round trip %2 ns").arg(o.offset_ns).arg(o.rtt_ns)));
 }
 
 void TstSocketTransport::abortReachesEveryRank() {

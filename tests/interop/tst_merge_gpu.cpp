@@ -1,6 +1,7 @@
 // The merge of a multi-process CUDA run's traces carries every GPU table, each file's rows moved
 // to rank 0's clock, and lists a GPU that several processes share once. (The CPU path of merge
 // is tested with real processes in tests/runner/tst_run_multi.cpp.)
+#include <map>
 #include <sqlite3.h>
 
 #include <QDir>
@@ -23,8 +24,9 @@ constexpr std::int64_t kLater = 1000;
 constexpr std::int64_t kOffset = 500;
 constexpr std::int64_t kShift = kLater + kOffset;
 
-// One process's trace: its rank's op, and one row of every GPU table at t = 100 + 10 * rank.
-QString writeRankTrace(const QString& path, int rank) {
+// One process's trace: its rank's op, a memory sample and one row of every GPU table at
+// t = 100 + 10 * rank. Without `finish` the file is left as a killed process leaves it (running).
+QString writeRankTrace(const QString& path, int rank, bool finish = true) {
     trace::TraceWriter w;
     trace::RunInfo run;
     run.name = "cuda, two processes";
@@ -44,6 +46,7 @@ QString writeRankTrace(const QString& path, int rank) {
     op.end_ns = 400;
     w.addOp(op);
     const std::int64_t t = 100 + 10 * rank;
+    w.addMemory({rank, t, (rank + 1) * 4096, trace::MemoryCategory::Activations});
     const std::int64_t pid = static_cast<std::int64_t>(40 + rank) << 24;
     trace::KernelRecord k;
     k.start = t;
@@ -93,6 +96,10 @@ QString writeRankTrace(const QString& path, int rank) {
     g.name = "NVIDIA H100";
     g.uuid = "GPU-shared";
     w.addGpuInfo(g);
+    if (!finish) {
+        const auto st = w.flush();
+        return st.ok() ? QString() : QString::fromStdString(st.message);
+    }
     const auto st = w.finish(trace::RunStatus::Complete, {}, run.start_ns + 1000);
     return st.ok() ? QString() : QString::fromStdString(st.message);
 }
@@ -255,6 +262,65 @@ class TstMergeGpu : public QObject {
         st = interop::mergeTraces(inputs, out.toStdString(), options, &report);
         QVERIFY(!st.ok());
         untouched();
+    }
+
+    void memorySamplesMoveWithTheirFile() {
+        // The memory chart of a merged run: each file's samples are on rank 0's clock, moved by
+        // the same shift as that file's ops (rank 1's by kLater + kOffset), so that a peak stays
+        // under the op that caused it.
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        QCOMPARE(writeRankTrace(r1, 1), QString());
+        interop::MergeReport report;
+        const std::string out = dir.filePath("run.db").toStdString();
+        const auto st =
+            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        trace::TraceReader m;
+        QVERIFY(m.open(out).ok());
+        std::map<int, std::vector<std::int64_t>> samples, ops;
+        QVERIFY(m.forEachMemory([&](const trace::MemorySample& s) {
+                     samples[s.rank].push_back(s.t_ns);
+                     return true;
+                 }).ok());
+        QVERIFY(m.forEachOp([&](const trace::OpRecord& o) {
+                     ops[o.rank].push_back(o.start_ns);
+                     return true;
+                 }).ok());
+        QCOMPARE(ops[0], std::vector<std::int64_t>{50});
+        QCOMPARE(ops[1], std::vector<std::int64_t>{50 + kShift});
+        QCOMPARE(samples[0], std::vector<std::int64_t>{100});
+        QCOMPARE(samples[1], std::vector<std::int64_t>{110 + kShift});
+    }
+
+    void aProcessThatStoppedFailsTheMerge() {
+        // Rank 1's process was killed: its file says "running". The merged run is failed and
+        // names the rank, whatever the other file says; a complete merged run would be taken
+        // for a whole one by every report (no iteration cut short, MFU over all of them).
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        QCOMPARE(writeRankTrace(r1, 1, false), QString());
+        {
+            trace::TraceReader one;
+            QVERIFY(one.open(r1.toStdString()).ok());
+            QVERIFY(one.run().status == trace::RunStatus::Running);
+        }
+        interop::MergeReport report;
+        const std::string out = dir.filePath("run.db").toStdString();
+        const auto st =
+            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QVERIFY(report.status == trace::RunStatus::Failed);
+        QVERIFY2(report.status_message.find(
+                     "rank 1 stopped without finishing its trace (killed or crashed)") !=
+                     std::string::npos,
+                 report.status_message.c_str());
+        trace::TraceReader m;
+        QVERIFY(m.open(out).ok());
+        QVERIFY(m.run().status == trace::RunStatus::Failed);
+        QCOMPARE(m.run().message, report.status_message);
     }
 };
 

@@ -346,6 +346,23 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--timeout with sim")
         << QStringList{default_, "--timeout", "5"}
         << QStringList{"--timeout bounds the waits of a real run; use it with --backend cpu"};
+    QTest::newRow("--timeout beyond its limit")
+        << QStringList{default_, "--timeout", "1e7"}
+        << QStringList{"--timeout: expected seconds above 0 and at most 1000000, got \"1e7\""};
+    QTest::newRow("--timeout 0") << QStringList{default_, "--timeout", "0"}
+                                 << QStringList{"--timeout: expected seconds above 0"};
+    QTest::newRow("--gemm-report with sim")
+        << QStringList{default_, "--gemm-report"}
+        << QStringList{"--gemm-report measures a real run; use it with --backend cpu or cuda"};
+    QTest::newRow("--sweep with --compare")
+        << QStringList{default_, "--sweep", "model.vocab=4096,8192", "--compare"}
+        << QStringList{"--sweep and --compare cannot be combined"};
+    QTest::newRow("--json without --list-devices")
+        << QStringList{default_, "--json"}
+        << QStringList{"--json goes with --list-devices; for a run's summary use --summary-json"};
+    QTest::newRow("--compare with cpu")
+        << QStringList{default_, "--backend", "cpu", "--compare", "--out", path("x.db")}
+        << QStringList{"--compare runs the simulator; use it with --backend sim"};
     QTest::newRow("unknown backend") << QStringList{default_, "--backend", "tpu"}
                                      << QStringList{"--backend: unknown backend \"tpu\""};
     QTest::newRow("two streams on stdout")

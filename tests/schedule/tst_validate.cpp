@@ -60,6 +60,7 @@ class TstValidate : public QObject {
     void dependencyCycle();
     void sendToTheWrongRank();
     void consumerBeforeProducer();
+    void weightGradientBeforeItsBackward();
     void optNotLast();
 };
 
@@ -171,6 +172,23 @@ void TstValidate::consumerBeforeProducer() {
     r0.insert(r0.begin(), b);
     QCOMPARE(check(s),
              QString("rank 0, op 0 (B0): comes before op 1 (F0), which produces its input"));
+}
+
+void TstValidate::weightGradientBeforeItsBackward() {
+    // A split backward's W turns the gradients its B produced into the parameters' own: a
+    // hand-edited zero-bubble schedule that runs W0 ahead of B0 is refused, not run on gradients
+    // that do not exist yet.
+    Schedule s = generated(2, 4, "zb-h1", "naive");
+    auto& r1 = s.ops[1];
+    const auto at = find(r1, "W0");
+    const Op w = r1[at];
+    r1.erase(r1.begin() + static_cast<long>(at));
+    const auto b = find(r1, "B0");
+    r1.insert(r1.begin() + static_cast<long>(b), w);
+    QCOMPARE(check(s),
+             QString("rank 1, op %1 (W0): comes before op %2 (B0), which produces its input")
+                 .arg(b)
+                 .arg(b + 1));
 }
 
 void TstValidate::optNotLast() {
