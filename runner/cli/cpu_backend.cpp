@@ -431,6 +431,15 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         // Ctrl-C on a terminal reaches every process of the run: one that heard first tells
         // the others it was cancelled, and one that learns so before its own signal is handled
         // would fail. A process that got the signal itself was cancelled, however it stopped.
+        // Its signal may still be on the way when another rank's cancel stops it (mpirun passes
+        // Ctrl-C to its processes one by one): it waits a moment for it. A process that hears
+        // none was stopped by another rank's cancel alone, and fails saying so.
+        if (result.status == exec::ExecResult::Status::Failed && gone.empty() &&
+            transport->stoppedByCancel()) {
+            for (int i = 0; i < 50 && !g_cancel.load(); ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+        }
         if (result.status == exec::ExecResult::Status::Failed && gone.empty() && g_cancel.load()) {
             result.status = exec::ExecResult::Status::Cancelled;
             result.message =

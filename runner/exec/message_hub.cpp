@@ -35,6 +35,8 @@ std::string secondsText(std::chrono::milliseconds d) {
 
 // Tags above any the interpreter makes (its iteration field stays far below 2^26).
 constexpr std::uint64_t kBootstrapTag = std::uint64_t{0xFFFF} << 48;
+// The tag of an Abort that a cancellation sent (kCancelledReason), told apart from a failure.
+constexpr std::uint64_t kAbortCancelled = 1;
 
 // One rank's Comm over the hub. Collectives are point-to-point messages: a broadcast is the
 // root's message to each member; an all-reduce goes up to the group's lowest rank, which combines
@@ -199,6 +201,7 @@ void MessageHub::deliver(Message type, int src, std::uint64_t tag, std::vector<c
             std::lock_guard<std::mutex> lock(m_);
             if (problem_.empty()) {
                 problem_.assign(payload.begin(), payload.end());
+                peer_cancelled_ = tag == kAbortCancelled;
             }
             cv_.notify_all();
             break;
@@ -353,12 +356,18 @@ void MessageHub::abort(const std::string& why) {
         cv_.notify_all();
     }
     const std::string text = "rank " + std::to_string(rank_) + " stopped: " + why;
-    (void)post_(-1, Message::Abort, 0, text.data(), text.size());
+    (void)post_(-1, Message::Abort, why == kCancelledReason ? kAbortCancelled : 0, text.data(),
+                text.size());
 }
 
 std::string MessageHub::problem() const {
     std::lock_guard<std::mutex> lock(m_);
     return problem_;
+}
+
+bool MessageHub::stoppedByCancel() const {
+    std::lock_guard<std::mutex> lock(m_);
+    return peer_cancelled_;
 }
 
 CommStatus MessageHub::shareFromRank0(std::vector<char>* bytes) {

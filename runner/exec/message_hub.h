@@ -30,7 +30,7 @@ enum class Message : std::uint32_t {
     Bcast = 3,   // payload: floats, from the root
     Up = 4,      // an all-reduce contribution to the group's leader
     Down = 5,    // an all-reduce result from the leader
-    Abort = 6,   // payload: the reason (text)
+    Abort = 6,   // payload: the reason (text); tag kAbortCancelled: the sender was cancelled
     Gone = 7,    // tag: the rank whose process ended before it finished
     Finish = 8,  // the sender is done sending
     Ping = 9,    // tag: the sender's wall clock
@@ -73,6 +73,7 @@ class MessageHub {
     std::unique_ptr<Comm> comm(int lane);
     void abort(const std::string& why);
     std::string problem() const;
+    bool stoppedByCancel() const;
     ClockOffset measureClockOffset(int samples);
     CommStatus shareFromRank0(std::vector<char>* bytes);
     void finish();
@@ -113,6 +114,7 @@ class MessageHub {
     std::vector<char> gone_;                                    // per rank: ended before finishing
     std::vector<std::chrono::steady_clock::time_point> heard_;  // per rank: its last message
     std::string problem_;
+    bool peer_cancelled_ = false;  // problem_ is another rank's cancellation
     std::deque<std::pair<std::int64_t, std::int64_t>> pongs_;  // (ping clock, the other's clock)
     bool closing_ = false;
     std::atomic<int> waiting_{0};

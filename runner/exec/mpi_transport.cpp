@@ -377,6 +377,10 @@ std::string MpiTransport::problem() const {
     return s_->hub->problem();
 }
 
+bool MpiTransport::stoppedByCancel() const {
+    return s_->hub->stoppedByCancel();
+}
+
 std::vector<int> MpiTransport::goneRanks() {
     // The progress thread looks at the processes at its next round (within microseconds).
     s_->check_now = true;

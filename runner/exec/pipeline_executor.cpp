@@ -107,9 +107,9 @@ struct PipelineExecutor::Impl {
                 std::lock_guard<std::mutex> lock(state_m);
                 if (!cancelled && !failed) {
                     cancelled = first = true;
-                    run.fabric->abort("the run was cancelled");
+                    run.fabric->abort(kCancelledReason);
                     if (run.options.transport != nullptr) {
-                        run.options.transport->abort("the run was cancelled");
+                        run.options.transport->abort(kCancelledReason);
                     }
                 }
             }

@@ -207,6 +207,10 @@ std::string SocketTransport::problem() const {
     return s_->hub.problem();
 }
 
+bool SocketTransport::stoppedByCancel() const {
+    return s_->hub.stoppedByCancel();
+}
+
 std::vector<int> SocketTransport::goneRanks() {
     return s_->hub.goneRanks();
 }

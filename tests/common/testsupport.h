@@ -2,6 +2,7 @@
 // PipeScope binaries, golden-file comparison with a readable diff.
 #pragma once
 
+#include <csignal>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,6 +36,14 @@ inline int freeLoopbackPort() {
         ::close(fd);
     }
     return port;
+}
+
+// Sends `signal` to `process`; false (and nothing sent) when it is not running. Never
+// kill(processId()) directly: an ended QProcess's id is 0, and kill(0) signals the caller's whole
+// process group (the test and ctest with it).
+inline bool signalProcess(const QProcess& process, int signal) {
+    const auto pid = static_cast<pid_t>(process.processId());
+    return pid > 0 && ::kill(pid, signal) == 0;
 }
 
 inline QString sourcePath(const QString& relative) {

@@ -70,6 +70,7 @@ class TstSocketTransport : public QObject {
     void clocksCompare();
     void offsetTakesThisClockToRankZeros();
     void abortReachesEveryRank();
+    void aCancellationIsToldApart();
     void goneRankIsNamed();
     void stoppedRankIsNamedAndHoldsNoOne();
     void silentRelayIsMentioned();
@@ -206,6 +207,23 @@ void TstSocketTransport::abortReachesEveryRank() {
     QVERIFY2(st.message.find("rank 1 stopped: out of memory in F3") != std::string::npos,
              st.message.c_str());
     QTRY_VERIFY(w[0]->problem().find("rank 1 stopped") != std::string::npos);
+    // A failure is no cancellation: the others fail.
+    QVERIFY(!w[0]->stoppedByCancel() && !w[2]->stoppedByCancel());
+    finishAll(w);
+}
+
+void TstSocketTransport::aCancellationIsToldApart() {
+    // Ctrl-C heard by rank 1 first: the others learn that it was cancelled, not that it failed
+    // (their own signal may be on its way).
+    auto w = world(3);
+    QVERIFY(w[0] && w[1] && w[2]);
+    w[1]->abort(kCancelledReason);
+    QTRY_VERIFY(!w[0]->problem().empty() && !w[2]->problem().empty());
+    QVERIFY(w[0]->stoppedByCancel());
+    QVERIFY(w[2]->stoppedByCancel());
+    QVERIFY2(w[2]->problem().find("rank 1 stopped: the run was cancelled") != std::string::npos,
+             w[2]->problem().c_str());
+    QVERIFY(!w[1]->stoppedByCancel());  // its own cancel: its signal says so
     finishAll(w);
 }
 

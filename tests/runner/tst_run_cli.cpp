@@ -574,7 +574,7 @@ void TestRunCli::interruptedWriteIsCancelled() {
         QSKIP(p.readAllStandardError().constData());  // refused: the disk is too full for it
     }
     QTest::qWait(300);
-    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    QVERIFY(signalProcess(p, SIGINT));
     QVERIFY(p.waitForFinished(60000));
     const QByteArray err = p.readAllStandardError();
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
@@ -600,7 +600,7 @@ void TestRunCli::interruptWhileFinishingKeepsItComplete() {
             p.state() == QProcess::NotRunning,
         60000);
     QVERIFY2(p.state() == QProcess::Running, out.right(2000).constData());
-    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGINT), 0);
+    QVERIFY(signalProcess(p, SIGINT));
     QVERIFY(p.waitForFinished(60000));
     out += p.readAllStandardOutput();
     const QByteArray err = p.readAllStandardError();

@@ -190,7 +190,7 @@ class TestRunCpu : public QObject {
             out += p.readAllStandardOutput();
         }
         QVERIFY2(out.contains("\"progress\""), out.constData());
-        ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+        QVERIFY(signalProcess(p, SIGINT));
         QVERIFY(p.waitForFinished(60000));
         out += p.readAllStandardOutput();
         QCOMPARE(p.exitStatus(), QProcess::NormalExit);

@@ -65,6 +65,7 @@ class TestRunMulti : public QObject {
     void mpirunRankStops();
     void killedRankStopsTheOthers();
     void cancelReachesTheOthers();
+    void aLateSignalStillCancels();
     void ctrlCOnEveryProcessCancelsEach();
     void wrongOffsetsAreReported();
     void anotherRunIsTurnedAway();
@@ -366,6 +367,27 @@ void TestRunMulti::killedRankStopsTheOthers() {
              merged.run().message.c_str());
 }
 
+void TestRunMulti::aLateSignalStillCancels() {
+    // Ctrl-C reaches the processes one by one (mpirun forwards it in turn): rank 1 learns of
+    // rank 0's cancel before its own signal comes, 200 ms later. It got the signal, so it was
+    // cancelled too, not failed. (Before, it failed whenever the other's message won.)
+    const QString out = dir_.filePath(QStringLiteral("late.db"));
+    auto ranks = launch(out, 2, freshPort(), {"--iterations", "100000"});
+    QVERIFY(untilUnderWay(ranks).contains("iteration"));
+    QVERIFY(test::signalProcess(*ranks[0].process, SIGINT));
+    QTest::qWait(200);
+    // A rank 1 that ended already (failed) has no process left to signal.
+    test::signalProcess(*ranks[1].process, SIGINT);
+    finish(ranks, 30000);
+    for (int r = 0; r < 2; ++r) {
+        QCOMPARE(ranks[static_cast<std::size_t>(r)].process->exitCode(), 130);
+        trace::TraceReader reader;
+        QVERIFY(
+            reader.open(dir_.filePath(QStringLiteral("late-rank%1.db").arg(r)).toStdString()).ok());
+        QVERIFY2(reader.run().status == trace::RunStatus::Cancelled, reader.run().message.c_str());
+    }
+}
+
 void TestRunMulti::cancelReachesTheOthers() {
     // SIGTERM to rank 1 (what the app's Cancel sends): it stops cleanly, and rank 0 stops with
     // rank 1's reason instead of waiting for it.
@@ -402,7 +424,7 @@ void TestRunMulti::ctrlCOnEveryProcessCancelsEach() {
             text += p.readAll();
         }
         QVERIFY2(text.contains("iteration   5"), text.constData());
-        ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+        QVERIFY(test::signalProcess(p, SIGINT));
         QVERIFY(p.waitForFinished(60000));
         text += p.readAll();
         for (int r = 0; r < 2; ++r) {

@@ -49,6 +49,7 @@ class MpiTransport final : public Transport {
     std::unique_ptr<Comm> comm(int rank, int lane) override;
     void abort(const std::string& why) override;
     std::string problem() const override;
+    bool stoppedByCancel() const override;
     // Looks at this machine's other processes once more before answering.
     std::vector<int> goneRanks() override;
     ClockOffset measureClockOffset(int samples) override;

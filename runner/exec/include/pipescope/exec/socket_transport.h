@@ -51,6 +51,7 @@ class SocketTransport final : public Transport {
     std::unique_ptr<Comm> comm(int rank, int lane) override;
     void abort(const std::string& why) override;
     std::string problem() const override;
+    bool stoppedByCancel() const override;
     std::vector<int> goneRanks() override;
     // Rank 0 answers the others' clock pings from its connection threads.
     ClockOffset measureClockOffset(int samples) override;

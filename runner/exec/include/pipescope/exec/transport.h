@@ -23,6 +23,9 @@ struct ClockOffset {
     int samples = 0;
 };
 
+// The reason a cancelled run stops the others with (abort).
+inline constexpr const char* kCancelledReason = "the run was cancelled";
+
 class Transport {
   public:
     virtual ~Transport() = default;
@@ -39,6 +42,9 @@ class Transport {
     virtual void abort(const std::string& why) = 0;
     // The reason every wait fails with, once a rank failed or went away ("" while all is well).
     virtual std::string problem() const = 0;
+    // Whether that reason is another rank's cancellation (abort with kCancelledReason), not its
+    // failure: a signal meant for every process may be on its way to this one too.
+    virtual bool stoppedByCancel() const = 0;
     // The ranks whose processes ended before they finished, as far as this process can tell
     // now (it looks again where it can, so that a run stopped by its launcher names the cause).
     virtual std::vector<int> goneRanks() = 0;
