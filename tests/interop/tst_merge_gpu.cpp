@@ -294,6 +294,33 @@ class TstMergeGpu : public QObject {
         QCOMPARE(samples[1], std::vector<std::int64_t>{110 + kShift});
     }
 
+    void iterationTimeSpansEveryRank() {
+        // A merged iteration runs from the first op of any rank to the last: rank 0's starts at
+        // 50, rank 1's ends at 400 + kShift on rank 0's clock. The files' order does not matter.
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        QCOMPARE(writeRankTrace(r1, 1), QString());
+        for (const QStringList& order : {QStringList{r0, r1}, QStringList{r1, r0}}) {
+            interop::MergeReport report;
+            const std::string out = dir.filePath("run.db").toStdString();
+            interop::MergeOptions options;
+            options.overwrite = true;
+            const auto st = interop::mergeTraces({order[0].toStdString(), order[1].toStdString()},
+                                                 out, options, &report);
+            QVERIFY2(st.ok(), st.message.c_str());
+            trace::TraceReader m;
+            QVERIFY(m.open(out).ok());
+            std::vector<double> times;
+            for (const auto& metric : m.metrics()) {
+                if (metric.key == "iteration_time_ns" && !metric.rank) {
+                    times.push_back(metric.value);
+                }
+            }
+            QCOMPARE(times, std::vector<double>{400.0 + kShift - 50});
+        }
+    }
+
     void aProcessThatStoppedFailsTheMerge() {
         // Rank 1's process was killed: its file says "running". The merged run is failed and
         // names the rank, whatever the other file says; a complete merged run would be taken
