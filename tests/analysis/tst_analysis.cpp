@@ -54,20 +54,14 @@ class TestAnalysis : public QObject {
 
   private:
     QTemporaryDir dir_;
-    QString a_, b_, bare_, long_warmup_, running_;
+    test::FixtureFiles files_;
     RunStats stats_a_;
 };
 
 void TestAnalysis::initTestCase() {
     QVERIFY(dir_.isValid());
-    test::FixtureFiles files;
-    QCOMPARE(files.write(dir_), QString());
-    a_ = files.a;
-    b_ = files.b;
-    bare_ = files.bare;
-    long_warmup_ = files.long_warmup;
-    running_ = files.running;
-    const trace::TraceStatus st = analysis::analyzeFile(a_.toStdString(), {}, &stats_a_);
+    QCOMPARE(files_.write(dir_), QString());
+    const trace::TraceStatus st = analysis::analyzeFile(files_.a.toStdString(), {}, &stats_a_);
     QVERIFY2(st.ok(), st.message.c_str());
 }
 
@@ -172,7 +166,7 @@ void TestAnalysis::peakMemory() {
 }
 
 void TestAnalysis::warmupFallback() {
-    const RunStats s = analyze(long_warmup_);
+    const RunStats s = analyze(files_.long_warmup);
     QVERIFY(s.warmup_fallback);
     QCOMPARE(s.measured, (std::vector<int>{0, 1}));
     QCOMPARE(*s.iteration_time_ns, 76000.0);                         // (80 + 72) / 2
@@ -208,7 +202,7 @@ void TestAnalysis::oneProcessOfSeveral() {
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
     QCOMPARE(o.value("held_ranks").toArray(), QJsonArray({0}));
     // A whole run's file says nothing of the kind.
-    const RunStats whole = analyze(a_);
+    const RunStats whole = analyze(files_.a);
     QVERIFY(!whole.partial());
     QCOMPARE(whole.ranks.size(), std::size_t{3});
     QVERIFY(analysis::partialRunNote(whole).empty());
@@ -398,14 +392,14 @@ void TestAnalysis::cutShortIteration() {
     killed.finish = true;
     QCOMPARE(test::writeFixtureTrace(killed_path, killed), QString());
     QCOMPARE(analyze(killed_path).cut_short_iteration, std::nullopt);
-    QCOMPARE(analyze(running_).cut_short_iteration, std::nullopt);
-    QCOMPARE(analyze(running_).measured, std::vector<int>{1});
+    QCOMPARE(analyze(files_.running).cut_short_iteration, std::nullopt);
+    QCOMPARE(analyze(files_.running).measured, std::vector<int>{1});
 }
 
 void TestAnalysis::singleIteration() {
     analysis::AnalysisOptions o;
     o.iteration = 0;
-    const RunStats s = analyze(a_, o);
+    const RunStats s = analyze(files_.a, o);
     QVERIFY(s.single_iteration);
     QCOMPARE(s.measured, std::vector<int>{0});
     QCOMPARE(*s.iteration_time_ns, 80000.0);
@@ -464,15 +458,15 @@ void TestAnalysis::missingIteration() {
     analysis::AnalysisOptions o;
     o.iteration = 7;
     RunStats s;
-    const trace::TraceStatus st = analysis::analyzeFile(a_.toStdString(), o, &s);
+    const trace::TraceStatus st = analysis::analyzeFile(files_.a.toStdString(), o, &s);
     QVERIFY(!st.ok());
     QVERIFY(st.code == trace::TraceStatus::Code::BadInput);
-    QVERIFY2(st.message.find(a_.toStdString()) != std::string::npos, st.message.c_str());
+    QVERIFY2(st.message.find(files_.a.toStdString()) != std::string::npos, st.message.c_str());
     QVERIFY2(st.message.find("iteration 7") != std::string::npos, st.message.c_str());
 }
 
 void TestAnalysis::withoutMetrics() {
-    const RunStats s = analyze(bare_);
+    const RunStats s = analyze(files_.bare);
     QVERIFY(!s.mfu);
     QVERIFY(!s.tokens_per_s);
     QVERIFY(!s.inputs.memory_capacity_bytes);

@@ -47,19 +47,14 @@ class TestAnalysisReports : public QObject {
 
   private:
     QTemporaryDir dir_;
-    QString a_, b_, long_warmup_, running_;
+    test::FixtureFiles files_;
     RunStats stats_a_;
 };
 
 void TestAnalysisReports::initTestCase() {
     QVERIFY(dir_.isValid());
-    test::FixtureFiles files;
-    QCOMPARE(files.write(dir_), QString());
-    a_ = files.a;
-    b_ = files.b;
-    long_warmup_ = files.long_warmup;
-    running_ = files.running;
-    const trace::TraceStatus st = analysis::analyzeFile(a_.toStdString(), {}, &stats_a_);
+    QCOMPARE(files_.write(dir_), QString());
+    const trace::TraceStatus st = analysis::analyzeFile(files_.a.toStdString(), {}, &stats_a_);
     QVERIFY2(st.ok(), st.message.c_str());
 }
 
@@ -128,7 +123,7 @@ void TestAnalysisReports::comparison() {
     QFETCH(double, other);
     QFETCH(double, relative);
     QFETCH(QString, verdict);
-    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(b_)});
+    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(files_.b)});
     QCOMPARE(c.paths.size(), std::size_t{2});
     const auto it = std::find_if(c.quantities.begin(), c.quantities.end(), [&](const auto& q) {
         return q.key == key.toStdString() && q.rank == rank;
@@ -150,7 +145,7 @@ void TestAnalysisReports::reports() {
     QVERIFY2(table.contains(QRegularExpression("\n +2 +2 +0\\.023 +0\\.049 +68\\.1% +0\\.048 "
                                                "+2\\.50\n")),
              qPrintable(table));
-    const RunStats running = analyze(running_);
+    const RunStats running = analyze(files_.running);
     QVERIFY(running.run.status == trace::RunStatus::Running);
     const QString running_table = QString::fromStdString(analysis::formatStatsTable(running));
     QVERIFY2(running_table.contains("status: running (the run did not finish; figures cover "
@@ -174,7 +169,7 @@ void TestAnalysisReports::reports() {
     QCOMPARE(ranks[2].toObject().value("comm_wait_ms").toDouble(), 0.048);
     QCOMPARE(ranks[0].toObject().value("peak_memory_bytes").toDouble(), 4096.0 * kMiB);
 
-    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(b_)});
+    const analysis::RunComparison c = analysis::compareRuns({stats_a_, analyze(files_.b)});
     const QJsonDocument cdoc =
         QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatComparisonJson(c)));
     QCOMPARE(cdoc.object().value("runs").toArray().size(), 2);
@@ -235,7 +230,7 @@ void TestAnalysisReports::opKinds() {
     // One iteration asked for: its ops only (iteration 0: F of 10, 10 and 4 us).
     analysis::AnalysisOptions o;
     o.iteration = 0;
-    const auto all_it0 = analysis::combineRanks(analyze(a_, o).op_kinds);
+    const auto all_it0 = analysis::combineRanks(analyze(files_.a, o).op_kinds);
     const auto* f_it0 = findKind(all_it0, -1, OpKind::F);
     QVERIFY(f_it0 != nullptr);
     QCOMPARE(f_it0->count, std::int64_t{3});
@@ -265,7 +260,7 @@ void TestAnalysisReports::opKindReports() {
     // as the sums of the rows are over both.
     const QJsonObject both =
         QJsonDocument::fromJson(
-            QByteArray::fromStdString(analysis::formatOpKindsJson(analyze(long_warmup_))))
+            QByteArray::fromStdString(analysis::formatOpKindsJson(analyze(files_.long_warmup))))
             .object();
     QCOMPARE(both.value("rank_time_ns").toDouble(), 3 * (80000.0 + 72000.0));
     QCOMPARE(both.value("kinds").toArray().first().toObject().value("total_ns").toInteger(),
