@@ -104,6 +104,24 @@ QString writeRankTrace(const QString& path, int rank, bool finish = true) {
     return st.ok() ? QString() : QString::fromStdString(st.message);
 }
 
+// Both processes' traces written into `dir` (rank 1's left running unless `rank1_finished`) and
+// merged into its run.db, rank 1's file given first if `rank1_first`. Empty, or what failed.
+QString mergeRanks(const QTemporaryDir& dir, interop::MergeReport* report,
+                   bool rank1_finished = true, bool rank1_first = false) {
+    const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+    for (const QString& error : {writeRankTrace(r0, 0), writeRankTrace(r1, 1, rank1_finished)}) {
+        if (!error.isEmpty()) {
+            return error;
+        }
+    }
+    std::vector<std::string> inputs{r0.toStdString(), r1.toStdString()};
+    if (rank1_first) {
+        std::swap(inputs[0], inputs[1]);
+    }
+    const auto st = interop::mergeTraces(inputs, dir.filePath("run.db").toStdString(), {}, report);
+    return st.ok() ? QString() : QString::fromStdString(st.message);
+}
+
 }  // namespace
 
 class TstMergeGpu : public QObject {
@@ -112,16 +130,10 @@ class TstMergeGpu : public QObject {
   private slots:
     void carriesEveryGpuTable() {
         QTemporaryDir dir;
-        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
-        QCOMPARE(writeRankTrace(r0, 0), QString());
-        QCOMPARE(writeRankTrace(r1, 1), QString());
         interop::MergeReport report;
-        const std::string out = dir.filePath("run.db").toStdString();
-        const auto st =
-            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
-        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(mergeRanks(dir, &report), QString());
         trace::TraceReader m;
-        QVERIFY(m.open(out).ok());
+        QVERIFY(m.open(dir.filePath("run.db").toStdString()).ok());
 
         // Each table: both files' rows, rank 1's at 110 + kShift.
         const auto starts = [](auto& list) {
@@ -269,16 +281,10 @@ class TstMergeGpu : public QObject {
         // the same shift as that file's ops (rank 1's by kLater + kOffset), so that a peak stays
         // under the op that caused it.
         QTemporaryDir dir;
-        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
-        QCOMPARE(writeRankTrace(r0, 0), QString());
-        QCOMPARE(writeRankTrace(r1, 1), QString());
         interop::MergeReport report;
-        const std::string out = dir.filePath("run.db").toStdString();
-        const auto st =
-            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
-        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(mergeRanks(dir, &report), QString());
         trace::TraceReader m;
-        QVERIFY(m.open(out).ok());
+        QVERIFY(m.open(dir.filePath("run.db").toStdString()).ok());
         std::map<int, std::vector<std::int64_t>> samples, ops;
         QVERIFY(m.forEachMemory([&](const trace::MemorySample& s) {
                      samples[s.rank].push_back(s.t_ns);
@@ -297,20 +303,12 @@ class TstMergeGpu : public QObject {
     void iterationTimeSpansEveryRank() {
         // A merged iteration runs from the first op of any rank to the last: rank 0's starts at
         // 50, rank 1's ends at 400 + kShift on rank 0's clock. The files' order does not matter.
-        QTemporaryDir dir;
-        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
-        QCOMPARE(writeRankTrace(r0, 0), QString());
-        QCOMPARE(writeRankTrace(r1, 1), QString());
-        for (const QStringList& order : {QStringList{r0, r1}, QStringList{r1, r0}}) {
+        for (const bool rank1_first : {false, true}) {
+            QTemporaryDir dir;
             interop::MergeReport report;
-            const std::string out = dir.filePath("run.db").toStdString();
-            interop::MergeOptions options;
-            options.overwrite = true;
-            const auto st = interop::mergeTraces({order[0].toStdString(), order[1].toStdString()},
-                                                 out, options, &report);
-            QVERIFY2(st.ok(), st.message.c_str());
+            QCOMPARE(mergeRanks(dir, &report, true, rank1_first), QString());
             trace::TraceReader m;
-            QVERIFY(m.open(out).ok());
+            QVERIFY(m.open(dir.filePath("run.db").toStdString()).ok());
             std::vector<double> times;
             for (const auto& metric : m.metrics()) {
                 if (metric.key == "iteration_time_ns" && !metric.rank) {
@@ -326,19 +324,14 @@ class TstMergeGpu : public QObject {
         // names the rank, whatever the other file says; a complete merged run would be taken
         // for a whole one by every report (no iteration cut short, MFU over all of them).
         QTemporaryDir dir;
-        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
-        QCOMPARE(writeRankTrace(r0, 0), QString());
-        QCOMPARE(writeRankTrace(r1, 1, false), QString());
+        interop::MergeReport report;
+        QCOMPARE(mergeRanks(dir, &report, false), QString());
         {
             trace::TraceReader one;
-            QVERIFY(one.open(r1.toStdString()).ok());
+            QVERIFY(one.open(dir.filePath("run-rank1.db").toStdString()).ok());
             QVERIFY(one.run().status == trace::RunStatus::Running);
         }
-        interop::MergeReport report;
         const std::string out = dir.filePath("run.db").toStdString();
-        const auto st =
-            interop::mergeTraces({r0.toStdString(), r1.toStdString()}, out, {}, &report);
-        QVERIFY2(st.ok(), st.message.c_str());
         QVERIFY(report.status == trace::RunStatus::Failed);
         QVERIFY2(report.status_message.find(
                      "rank 1 stopped without finishing its trace (killed or crashed)") !=
