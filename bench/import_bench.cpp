@@ -5,6 +5,7 @@
 //
 // The export is made with the trace writer, whose GPU tables have Nsight's names and columns,
 // and then stripped of what makes it a PipeScope trace, so the import reads it as an export.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -106,6 +107,43 @@ long maxRssMiB() {
     return u.ru_maxrss / 1024;
 }
 
+// What the app's click on an op costs to find its kernels in the imported trace: the lookups of
+// kLookups ops spread over the run, each of which must find its `calls` kernels.
+bool timeOpKernels(const std::string& out, int calls) {
+    constexpr std::int64_t kLookups = 1000;
+    trace::TraceReader reader;
+    if (const auto st = reader.open(out); !st.ok()) {
+        die(st.message);
+    }
+    const std::int64_t rows = reader.opCorrelationCount();
+    const std::int64_t stride = std::max<std::int64_t>(1, rows / kLookups);
+    std::vector<trace::OpCorrelation> ops;
+    std::int64_t row = 0;
+    reader.forEachOpCorrelation([&](const trace::OpCorrelation& c) {
+        if (row++ % stride == 0) {
+            ops.push_back(c);
+        }
+        return true;
+    });
+    double total = 0, longest = 0;
+    std::size_t short_answers = 0;
+    for (const auto& op : ops) {
+        const auto t = Clock::now();
+        const auto kernels =
+            reader.opKernels(op.rank, op.iteration, op.op_index, t + std::chrono::seconds(10));
+        const double ms = secondsSince(t) * 1e3;
+        total += ms;
+        longest = std::max(longest, ms);
+        short_answers += !kernels || kernels->size() != static_cast<std::size_t>(calls);
+    }
+    std::printf(
+        "an op's kernels (the app's click): %zu lookups, mean %.3f ms, longest %.3f ms; "
+        "%zu without their %d kernels\n",
+        ops.size(), ops.empty() ? 0.0 : total / static_cast<double>(ops.size()), longest,
+        short_answers, calls);
+    return short_answers == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,8 +219,9 @@ int main(int argc, char** argv) {
                 static_cast<double>(std::filesystem::file_size(run)) / (1 << 20),
                 static_cast<double>(std::filesystem::file_size(report)) / (1 << 20),
                 static_cast<double>(std::filesystem::file_size(out)) / (1 << 20));
+    const bool lookups_ok = timeOpKernels(out, calls);
     if (!keep) {
         std::filesystem::remove_all(dir);
     }
-    return result.gpu_rows == ops ? 0 : 1;
+    return result.gpu_rows == ops && lookups_ok ? 0 : 1;
 }

@@ -26,6 +26,10 @@ std::optional<analysis::CriticalPath> RunData::criticalPath(int iteration) const
     return analysis::criticalPath(std::move(ops), iteration, rankCount());
 }
 
+std::optional<RunData::OpGpuWork> RunData::opKernels(const trace::OpRecord& /*op*/) const {
+    return std::nullopt;
+}
+
 std::optional<std::vector<trace::OpRecord>> RunData::microbatchOps(int iteration,
                                                                    int microbatch) const {
     std::vector<trace::OpRecord> out;

@@ -25,6 +25,7 @@ std::shared_ptr<TraceRunData> TraceRunData::open(const std::string& path, std::s
         *error = an.message;
         return nullptr;
     }
+    data->ties_kernels_ = data->reader_.opCorrelationCount() > 0;
     // The config the run was made from, when it is a config this build reads.
     if (const auto& json = data->reader_.run().config_json; !json.empty()) {
         auto parsed = schedule::parseConfig(json, path + " (run.config_json)");
@@ -83,6 +84,20 @@ std::optional<analysis::CriticalPath> TraceRunData::criticalPath(int iteration) 
         }
     }
     return std::nullopt;
+}
+
+std::optional<RunData::OpGpuWork> TraceRunData::opKernels(const trace::OpRecord& op) const {
+    if (!ties_kernels_) {
+        return std::nullopt;
+    }
+    const auto found = reader_.opKernels(op.rank, op.iteration, op.op_index,
+                                         std::chrono::steady_clock::now() + kSelectionBudget);
+    OpGpuWork work;
+    work.found = found.has_value();
+    if (found) {
+        work.kernels = analysis::summarizeOpKernels(*found);
+    }
+    return work;
 }
 
 std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op) const {

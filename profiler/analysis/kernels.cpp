@@ -62,6 +62,37 @@ double iterationsOf(const RunStats& stats) {
     return static_cast<double>(std::max<std::size_t>(1, stats.measured.size()));
 }
 
+// Kernel times by name (the demangled one, the short one when there is none).
+class ByName {
+  public:
+    // Adds one launch; returns its time.
+    std::int64_t add(const trace::KernelRecord& k) {
+        const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
+        const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
+        auto [it, inserted] = names_.try_emplace(name);
+        KernelNameStats& n = it->second;
+        if (inserted) {
+            n.name = name;
+            n.short_name = k.short_name;
+        }
+        n.add(d);
+        return d;
+    }
+    // Most time first, then by name.
+    std::vector<KernelNameStats> mostTimeFirst() {
+        std::vector<KernelNameStats> out;
+        for (auto& [name, n] : names_) {
+            out.push_back(std::move(n));
+        }
+        std::stable_sort(out.begin(), out.end(),
+                         [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+        return out;
+    }
+
+  private:
+    std::map<std::string, KernelNameStats> names_;
+};
+
 }  // namespace
 
 trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
@@ -70,7 +101,7 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
     s.rule = reader.opCorrelationCount() > 0 ? KernelRule::Op : KernelRule::Window;
     const auto windows = measuredWindows(stats);
     const std::set<int> measured(stats.measured.begin(), stats.measured.end());
-    std::map<std::string, KernelNameStats> by_name;
+    ByName by_name;
     const auto counted = [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
         if (s.rule == KernelRule::Window) {
             return inside(windows, k.start);
@@ -87,15 +118,7 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
             if (!counted(k, op)) {
                 return true;
             }
-            const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
-            const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
-            auto [it, inserted] = by_name.try_emplace(name);
-            KernelNameStats& n = it->second;
-            if (inserted) {
-                n.name = name;
-                n.short_name = k.short_name;
-            }
-            n.add(d);
+            const std::int64_t d = by_name.add(k);
             ++s.launches;
             s.total_ns += d;
             s.by_device_ns[k.device_id] += d;
@@ -104,13 +127,22 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
     if (!st.ok()) {
         return st;
     }
-    for (auto& [name, n] : by_name) {
-        s.kernels.push_back(std::move(n));
-    }
-    std::stable_sort(s.kernels.begin(), s.kernels.end(),
-                     [](const auto& a, const auto& b) { return a.total_ns > b.total_ns; });
+    s.kernels = by_name.mostTimeFirst();
     *out = std::move(s);
     return trace::TraceStatus::success();
+}
+
+OpKernels summarizeOpKernels(const std::vector<trace::KernelRecord>& kernels) {
+    OpKernels s;
+    ByName by_name;
+    for (const auto& k : kernels) {
+        s.total_ns += by_name.add(k);
+        s.first_start_ns = s.launches == 0 ? k.start : std::min(s.first_start_ns, k.start);
+        s.last_end_ns = s.launches == 0 ? k.end : std::max(s.last_end_ns, k.end);
+        ++s.launches;
+    }
+    s.kernels = by_name.mostTimeFirst();
+    return s;
 }
 
 std::string formatKernelsTable(const KernelSummary& summary, const RunStats& stats,

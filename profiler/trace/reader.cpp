@@ -17,6 +17,7 @@
 namespace pipescope::trace {
 
 using detail::Db;
+using detail::DeadlineGuard;
 using detail::queryInt;
 using detail::Stmt;
 
@@ -417,32 +418,6 @@ std::vector<OpRecord> TraceReader::ops(int rank, std::int64_t t0, std::int64_t t
     std::int64_t rows = 0;
     return impl_->rawOps(rank, lane ? static_cast<int>(*lane) : -1, 0, t0, t1, &rows);
 }
-
-namespace {
-
-// Holds a connection's queries to a deadline while it lives: SQLite calls back every thousand
-// virtual-machine steps and a query past the deadline stops with SQLITE_INTERRUPT.
-class DeadlineGuard {
-  public:
-    DeadlineGuard(sqlite3* db, std::chrono::steady_clock::time_point at) : db_(db), at_(at) {
-        sqlite3_progress_handler(
-            db_, 1000,
-            [](void* p) {
-                const auto* when = static_cast<const std::chrono::steady_clock::time_point*>(p);
-                return std::chrono::steady_clock::now() > *when ? 1 : 0;
-            },
-            &at_);
-    }
-    ~DeadlineGuard() { sqlite3_progress_handler(db_, 0, nullptr, nullptr); }
-    DeadlineGuard(const DeadlineGuard&) = delete;
-    DeadlineGuard& operator=(const DeadlineGuard&) = delete;
-
-  private:
-    sqlite3* db_;
-    std::chrono::steady_clock::time_point at_;
-};
-
-}  // namespace
 
 std::optional<std::vector<OpRecord>> TraceReader::findOps(
     const OpQuery& q, std::chrono::steady_clock::time_point deadline) const {

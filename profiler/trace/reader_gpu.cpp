@@ -12,6 +12,7 @@
 namespace pipescope::trace {
 
 using detail::Db;
+using detail::DeadlineGuard;
 using detail::queryInt;
 using detail::Stmt;
 
@@ -227,6 +228,42 @@ TraceStatus TraceReader::forEachKernelWithOp(
         },
         std::function<bool(const Row&)>(
             [&](const Row& r) { return fn(r.kernel, r.op ? &*r.op : nullptr); }));
+}
+
+std::optional<std::vector<KernelRecord>> TraceReader::opKernels(
+    int rank, int iteration, int op_index, std::chrono::steady_clock::time_point deadline) const {
+    std::vector<KernelRecord> out;
+    if (!impl_->db.tableExists("op_correlation") ||
+        !impl_->db.tableExists("CUPTI_ACTIVITY_KIND_KERNEL")) {
+        return out;
+    }
+    // The op's rows first (CROSS JOIN keeps that order; the op_correlation_op index finds them
+    // in a finished trace), then each kernel through (deviceId, start) on every device: a few
+    // lookups per kernel, where the kernel table has no index on its correlation id.
+    const DeadlineGuard guard(impl_->db.get(), deadline);
+    Stmt s(impl_->db, std::string(kKernelSelect) +
+                          " FROM op_correlation c CROSS JOIN CUPTI_ACTIVITY_KIND_KERNEL k "
+                          "LEFT JOIN StringIds dn ON dn.id = k.demangledName "
+                          "LEFT JOIN StringIds sn ON sn.id = k.shortName "
+                          "WHERE c.rank = ? AND c.iteration = ? AND c.op_index = ? AND "
+                          "k.deviceId IN (SELECT DISTINCT deviceId FROM "
+                          "CUPTI_ACTIVITY_KIND_KERNEL) AND k.start = c.start AND "
+                          "k.globalPid = c.globalPid AND k.correlationId = c.correlationId "
+                          "ORDER BY k.start, k.deviceId");
+    if (!s.valid()) {
+        return std::nullopt;
+    }
+    s.bind(1, rank);
+    s.bind(2, iteration);
+    s.bind(3, op_index);
+    int rc = SQLITE_DONE;
+    while ((rc = s.step()) == SQLITE_ROW) {
+        fillNamedKernel(s, out.emplace_back());
+    }
+    if (rc != SQLITE_DONE) {
+        return std::nullopt;
+    }
+    return out;
 }
 
 }  // namespace pipescope::trace

@@ -380,6 +380,7 @@ CREATE INDEX IF NOT EXISTS memory_rank_category_t ON memory (rank, category, t_n
 CREATE INDEX IF NOT EXISTS kernel_device_start ON CUPTI_ACTIVITY_KIND_KERNEL (deviceId, start);
 CREATE INDEX IF NOT EXISTS nvtx_start ON NVTX_EVENTS (globalTid, start);
 CREATE INDEX IF NOT EXISTS op_correlation_record ON op_correlation (globalPid, correlationId, start);
+CREATE INDEX IF NOT EXISTS op_correlation_op ON op_correlation (rank, iteration, op_index);
 )sql";
 
 int createSchema(Db& db, std::string* error) {

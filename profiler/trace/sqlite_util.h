@@ -1,6 +1,7 @@
 // Thin RAII wrappers over the SQLite C API, private to the trace library.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <sqlite3.h>
@@ -113,5 +114,27 @@ class Stmt {
 
 // Runs a query expected to return one integer (0 when there is no row).
 std::int64_t queryInt(const Db& db, std::string_view sql);
+
+// Holds a connection's queries to a deadline while it lives: SQLite calls back every thousand
+// virtual-machine steps and a query past the deadline stops with SQLITE_INTERRUPT.
+class DeadlineGuard {
+  public:
+    DeadlineGuard(sqlite3* db, std::chrono::steady_clock::time_point at) : db_(db), at_(at) {
+        sqlite3_progress_handler(
+            db_, 1000,
+            [](void* p) {
+                const auto* when = static_cast<const std::chrono::steady_clock::time_point*>(p);
+                return std::chrono::steady_clock::now() > *when ? 1 : 0;
+            },
+            &at_);
+    }
+    ~DeadlineGuard() { sqlite3_progress_handler(db_, 0, nullptr, nullptr); }
+    DeadlineGuard(const DeadlineGuard&) = delete;
+    DeadlineGuard& operator=(const DeadlineGuard&) = delete;
+
+  private:
+    sqlite3* db_;
+    std::chrono::steady_clock::time_point at_;
+};
 
 }  // namespace pipescope::trace::detail

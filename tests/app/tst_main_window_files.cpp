@@ -36,6 +36,7 @@
 #include "nsys_import_flow.h"
 #include "page_tabs.h"
 #include "testsupport.h"
+#include "timeline_plot.h"
 #include "trace_chart.h"
 
 using namespace pipescope;
@@ -345,6 +346,36 @@ void TstMainWindowFiles::importsAnNsightExportAndOpensIt() {
     QVERIFY2(window_->statusBar()->currentMessage().contains("4 ops with device work"),
              qPrintable(window_->statusBar()->currentMessage()));
     QCOMPARE(window_->tabs()->tabText(window_->tabs()->currentIndex()), QString("cuda-nsys.db"));
+
+    // A click on an op says which GPU kernels it launched (nsys_fixture.h): rank 0's F0 ran
+    // two gemm kernels, 1.0 and 1.4 us; its SEND_F0 a copy and no kernel.
+    auto* chart = window_->tabs()->currentWidget()->findChild<app::TraceChart*>();
+    QVERIFY(chart != nullptr);
+    chart->fitAll();
+    chart->replot();
+    auto* t = chart->timelines().front();
+    const auto click = [&](int index) {
+        for (const auto& op : t->run()->ops(0, 0, std::numeric_limits<std::int64_t>::max())) {
+            if (op.op_index == index && op.lane != trace::Lane::Gpu) {
+                const auto band = app::laneBand(op.rank, op.lane, true);
+                const double x0 =
+                    t->keyAxis()->coordToPixel(static_cast<double>(op.start_ns) / 1e6);
+                const double x1 = t->keyAxis()->coordToPixel(static_cast<double>(op.end_ns) / 1e6);
+                const double y = t->valueAxis()->coordToPixel((band.top + band.bottom) / 2);
+                return chart->selectAt(QPointF((x0 + x1) / 2, y));
+            }
+        }
+        return false;
+    };
+    QSignalSpy described(chart, &app::TraceChart::selectionDescribed);
+    QVERIFY(click(0));
+    QCOMPARE(chart->selectedOp()->op_index, 0);
+    QVERIFY2(described.last().at(0).toString().contains(QString::fromUtf8(
+                 "GPU: 2 kernels, 2.40 \u00b5s (gemm_kernel 2.40 \u00b5s \u00d72)")),
+             qPrintable(described.last().at(0).toString()));
+    QVERIFY(click(1));
+    QVERIFY2(described.last().at(0).toString().contains("launched no GPU kernel"),
+             qPrintable(described.last().at(0).toString()));
 
     // Again into the same file without overwriting: refused, and said so.
     QSignalSpy failed(window_->nsysImport(), &app::NsysImportFlow::failed);

@@ -6,6 +6,7 @@
 
 #include <QtTest>
 
+#include <pipescope/analysis/kernels.h>
 #include <pipescope/interop/nsys_import.h>
 #include <pipescope/trace/nvtx_op.h>
 #include <pipescope/trace/reader.h>
@@ -257,6 +258,31 @@ class TstNsysImport : public QObject {
                      "op.iteration = c.iteration AND op.op_index = c.op_index AND op.lane <> 2"),
             5);
         QCOMPARE(out.opCorrelationCount(), 5);
+        // The reader's lookup of one op's kernels (the app's click): F0 of rank 0 has the
+        // kernels of calls 10 and 11, B0 only the later kernel with id 11, SEND_F0 a copy and
+        // no kernel, and an op the trace does not have none.
+        const auto far = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        const auto starts = [&](int rank, int index) {
+            std::vector<std::int64_t> out_starts;
+            const auto found = out.opKernels(rank, 0, index, far);
+            for (const auto& k : found.value_or(std::vector<trace::KernelRecord>{})) {
+                out_starts.push_back(k.start);
+            }
+            return found ? out_starts : std::vector<std::int64_t>{-1};
+        };
+        QCOMPARE(starts(0, 0), (std::vector<std::int64_t>{1100, 2200}));
+        QCOMPARE(starts(0, 2), (std::vector<std::int64_t>{20600}));
+        QCOMPARE(starts(1, 1), (std::vector<std::int64_t>{14800}));
+        QCOMPARE(starts(0, 1), std::vector<std::int64_t>{});
+        QCOMPARE(starts(1, 7), std::vector<std::int64_t>{});
+        const auto f0 = analysis::summarizeOpKernels(*out.opKernels(0, 0, 0, far));
+        QCOMPARE(f0.launches, 2);
+        QCOMPARE(f0.total_ns, 1000 + 1400);
+        QCOMPARE(f0.first_start_ns, 1100);
+        QCOMPARE(f0.last_end_ns, 3600);
+        QCOMPARE(f0.kernels.size(), std::size_t{1});
+        QCOMPARE(f0.kernels.front().short_name, std::string("gemm_kernel"));
+        QCOMPARE(f0.kernels.front().count, 2);
         QCOMPARE(queryInt(o,
                           "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = "
                           "n.textId WHERE coalesce(n.text, s.value) = 'B0 [r0 i0 #2]'"),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <pipescope/analysis/critical_path.h>
+#include <pipescope/analysis/kernels.h>
 #include <pipescope/analysis/run_stats.h>
 #include <pipescope/schedule/config.h>
 #include <pipescope/trace/reader.h>
@@ -59,6 +60,15 @@ class RunData {
     // The critical path of one iteration (docs/metrics.md), from the iteration's ops; a trace
     // file gives up (nullopt) past kSelectionBudget, as does an iteration with no ops.
     virtual std::optional<analysis::CriticalPath> criticalPath(int iteration) const;
+    // The GPU kernels `op` launched, in a run that ties kernels to their ops (a CUDA trace with
+    // op_correlation, or one import-nsys made); nullopt in a run that ties none (simulations,
+    // CPU runs, older traces). A click asks for it, so a trace file gives up past
+    // kSelectionBudget (found false).
+    struct OpGpuWork {
+        bool found = true;
+        analysis::OpKernels kernels;
+    };
+    virtual std::optional<OpGpuWork> opKernels(const trace::OpRecord& op) const;
     // First op start to last op end of one iteration, any rank; the whole run when the run has
     // no figures for that iteration.
     trace::TimeRange iterationWindow(int iteration) const;
@@ -106,6 +116,9 @@ class ShiftedRunData final : public RunData {
     std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                               int microbatch) const override;
     std::optional<analysis::CriticalPath> criticalPath(int iteration) const override;
+    std::optional<OpGpuWork> opKernels(const trace::OpRecord& op) const override {
+        return inner_->opKernels(op);  // the op's place in its rank's list, not its time
+    }
 
     std::int64_t shiftNs() const { return shift_; }
     const RunDataPtr& inner() const { return inner_; }

@@ -36,12 +36,14 @@ class TraceRunData final : public RunData {
     std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                               int microbatch) const override;
     std::optional<analysis::CriticalPath> criticalPath(int iteration) const override;
+    std::optional<OpGpuWork> opKernels(const trace::OpRecord& op) const override;
 
     const trace::TraceReader& reader() const { return reader_; }
 
   private:
     TraceRunData() = default;
     trace::TraceReader reader_;
+    bool ties_kernels_ = false;  // op_correlation has rows
     mutable std::mutex lod_mutex_;
     trace::TraceReader lod_reader_;  // the LOD queries' own connection, used under lod_mutex_
 };

@@ -39,6 +39,16 @@ struct KernelSummary {
     std::int64_t outside_ops = 0;  // KernelRule::Op: kernels of no op (parameter upload, ...)
 };
 
+// The kernels one op launched (TraceReader::opKernels), by name.
+struct OpKernels {
+    std::int64_t launches = 0;
+    std::int64_t total_ns = 0;             // summed kernel time
+    std::int64_t first_start_ns = 0;       // the first kernel's start
+    std::int64_t last_end_ns = 0;          // the last kernel's end
+    std::vector<KernelNameStats> kernels;  // most time first, then by name
+};
+OpKernels summarizeOpKernels(const std::vector<trace::KernelRecord>& kernels);
+
 // Reads the kernel rows of `reader` and sums those of `stats`' measured iterations.
 trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
                                     KernelSummary* out);

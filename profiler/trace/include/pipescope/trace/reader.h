@@ -196,6 +196,11 @@ class TraceReader {
     // forEachKernel, with the op of each kernel (null when op_correlation names none).
     TraceStatus forEachKernelWithOp(
         const std::function<bool(const KernelRecord&, const OpCorrelation*)>& fn) const;
+    // The kernels that one op launched (its op_correlation rows), by start: none when the trace
+    // ties no kernel to it; nullopt when the query failed or ran past `deadline`.
+    std::optional<std::vector<KernelRecord>> opKernels(
+        int rank, int iteration, int op_index,
+        std::chrono::steady_clock::time_point deadline) const;
 
     // The last error of a query (empty when none): queries on a damaged file return what they
     // could read and set this.
