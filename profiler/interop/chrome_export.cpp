@@ -298,40 +298,47 @@ class ChromeWriter {
             }
             streams.clear();
         };
-        const trace::TraceStatus st = reader_.forEachKernel([&](const trace::KernelRecord& k) {
-            const std::int64_t pid = kGpuPidBase + k.device_id;
-            if (!in_device || k.device_id != device) {
-                if (in_device) {
-                    finishDevice();
+        const trace::TraceStatus st = reader_.forEachKernelWithOp(
+            [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
+                const std::int64_t pid = kGpuPidBase + k.device_id;
+                if (!in_device || k.device_id != device) {
+                    if (in_device) {
+                        finishDevice();
+                    }
+                    in_device = true;
+                    device = k.device_id;
+                    metadata("process_name", pid, 0, "GPU " + std::to_string(device));
+                    sortIndex("process_sort_index", pid, 0, pid);
                 }
-                in_device = true;
-                device = k.device_id;
-                metadata("process_name", pid, 0, "GPU " + std::to_string(device));
-                sortIndex("process_sort_index", pid, 0, pid);
-            }
-            streams.insert(k.stream_id);
-            const std::string& name = !k.short_name.empty()       ? k.short_name
-                                      : !k.demangled_name.empty() ? k.demangled_name
-                                                                  : kKernel;
-            begin(name, "X", pid);
-            field("tid", k.stream_id);
-            field("cat", "kernel");
-            micros("ts", k.start);
-            micros("dur", std::max<std::int64_t>(k.end - k.start, 0));
-            ev_ += ",\"args\":{\"name\":";
-            appendJsonString(&ev_, k.demangled_name);
-            field("correlation_id", k.correlation_id);
-            ev_ += ",\"grid\":[" + std::to_string(k.grid_x) + "," + std::to_string(k.grid_y) + "," +
-                   std::to_string(k.grid_z) + "],\"block\":[" + std::to_string(k.block_x) + "," +
-                   std::to_string(k.block_y) + "," + std::to_string(k.block_z) + "]";
-            field("registers_per_thread", k.registers_per_thread);
-            field("static_shared_memory", k.static_shared_memory);
-            field("dynamic_shared_memory", k.dynamic_shared_memory);
-            ev_ += '}';
-            emit();
-            ++stats_.kernels;
-            return true;
-        });
+                streams.insert(k.stream_id);
+                const std::string& name = !k.short_name.empty()       ? k.short_name
+                                          : !k.demangled_name.empty() ? k.demangled_name
+                                                                      : kKernel;
+                begin(name, "X", pid);
+                field("tid", k.stream_id);
+                field("cat", "kernel");
+                micros("ts", k.start);
+                micros("dur", std::max<std::int64_t>(k.end - k.start, 0));
+                ev_ += ",\"args\":{\"name\":";
+                appendJsonString(&ev_, k.demangled_name);
+                field("correlation_id", k.correlation_id);
+                ev_ += ",\"grid\":[" + std::to_string(k.grid_x) + "," + std::to_string(k.grid_y) +
+                       "," + std::to_string(k.grid_z) + "],\"block\":[" +
+                       std::to_string(k.block_x) + "," + std::to_string(k.block_y) + "," +
+                       std::to_string(k.block_z) + "]";
+                field("registers_per_thread", k.registers_per_thread);
+                field("static_shared_memory", k.static_shared_memory);
+                field("dynamic_shared_memory", k.dynamic_shared_memory);
+                if (op != nullptr) {  // the op that launched it: its rank, iteration and index
+                    field("op_rank", op->rank);
+                    field("op_iteration", op->iteration);
+                    field("op_index", op->op_index);
+                }
+                ev_ += '}';
+                emit();
+                ++stats_.kernels;
+                return true;
+            });
         if (in_device) {
             finishDevice();
         }

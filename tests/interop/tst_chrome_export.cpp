@@ -70,7 +70,10 @@ class TestChromeExport : public QObject {
 void TestChromeExport::initTestCase() {
     QVERIFY(dir_.isValid());
     trace_ = dir_.filePath("fixture.db");
-    QCOMPARE(test::writeFixtureTrace(trace_), QString());
+    // The fixture's kernel (correlation id 42) tied to F0 of rank 0.
+    test::FixtureOptions o;
+    o.op_correlations.push_back({0, 42, 5123, 0, 0, 0});
+    QCOMPARE(test::writeFixtureTrace(trace_, o), QString());
     const trace::TraceStatus open = reader_.open(trace_.toStdString());
     QVERIFY2(open.ok(), open.message.c_str());
     const QString out = dir_.filePath("fixture.json");
@@ -281,6 +284,13 @@ void TestChromeExport::kernels() {
             QCOMPARE(e.value("tid").toInteger(), qint64(7));  // the stream
             QCOMPARE(e.value("args").toObject().value("name").toString(),
                      QString("void gemm<float, \"tn\\x\">(float const*)"));
+            // The op that launched it (op_correlation): F0 of rank 0, as the op's own event
+            // names it (pid 1, args iteration 0 and op_index 0).
+            const QJsonObject args = e.value("args").toObject();
+            for (const char* key : {"op_rank", "op_iteration", "op_index"}) {
+                QVERIFY2(args.contains(key), key);
+                QCOMPARE(args.value(key).toInteger(), qint64(0));
+            }
         }
     }
     QVERIFY(named);
