@@ -234,6 +234,34 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
     expect(linked > 0 && held == linked && reader.opCorrelationCount() >= linked,
            "each kernel of an op is tied to it by op_correlation, inside its gpu row (" +
                std::to_string(held) + " of " + std::to_string(linked) + ")");
+    // The app's click finds the same kernels one op at a time: each gpu row holds the kernels
+    // the lookup returns for its op, they add up to every tied kernel, and every compute op
+    // finds at least one.
+    int inside_rows = 0, compute_found = 0;
+    std::int64_t looked_up = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (const auto& [key, row] : device) {
+        const auto& [rank, iteration, index] = key;
+        const auto kernels = reader.opKernels(rank, iteration, index, deadline);
+        bool ok = kernels.has_value();
+        for (const auto& k : kernels.value_or(std::vector<ps::trace::KernelRecord>{})) {
+            ok = ok && row.start_ns <= k.start && k.end <= row.end_ns;
+        }
+        inside_rows += ok ? 1 : 0;
+        looked_up += kernels ? static_cast<std::int64_t>(kernels->size()) : 0;
+        const auto h = host.find(key);
+        compute_found += h != host.end() && h->second.lane == ps::trace::Lane::Compute &&
+                                 !ps::trace::isBlockingWait(h->second.kind) && kernels &&
+                                 !kernels->empty()
+                             ? 1
+                             : 0;
+    }
+    expect(inside_rows == static_cast<int>(device.size()) && looked_up == linked &&
+               compute_found == compute,
+           "each op's kernel lookup finds its kernels inside its gpu row (" +
+               std::to_string(inside_rows) + " of " + std::to_string(device.size()) + " rows; " +
+               std::to_string(looked_up) + " kernels of " + std::to_string(linked) + "; " +
+               std::to_string(compute_found) + " of " + std::to_string(compute) + " compute ops)");
     std::filesystem::remove(path);
 }
 
