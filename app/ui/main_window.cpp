@@ -4,7 +4,6 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QDragEnterEvent>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFutureWatcher>
 #include <QKeyEvent>
@@ -483,53 +482,6 @@ void MainWindow::openPaths(const QStringList& paths) {
             openTrace(p);  // the reader says what the file is
         }
     }
-}
-
-void MainWindow::openTraceDialog() {
-    const QStringList paths = QFileDialog::getOpenFileNames(
-        this, tr("Open traces"), QString(), tr("PipeScope traces (*.db *.sqlite);;All files (*)"));
-    for (const QString& p : paths) {
-        openTrace(p);
-    }
-}
-
-void MainWindow::openConfigDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open config"), QString(),
-                                                      tr("Configs (*.json);;All files (*)"));
-    if (!path.isEmpty() && config_->loadFile(path)) {
-        recent_->add(path);
-        updateRecentMenu();
-    }
-}
-
-void MainWindow::saveConfigDialog() {
-    if (!config_->config()) {
-        QMessageBox::warning(this, tr("Save config"),
-                             tr("The config is not valid:\n%1").arg(config_->issuesText()));
-        return;
-    }
-    const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save config"), QString(), tr("Configs (*.json)"));
-    if (path.isEmpty()) {
-        return;
-    }
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly) || f.write(config_->configJson().toUtf8()) < 0 ||
-        !f.commit()) {
-        QMessageBox::warning(this, tr("Save config"),
-                             tr("%1: cannot write: %2").arg(path, f.errorString()));
-    }
-}
-
-void MainWindow::updateRecentMenu() {
-    if (!recent_menu_) {
-        return;
-    }
-    recent_menu_->clear();
-    for (const QString& p : recent_->files()) {
-        recent_menu_->addAction(p, this, [this, p] { openPaths({p}); });
-    }
-    recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

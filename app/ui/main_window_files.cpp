@@ -1,14 +1,18 @@
 // What leaves and enters the main window as files: chart and trace exports of the current tab,
-// and the import of Nsight Systems exports into a run.
+// the import of Nsight Systems exports into a run, and the dialogs that open traces and open or
+// save configs.
 #include <QFileDialog>
 #include <QFutureWatcher>
 #include <QInputDialog>
+#include <QMenu>
 #include <QMessageBox>
+#include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <pipescope/app/recent_files.h>
 #include <pipescope/app/runner_process.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
@@ -17,6 +21,7 @@
 #include "background_progress.h"
 #include "chart_export.h"
 #include "compare_view.h"
+#include "config_panel.h"
 #include "export_dialog.h"
 #include "main_window.h"
 #include "nsys_import_flow.h"
@@ -300,6 +305,53 @@ void MainWindow::exportTrace(const RunDataPtr& run, const QString& path) {
         }
         return interop::exportChrome(reader, out, nullptr, report);
     }));
+}
+
+void MainWindow::openTraceDialog() {
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Open traces"), QString(), tr("PipeScope traces (*.db *.sqlite);;All files (*)"));
+    for (const QString& p : paths) {
+        openTrace(p);
+    }
+}
+
+void MainWindow::openConfigDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open config"), QString(),
+                                                      tr("Configs (*.json);;All files (*)"));
+    if (!path.isEmpty() && config_->loadFile(path)) {
+        recent_->add(path);
+        updateRecentMenu();
+    }
+}
+
+void MainWindow::saveConfigDialog() {
+    if (!config_->config()) {
+        QMessageBox::warning(this, tr("Save config"),
+                             tr("The config is not valid:\n%1").arg(config_->issuesText()));
+        return;
+    }
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save config"), QString(), tr("Configs (*.json)"));
+    if (path.isEmpty()) {
+        return;
+    }
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly) || f.write(config_->configJson().toUtf8()) < 0 ||
+        !f.commit()) {
+        QMessageBox::warning(this, tr("Save config"),
+                             tr("%1: cannot write: %2").arg(path, f.errorString()));
+    }
+}
+
+void MainWindow::updateRecentMenu() {
+    if (!recent_menu_) {
+        return;
+    }
+    recent_menu_->clear();
+    for (const QString& p : recent_->files()) {
+        recent_menu_->addAction(p, this, [this, p] { openPaths({p}); });
+    }
+    recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }
 
 }  // namespace pipescope::app
