@@ -148,6 +148,14 @@ inline FixtureOptions manyOps(int count) {
     return o;
 }
 
+// The fixture with its kernel (correlation id 42, at 5123 ns) tied to F0 of rank 0 by
+// op_correlation: the trace of the Chrome export's golden file.
+inline FixtureOptions kernelOfF0() {
+    FixtureOptions o;
+    o.op_correlations.push_back({0, 42, 5123, 0, 0, 0});
+    return o;
+}
+
 inline trace::RunInfo fixtureRun(const FixtureOptions& o) {
     trace::RunInfo run;
     run.name = o.name;

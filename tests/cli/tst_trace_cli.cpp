@@ -425,7 +425,9 @@ void TestTraceCli::kernels() {
 
 void TestTraceCli::exportChrome() {
     const QString out = path("cli.json");
-    const ProcessResult r = runBinary(kCli, {"export-chrome", good_, out});
+    const QString traced = path("kernel-of-f0.db");  // the golden file's trace
+    QCOMPARE(test::writeFixtureTrace(traced, test::kernelOfF0()), QString());
+    const ProcessResult r = runBinary(kCli, {"export-chrome", traced, out});
     QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
     QVERIFY(r.out.isEmpty());  // data goes to the file; the summary line to stderr
     QVERIFY(r.err.contains("55 ops"));

@@ -70,10 +70,7 @@ class TestChromeExport : public QObject {
 void TestChromeExport::initTestCase() {
     QVERIFY(dir_.isValid());
     trace_ = dir_.filePath("fixture.db");
-    // The fixture's kernel (correlation id 42) tied to F0 of rank 0.
-    test::FixtureOptions o;
-    o.op_correlations.push_back({0, 42, 5123, 0, 0, 0});
-    QCOMPARE(test::writeFixtureTrace(trace_, o), QString());
+    QCOMPARE(test::writeFixtureTrace(trace_, test::kernelOfF0()), QString());
     const trace::TraceStatus open = reader_.open(trace_.toStdString());
     QVERIFY2(open.ok(), open.message.c_str());
     const QString out = dir_.filePath("fixture.json");
