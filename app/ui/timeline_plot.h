@@ -14,19 +14,9 @@
 #include <pipescope/app/run_data.h>
 
 #include "background_lod.h"
+#include "op_style.h"
 
 namespace pipescope::app {
-
-QColor opKindColor(trace::OpKind kind);
-// Black or white, whichever stands out more on `fill` (WCAG contrast): an op's label colour.
-QColor labelColorOn(const QColor& fill);
-// "forward (F)", "send activation (SEND_F)", ...
-QString opKindDescription(trace::OpKind kind);
-// Multi-line tooltip text of one op.
-QString opTooltip(const RunData& run, const trace::OpRecord& op);
-// The font for micro-batch labels in a band `band_px` tall: `base` when a line of it fits, a
-// smaller one (down to 7 px) when it does not, none when even that does not fit.
-std::optional<QFont> labelFontFor(const QFont& base, double band_px);
 
 // Rows: rank r spans [r, r + 1) on the value axis (drawn reversed, rank 0 on top); its compute
 // lane fills the upper part, its communication lane the lower. A run traced on a GPU also has a
