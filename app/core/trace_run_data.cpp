@@ -68,12 +68,16 @@ std::vector<trace::OpRecord> TraceRunData::ops(int rank, std::int64_t t0, std::i
 
 std::optional<std::vector<trace::OpRecord>> TraceRunData::microbatchOps(int iteration,
                                                                         int microbatch) const {
+    return microbatchOps(iteration, microbatch, kSelectionBudget);
+}
+
+std::optional<std::vector<trace::OpRecord>> TraceRunData::microbatchOps(
+    int iteration, int microbatch, std::chrono::milliseconds budget) const {
     if (microbatch < 0) {
         return std::vector<trace::OpRecord>{};
     }
     const trace::TimeRange window = iterationWindow(iteration);
-    return reader_.microbatchOps(iteration, microbatch, window.start_ns, window.end_ns + 1,
-                                 kSelectionBudget);
+    return reader_.microbatchOps(iteration, microbatch, window.start_ns, window.end_ns + 1, budget);
 }
 
 std::optional<analysis::CriticalPath> TraceRunData::criticalPath(int iteration) const {
@@ -101,6 +105,11 @@ std::optional<RunData::OpGpuWork> TraceRunData::opKernels(const trace::OpRecord&
 }
 
 std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op) const {
+    return dependencies(op, kSelectionBudget);
+}
+
+std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& op,
+                                                        std::chrono::milliseconds budget) const {
     // A trace records no graph, so the dependencies are recovered from what the ops say: the
     // previous op of the same rank and lane, the send a receive pairs with, the other members of
     // a collective, and for a compute op the receive of its micro-batch and chunk. Each is
@@ -108,7 +117,7 @@ std::vector<trace::OpRecord> TraceRunData::dependencies(const trace::OpRecord& o
     // held to the selection budget: on a pathological trace a search cut short leaves its
     // dependency out rather than freezing the click.
     using trace::OpKind;
-    const auto deadline = std::chrono::steady_clock::now() + kSelectionBudget;
+    const auto deadline = std::chrono::steady_clock::now() + budget;
     std::vector<trace::OpRecord> out;
     const auto add = [&](const trace::OpQuery& q) {
         if (auto found = reader_.findOps(q, deadline)) {

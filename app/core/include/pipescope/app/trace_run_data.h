@@ -35,6 +35,12 @@ class TraceRunData final : public RunData {
     std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op) const override;
     std::optional<std::vector<trace::OpRecord>> microbatchOps(int iteration,
                                                               int microbatch) const override;
+    // The two searches above with another time limit than a click's kSelectionBudget (tests
+    // that compare answers, not speed, on a loaded machine).
+    std::vector<trace::OpRecord> dependencies(const trace::OpRecord& op,
+                                              std::chrono::milliseconds budget) const;
+    std::optional<std::vector<trace::OpRecord>> microbatchOps(
+        int iteration, int microbatch, std::chrono::milliseconds budget) const;
     std::optional<analysis::CriticalPath> criticalPath(int iteration) const override;
     std::optional<OpGpuWork> opKernels(const trace::OpRecord& op) const override;
 
