@@ -39,6 +39,11 @@ ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::s
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (options_done || a.size() < 2 || a[0] != '-') {
+            // "" (an unset shell variable) names no file: an export to it ran to the end and
+            // then failed to rename its output onto "", exit code 4.
+            if (a.empty() && p.error.empty()) {
+                p.error = "a file name is an empty string";
+            }
             p.positional.push_back(a);
             continue;
         }

@@ -188,6 +188,15 @@ int runCompare(const cli::Options& o, const schedule::Config& base, int iteratio
             paths.push_back(path);
         }
     }
+    // A variant's name can come out as the config's own (cmp-naive.db for a config of that
+    // name): refused before any variant runs, --force or not.
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const std::string what = "--compare: variant " + base.compare[i].label + "'s trace";
+        if (const std::string clash = cli::derivedOutputClash(o, what, paths[i]); !clash.empty()) {
+            std::cerr << "pipescope-run: " << clash << "\n";
+            return kExitBadInput;
+        }
+    }
     std::vector<sim::SimResult> results;
     std::vector<cli::Row> rows;
     results.reserve(base.compare.size());

@@ -63,7 +63,31 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
             }
             return ok;
         };
-        double n = 0;
+        // A size in whole logical px: "16.7" was cut to 16 and "4294967312" cast to an int
+        // (undefined; it read -2147483648 in the message). 0 keeps the view's own size.
+        const auto side = [&](const char* name, int* out) {
+            auto v = value(name);
+            if (!v) {
+                return false;
+            }
+            bool ok = false;
+            const qlonglong px = v->toLongLong(&ok);
+            if (!ok) {
+                *error =
+                    QStringLiteral("%1: not a whole number of px: %2").arg(QLatin1String(name), *v);
+                return false;
+            }
+            if (px != 0 && (px < kExportMinSide || px > kExportMaxSide)) {
+                *error = QStringLiteral("%1 %2 px is out of range (%3 to %4 logical px)")
+                             .arg(QLatin1String(name))
+                             .arg(px)
+                             .arg(kExportMinSide)
+                             .arg(kExportMaxSide);
+                return false;
+            }
+            *out = static_cast<int>(px);
+            return true;
+        };
         if (s == QLatin1String("--export")) {
             auto v = value("--export");
             if (!v) {
@@ -108,15 +132,13 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
             a.sweep = *v;
             a.sweep_given = true;
         } else if (s == QLatin1String("--width")) {
-            if (!number("--width", &n)) {
+            if (!side("--width", &a.width)) {
                 return std::nullopt;
             }
-            a.width = static_cast<int>(n);
         } else if (s == QLatin1String("--height")) {
-            if (!number("--height", &n)) {
+            if (!side("--height", &a.height)) {
                 return std::nullopt;
             }
-            a.height = static_cast<int>(n);
         } else if (s == QLatin1String("--dpi")) {
             if (!number("--dpi", &a.dpi)) {
                 return std::nullopt;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,43 @@ struct Input {
     std::int64_t shift = 0;  // added to this file's times
     std::vector<trace::RankInfo> own;
 };
+
+// `t` moved by `shift`, held at the ends of the clock rather than wrapped: an op a damaged file
+// puts at 2^63 - 1 stays there (the analysis says it lies outside the run) instead of ending
+// before it starts.
+std::int64_t moved(std::int64_t t, std::int64_t shift) {
+    std::int64_t out = 0;
+    if (__builtin_add_overflow(t, shift, &out)) {
+        return shift > 0 ? std::numeric_limits<std::int64_t>::max()
+                         : std::numeric_limits<std::int64_t>::min();
+    }
+    return out;
+}
+
+// `t` - `start`, held at the ends of the clock as `moved` is.
+std::int64_t since(std::int64_t start, std::int64_t t) {
+    std::int64_t out = 0;
+    if (__builtin_sub_overflow(t, start, &out)) {
+        return t >= 0 ? std::numeric_limits<std::int64_t>::max()
+                      : std::numeric_limits<std::int64_t>::min();
+    }
+    return out;
+}
+
+// The shift of a file that started at `start` with the measured `offset` onto rank 0's clock
+// (rank 0 started at `s0`), or nullopt when it is more than 2^62 ns (146 years) either way: no
+// two clocks are that far apart, the file is damaged or was edited (an offset of 2^63 - 1 wrapped
+// every time of the file around).
+std::optional<std::int64_t> clockShift(std::int64_t start, std::int64_t offset, std::int64_t s0) {
+    constexpr std::int64_t kFar = std::int64_t{1} << 62;
+    std::int64_t on_zero = 0;
+    std::int64_t shift = 0;
+    if (__builtin_add_overflow(start, offset, &on_zero) ||
+        __builtin_sub_overflow(on_zero, s0, &shift) || shift > kFar || shift < -kFar) {
+        return std::nullopt;
+    }
+    return shift;
+}
 
 std::string micros(std::int64_t ns) {
     char text[32];
@@ -107,7 +145,16 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         if (!i->own.empty() && !sameClock(*i)) {
             offset = i->own.front().clock_offset_ns;
         }
-        i->shift = i->reader.run().start_ns + offset - s0;
+        const auto shift = clockShift(i->reader.run().start_ns, offset, s0);
+        if (!shift) {
+            return TraceStatus::error(
+                Code::BadInput, i->path + ": its start (" +
+                                    std::to_string(i->reader.run().start_ns) +
+                                    " ns) and clock offset (" + std::to_string(offset) +
+                                    " ns) put it over 146 " + "years from rank 0's start (" +
+                                    std::to_string(s0) + " ns): the file is damaged or was edited");
+        }
+        i->shift = *shift;
     }
 
     // The merged run's status: complete only when every process completed.
@@ -165,11 +212,12 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                 ? ", on rank 0's machine: its clock (measured offset " +
                       micros(i->own.empty() ? 0 : i->own.front().clock_offset_ns) +
                       ", only the measurement's noise, not applied)"
-                : ", clock shifted by " + micros(i->shift - (r.start_ns - s0)) + " to rank 0's";
+                : ", clock shifted by " +
+                      micros(i->own.empty() ? 0 : i->own.front().clock_offset_ns) + " to rank 0's";
         report->notes.push_back(who + " (" + i->path +
                                 "): " + std::string(trace::toString(r.status)) + clock + drift);
         if (r.end_ns) {
-            end = std::max(end, *r.end_ns - r.start_ns + i->shift);
+            end = std::max(end, moved(since(r.start_ns, *r.end_ns), i->shift));
         }
     }
     for (int r = 0; r < first.ranks; ++r) {
@@ -226,8 +274,8 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         const std::int64_t shift = i->shift;
         TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
             trace::OpRecord o = op;
-            o.start_ns += shift;
-            o.end_ns += shift;
+            o.start_ns = moved(o.start_ns, shift);
+            o.end_ns = moved(o.end_ns, shift);
             writer.addOp(o);
             ++report->ops;
             end = std::max(end, o.end_ns);
@@ -249,7 +297,7 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         if (st.ok() && !progress.stopped()) {
             st = i->reader.forEachMemory([&](const trace::MemorySample& m) {
                 trace::MemorySample s = m;
-                s.t_ns += shift;
+                s.t_ns = moved(s.t_ns, shift);
                 writer.addMemory(s);
                 return progress.step();
             });
@@ -269,14 +317,15 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
             }
             st = (i->reader.*for_each)([&](const auto& row) {
                 auto r = row;
-                r.start += shift;
+                r.start = moved(r.start, shift);
                 if constexpr (std::is_same_v<decltype(r), trace::NvtxRecord>) {
                     if (r.end) {
-                        *r.end += shift;  // marks have no end
+                        *r.end = moved(*r.end, shift);  // marks have no end
                     }
                 } else if constexpr (!std::is_same_v<decltype(r), trace::GpuMemoryEvent> &&
                                      !std::is_same_v<decltype(r), trace::OpCorrelation>) {
-                    r.end += shift;  // an op_correlation row names its record by its start
+                    r.end =
+                        moved(r.end, shift);  // an op_correlation row names its record by its start
                 }
                 (writer.*add)(r);
                 return true;

@@ -21,6 +21,28 @@
 
 namespace pipescope::trace {
 
+namespace {
+
+// Why SQLite could not create `file`, in words where the folder tells: SQLite's own "unable to
+// open database file" does not say that the folder is missing or read-only.
+std::string createProblem(const std::string& file, const std::string& sqlite_message) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path folder = fs::path(file).parent_path();
+    if (folder.empty()) {
+        folder = ".";
+    }
+    if (!fs::exists(folder, ec)) {
+        return "its folder " + folder.string() + " does not exist";
+    }
+    if (!fs::is_directory(folder, ec)) {
+        return folder.string() + " is not a folder";
+    }
+    return sqlite_message;
+}
+
+}  // namespace
+
 std::int64_t wallClockNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -179,7 +201,8 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
         }
     }
     if (d.db.open(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
-        d.fail(TraceStatus::Code::IoError, "cannot create: " + d.db.errorMessage());
+        d.fail(TraceStatus::Code::IoError,
+               "cannot create: " + createProblem(file, d.db.errorMessage()));
         return d.error;
     }
     std::string why;

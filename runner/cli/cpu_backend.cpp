@@ -136,6 +136,19 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
     return peaks;
 }
 
+// The files of one process of a multi-process run are named after the ones given
+// (OUT-rankR.db, PATH-rankR.json), so one can be the config or the schedule file although the
+// names given are not: the refusal, else empty.
+std::string rankOutputClash(const Options& o, int rank, const std::string& trace,
+                            const std::string& summary) {
+    const std::string whose = "rank " + std::to_string(rank) + "'s ";
+    std::string clash = derivedOutputClash(o, "--out: " + whose + "trace", trace);
+    if (clash.empty() && !summary.empty() && summary != "-") {
+        clash = derivedOutputClash(o, "--summary-json: " + whose + "summary", summary);
+    }
+    return clash;
+}
+
 }  // namespace
 
 int runExecBackend(const Options& o, const schedule::Config& config,
@@ -175,6 +188,15 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
     const std::string out_path = multi ? rankTracePath(o.out, launch->rank) : o.out;
+    const std::string summary_path = multi && o.summary_json != "-"
+                                         ? rankTracePath(o.summary_json, launch->rank)
+                                         : o.summary_json;
+    if (const std::string clash =
+            multi ? rankOutputClash(o, launch->rank, out_path, summary_path) : std::string();
+        !clash.empty()) {
+        std::cerr << "pipescope-run: " << clash << "\n";
+        return refused(kExitBadInput);
+    }
     // The ranks this process runs.
     std::vector<int> local;
     for (int r = 0; r < schedule.ranks; ++r) {
@@ -570,8 +592,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     if (!o.summary_json.empty()) {
         // One per process, as the traces are: the processes of a run must not write one file.
         summary_written = writeOutput(
-            multi && o.summary_json != "-" ? rankTracePath(o.summary_json, launch->rank)
-                                           : o.summary_json,
+            summary_path,
             measuredSummaryJson(stats, config, schedule, o.backend,
                                 {status, result.losses, result.iteration_s, *estimate, out_path}));
     }

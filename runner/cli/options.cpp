@@ -73,6 +73,18 @@ bool sameTarget(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::string derivedOutputClash(const Options& o, const std::string& what, const std::string& path) {
+    for (const auto& [name, other] : std::initializer_list<std::pair<const char*, std::string>>{
+             {"the config file", o.config_path},
+             {"the --schedule file", o.load_schedule},
+             {"the --save-schedule file", o.save_schedule}}) {
+        if (!other.empty() && other != "-" && sameTarget(path, other)) {
+            return what + " " + path + " is " + name + "; refusing to overwrite it";
+        }
+    }
+    return {};
+}
+
 const char* usage() {
     return R"(usage: pipescope-run CONFIG.json [options]
        pipescope-run --list-devices [--json]

@@ -57,6 +57,13 @@ struct ParsedOptions {
 };
 
 ParsedOptions parseOptions(const std::vector<std::string>& args);
+
+// An output named after one given on the command line (a --compare variant's BASE-LABEL.db, a
+// process's OUT-rankR.db or PATH-rankR.json) that would replace the config, the --schedule file
+// or the saved schedule: the message that refuses it, naming it as `what` ("--compare: variant
+// naive's trace"); empty when it names none of them. parseOptions checks the names given; these
+// come to be only later.
+std::string derivedOutputClash(const Options& o, const std::string& what, const std::string& path);
 const char* usage();
 
 }  // namespace pipescope::cli

@@ -227,8 +227,9 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
     if (!j.is_object() || j.value("format", "") != "pipescope-schedule") {
         return fail("not a PipeScope schedule (\"format\" must be \"pipescope-schedule\")");
     }
-    if (!j.contains("version") || !j["version"].is_number_integer() ||
-        j["version"].get<int>() != 1) {
+    // Compared as JSON numbers, not through get<int>(), which cut 4294967297 down to 1 (then
+    // accepted) and 2^40 to 0 (then named as 0).
+    if (!j.contains("version") || !j["version"].is_number_integer() || j["version"] != Json(1)) {
         return fail("\"version\" must be 1");
     }
     auto number = [&](const char* key, int want,
@@ -236,9 +237,9 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
         if (!j.contains(key) || !j[key].is_number_integer()) {
             return "\"" + std::string(key) + "\" must be an integer";
         }
-        if (j[key].get<int>() != want) {
-            return "\"" + std::string(key) + "\" is " + std::to_string(j[key].get<int>()) +
-                   " but the config's " + config_key + " is " + std::to_string(want);
+        if (j[key] != Json(want)) {
+            return "\"" + std::string(key) + "\" is " + j[key].dump() + " but the config's " +
+                   config_key + " is " + std::to_string(want);
         }
         return std::nullopt;
     };

@@ -101,6 +101,36 @@ IterationSpread timeWithRecordedSpread(const SimResult& res, const OpTimeSamples
     return spread;
 }
 
+// Traces count nanoseconds in 64 bits: why `iterations` iterations of `iteration` seconds
+// overflow them, naming what to change, else empty. An iteration that fits times a run.iterations
+// that does not is run.iterations' fault (before, the message blamed the model's sizes and said
+// "one iteration takes 0 days").
+std::string beyondTheClock(double iteration, int iterations) {
+    const double n = std::max(1, iterations);
+    if (iteration * 1e9 * n < kMaxSimulatedNs) {
+        return {};
+    }
+    const std::string years =
+        std::to_string(std::llround(kMaxSimulatedNs / 1e9 / 86400.0 / 365.0)) + " years";
+    if (iteration * 1e9 < kMaxSimulatedNs) {
+        char shown[64];
+        std::snprintf(shown, sizeof shown, "%.3g s each come to %.3g years", iteration,
+                      iteration * n / 86400.0 / 365.0);
+        return "run.iterations: " + std::to_string(iterations) + " iterations of " + shown +
+               " of simulated time, beyond what a trace's nanosecond clock holds (about " + years +
+               "); lower run.iterations";
+    }
+    // In double: llround of 1e30 days gave -9223372036854775808.
+    const double days = iteration / 86400.0;
+    char shown[32];
+    std::snprintf(shown, sizeof shown, days < 1e15 ? "%.0f" : "%.3g", days);
+    return "model: one iteration takes " + std::string(std::isfinite(days) ? shown : "endless") +
+           " days of simulated time, beyond what a trace's nanosecond clock holds (about " + years +
+           " over all iterations); check model.seq_len, model.hidden, model.layers, model.vocab, "
+           "hardware.peak_tflops, hardware.gemm_efficiency, hardware.memory_gbps, "
+           "hardware.p2p_gbps, hardware.allreduce_gbps, hardware.latency_us and the costs times";
+}
+
 }  // namespace
 
 double estimatedOps(const schedule::Config& config) {
@@ -230,21 +260,8 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
         iteration = std::max(iteration, t.end);
     }
     res.iteration_time_s = iteration;
-    // Traces count nanoseconds in 64 bits; an iteration of absurd sizes would overflow them.
-    if (!(iteration * 1e9 * std::max(1, config.run.iterations) < kMaxSimulatedNs)) {
-        // In double: llround of 1e30 days gave -9223372036854775808.
-        const double days = iteration / 86400.0;
-        char shown[32];
-        std::snprintf(shown, sizeof shown, days < 1e15 ? "%.0f" : "%.3g", days);
-        outcome.error = "model: one iteration takes " +
-                        std::string(std::isfinite(days) ? shown : "endless") +
-                        " days of simulated time, beyond what a trace's nanosecond clock holds "
-                        "(about " +
-                        std::to_string(std::llround(kMaxSimulatedNs / 1e9 / 86400.0 / 365.0)) +
-                        " years over all iterations); check model.seq_len, model.hidden, "
-                        "model.layers, model.vocab, hardware.peak_tflops, "
-                        "hardware.gemm_efficiency, hardware.memory_gbps, hardware.p2p_gbps, "
-                        "hardware.allreduce_gbps, hardware.latency_us and the costs times";
+    if (std::string why = beyondTheClock(iteration, config.run.iterations); !why.empty()) {
+        outcome.error = std::move(why);
         return outcome;
     }
     // With every op free, MFU, throughput and the bubble are 0/0: refuse rather than report

@@ -186,6 +186,15 @@ void TstHeadless::badArgumentsLeaveTheOutputAlone_data() {
     // Sizes out of range are bad arguments (2), not a failed drawing (4).
     QTest::newRow("width too small")
         << QStringList{"--export", "timeline", "--config", cfg, "--width", "10"} << "keep.png";
+    // Whole px only: 16.7 was cut to 16 and drawn; past int's range the cast was undefined.
+    QTest::newRow("width not whole")
+        << QStringList{"--export", "timeline", "--config", cfg, "--width", "16.7"} << "keep.png";
+    QTest::newRow("height past int")
+        << QStringList{"--export", "timeline", "--config", cfg, "--height", "4294967312"}
+        << "keep.png";
+    QTest::newRow("width nan") << QStringList{"--export", "timeline", "--config",
+                                              cfg,        "--width",  "nan"}
+                               << "keep.png";
     QTest::newRow("dpi too small")
         << QStringList{"--export", "timeline", "--config", cfg, "--dpi", "5"} << "keep.png";
 }

@@ -704,6 +704,16 @@ void TestTraceCli::badArguments_data() {
     QTest::newRow("csv bad table") << QStringList({"export-csv", "GOOD", "OUT", "--table", "ops"})
                                    << "--table must be op, memory or metric";
     QTest::newRow("repair without file") << QStringList({"repair"}) << "missing the trace file";
+    // An unset shell variable: before, the export ran to the end and then failed to rename its
+    // output onto "" (exit code 4, ": cannot replace it"); the trace was ": no such file".
+    QTest::newRow("export to an empty name") << QStringList({"export-chrome", "GOOD", ""})
+                                             << "export-chrome: a file name is an empty string";
+    QTest::newRow("csv to an empty name")
+        << QStringList({"export-csv", "GOOD", "", "--force"}) << "a file name is an empty string";
+    QTest::newRow("stats of an empty name")
+        << QStringList({"stats", ""}) << "stats: a file name is an empty string";
+    QTest::newRow("merge of an empty name")
+        << QStringList({"merge", "GOOD", "", "-o", "OUT"}) << "a file name is an empty string";
     QTest::newRow("help unknown") << QStringList({"help", "frobnicate"}) << "no command";
 }
 

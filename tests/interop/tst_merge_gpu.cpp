@@ -1,6 +1,7 @@
 // The merge of a multi-process CUDA run's traces carries every GPU table, each file's rows moved
 // to rank 0's clock, and lists a GPU that several processes share once. (The CPU path of merge
 // is tested with real processes in tests/runner/tst_run_multi.cpp.)
+#include <limits>
 #include <map>
 #include <sqlite3.h>
 
@@ -341,6 +342,48 @@ class TstMergeGpu : public QObject {
         QVERIFY(m.open(out).ok());
         QVERIFY(m.run().status == trace::RunStatus::Failed);
         QCOMPARE(m.run().message, report.status_message);
+    }
+
+    void damagedTimesNeverWrapAround() {
+        // Files edited or damaged: their times are never wrapped around by the shift onto rank 0's
+        // clock (signed overflow, which gave ops that end before they start, in 1677).
+        QTemporaryDir dir;
+        interop::MergeReport report;
+        QCOMPARE(mergeRanks(dir, &report), QString());
+        const QString r1 = dir.filePath("run-rank1.db");
+        const std::vector<std::string> inputs{dir.filePath("run-rank0.db").toStdString(),
+                                              r1.toStdString()};
+        const std::string out = dir.filePath("edited.db").toStdString();
+        const auto edit = [&](const char* sql) {
+            sqlite3* db = nullptr;
+            QCOMPARE(sqlite3_open(r1.toUtf8().constData(), &db), SQLITE_OK);
+            QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+        };
+        // An op that ends at the clock's end stays there (the analysis then leaves it out and says
+        // so); a shift of kShift wrapped its end to -2^63 + kShift - 1.
+        edit("UPDATE op SET end_ns = 9223372036854775807");
+        QVERIFY(interop::mergeTraces(inputs, out, {}, &report).ok());
+        {
+            trace::TraceReader m;
+            QVERIFY(m.open(out).ok());
+            std::map<int, std::pair<std::int64_t, std::int64_t>> ops;
+            QVERIFY(m.forEachOp([&](const trace::OpRecord& o) {
+                         ops[o.rank] = {o.start_ns, o.end_ns};
+                         return true;
+                     }).ok());
+            QCOMPARE(ops[1].first, 50 + kShift);
+            QCOMPARE(ops[1].second, std::numeric_limits<std::int64_t>::max());
+        }
+        // A clock offset no clock has: refused, naming the file, and nothing written.
+        edit("UPDATE rank SET clock_offset_ns = 9223372036854775807");
+        const std::string refused = dir.filePath("refused.db").toStdString();
+        const auto st = interop::mergeTraces(inputs, refused, {}, &report);
+        QCOMPARE(st.code, trace::TraceStatus::Code::BadInput);
+        QVERIFY2(st.message.rfind(r1.toStdString() + ": its start (", 0) == 0, st.message.c_str());
+        QVERIFY2(st.message.find("the file is damaged or was edited") != std::string::npos,
+                 st.message.c_str());
+        QVERIFY(!QFile::exists(QString::fromStdString(refused)));
     }
 };
 

@@ -43,6 +43,7 @@ class TestRunCliModes : public QObject {
     void sweepAllPointsFail();
     void compareTable();
     void compareTraces();
+    void compareNeverReplacesTheConfig();
     void scheduleRoundTrip();
     void brokenSchedule_data();
     void brokenSchedule();
@@ -283,6 +284,23 @@ void TestRunCliModes::compareTraces() {
     for (const QString& line : lines) {
         QCOMPARE(line.size(), lines.front().size());  // characters, as a terminal shows them
     }
+}
+
+void TestRunCliModes::compareNeverReplacesTheConfig() {
+    // A config named cmp-naive.db and --out cmp.db: the naive variant's trace would be the config
+    // itself. Before, --force replaced the config with that trace; now nothing runs.
+    const QString config = path("cmp-naive.db");
+    const QByteArray text = readFile(default_);
+    QVERIFY(writeFile(config, text));
+    const ProcessResult r =
+        runBinary(kRun, {config, "--compare", "--out", path("cmp.db"), "--force"});
+    QVERIFY2(r.exit_code == 2 && !r.crashed, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(("pipescope-run: --compare: variant naive's trace " + config +
+                             " is the config file; refusing to overwrite it\n")
+                                .toUtf8()),
+             qPrintable(describe(r)));
+    QCOMPARE(readFile(config), text);
+    QVERIFY(!QFile::exists(path("cmp-vocab-2.db")));
 }
 
 void TestRunCliModes::scheduleRoundTrip() {

@@ -6,6 +6,7 @@
 // once with a message that names it, and bad launch values are clear errors.
 #include <csignal>
 #include <sqlite3.h>
+#include <tuple>
 #include <unistd.h>
 
 #include <QProcess>
@@ -72,6 +73,7 @@ class TestRunMulti : public QObject {
     void aRankStartedTwiceIsTurnedAway();
     void anotherLaunchIsNotMerged();
     void eachProcessWritesItsOwnSummary();
+    void aProcessNeverReplacesTheConfig();
     void badLaunchValues();
 
   private:
@@ -583,6 +585,38 @@ void TestRunMulti::eachProcessWritesItsOwnSummary() {
         QVERIFY2(error.isEmpty(), qPrintable(error));
         QVERIFY2(s.value("trace").toString().endsWith(QStringLiteral("sums-rank%1.db").arg(r)),
                  qPrintable(s.value("trace").toString()));
+    }
+}
+
+void TestRunMulti::aProcessNeverReplacesTheConfig() {
+    // A process's files are named after the ones given (OUT-rankR.db, PATH-rankR.json): with a
+    // config named own-rank0.json, --summary-json own.json made rank 0 write its summary over
+    // the config (no --force needed), and --out own.db --force its trace over own-rank0.db.
+    // Now the process refuses before it meets the others.
+    for (const auto& [config_name, flag, given] :
+         {std::tuple<QString, QString, QString>{"own-rank0.json", "--summary-json", "own.json"},
+          {"own-rank0.db", "--out", "own.db"}}) {
+        const QString config = dir_.filePath(config_name);
+        QVERIFY(writeFile(config, kTiny));
+        QStringList args{config,
+                         "--backend",
+                         "cpu",
+                         "--rank",
+                         "0",
+                         "--world-size",
+                         "2",
+                         "--force",
+                         "--rendezvous",
+                         QStringLiteral("127.0.0.1:%1").arg(freshPort())};
+        if (flag != "--out") {
+            args << "--out" << dir_.filePath("own-trace.db");
+        }
+        const auto r = runBinary(kRun, args + QStringList{flag, dir_.filePath(given)});
+        QVERIFY2(r.exit_code == 2 && !r.crashed, qPrintable(describe(r)));
+        QVERIFY2(
+            r.err.contains((config + " is the config file; refusing to overwrite it").toUtf8()),
+            qPrintable(describe(r)));
+        QCOMPARE(readFile(config), kTiny);
     }
 }
 

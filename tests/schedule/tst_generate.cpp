@@ -280,6 +280,28 @@ void TstGenerate::handEditedScheduleIsChecked() {
     QVERIFY(!wrong.schedule);
     QCOMPARE(wrong.error,
              std::string("s.json: \"ranks\" is 3 but the config's parallel.pipeline is 2"));
+    // Integers past int's range are the numbers written, not what get<int>() cut them to: 2^32 +
+    // 2 read as 2 (and matched), 2^40 as 0, 2^32 + 1 as version 1.
+    const std::string ops = scheduleToJson(*g.schedule);
+    const auto withKey = [&](const std::string& key, const std::string& value) {
+        std::string t = ops;
+        const std::string from = "\"" + key + "\": ";
+        const auto at = t.find(from) + from.size();
+        t.replace(at, t.find(',', at) - at, value);
+        return scheduleFromJson(t, c, "s.json");
+    };
+    QVERIFY(withKey("ranks", "2").schedule);
+    const auto wrapped = withKey("ranks", "4294967298");
+    QVERIFY(!wrapped.schedule);
+    QCOMPARE(wrapped.error, std::string("s.json: \"ranks\" is 4294967298 but the config's "
+                                        "parallel.pipeline is 2"));
+    QCOMPARE(withKey("microbatches", "1099511627776").error,
+             std::string("s.json: \"microbatches\" is 1099511627776 but the config's "
+                         "parallel.microbatches is 4"));
+    QCOMPARE(withKey("ranks", "18446744073709551615").error,
+             std::string("s.json: \"ranks\" is 18446744073709551615 but the config's "
+                         "parallel.pipeline is 2"));
+    QCOMPARE(withKey("version", "4294967297").error, std::string("s.json: \"version\" must be 1"));
     (void)text;
 }
 

@@ -354,6 +354,20 @@ void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
     QVERIFY2(QString::fromStdString(r.error).contains("2.2e+20 days"), r.error.c_str());
     QVERIFY2(QString::fromStdString(r.error).contains("hardware.latency_us"), r.error.c_str());
 
+    // An iteration that fits, run too many times: run.iterations' fault. Before, the message
+    // blamed the model's sizes and the hardware and said "one iteration takes 0 days".
+    std::vector<std::string> long_ops = {"costs.source=table", "run.iterations=2147483647"};
+    for (const char* k : {"F", "B", "OPT"}) {
+        long_ops.push_back(std::string("costs.per_stage_us.") + k + "=" + list(2, 1e9));
+    }
+    r = sim::simulate(test::makeConfig(2, 2, "1f1b", "naive", long_ops));
+    QVERIFY(!r.result);
+    QVERIFY2(
+        QString::fromStdString(r.error).startsWith("run.iterations: 2147483647 iterations of "),
+        r.error.c_str());
+    QVERIFY2(QString::fromStdString(r.error).endsWith("; lower run.iterations"), r.error.c_str());
+    QVERIFY2(!QString::fromStdString(r.error).contains("0 days"), r.error.c_str());
+
     // Every op free: the iteration takes 0 s and MFU, throughput and the bubble are 0/0.
     std::vector<std::string> zero = {"costs.source=table", "costs.p2p_us=0",
                                      "costs.collective_us=0", "hardware.latency_us=0"};

@@ -109,6 +109,7 @@ class TstTraceRoundtrip : public QObject {
   private slots:
     void roundTrip();
     void refusesToOverwrite();
+    void namesAMissingFolder();
     void overwritesWhenAsked();
     void refusesNewerSchema();
     void opCorrelationTiesRecordsToOps();
@@ -292,6 +293,18 @@ void TstTraceRoundtrip::refusesToOverwrite() {
     QCOMPARE(int(st.code), int(TraceStatus::Code::Exists));
     QVERIFY(QString::fromStdString(st.message).contains("keep.db"));
     QCOMPARE(pipescope::test::readFile(path), QByteArray("precious user data"));
+}
+
+void TstTraceRoundtrip::namesAMissingFolder() {
+    // SQLite says only "unable to open database file"; the message says which folder is missing.
+    const QString path = dir_.filePath("no-such-folder/run.db");
+    TraceWriter w;
+    const auto st = w.create(path.toStdString(), sampleRun());
+    QCOMPARE(int(st.code), int(TraceStatus::Code::IoError));
+    QCOMPARE(QString::fromStdString(st.message), path + ": cannot create: its folder " +
+                                                     dir_.filePath("no-such-folder") +
+                                                     " does not exist");
+    QVERIFY(!QFileInfo::exists(dir_.filePath("no-such-folder")));
 }
 
 void TstTraceRoundtrip::overwritesWhenAsked() {
