@@ -15,6 +15,7 @@
 
 #include "atomic_file.h"
 #include "chrome_lanes.h"
+#include "clock_math.h"
 #include "progress.h"
 
 namespace pipescope::interop {
@@ -24,6 +25,8 @@ namespace {
 using trace::OpKind;
 using trace::TraceStatus;
 using Code = TraceStatus::Code;
+using detail::moved;
+using detail::since;
 
 struct Input {
     std::string path;
@@ -32,38 +35,16 @@ struct Input {
     std::vector<trace::RankInfo> own;
 };
 
-// `t` moved by `shift`, held at the ends of the clock rather than wrapped: an op a damaged file
-// puts at 2^63 - 1 stays there (the analysis says it lies outside the run) instead of ending
-// before it starts.
-std::int64_t moved(std::int64_t t, std::int64_t shift) {
-    std::int64_t out = 0;
-    if (__builtin_add_overflow(t, shift, &out)) {
-        return shift > 0 ? std::numeric_limits<std::int64_t>::max()
-                         : std::numeric_limits<std::int64_t>::min();
-    }
-    return out;
-}
-
-// `t` - `start`, held at the ends of the clock as `moved` is.
-std::int64_t since(std::int64_t start, std::int64_t t) {
-    std::int64_t out = 0;
-    if (__builtin_sub_overflow(t, start, &out)) {
-        return t >= 0 ? std::numeric_limits<std::int64_t>::max()
-                      : std::numeric_limits<std::int64_t>::min();
-    }
-    return out;
-}
-
 // The shift of a file that started at `start` with the measured `offset` onto rank 0's clock
 // (rank 0 started at `s0`), or nullopt when it is more than 2^62 ns (146 years) either way: no
 // two clocks are that far apart, the file is damaged or was edited (an offset of 2^63 - 1 wrapped
 // every time of the file around).
 std::optional<std::int64_t> clockShift(std::int64_t start, std::int64_t offset, std::int64_t s0) {
-    constexpr std::int64_t kFar = std::int64_t{1} << 62;
     std::int64_t on_zero = 0;
     std::int64_t shift = 0;
     if (__builtin_add_overflow(start, offset, &on_zero) ||
-        __builtin_sub_overflow(on_zero, s0, &shift) || shift > kFar || shift < -kFar) {
+        __builtin_sub_overflow(on_zero, s0, &shift) || shift > detail::kFarNs ||
+        shift < -detail::kFarNs) {
         return std::nullopt;
     }
     return shift;

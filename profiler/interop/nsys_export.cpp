@@ -6,6 +6,7 @@
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
+#include "clock_math.h"
 #include "record_rows.h"
 
 namespace pipescope::interop::detail {
@@ -100,7 +101,7 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
             }
             ++r->summary.matched;
             const std::int64_t start = s.int64(0), end = s.int64(1);
-            offsets.push_back(host->second.start_ns - start);
+            offsets.push_back(since(start, host->second.start_ns));
             r->ranges_by_thread[s.isNull(5) ? 0 : s.int64(5)].push_back({start, end, *key});
         });
     if (!st.ok()) {
@@ -129,8 +130,14 @@ TraceStatus readRanges(const std::unordered_map<std::uint64_t, trace::OpRecord>&
                     " op ranges is an op of " + run_path + " (is it the export of another run?)"));
     }
     r->summary.clock_offset_ns = median(offsets);
+    if (r->summary.clock_offset_ns > kFarNs || r->summary.clock_offset_ns < -kFarNs) {
+        return TraceStatus::error(
+            Code::BadInput,
+            r->fail("its op ranges put its clock " + std::to_string(r->summary.clock_offset_ns) +
+                    " ns from the run's, more than 146 years: the export's times are damaged"));
+    }
     for (auto& d : offsets) {
-        d = std::abs(d - r->summary.clock_offset_ns);
+        d = distance(d, r->summary.clock_offset_ns);
     }
     r->summary.offset_spread_ns = median(offsets);
     for (auto& [tid, ranges] : r->ranges_by_thread) {
@@ -153,9 +160,9 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
                 n.event_type != kNvtxStartEnd && n.event_type != kNvtxDomainCreate) {
                 return;  // category registrations, payload schemas and the like
             }
-            n.start = s.int64(0) + shift;
+            n.start = moved(s.int64(0), shift);
             if (!s.isNull(1)) {
-                n.end = s.int64(1) + shift;
+                n.end = moved(s.int64(1), shift);
             }
             n.text = s.isNull(3) ? r.string(s, 4) : s.text(3);
             n.global_tid = s.int64(5);
@@ -169,8 +176,8 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
             {"start", "end", "globalTid", "correlationId", "nameId", "returnValue", "eventClass"},
             {"start", "end", "globalTid", "correlationId"}, [&](const Stmt& s) {
                 trace::RuntimeRecord rt;
-                rt.start = s.int64(0) + shift;
-                rt.end = s.int64(1) + shift;
+                rt.start = moved(s.int64(0), shift);
+                rt.end = moved(s.int64(1), shift);
                 rt.global_tid = s.int64(2);
                 rt.correlation_id = s.int64(3);
                 rt.name = r.string(s, 4);
@@ -192,8 +199,8 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
     // A device record on the run's clock: shifted, and for the op's device work, tied to the op
     // that launched it and widening its span, or counted as launched outside every op.
     const auto shifted = [&](auto* record) {
-        record->start += shift;
-        record->end += shift;
+        record->start = moved(record->start, shift);
+        record->end = moved(record->end, shift);
     };
     const auto attribute = [&](const Stmt& s, const auto& record) {
         const auto op =

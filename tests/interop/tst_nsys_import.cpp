@@ -397,6 +397,47 @@ class TstNsysImport : public QObject {
         QCOMPARE(report.gpu_rows, 4);
     }
 
+    void damagedTimesNeverWrapAround() {
+        // A range moved to the start of the clock (a damaged or edited export): the import
+        // goes on with the other ranges' clock, and no shifted time wraps around to end before
+        // it starts.
+        QVERIFY(QFile::copy(path("report.sqlite"), path("extreme.sqlite")));
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path("extreme.sqlite").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db,
+                        "UPDATE NVTX_EVENTS SET start = -9223372036854775807 - 1 WHERE "
+                        "text LIKE 'SEND_F0>1 [r0%'"));
+        sqlite3_close(db);
+        interop::NsysImportReport report;
+        auto st = interop::importNsys(path("run.db").toStdString(),
+                                      {path("extreme.sqlite").toStdString()},
+                                      path("extreme.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        const auto& r = report.reports.front();
+        QVERIFY2(r.offset_spread_ns >= 0 && r.offset_spread_ns < 1'000'000,
+                 qPrintable(QString::number(r.offset_spread_ns)));
+        const QString o = path("extreme.db");
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM NVTX_EVENTS WHERE end < start"), 0);
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM op WHERE end_ns < start_ns"), 0);
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end < start"),
+                 0);
+
+        // Every range that far: its clock would be 146 years and more from the run's. Refused,
+        // and nothing written.
+        QVERIFY(QFile::copy(path("report.sqlite"), path("far.sqlite")));
+        QCOMPARE(sqlite3_open(path("far.sqlite").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db,
+                        "UPDATE NVTX_EVENTS SET start = start - 5000000000000000000, "
+                        "end = end - 5000000000000000000"));
+        sqlite3_close(db);
+        st = interop::importNsys(path("run.db").toStdString(), {path("far.sqlite").toStdString()},
+                                 path("far.db").toStdString(), {}, &report);
+        QVERIFY(!st.ok());
+        QVERIFY2(QString::fromStdString(st.message).contains("more than 146 years"),
+                 st.message.c_str());
+        QVERIFY(!QFile::exists(path("far.db")));
+    }
+
     void oneExportPerProcess() {
         // A multi-process run profiled with one report per process: each report has its own
         // session start, so each gets its own offset, and its ops their device spans.
