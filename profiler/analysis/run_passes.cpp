@@ -67,8 +67,8 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBoun
         }
         return progress->step();
     };
-    const trace::TraceStatus st =
-        reader.forEachOp(visit, {trace::OpScan::Order::Stored, /*timing_only=*/true});
+    const trace::TraceStatus st = reader.forEachOp(
+        visit, {trace::OpScan::Order::Stored, /*timing_only=*/true, &out->unknown});
     for (const auto& [iteration, window] : by_iteration) {
         if (window.start_ns <= window.end_ns) {  // not every op of it left out
             out->windows.push_back(window);

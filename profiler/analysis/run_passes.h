@@ -76,6 +76,7 @@ struct WindowScan {
     bool gpu_spans = false;                // whether device spans exist
     std::int64_t backwards = 0;            // ops that end before they start
     std::int64_t outside = 0;              // ops outside the run's span (OpBounds), left out
+    std::int64_t unknown = 0;  // ops of a kind, lane or source no PipeScope writes, left out
     std::optional<trace::OpRecord> first_outside;  // the earliest-numbered of them
 };
 

@@ -367,6 +367,12 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     if (scan.first_outside) {
         s.damage.push_back(outsideNote(*scan.first_outside, scan.outside, bounds.span()));
     }
+    if (scan.unknown > 0) {
+        s.damage.push_back(std::to_string(scan.unknown) +
+                           (scan.unknown == 1 ? " op has" : " ops have") +
+                           " a kind, lane or source that no PipeScope writes; left out of every "
+                           "figure");
+    }
     if (backwards > 0) {
         s.damage.push_back(
             std::to_string(backwards) +

@@ -447,7 +447,11 @@ TraceStatus TraceReader::forEachOp(const std::function<bool(const OpRecord&)>& f
         } else {
             o = Impl::readOp(s);
         }
-        if (isKnownOp(o) && !fn(o)) {
+        if (!isKnownOp(o)) {
+            if (scan.unknown != nullptr) {
+                ++*scan.unknown;
+            }
+        } else if (!fn(o)) {
             return TraceStatus::success();
         }
     }

@@ -217,6 +217,8 @@ void TestAnalysis::damagedTraceSaysSo() {
     QCOMPARE(sqlite3_exec(db,
                           "UPDATE op SET end_ns = start_ns - 1 WHERE rowid IN (1, 2);"
                           "UPDATE op SET iteration = 2000000000 WHERE rowid = 3;"
+                          "UPDATE op SET kind = 99 WHERE rowid = 4;"
+                          "UPDATE op SET lane = 7 WHERE rowid = 5;"
                           "UPDATE memory SET bytes = -5 WHERE rowid = 1;"
                           "UPDATE run SET warmup = -1;"
                           "UPDATE metric SET value = 1e999 WHERE key = 'model_flops_per_iteration'",
@@ -231,8 +233,11 @@ void TestAnalysis::damagedTraceSaysSo() {
         }
         return joined;
     }());
-    QCOMPARE(s.damage.size(), std::size_t{5});
+    QCOMPARE(s.damage.size(), std::size_t{6});
     QVERIFY2(all.contains("2 ops end before they start"), qPrintable(all));
+    QVERIFY2(all.contains("2 ops have a kind, lane or source that no PipeScope writes; left out "
+                          "of every figure"),
+             qPrintable(all));
     QVERIFY2(all.contains("1 op is numbered outside the run's iterations 0 to 1 (iteration "
                           "2000000000)"),
              qPrintable(all));
@@ -243,7 +248,7 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY2(all.contains("metric model_flops_per_iteration is inf"), qPrintable(all));
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
-    QCOMPARE(o.value("damage").toArray().size(), 5);
+    QCOMPARE(o.value("damage").toArray().size(), 6);
 }
 
 // A measured op far outside the run's recorded time (an end edited to 2^63, a start an hour

@@ -111,6 +111,9 @@ struct OpScan {
     // Only rank, iteration, kind, lane, source, start_ns, end_ns and bytes; the other fields
     // keep their defaults. Whole-trace figures need no more, and read half the columns.
     bool timing_only = false;
+    // When set, counts the rows left out because no PipeScope writes their kind, lane or source
+    // (a damaged or edited file).
+    std::int64_t* unknown = nullptr;
 };
 
 // Reads one trace file. One thread at a time may use a reader (a thread of its own needs a
