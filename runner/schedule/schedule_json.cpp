@@ -201,6 +201,19 @@ std::string checkCollectives(const Schedule& s, const Config& config) {
     return {};
 }
 
+// A point-to-point op of rank `r` whose peer is no other rank: the check of the whole schedule
+// would only find some op missing, without naming the label that is wrong. Empty when none.
+std::string badPeer(const Op& op, const Schedule& s, int r) {
+    const bool p2p = op.kind == OpKind::SendF || op.kind == OpKind::SendB ||
+                     op.kind == OpKind::RecvF || op.kind == OpKind::RecvB;
+    if (p2p && (op.peer >= s.ranks || op.peer == r)) {
+        return "peer " + std::to_string(op.peer) + " is not another rank of the " +
+               std::to_string(s.ranks) + "-rank schedule (0 to " + std::to_string(s.ranks - 1) +
+               ", not " + std::to_string(r) + " itself)";
+    }
+    return {};
+}
+
 }  // namespace
 
 ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
@@ -290,6 +303,9 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
             auto op = parseOpLabel(list[i].get<std::string>(), &why);
             if (!op) {
                 return fail(at + why);
+            }
+            if (why = badPeer(*op, s, r); !why.empty()) {
+                return fail(at + "\"" + list[i].get<std::string>() + "\": " + why);
             }
             if (op->kind == OpKind::Bcast) {
                 op->root = op->collective == Collective::InputGradBcast

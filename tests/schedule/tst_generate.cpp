@@ -302,6 +302,19 @@ void TstGenerate::handEditedScheduleIsChecked() {
              std::string("s.json: \"ranks\" is 18446744073709551615 but the config's "
                          "parallel.pipeline is 2"));
     QCOMPARE(withKey("version", "4294967297").error, std::string("s.json: \"version\" must be 1"));
+    // A label the schedule cannot have is named, not found out as some other op missing.
+    const auto withLabel = [&](const std::string& from, const std::string& to) {
+        std::string t = ops;
+        const auto at = t.find("\"" + from + "\"");
+        t.replace(at + 1, from.size(), to);
+        return scheduleFromJson(t, c, "s.json");
+    };
+    QCOMPARE(withLabel("SEND_F0>1", "SEND_F0>2147483647").error,
+             std::string("s.json: ops[0][1] \"SEND_F0>2147483647\": peer 2147483647 is not "
+                         "another rank of the 2-rank schedule (0 to 1, not 0 itself)"));
+    QCOMPARE(withLabel("SEND_F0>1", "SEND_F0>0").error,
+             std::string("s.json: ops[0][1] \"SEND_F0>0\": peer 0 is not another rank of the "
+                         "2-rank schedule (0 to 1, not 0 itself)"));
     (void)text;
 }
 
