@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace pipescope::schedule::detail {
@@ -207,11 +208,28 @@ Field<std::string> FieldReader::readString(const Section& s, std::string_view ke
         report(path, "must be a string, got " + describeValue(*v), false);
         return {};
     }
-    if (v->get_ref<const std::string&>().empty()) {
+    const std::string& text = v->get_ref<const std::string&>();
+    if (text.empty()) {
         report(path, "must not be empty", false);
         return {};
     }
-    return ok(v->get<std::string>(), true);
+    // Names go to terminals, titles and file names in one line: a newline or an escape would
+    // break the line or reach the terminal as a command.
+    if (const auto at = std::find_if(text.begin(), text.end(),
+                                     [](char c) {
+                                         const auto u = static_cast<unsigned char>(c);
+                                         return u < 0x20 || u == 0x7F;
+                                     });
+        at != text.end()) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*at));
+        report(path,
+               std::string("must be one line of printable text; it has the control character ") +
+                   code + " at byte " + std::to_string(at - text.begin() + 1),
+               false);
+        return {};
+    }
+    return ok(text, true);
 }
 
 Field<bool> FieldReader::readBool(const Section& s, std::string_view key, bool fallback) {

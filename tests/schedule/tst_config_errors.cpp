@@ -211,6 +211,11 @@ void TstConfigErrors::invalidValues_data() {
         "costs.collectives_us.output: must be at most 1e9, got 10000000000.0");
     row("hardware name empty", {R"(hardware.name="")"}, "hardware.name: must not be empty");
     row("name not a string", {"name=5"}, "name: must be a string, got 5");
+    row("name with a newline", {R"(name="two\nlines")"},
+        "name: must be one line of printable text; it has the control character 0x0A at byte 4");
+    row("hardware name with an escape", {R"(hardware.name="A100\u001b[31m")"},
+        "hardware.name: must be one line of printable text; it has the control character 0x1B "
+        "at byte 5");
     row("cost source typo", {"costs.source=tabel"},
         R"(costs.source: unknown cost source "tabel"; expected analytic, table or calibrated:PATH (did you mean "table"?))");
     row("calibrated without path", {"costs.source=calibrated:"},
