@@ -181,7 +181,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
                                 bool own_thread, std::vector<MemoryPeak>* peaks,
-                                std::int64_t* negative) {
+                                MemoryDamage* damage) {
     peaks->assign(rank_index.size(), MemoryPeak{});
     std::optional<detail::MemoryPeakTracker> tracker;
     std::size_t current = 0;
@@ -198,19 +198,19 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
             close();
             in_rank = true;
             current_rank = s.rank;
-            const auto it = rank_index.find(s.rank);
-            if (it == rank_index.end()) {
-                return progress->step(own_thread);
+            if (const auto it = rank_index.find(s.rank); it != rank_index.end()) {
+                current = it->second;
+                tracker.emplace(window);
             }
-            current = it->second;
-            tracker.emplace(window);
+        }
+        if (!tracker) {
+            ++damage->unranked;
+            return progress->step(own_thread);
         }
         if (s.bytes < 0) {
-            ++*negative;
+            ++damage->negative;
         }
-        if (tracker) {
-            tracker->add(s);
-        }
+        tracker->add(s);
         return progress->step(own_thread);
     });
     close();
@@ -230,7 +230,7 @@ PeaksBeside::PeaksBeside(const trace::TraceReader& reader,
     future_ = std::async(std::launch::async, [progress, &rank_index, r = std::move(own)] {
         Result out;
         out.status =
-            collectPeaks(*r, rank_index, std::nullopt, progress, false, &out.peaks, &out.negative);
+            collectPeaks(*r, rank_index, std::nullopt, progress, false, &out.peaks, &out.damage);
         return out;
     });
 }
@@ -241,13 +241,13 @@ PeaksBeside::~PeaksBeside() {
     }
 }
 
-trace::TraceStatus PeaksBeside::get(std::vector<MemoryPeak>* peaks, std::int64_t* negative) {
+trace::TraceStatus PeaksBeside::get(std::vector<MemoryPeak>* peaks, MemoryDamage* damage) {
     while (future_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
         progress_->report();
     }
     Result r = future_.get();
     *peaks = std::move(r.peaks);
-    *negative = r.negative;
+    *damage = r.damage;
     return r.status;
 }
 

@@ -94,13 +94,19 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& 
                               const std::vector<int>& measured, Progress* progress,
                               std::vector<std::vector<WindowTotals>>* totals, OpKindTally* tally);
 
-// The memory pass: each rank's peak (within `window`, when given) and the samples below 0 bytes.
+// What the memory pass finds that cannot be right.
+struct MemoryDamage {
+    std::int64_t negative = 0;  // samples below 0 bytes
+    std::int64_t unranked = 0;  // samples of a rank the trace does not list, left out
+};
+
+// The memory pass: each rank's peak (within `window`, when given) and its damage.
 // `own_thread`: on the thread that may report progress.
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
                                 bool own_thread, std::vector<MemoryPeak>* peaks,
-                                std::int64_t* negative);
+                                MemoryDamage* damage);
 
 // The memory pass on a thread and a reader of its own, beside the op passes: started on a
 // finished file that opens a second time (opening one still being written counts its rows).
@@ -115,12 +121,12 @@ class PeaksBeside {
 
     bool started() const { return future_.valid(); }
     // Waits for the pass (reporting progress meanwhile) and gives its results.
-    trace::TraceStatus get(std::vector<MemoryPeak>* peaks, std::int64_t* negative);
+    trace::TraceStatus get(std::vector<MemoryPeak>* peaks, MemoryDamage* damage);
 
   private:
     struct Result {
         std::vector<MemoryPeak> peaks;
-        std::int64_t negative = 0;
+        MemoryDamage damage;
         trace::TraceStatus status;
     };
     Progress* progress_;

@@ -482,19 +482,23 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     markMeasured(&s);
 
     std::vector<MemoryPeak> peaks;
-    std::int64_t negative = 0;
+    detail::MemoryDamage memory_damage;
     if (beside && beside->started()) {
-        if (trace::TraceStatus st = beside->get(&peaks, &negative); !st.ok()) {
+        if (trace::TraceStatus st = beside->get(&peaks, &memory_damage); !st.ok()) {
             return st;
         }
     } else if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress,
-                                                    true, &peaks, &negative);
+                                                    true, &peaks, &memory_damage);
                !st.ok()) {
         return st;
     }
-    if (negative > 0) {
-        s.damage.push_back(std::to_string(negative) + " memory " +
-                           (negative == 1 ? "sample is" : "samples are") + " below 0 bytes");
+    if (const std::int64_t n = memory_damage.negative; n > 0) {
+        s.damage.push_back(std::to_string(n) + " memory " + (n == 1 ? "sample is" : "samples are") +
+                           " below 0 bytes");
+    }
+    if (const std::int64_t n = memory_damage.unranked; n > 0) {
+        s.damage.push_back(std::to_string(n) + " memory " + (n == 1 ? "sample is" : "samples are") +
+                           " of a rank the trace does not list; left out of every figure");
     }
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         s.ranks[r].peak_memory = peaks[r];

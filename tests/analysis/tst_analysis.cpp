@@ -220,6 +220,7 @@ void TestAnalysis::damagedTraceSaysSo() {
                           "UPDATE op SET kind = 99 WHERE rowid = 4;"
                           "UPDATE op SET lane = 7 WHERE rowid = 5;"
                           "UPDATE memory SET bytes = -5 WHERE rowid = 1;"
+                          "INSERT INTO memory (rank, t_ns, bytes, category) VALUES (77, 5, 1, 0);"
                           "UPDATE run SET warmup = -1;"
                           "UPDATE metric SET value = 1e999 WHERE key = 'model_flops_per_iteration'",
                           nullptr, nullptr, nullptr),
@@ -233,7 +234,7 @@ void TestAnalysis::damagedTraceSaysSo() {
         }
         return joined;
     }());
-    QCOMPARE(s.damage.size(), std::size_t{6});
+    QCOMPARE(s.damage.size(), std::size_t{7});
     QVERIFY2(all.contains("2 ops end before they start"), qPrintable(all));
     QVERIFY2(all.contains("2 ops have a kind, lane or source that no PipeScope writes; left out "
                           "of every figure"),
@@ -244,11 +245,14 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY(std::none_of(s.iterations.begin(), s.iterations.end(),
                          [](const auto& i) { return i.iteration == 2000000000; }));
     QVERIFY2(all.contains("1 memory sample is below 0 bytes"), qPrintable(all));
+    QVERIFY2(all.contains("1 memory sample is of a rank the trace does not list; left out of "
+                          "every figure"),
+             qPrintable(all));
     QVERIFY2(all.contains("warm-up -1"), qPrintable(all));
     QVERIFY2(all.contains("metric model_flops_per_iteration is inf"), qPrintable(all));
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
-    QCOMPARE(o.value("damage").toArray().size(), 6);
+    QCOMPARE(o.value("damage").toArray().size(), 7);
 }
 
 // A measured op far outside the run's recorded time (an end edited to 2^63, a start an hour
