@@ -1,7 +1,8 @@
 // Where a measured op can lie: within the run's recorded wall-clock span. A host or device op far
 // outside it (an end edited to 2^63, a start hours before the run began) cannot be right, and one
 // such op would make its iteration last for centuries and its rank busy throughout; the analysis
-// leaves these out and says so. Simulated ops run on a virtual clock the run's span does not bound.
+// leaves these out and says so. Simulated ops run on a virtual clock the run's span does not bound;
+// only an op decades from its start is left out.
 // Internal to pipescope_analysis.
 #pragma once
 
@@ -45,13 +46,16 @@ class OpBounds {
     bool bounded() const { return bounded_; }
     std::int64_t span() const { return span_; }
 
-    // True when the op can be taken as measured: simulated, or within the bounds.
+    // True when the op can be taken as measured: within the bounds, or simulated and within 73
+    // years (2^61 ns) of the virtual clock's start, which no simulation comes near (an edited
+    // file's op from -2^63 to 2^63 - 1 would make every sum over it overflow).
     bool holds(const trace::OpRecord& op) const {
-        if (!bounded_ || op.source == trace::Source::Sim) {
-            return true;
-        }
         const std::int64_t end = std::max(op.start_ns, op.end_ns);
-        return op.start_ns >= lo_ && end <= hi_;
+        if (op.source == trace::Source::Sim) {
+            constexpr std::int64_t kSimFar = std::int64_t{1} << 61;
+            return op.start_ns >= -kSimFar && end <= kSimFar;
+        }
+        return !bounded_ || (op.start_ns >= lo_ && end <= hi_);
     }
 
   private:

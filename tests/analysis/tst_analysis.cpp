@@ -319,6 +319,24 @@ void TestAnalysis::opsFarOutsideTheRunAreLeftOut() {
         "UPDATE op SET source = 0, start_ns = max(start_ns, 0), end_ns = min(end_ns, 1000000); "
         "UPDATE run SET end_ns = start_ns + 1");
     QVERIFY(analyze(path).damage.empty());
+    // Except by decades: a simulated op stretched over the whole clock is left out as well
+    // (every sum over it would overflow); its iteration ends where its other ops do, no longer
+    // at the 1 ms the edit above gave that op.
+    const RunStats sim = analyze(path);
+    QCOMPARE(sim.iterations.back().end_ns, std::int64_t{1000000});
+    edit(
+        "UPDATE op SET start_ns = -9223372036854775807 - 1, end_ns = 9223372036854775807 WHERE "
+        "iteration = 1 AND rank = 0 AND kind = 0 AND microbatch = 1");
+    const RunStats stretched = analyze(path);
+    QCOMPARE(stretched.damage.size(), std::size_t{1});
+    QVERIFY2(stretched.damage.front().find("1 op lies far outside") != std::string::npos,
+             stretched.damage.front().c_str());
+    const auto& window = stretched.iterations.back();
+    QCOMPARE(window.start_ns, sim.iterations.back().start_ns);
+    QVERIFY(window.end_ns < 1000000);
+    for (const auto& r : window.ranks) {
+        QVERIFY(r.busy_ns >= 0 && r.busy_ns <= window.timeNs());
+    }
 }
 
 // Damage inside the file, in the pages of the metric table: the ops still give their figures,

@@ -1,6 +1,7 @@
 // Writing a trace and reading it back: every record, the run status, the Nsight-compatible
 // tables, single-file output, and the refusals (overwrite, newer schema, foreign files).
 #include <chrono>
+#include <limits>
 #include <sqlite3.h>
 #include <thread>
 
@@ -108,6 +109,7 @@ class TstTraceRoundtrip : public QObject {
 
   private slots:
     void roundTrip();
+    void durationNeverWraps();
     void refusesToOverwrite();
     void namesAMissingFolder();
     void overwritesWhenAsked();
@@ -280,6 +282,25 @@ void TstTraceRoundtrip::roundTrip() {
              8);
     QCOMPARE(sqlInt(path, "PRAGMA user_version"), kSchemaVersion);
     QCOMPARE(sqlInt(path, "SELECT count(*) FROM TARGET_INFO_GPU WHERE smCount = 108"), 1);
+}
+
+// An op a damaged file stretches over the whole clock takes "forever", not a wrapped time.
+void TstTraceRoundtrip::durationNeverWraps() {
+    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+    OpRecord op;
+    op.start_ns = 2;
+    op.end_ns = 5;
+    QCOMPARE(op.duration(), std::int64_t{3});
+    op.start_ns = kMin;
+    op.end_ns = kMax;
+    QCOMPARE(op.duration(), kMax);
+    op.start_ns = kMax;
+    op.end_ns = kMin;
+    QCOMPARE(op.duration(), kMin);
+    op.start_ns = kMax;
+    op.end_ns = 0;
+    QCOMPARE(op.duration(), -kMax);
 }
 
 void TstTraceRoundtrip::refusesToOverwrite() {

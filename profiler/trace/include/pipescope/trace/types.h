@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -123,7 +124,16 @@ struct OpRecord {
     std::int64_t bytes = -1;   // communicated bytes; -1 when not applicable
     std::int64_t cpu_ns = -1;  // thread CPU time of a host span; -1 when not measured
 
-    std::int64_t duration() const { return end_ns - start_ns; }
+    // end - start, held at the ends of the int64 range (a damaged file's op from -2^63 to
+    // 2^63 - 1 takes "forever", not a wrapped negative time).
+    std::int64_t duration() const {
+        std::int64_t d = 0;
+        if (__builtin_sub_overflow(end_ns, start_ns, &d)) {
+            return end_ns > start_ns ? std::numeric_limits<std::int64_t>::max()
+                                     : std::numeric_limits<std::int64_t>::min();
+        }
+        return d;
+    }
 };
 
 // One row of `memory`: the bytes of one category on one rank from t_ns on.
