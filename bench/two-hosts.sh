@@ -75,15 +75,16 @@ node() {
 # The losses a log printed, one per iteration ("-" where another process computes them).
 losses() { grep -E '^iteration' "$1" | awk '{for (i = 1; i < NF; i++) if ($i == "loss") print $(i + 1)}' | tr '\n' ' '; }
 now_ms() { date +%s%3N; }
-# until_iteration LOG: waits (at most 20 s) until LOG shows the sixth iteration, so that a stop
-# lands mid-run; says so, and fails the script, if it never does.
+# until_iteration LOG: waits (at most $TWO_HOSTS_WAIT_S, default 20 s; a sanitizer build's
+# iterations take seconds each) until LOG shows the sixth iteration, so that a stop lands mid-run;
+# says so, and fails the script, if it never does.
 until_iteration() {
-    local _
-    for _ in $(seq 200); do
+    local _ wait_s=${TWO_HOSTS_WAIT_S:-20}
+    for _ in $(seq $((wait_s * 10))); do
         grep -qE '^iteration +[0-9]+ \(6/' "$1" 2> /dev/null && return 0
         sleep 0.1
     done
-    echo "FAIL: $1 shows no sixth iteration after 20 s"
+    echo "FAIL: $1 shows no sixth iteration after $wait_s s"
     status=1
 }
 
