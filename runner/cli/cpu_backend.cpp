@@ -136,19 +136,6 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
     return peaks;
 }
 
-// The files of one process of a multi-process run are named after the ones given
-// (OUT-rankR.db, PATH-rankR.json), so one can be the config or the schedule file although the
-// names given are not: the refusal, else empty.
-std::string rankOutputClash(const Options& o, int rank, const std::string& trace,
-                            const std::string& summary) {
-    const std::string whose = "rank " + std::to_string(rank) + "'s ";
-    std::string clash = derivedOutputClash(o, "--out: " + whose + "trace", trace);
-    if (clash.empty() && !summary.empty() && summary != "-") {
-        clash = derivedOutputClash(o, "--summary-json: " + whose + "summary", summary);
-    }
-    return clash;
-}
-
 }  // namespace
 
 int runExecBackend(const Options& o, const schedule::Config& config,

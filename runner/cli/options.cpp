@@ -85,6 +85,19 @@ std::string derivedOutputClash(const Options& o, const std::string& what, const 
     return {};
 }
 
+// The files of one process of a multi-process run are named after the ones given
+// (OUT-rankR.db, PATH-rankR.json), so one can be the config or the schedule file although the
+// names given are not: the refusal, else empty.
+std::string rankOutputClash(const Options& o, int rank, const std::string& trace,
+                            const std::string& summary) {
+    const std::string whose = "rank " + std::to_string(rank) + "'s ";
+    std::string clash = derivedOutputClash(o, "--out: " + whose + "trace", trace);
+    if (clash.empty() && !summary.empty() && summary != "-") {
+        clash = derivedOutputClash(o, "--summary-json: " + whose + "summary", summary);
+    }
+    return clash;
+}
+
 const char* usage() {
     return R"(usage: pipescope-run CONFIG.json [options]
        pipescope-run --list-devices [--json]

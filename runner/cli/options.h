@@ -64,6 +64,10 @@ ParsedOptions parseOptions(const std::vector<std::string>& args);
 // naive's trace"); empty when it names none of them. parseOptions checks the names given; these
 // come to be only later.
 std::string derivedOutputClash(const Options& o, const std::string& what, const std::string& path);
+// derivedOutputClash for the files one process of a multi-process run writes (OUT-rankR.db,
+// PATH-rankR.json): the refusal, else empty.
+std::string rankOutputClash(const Options& o, int rank, const std::string& trace,
+                            const std::string& summary);
 const char* usage();
 
 }  // namespace pipescope::cli
