@@ -14,6 +14,11 @@
 
 namespace pipescope::app {
 
+namespace {
+// The device capacity's line, and its note when a peak passes it.
+const QColor kCapacityColor(0xc6, 0x28, 0x28);
+}  // namespace
+
 QColor memoryCategoryColor(trace::MemoryCategory c) {
     switch (c) {
         case trace::MemoryCategory::Weights:
@@ -212,7 +217,7 @@ void MemoryLayer::rebuild() {
             line->point2->setAxes(x, y);
             line->point1->setCoords(0, capacity);
             line->point2->setCoords(1, capacity);
-            line->setPen(QPen(QColor(0xc6, 0x28, 0x28), 1.5, Qt::DashLine));
+            line->setPen(QPen(kCapacityColor, 1.5, Qt::DashLine));
             items_.push_back(line);
             top = std::max(top, capacity);
         }
@@ -223,7 +228,9 @@ void MemoryLayer::rebuild() {
         note->setTickLabels(false);
         note->setBasePen(Qt::NoPen);
         note->setLabelPadding(2);
-        note->setLabelColor(QColor(0xc6, 0x28, 0x28));
+        // Alarm red only when a peak does not fit; a capacity the curves stay under is plain
+        // information, in the colour of the axis labels.
+        note->setLabelColor(capacity < top ? kCapacityColor : y->labelColor());
         if (capacity < top) {
             // Said in words too: a dashed line below the curves is easy to read past.
             const QString peak =

@@ -60,6 +60,8 @@ class TstTraceChart : public QObject {
     void chartsReadAtEveryScale();
     void longViewsReadInSeconds();
     void gpuLaneIsDrawnAndPicked();
+    void capacityNoteWarnsOnlyWhenAPeakDoesNotFit_data();
+    void capacityNoteWarnsOnlyWhenAPeakDoesNotFit();
     void peakLabelFitsShortCharts_data();
     void peakLabelFitsShortCharts();
     void chartTitleFitsItsWidth_data();
@@ -726,6 +728,41 @@ void TstTraceChart::focusKindsFadeTheOthers() {
 }
 
 QTEST_MAIN(TstTraceChart)
+// The device capacity is named above the memory chart. It reads as a warning, in red, only where
+// a peak passes it; a capacity the run fits in is plain information.
+void TstTraceChart::capacityNoteWarnsOnlyWhenAPeakDoesNotFit_data() {
+    QTest::addColumn<QString>("memory_gib");
+    QTest::addColumn<QString>("says");
+    QTest::addColumn<bool>("warns");
+    QTest::newRow("far above: off scale") << "4"
+                                          << "off scale" << false;
+    QTest::newRow("within reach: dashed") << "0.1"
+                                          << "(dashed)" << false;
+    QTest::newRow("below the peak") << "0.01"
+                                    << "does NOT fit" << true;
+}
+
+void TstTraceChart::capacityNoteWarnsOnlyWhenAPeakDoesNotFit() {
+    QFETCH(QString, memory_gib);
+    QFETCH(QString, says);
+    QFETCH(bool, warns);
+    auto parsed = schedule::loadConfigFile(
+        std::string(PIPESCOPE_SOURCE_DIR) + "/resources/presets/default.json",
+        {{"hardware.memory_gib", memory_gib.toStdString()}});
+    QVERIFY2(parsed.ok(), parsed.errorText().c_str());
+    auto sim = sim::simulate(*parsed.config);
+    QVERIFY(sim.result);
+    app::TraceChart chart;
+    chart.resize(1000, 600);
+    chart.setRuns({std::make_shared<app::SimRunData>(std::move(*sim.result), "capacity")}, true);
+    const QCPAxisRect* memory = chart.axisRects().back();
+    const QCPAxis* note = memory->axis(QCPAxis::atTop);
+    QVERIFY2(note->label().contains(says), qPrintable(note->label()));
+    const QColor red(0xc6, 0x28, 0x28);
+    QCOMPARE(note->labelColor() == red, warns);
+    QCOMPARE(note->labelColor() == memory->axis(QCPAxis::atLeft)->labelColor(), !warns);
+}
+
 // The highest peak's label stays inside the memory chart however short the chart is: the value
 // range leaves room for it at the chart's height, refitted when the window is resized.
 void TstTraceChart::peakLabelFitsShortCharts_data() {
