@@ -268,6 +268,8 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
 }  // namespace
 
 int main() {
+    // Line by line into the log, which keeps what was printed when a time limit stops the test.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const auto c = tinyConfig();
     const auto gen = ps::schedule::generateSchedule(c);
     if (!gen.schedule) {
