@@ -105,6 +105,11 @@ run_test() {
     fi
 }
 
+# nvcc where CMake and the versions step look for it: an image may install the toolkit without
+# putting its bin/ on PATH, and a configure that finds no CUDA compiler builds no CUDA target.
+if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="$PATH:/usr/local/cuda/bin"
+fi
 # What a bare host lacks: SQLite and nlohmann/json from .gpu-deps (bench/gpu-deps.sh), NCCL
 # from the pip package when the toolkit has none.
 deps=()
@@ -140,6 +145,11 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" "${deps[@]}" > "$out/configure.log" 2>&1 ||
     { tail -n 30 "$out/configure.log"; exit 1; }
 grep -E "^-- (CUDA|NCCL)|^ \* (CUDA|NCCL|CUPTI)|not found" "$out/configure.log" | head -20
+# Without CUDA the configure succeeds but has none of the targets below: say so, not "no rule".
+if ! grep -q "^-- CUDA " "$out/configure.log"; then
+    echo "gpu-check: CMake found no CUDA compiler (nvcc) or toolkit: nothing to test here"
+    exit 1
+fi
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
