@@ -5,6 +5,10 @@
 # 2. configures and builds the runner and the plain tests with -DPIPESCOPE_BUILD_APP=OFF;
 # 3. runs the kernel tests against the CPU kernels and the CPU-versus-CUDA backend equality test;
 # 4. runs the CUPTI tracing test (a traced run read back: kernel rows, one gpu-lane row per op);
+#    (step "sanitize") runs the kernel tests under compute-sanitizer: memcheck finds
+#    out-of-bounds and misaligned accesses, cuBLAS's too, so a GEMM whose leading dimension or
+#    transposition does not match its buffer shows there; racecheck finds shared-memory races
+#    (the block reductions); $SANITIZE_TOOLS picks the tools (default "memcheck racecheck");
 # 5. runs naive and vocab-2 with 4 stages on one GPU (every rank on device 0), at the small
 #    presets' size and at h=1024, V=64k (gpu-4stage-*), traced with CUPTI, and prints the
 #    iteration time, per-rank busy and GPU busy time and peak memory of each from their traces;
@@ -33,12 +37,13 @@
 #   bench/gpu-check.sh build/gpu gemm,processes,nsys
 # A step that needs the build makes it first when it is missing (the device machine goes back
 # 30 s after a call, and a new one starts bare).
-# Steps: versions, build, tests, runs, events, gemm, processes, nsys (default: all of them).
+# Steps: versions, build, tests, sanitize, runs, events, gemm, processes, nsys (default: all of
+# them).
 # "events" compares with the traces "runs" wrote, so it runs after it, in one call.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build/gpu}
-all_steps=versions,build,tests,runs,events,gemm,processes,nsys
+all_steps=versions,build,tests,sanitize,runs,events,gemm,processes,nsys
 steps=${2:-$all_steps}
 for s in ${steps//,/ }; do
     if [[ ",$all_steps," != *",$s,"* ]]; then
@@ -68,7 +73,7 @@ if [ -n "${OUT:-}" ]; then
     trap pack EXIT
 fi
 needs_build=0
-for s in tests runs events gemm processes nsys; do
+for s in tests sanitize runs events gemm processes nsys; do
     want "$s" && needs_build=1
 done
 if ! want build && [ $needs_build -eq 1 ] && [ ! -x "$build/bin/pipescope-run" ]; then
@@ -100,13 +105,20 @@ run_test() {
     fi
 }
 
+# nvcc where CMake and the versions step look for it: an image may install the toolkit without
+# putting its bin/ on PATH, and a configure that finds no CUDA compiler builds no CUDA target.
+if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="$PATH:/usr/local/cuda/bin"
+fi
 # What a bare host lacks: SQLite and nlohmann/json from .gpu-deps (bench/gpu-deps.sh), NCCL
 # from the pip package when the toolkit has none.
 deps=()
 if [ -d .gpu-deps ]; then
     deps+=(-DCMAKE_PREFIX_PATH="$PWD/.gpu-deps")
 fi
-if [ -z "${NCCL_HOME:-}" ] && ! ls /usr/include/nccl.h /usr/local/cuda/include/nccl.h > /dev/null 2>&1; then
+# (`ls A B` fails when either is missing: the pip package would then be taken although the
+# toolkit has NCCL.)
+if [ -z "${NCCL_HOME:-}" ] && [ ! -f /usr/include/nccl.h ] && [ ! -f /usr/local/cuda/include/nccl.h ]; then
     pip_nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2> /dev/null || true)
     if [ -n "$pip_nccl" ] && [ -f "$pip_nccl/include/nccl.h" ]; then
         export NCCL_HOME=$pip_nccl
@@ -133,6 +145,11 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DPIPESCOPE_
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" "${deps[@]}" > "$out/configure.log" 2>&1 ||
     { tail -n 30 "$out/configure.log"; exit 1; }
 grep -E "^-- (CUDA|NCCL)|^ \* (CUDA|NCCL|CUPTI)|not found" "$out/configure.log" | head -20
+# Without CUDA the configure succeeds but has none of the targets below: say so, not "no rule".
+if ! grep -q "^-- CUDA " "$out/configure.log"; then
+    echo "gpu-check: CMake found no CUDA compiler (nvcc) or toolkit: nothing to test here"
+    exit 1
+fi
 cmake --build "$build" -j "$jobs" --target pipescope-run pipescope-trace tst_kernels_cuda tst_cuda_backend tst_gpu_trace tst_nccl_comm \
     > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
@@ -149,6 +166,28 @@ echo "== NCCL between GPUs (runs with two GPUs or more; skips with one)"
 run_test tst_nccl_comm "." skip-ok 60
 echo "== CUPTI tracing"
 run_test tst_gpu_trace "." no 120
+fi
+
+if want sanitize; then
+echo "== the kernel tests under compute-sanitizer (${SANITIZE_TOOLS:-memcheck racecheck})"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer 2> /dev/null | head -1)
+if [ -z "$sanitizer" ]; then
+    echo "compute-sanitizer is not installed here: skipped"
+else
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
+        limit 150 "$sanitizer" --tool "$tool" --error-exitcode 99 "$build/bin/tst_kernels_cuda" \
+            > "$out/sanitize-$tool.log" 2>&1
+        rc=$?
+        # The summary, the first reports (each names the kernel and the access) and the test's
+        # own failures, if any.
+        grep -E "SUMMARY|^========= [A-Z]|^FAIL|checks, " "$out/sanitize-$tool.log" | head -n 25
+        echo "-- $tool: exit $rc"
+        if [ $rc -ne 0 ]; then
+            status=1
+        fi
+    done
+fi
 fi
 
 # One preset's run traced with CUPTI (stats of its trace) and untraced (for the overhead).

@@ -124,12 +124,29 @@ bool ActivityTracer::active() const {
 }
 
 void ActivityTracer::pushOp(std::uint64_t id) {
-    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+    if (const CUptiResult rc =
+            cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+        rc != CUPTI_SUCCESS) {
+        noteError("CUPTI refused an op's external correlation id (" + resultText(rc) +
+                  "): that op's kernels, copies and memsets are tied to no op");
+    }
 }
 
 void ActivityTracer::popOp() {
     std::uint64_t id = 0;
-    cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+    if (const CUptiResult rc =
+            cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+        rc != CUPTI_SUCCESS) {
+        noteError("CUPTI could not pop an op's external correlation id (" + resultText(rc) +
+                  "): later ops' device work may be tied to the wrong op");
+    }
+}
+
+void ActivityTracer::noteError(const std::string& what) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (error_.empty()) {
+        error_ = what;
+    }
 }
 
 void ActivityTracer::onBufferCompleted(std::uint8_t* buffer, std::size_t valid_size,
@@ -154,7 +171,10 @@ ParsedActivity ActivityTracer::flush(bool forced) {
     if (!active()) {
         return {};
     }
-    cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (const CUptiResult rc = cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        rc != CUPTI_SUCCESS) {
+        noteError("flushing CUPTI's buffers failed (" + resultText(rc) + "): records are missing");
+    }
     std::lock_guard<std::mutex> lock(m_);
     return takePending();
 }
@@ -190,7 +210,10 @@ ParsedActivity ActivityTracer::stop() {
     for (const auto kind : kKinds) {
         cuptiActivityDisable(kind);
     }
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (const CUptiResult rc = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        rc != CUPTI_SUCCESS) {
+        noteError("flushing CUPTI's buffers failed (" + resultText(rc) + "): records are missing");
+    }
     std::lock_guard<std::mutex> lock(m_);
     active_ = false;
     return takePending();

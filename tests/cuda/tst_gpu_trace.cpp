@@ -178,6 +178,9 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
         static_cast<long long>(summary.dropped), static_cast<long long>(summary.untimed),
         static_cast<long long>(summary.forgotten),
         summary.steady_clock ? "steady (CUPTI's callback)" : "CUPTI's own, paired once");
+    if (!summary.problem.empty()) {
+        std::printf("     CUPTI problem: %s\n", summary.problem.c_str());
+    }
     expect(writer.finish(ps::trace::RunStatus::Complete).ok(), "the trace is written");
 
     ps::trace::TraceReader reader;
@@ -268,6 +271,8 @@ void tracedRun(const ps::schedule::Config& c, const ps::schedule::Schedule& s) {
 }  // namespace
 
 int main() {
+    // Line by line into the log, which keeps what was printed when a time limit stops the test.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const auto c = tinyConfig();
     const auto gen = ps::schedule::generateSchedule(c);
     if (!gen.schedule) {

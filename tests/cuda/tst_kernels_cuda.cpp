@@ -763,6 +763,8 @@ void testErrors(Context& ctx) {
 }  // namespace
 
 int main() {
+    // Line by line into the log, which keeps what was printed when a time limit stops the test.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     int count = 0;
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {

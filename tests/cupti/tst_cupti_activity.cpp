@@ -101,6 +101,7 @@ class TstCuptiActivity : public QObject {
     void badBuffersAreErrors();
     void rowsReachTheTrace();
     void tracerSaysWhyItCannotTrace();
+    void refusedPushIsReported();
 };
 
 void TstCuptiActivity::everyRecordKindBecomesItsRow() {
@@ -597,6 +598,22 @@ void TstCuptiActivity::tracerSaysWhyItCannotTrace() {
     QVERIFY(tracer.flush(true).empty());
     QVERIFY(tracer.stop().empty());
     qInfo("without a GPU: %s", why.c_str());
+}
+
+void TstCuptiActivity::refusedPushIsReported() {
+    // A push CUPTI refuses leaves the op's device work tied to no op: the tracer must say so
+    // (lastError, printed by the run) rather than lose the attribution silently. Without a GPU
+    // CUPTI refuses every push, which is how this is tested here.
+    if (cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 1) ==
+        CUPTI_SUCCESS) {
+        std::uint64_t id = 0;
+        cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
+        QSKIP("CUPTI accepts external correlation ids here");
+    }
+    auto& tracer = cupti::ActivityTracer::instance();
+    tracer.pushOp(7);
+    const std::string error = tracer.lastError();
+    QVERIFY2(error.find("external correlation id") != std::string::npos, error.c_str());
 }
 
 QTEST_GUILESS_MAIN(TstCuptiActivity)

@@ -31,14 +31,16 @@ class ActivityTracer {
     // Whether CUPTI took the steady clock (else its times were paired once, at start).
     bool steadyClock() const;
 
-    // The calling thread's CUDA calls from now until popOp() belong to op `id` (> 0).
+    // The calling thread's CUDA calls from now until popOp() belong to op `id` (> 0). A push or
+    // pop CUPTI refuses is kept for lastError().
     void pushOp(std::uint64_t id);
     void popOp();
 
     // Hands over every record CUPTI has completed so far. Synchronize the device(s) first:
     // CUPTI does not. `forced` also flushes buffers that are not full yet (use at the end).
     ParsedActivity flush(bool forced);
-    // Records CUPTI dropped for want of buffer space, and problems met in buffers.
+    // Records CUPTI dropped for want of buffer space; a problem met in a buffer, or the first
+    // CUPTI call (push, pop, flush) that failed.
     std::int64_t droppedRecords() const;
     std::string lastError() const;
 
@@ -55,6 +57,8 @@ class ActivityTracer {
     ActivityTracer() = default;
     // The records delivered so far, their synchronizations' devices resolved; m_ held.
     ParsedActivity takePending();
+    // Keeps `what` for lastError() unless an earlier problem is kept; takes m_.
+    void noteError(const std::string& what);
 
     mutable std::mutex m_;
     bool active_ = false;

@@ -70,7 +70,7 @@ struct GpuTraceSummary {
     std::int64_t untimed = 0;       // device records CUPTI could not time (left out)
     std::int64_t forgotten = 0;     // correlations dropped before their device record came
     bool steady_clock = false;      // CUPTI took the host spans' clock (else paired at start)
-    std::string problem;            // a damaged buffer, if any
+    std::string problem;            // a damaged buffer or a failed CUPTI call, if any
 };
 
 class GpuOpTrace {
