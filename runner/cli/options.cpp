@@ -117,8 +117,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --save-schedule PATH|-   write the generated schedule as JSON (for hand editing)
   --schedule PATH          run this schedule file instead of generating one
   --print-schedule         print each rank's op list
-  --timeout SECONDS        cpu: how long a rank may wait for another before the run
-                           fails (default 600; deadlocks are reported at once)
+  --timeout SECONDS        cpu/cuda: how long a rank may wait for another before the
+                           run fails (default 600; deadlocks are reported at once)
   --gemm-report            GEMM throughput in the run next to a plain library GEMM of the
                            same shape (cpu: OpenBLAS sgemm; cuda: cuBLAS, timed with events)
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
