@@ -424,7 +424,7 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
     // An output never replaces an input or another output: --summary-json run.json naming the
     // config, or the trace given to --out, would destroy what the user made.
     const std::vector<std::pair<const char*, std::string>> inputs = {
-        {"the config file", o.config_path}, {"--schedule", o.load_schedule}};
+        {"the config file", o.config_path}, {"the --schedule file", o.load_schedule}};
     std::vector<std::pair<const char*, std::string>> outputs;
     for (const auto& [name, path] : std::initializer_list<std::pair<const char*, std::string>>{
              {"--out", o.out},

@@ -419,6 +419,10 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--summary-json onto a hard link of the config")
         << QStringList{config, "--summary-json", link}
         << QStringList{"is the config file; refusing to overwrite it"};
+    QTest::newRow("--save-schedule onto the --schedule file")
+        << QStringList{config, "--schedule", path("s.json"), "--save-schedule", path("s.json")}
+        << QStringList{"--save-schedule " + path("s.json") +
+                       " is the --schedule file; refusing to overwrite it"};
     QTest::newRow("--summary-json onto the trace")
         << QStringList{config, "--out", path("x.db"), "--summary-json", path("x.db")}
         << QStringList{"--summary-json and --out name the same file"};
