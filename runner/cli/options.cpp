@@ -117,8 +117,8 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
   --save-schedule PATH|-   write the generated schedule as JSON (for hand editing)
   --schedule PATH          run this schedule file instead of generating one
   --print-schedule         print each rank's op list
-  --timeout SECONDS        cpu: how long a rank may wait for another before the run
-                           fails (default 600; deadlocks are reported at once)
+  --timeout SECONDS        cpu/cuda: how long a rank may wait for another before the
+                           run fails (default 600; deadlocks are reported at once)
   --gemm-report            GEMM throughput in the run next to a plain library GEMM of the
                            same shape (cpu: OpenBLAS sgemm; cuda: cuBLAS, timed with events)
   --cupti on|off           cuda: trace kernels, copies and runtime calls with CUPTI into the
@@ -424,7 +424,7 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
     // An output never replaces an input or another output: --summary-json run.json naming the
     // config, or the trace given to --out, would destroy what the user made.
     const std::vector<std::pair<const char*, std::string>> inputs = {
-        {"the config file", o.config_path}, {"--schedule", o.load_schedule}};
+        {"the config file", o.config_path}, {"the --schedule file", o.load_schedule}};
     std::vector<std::pair<const char*, std::string>> outputs;
     for (const auto& [name, path] : std::initializer_list<std::pair<const char*, std::string>>{
              {"--out", o.out},

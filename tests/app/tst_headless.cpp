@@ -39,6 +39,7 @@ class TstHeadless : public QObject {
 
   private slots:
     void timelineNamesConfigScheduleAndMethod();
+    void timelineKeepsTheNoteOfANameWithoutCompareList();
     void compareIsTitledAfterTheConfig();
     void compareOfTracesStartsAtTheirFirstMeasuredIteration();
     void sweepNamesConfigAndReadsValuesBare();
@@ -69,6 +70,26 @@ void TstHeadless::timelineNamesConfigScheduleAndMethod() {
                    "--height", "300", "--dpi", "192"}),
              0);
     QCOMPARE(QImage(png).size(), QSize(1600, 600));
+}
+
+void TstHeadless::timelineKeepsTheNoteOfANameWithoutCompareList() {
+    // "(CPU)" is part of what the config is, not a description of a compare list (it has
+    // none): every title keeps it, as it keeps "(8×A100)" of the paper's presets.
+    const QString small =
+        test::sourcePath(QStringLiteral("resources/presets/small-4stage-vocab-2.json"));
+    for (const QString& view :
+         {QStringLiteral("timeline"), QStringLiteral("compare"), QStringLiteral("sweep")}) {
+        const QString svg = dir_.filePath(QStringLiteral("small-%1.svg").arg(view));
+        QStringList args{"--export", view, "--config", small, "--out", svg};
+        if (view == QLatin1String("sweep")) {
+            args << "--sweep"
+                 << "model.vocab=4096,8192";
+        }
+        QCOMPARE(run_(args), 0);
+        const QString text = readText(svg);
+        QVERIFY2(text.contains(QStringLiteral("Small 4-stage 1f1b, V=8192, vocab-2 (CPU) ")),
+                 qPrintable(view + QStringLiteral(": ") + text.left(4000)));
+    }
 }
 
 void TstHeadless::compareIsTitledAfterTheConfig() {

@@ -6,9 +6,12 @@
 #
 # An example is a fenced block line "$ pipescope-run ..." followed by its output (up to the next
 # "$ " line or the end of the block). Checked: simulated runs whose inputs are the presets.
-# Skipped, and listed: examples whose output the doc elides ("..."), that run a real backend or
-# list devices (machine-dependent), pipe into another program, or read a file the doc made by
-# hand. Examples run in order in one scratch folder, so one may see the files of the one before.
+# A line of the output that starts with "..." (`    ... (ranks 1 to 3)`) stands for any number of
+# lines, so an example that leaves part of its output out is still checked on the rest.
+# Skipped, and listed: examples whose output the doc elides inside a line ("..."), that run a real
+# backend or list devices (machine-dependent), pipe into another program, or read a file the doc
+# made by hand. Examples run in order in one scratch folder, so one may see the files of the one
+# before.
 set -euo pipefail
 
 bin=$(cd "$1" && pwd)
@@ -47,6 +50,30 @@ for doc in "$src"/docs/*.md "$src/README.md"; do
     ' "$doc"
 done
 
+# Whether the output ($2) is what the doc shows ($1), where a doc line that starts with "..."
+# matches any number of output lines (none included).
+matches() {
+    # Through the environment: awk -v would read backslashes in the text as escapes.
+    expected="$1" actual="$2" awk '
+        BEGIN {
+            n = split(ENVIRON["expected"], e, "\n")
+            m = split(ENVIRON["actual"], a, "\n")
+            # ok[i, j]: doc lines i..n match output lines j..m.
+            for (i = n + 1; i >= 1; i--) {
+                for (j = m + 1; j >= 1; j--) {
+                    if (i > n) {
+                        ok[i, j] = (j > m)
+                    } else if (e[i] ~ /^[[:space:]]*(\.\.\.|…)/) {
+                        ok[i, j] = ok[i + 1, j] || (j <= m && ok[i, j + 1])
+                    } else {
+                        ok[i, j] = j <= m && e[i] == a[j] && ok[i + 1, j + 1]
+                    }
+                }
+            }
+            exit !ok[1, 1]
+        }'
+}
+
 [ -e "$work/ex.list" ] || { echo "docs examples: none found" >&2; exit 1; }
 while read -r base; do
     cmd_file=$base.cmd
@@ -55,8 +82,8 @@ while read -r base; do
     line=$(cat "$base.line")
     cmd=$(cat "$cmd_file")
     why=""
-    if grep -qE '(\.\.\.|…)' "$base.out"; then
-        why="output elided"
+    if grep -vE '^[[:space:]]*(\.\.\.|…)' "$base.out" | grep -qE '(\.\.\.|…)'; then
+        why="output elided inside a line"
     elif grep -qE -- '--backend (cpu|cuda)|--list-devices' <<<"$cmd"; then
         why="machine-dependent"
     elif grep -q '|' <<<"$cmd"; then
@@ -80,12 +107,12 @@ while read -r base; do
     # says the rest went to stderr. A CSV's CRLF line ends read as the doc's plain ones.
     actual=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>&1 | tr -d '\r' || true)
     expected=$(cat "$base.out")
-    if [ "$actual" != "$expected" ]; then
+    if ! matches "$expected" "$actual"; then
         rm -f "$work"/*.db "$work"/*.db-* 2>/dev/null || true
         stdout_only=$(cd "$work" && PATH="$bin:$PATH" bash -c "$cmd" 2>/dev/null | tr -d '\r' || true)
-        [ "$stdout_only" == "$expected" ] && actual=$stdout_only
+        matches "$expected" "$stdout_only" && actual=$stdout_only
     fi
-    if [ "$actual" == "$expected" ]; then
+    if matches "$expected" "$actual"; then
         echo "ok    $doc:$line  $cmd"
         checked=$((checked + 1))
     else

@@ -51,6 +51,7 @@ class TestRunCli : public QObject {
     void progressJsonlOnFailure();
     void deterministicTrace();
     void listDevices();
+    void helpNamesTheBackendsOfRealRunOptions();
     void interruptedWriteIsCancelled();
     void interruptWhileFinishingKeepsItComplete();
     void outputThatIsNotAFileIsRefused();
@@ -418,6 +419,10 @@ void TestRunCli::badInput_data() {
     QTest::newRow("--summary-json onto a hard link of the config")
         << QStringList{config, "--summary-json", link}
         << QStringList{"is the config file; refusing to overwrite it"};
+    QTest::newRow("--save-schedule onto the --schedule file")
+        << QStringList{config, "--schedule", path("s.json"), "--save-schedule", path("s.json")}
+        << QStringList{"--save-schedule " + path("s.json") +
+                       " is the --schedule file; refusing to overwrite it"};
     QTest::newRow("--summary-json onto the trace")
         << QStringList{config, "--out", path("x.db"), "--summary-json", path("x.db")}
         << QStringList{"--summary-json and --out name the same file"};
@@ -562,6 +567,23 @@ void TestRunCli::listDevices() {
 
 // Ctrl-C while a long simulated trace is written: the iterations written so far are kept and the
 // trace says cancelled, instead of a killed process leaving it "running".
+void TestRunCli::helpNamesTheBackendsOfRealRunOptions() {
+    const ProcessResult help = runBinary(kRun, {"--help"});
+    QVERIFY2(help.exit_code == 0, qPrintable(describe(help)));
+    const QString text = QString::fromUtf8(help.out);
+    // Options of a real run: the simulator refuses them, naming the backends that take them,
+    // and their entries in --help name the same (--timeout read "cpu:" alone).
+    for (const QStringList& option : QList<QStringList>{{"--timeout", "5"}, {"--gemm-report"}}) {
+        const ProcessResult r = runBinary(kRun, QStringList{default_} + option);
+        QVERIFY2(r.exit_code == 2 && r.err.contains("use it with --backend cpu or cuda"),
+                 qPrintable(describe(r)));
+        const qsizetype at = text.indexOf("\n  " + option.front() + " ");
+        QVERIFY2(at >= 0, qPrintable(text));
+        const QString entry = text.mid(at, text.indexOf("\n  --", at + 1) - at);
+        QVERIFY2(entry.contains("cpu") && entry.contains("cuda"), qPrintable(entry));
+    }
+}
+
 void TestRunCli::interruptedWriteIsCancelled() {
     const QString db = path("interrupted.db");
     QProcess p;
