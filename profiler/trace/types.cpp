@@ -129,8 +129,11 @@ std::string opLabel(const OpRecord& op) {
             return s + mb + " \u2190 " + std::to_string(op.peer);
         case OpKind::Bcast:
         case OpKind::AllReduce: {
+            // A collective of no one micro-batch (a hand-made or imported trace) is named
+            // without the empty slot: ALLREDUCE(output_grad), not ALLREDUCE(output_grad,).
             const auto name = collectiveName(op.collective);
-            return s + "(" + (name.empty() ? std::string("?") : std::string(name)) + "," + mb + ")";
+            return s + "(" + (name.empty() ? std::string("?") : std::string(name)) +
+                   (mb.empty() ? "" : "," + mb) + ")";
         }
         case OpKind::Opt:
             return s;

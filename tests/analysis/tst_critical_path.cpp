@@ -47,6 +47,8 @@ class TstCriticalPath : public QObject {
     void followsWaitsAcrossRanks();
     void ignoresOtherIterationsAndDeviceSpans();
     void nothingToWalk();
+    void stepsAreNamed_data();
+    void stepsAreNamed();
 };
 
 void TstCriticalPath::followsWaitsAcrossRanks() {
@@ -117,6 +119,32 @@ void TstCriticalPath::ignoresOtherIterationsAndDeviceSpans() {
 void TstCriticalPath::nothingToWalk() {
     QVERIFY(!analysis::criticalPath({}, 0, 2));
     QVERIFY(!analysis::criticalPath(twoRanks(), 3, 2));
+}
+
+// The report names each step by its op (trace::opLabel): kind, micro-batch, peer or collective.
+void TstCriticalPath::stepsAreNamed_data() {
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<int>("microbatch");
+    QTest::addColumn<int>("collective");
+    QTest::addColumn<QString>("label");
+    const auto k = [](OpKind kind) { return static_cast<int>(kind); };
+    QTest::newRow("forward") << k(OpKind::F) << 3 << 0 << "F3";
+    QTest::newRow("send") << k(OpKind::SendF) << 3 << 0 << "SEND_F3 \u2192 1";
+    QTest::newRow("all-reduce") << k(OpKind::AllReduce) << 3 << 5 << "ALLREDUCE(output_grad,3)";
+    QTest::newRow("all-reduce, no micro-batch")
+        << k(OpKind::AllReduce) << -1 << 5 << "ALLREDUCE(output_grad)";
+    QTest::newRow("broadcast, unknown collective") << k(OpKind::Bcast) << 2 << 0 << "BCAST(?,2)";
+    QTest::newRow("optimizer") << k(OpKind::Opt) << -1 << 0 << "OPT";
+}
+
+void TstCriticalPath::stepsAreNamed() {
+    QFETCH(int, kind);
+    QFETCH(int, microbatch);
+    QFETCH(int, collective);
+    QFETCH(QString, label);
+    OpRecord o = op(0, 0, static_cast<OpKind>(kind), microbatch, 0, 1, 1);
+    o.collective = collective;
+    QCOMPARE(QString::fromStdString(trace::opLabel(o)), label);
 }
 
 QTEST_GUILESS_MAIN(TstCriticalPath)
