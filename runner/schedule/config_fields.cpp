@@ -77,11 +77,23 @@ std::optional<std::int64_t> FieldReader::checkInt(const std::string& path, const
                                                   std::string_view what) {
     if (!v.is_number_integer()) {
         std::string hint;
-        // 1e5 or 8.0 is a float in JSON: say how to write the integer it means.
-        if (v.is_number_float() && std::isfinite(v.get<double>()) &&
-            std::trunc(v.get<double>()) == v.get<double>() && std::abs(v.get<double>()) < 1e15) {
-            hint = " (a float; write the integer as " +
-                   std::to_string(static_cast<std::int64_t>(v.get<double>())) + ")";
+        // 1e5 or 8.0 is a float in JSON: say how to write the integer it means, unless that
+        // integer would be refused too (1e10 layers): then the range is what to fix.
+        const double d = v.is_number_float() ? v.get<double>() : 0.0;
+        if (v.is_number_float() && std::isfinite(d) && std::trunc(d) == d) {
+            if (d < static_cast<double>(min)) {
+                report(path, "must be at least " + std::to_string(min) + ", got " + v.dump(),
+                       false);
+                return std::nullopt;
+            }
+            if (d > static_cast<double>(max)) {
+                report(path, "must be at most " + std::to_string(max) + ", got " + v.dump(), false);
+                return std::nullopt;
+            }
+            if (std::abs(d) < 1e15) {
+                hint = " (a float; write the integer as " +
+                       std::to_string(static_cast<std::int64_t>(d)) + ")";
+            }
         }
         report(path, "must be " + std::string(what) + ", got " + describeValue(v) + hint, false);
         return std::nullopt;

@@ -78,6 +78,15 @@ void TstConfigErrors::invalidValues_data() {
     row("vocab with an exponent", {"model.vocab=1e5"},
         "model.vocab: must be an integer, got 100000.0 (a float; write the integer as 100000)");
     row("layers fraction", {"model.layers=8.5"}, "model.layers: must be an integer, got 8.5");
+    // A whole float out of range is told its range: the integer it means is refused as well.
+    row("hidden float too large", {"model.hidden=1e10"},
+        "model.hidden: must be at most 2147483647, got 10000000000.0");
+    row("layers float far too large", {"model.layers=1e30"},
+        "model.layers: must be at most 2147483647, got 1e+30");
+    row("microbatches float negative", {"parallel.microbatches=-5e9"},
+        "parallel.microbatches: must be at least 1, got -5000000000.0");
+    row("microbatches float zero", {"parallel.microbatches=0.0"},
+        "parallel.microbatches: must be at least 1, got 0.0");
     row("layers zero", {"model.layers=0"}, "model.layers: must be at least 1, got 0");
     row("hidden too large", {"model.hidden=3000000000"},
         "model.hidden: must be at most 2147483647, got 3000000000");
