@@ -161,6 +161,17 @@ void TstMainWindowFiles::exportDialogNamesTheLimits() {
     dpi->setValue(192);
     QVERIFY(save->isEnabled());
     QVERIFY2(label->text().contains("1600 × 1200"), qPrintable(label->text()));
+    // A width typed under the minimum turns Save off and says why: Save put the last width
+    // back and wrote the file at a size the dialog no longer showed.
+    spins[0]->selectAll();
+    QTest::keyClicks(spins[0], "10");
+    QCOMPARE(spins[0]->text(), QStringLiteral("10 px"));
+    QVERIFY(!save->isEnabled());
+    QVERIFY2(label->text().contains("16 to 20000 px"), qPrintable(label->text()));
+    QTest::keyClicks(spins[0], "0");  // 100 px
+    QVERIFY(save->isEnabled());
+    QCOMPARE(spins[0]->value(), 100);
+    spins[0]->setValue(800);
     // An SVG has no resolution.
     dialog.setPath(dir.filePath("chart.svg"));
     QVERIFY(!dpi->isEnabled());
