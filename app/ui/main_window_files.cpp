@@ -44,6 +44,22 @@ constexpr int kStackedChartHeight = 560;
 constexpr int kStackedSummaryHeight = 320;
 constexpr int kSingleChartHeight = 900;
 
+// Asks where to save, proposing `proposed` (a full path), and adds `suffix` to a name typed
+// without one: the static getSaveFileName kept "mycfg" as typed, a file that the Open dialog's
+// *.json filter then hid.
+QString askSavePath(QWidget* parent, const QString& title, const QString& proposed,
+                    const QString& filter, const QString& suffix) {
+    QFileDialog dialog(parent, title, QFileInfo(proposed).absolutePath(), filter);
+    dialog.setAcceptMode(QFileDialog::AcceptSave);
+    dialog.setFileMode(QFileDialog::AnyFile);
+    dialog.setDefaultSuffix(suffix);
+    dialog.selectFile(QFileInfo(proposed).fileName());
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) {
+        return {};
+    }
+    return dialog.selectedFiles().front();
+}
+
 }  // namespace
 
 std::vector<std::pair<QCustomPlot*, int>> MainWindow::exportedCharts() const {
@@ -238,9 +254,9 @@ void MainWindow::exportTraceDialog() {
     const QString stem =
         trace ? QFileInfo(QString::fromStdString(trace->origin())).completeBaseName()
               : withoutClosingNote(QString::fromStdString(run->name())) + QStringLiteral("-sim");
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export trace"), uniquePath(QDir(dir), safeFileStem(stem), {".json"}),
-        tr("Perfetto / Chrome JSON (*.json)"));
+    const QString path =
+        askSavePath(this, tr("Export trace"), uniquePath(QDir(dir), safeFileStem(stem), {".json"}),
+                    tr("Perfetto / Chrome JSON (*.json)"), QStringLiteral("json"));
     if (path.isEmpty()) {
         return;
     }
@@ -330,11 +346,19 @@ void MainWindow::saveConfigDialog() {
                              tr("The config is not valid:\n%1").arg(config_->issuesText()));
         return;
     }
+    // Named after the config (with its changes), in the folder a config was last saved to.
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("config/save_dir"), QDir::homePath()).toString();
+    const QString stem =
+        safeFileStem(withoutClosingNote(QString::fromStdString(config_->config()->name)));
     const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save config"), QString(), tr("Configs (*.json)"));
+        askSavePath(this, tr("Save config"), uniquePath(QDir(dir), stem, {".json"}),
+                    tr("Configs (*.json)"), QStringLiteral("json"));
     if (path.isEmpty()) {
         return;
     }
+    settings.setValue(QStringLiteral("config/save_dir"), QFileInfo(path).absolutePath());
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(config_->configJson().toUtf8()) < 0 ||
         !f.commit()) {
