@@ -9,6 +9,7 @@
 #include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -43,6 +44,14 @@ namespace {
 constexpr int kStackedChartHeight = 560;
 constexpr int kStackedSummaryHeight = 320;
 constexpr int kSingleChartHeight = 900;
+
+// A tab's whole title: a comparison's tab shows it shortened (with an ellipsis in the middle of
+// a run's name), which would name and title its exports.
+QString fullTabTitle(const QTabWidget* tabs) {
+    const QVariant whole = tabs->tabBar()->tabData(tabs->currentIndex());
+    return whole.isValid() ? whole.toString()
+                           : tabs->tabText(tabs->currentIndex()).remove(QLatin1Char('&'));
+}
 
 // Asks where to save, proposing `proposed` (a full path), and adds `suffix` to a name typed
 // without one: the static getSaveFileName kept "mycfg" as typed, a file that the Open dialog's
@@ -105,7 +114,7 @@ QString MainWindow::exportStem() const {
     if (auto* tab = dynamic_cast<RunTab*>(w)) {
         return QFileInfo(QString::fromStdString(tab->view->run()->origin())).completeBaseName();
     }
-    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+    return fullTabTitle(tabs_);
 }
 
 QString MainWindow::exportTitle() const {
@@ -119,7 +128,7 @@ QString MainWindow::exportTitle() const {
                QFileInfo(QString::fromStdString(run.origin())).fileName() + QLatin1Char(')');
     }
     if (!current_ || !current_->config()) {
-        return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+        return fullTabTitle(tabs_);
     }
     const schedule::Config& config = *current_->config();
     const QString name = withoutClosingNote(QString::fromStdString(config.name));
@@ -137,7 +146,7 @@ QString MainWindow::exportTitle() const {
     if (w == sweep_view_) {
         return name + tr(" \u2014 sweep");
     }
-    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+    return fullTabTitle(tabs_);
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& given,

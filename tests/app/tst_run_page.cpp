@@ -3,9 +3,14 @@
 // cancelled; a runner that refuses shows its own message, one that warns its warning; "naive and
 // vocab-2" runs both and opens their comparison; predicted versus measured puts the run beside its
 // two simulations; the library renames and deletes a run's files together.
+#include <QAction>
 #include <QComboBox>
 #include <QFile>
 #include <QHeaderView>
+#include <QImage>
+#include <QInputDialog>
+#include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -16,6 +21,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <qcustomplot.h>
 
@@ -358,6 +364,19 @@ void TstRunPage::predictedVersusMeasured() {
     QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
     QVERIFY(view->model()->rowCount() > 0);
     QVERIFY(!view->model()->judged());  // errors of predictions, not improvements
+    // The tab says what it is, then which run: cut to fit, the run's name gives way, not the
+    // words "Predicted vs measured" (cut from the left, it read like the run's own trace tab).
+    const QString base = QFileInfo(first_run_).completeBaseName();
+    const QString tab = window_->tabs()->tabText(window_->tabs()->indexOf(view));
+    QVERIFY2(
+        tab.startsWith(QLatin1String("Predicted vs measured: ")) && tab.endsWith(base.right(6)),
+        qPrintable(tab));
+    // An export of it is titled with the whole name, not the tab's shortened one.
+    QString export_error;
+    const QString png = dir_.filePath(QStringLiteral("predicted.png"));
+    QVERIFY2(window_->exportCurrentChart(png, &export_error), qPrintable(export_error));
+    QCOMPARE(QImage(png).text(QStringLiteral("Title")),
+             QStringLiteral("Predicted vs measured: ") + base);
     // ... and so no cell the table shows is coloured better or worse.
     const QAbstractItemModel* shown = view->table()->model();
     for (int r = 0; r < shown->rowCount(); ++r) {
