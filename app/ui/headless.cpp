@@ -360,12 +360,7 @@ int runHeadless(const QStringList& argv) {
         plot.resize(a->width, a->height > 0 ? a->height : 560);
         // The image stands alone: it names its config (whose name carries the --set changes)
         // and schedule, unless the schedule is what is swept; the methods are its lines.
-        QString title = withoutClosingNote(QString::fromStdString(config->name));
-        if (req.sweep_key != "parallel.schedule") {
-            title += QStringLiteral(" \u00b7 ") +
-                     QString::fromStdString(std::string(toString(config->parallel.schedule)));
-        }
-        fillSweepPlot(&plot, out.sweep, spec.left(eq), title);
+        fillSweepPlot(&plot, out.sweep, spec.left(eq), sweepBaseTitle(*config, spec.left(eq)));
         options.height = plot.height();
         result = exportPlot(&plot, a->out, options);
     }

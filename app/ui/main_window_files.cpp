@@ -108,8 +108,9 @@ QString MainWindow::exportStem() const {
     if (w == methods_view_) {
         return config + QStringLiteral("-methods");
     }
-    if (w == sweep_view_) {
-        return config + QStringLiteral("-sweep");
+    if (w == sweep_view_) {  // after the config swept, which may have been edited since
+        return (sweep_view_->baseName().isEmpty() ? config : sweep_view_->baseName()) +
+               QStringLiteral("-sweep");
     }
     if (auto* tab = dynamic_cast<RunTab*>(w)) {
         return QFileInfo(QString::fromStdString(tab->view->run()->origin())).completeBaseName();
@@ -144,7 +145,9 @@ QString MainWindow::exportTitle() const {
                tr(" \u2014 vocabulary methods");
     }
     if (w == sweep_view_) {
-        return name + tr(" \u2014 sweep");
+        // The chart's own heading names the config swept as its base, as the headless
+        // export's does; the config shown now may be another.
+        return {};
     }
     return fullTabTitle(tabs_);
 }

@@ -15,6 +15,7 @@
 
 #include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
+#include <pipescope/app/runner_process.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
@@ -46,6 +47,7 @@ class TstMainWindow : public QObject {
     void copiesFigureTables();
     void focusSurvivesAnEdit();
     void sweepsTheVocabulary();
+    void sweepNamesItsBaseConfig();
     void sweepExplainsItselfFirst();
     void sweepShowsTheSweepAskedForLast();
     void sweepNamesCurvesThatCoincide();
@@ -295,6 +297,40 @@ void TstMainWindow::sweepsTheVocabulary() {
     QVERIFY2(tip.contains("max peak memory"), qPrintable(tip));
     QVERIFY(app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(40, 0)).isEmpty());
     QVERIFY(!window_->showView("nonsense"));
+}
+
+// The chart's heading names the config swept as its base, in the app as in the headless export,
+// and keeps naming it when the panel's config is edited after the sweep: the chart still shows
+// that config's points (its export was titled with the config edited since).
+void TstMainWindow::sweepNamesItsBaseConfig() {
+    QVERIFY(window_->showView("sweep"));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->sweep()->busy(), 20000);
+    const schedule::Config swept = *window_->configPanel()->config();
+    const QString base = app::sweepBaseTitle(swept, QStringLiteral("model.vocab"));
+    QVERIFY2(base.startsWith(QString::fromStdString(swept.name).left(10)), qPrintable(base));
+    const auto heading = [this] {
+        QString text;
+        QCustomPlot* plot = window_->sweep()->plot();
+        for (int i = 0; i < plot->plotLayout()->elementCount() && text.isEmpty(); ++i) {
+            if (auto* t =
+                    qobject_cast<app::WrappedTextElement*>(plot->plotLayout()->elementAt(i))) {
+                text = t->wholeText();
+            }
+        }
+        return text;
+    };
+    QVERIFY2(heading().endsWith(QStringLiteral("base config: ") + base), qPrintable(heading()));
+    const int microbatches = swept.parallel.microbatches;
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches + 4));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->configPanel()->config()->parallel.microbatches,
+                              microbatches + 4, 10000);
+    QVERIFY(window_->configPanel()->config()->name != swept.name);  // it names the edit
+    QVERIFY2(heading().endsWith(QStringLiteral("base config: ") + base), qPrintable(heading()));
+    QCOMPARE(window_->sweep()->baseName(),
+             app::withoutClosingNote(QString::fromStdString(swept.name)));
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->configPanel()->config()->parallel.microbatches, microbatches,
+                              10000);
 }
 
 // A sweep started while one runs replaces it: the one replaced is not plotted under the new key,
