@@ -306,8 +306,13 @@ void MainWindow::buildMenus() {
                      [run] { run(false); });
     tools->addAction(tr("Run &naive and vocab-2"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
                      this, [run] { run(true); });
-    tools->addAction(tr("&Cancel the run"), QKeySequence(Qt::CTRL | Qt::Key_Period), run_page_,
-                     &RunPage::cancel);
+    // Only while a run is in progress: from the menu it did nothing, and said nothing, at rest.
+    QAction* cancel_run =
+        tools->addAction(tr("&Cancel the run"), QKeySequence(Qt::CTRL | Qt::Key_Period), run_page_,
+                         &RunPage::cancel);
+    cancel_run->setObjectName(QStringLiteral("cancelRun"));
+    cancel_run->setEnabled(run_page_->busy());
+    connect(run_page_, &RunPage::busyChanged, cancel_run, &QAction::setEnabled);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,

@@ -87,6 +87,7 @@ class TstRunPage : public QObject {
     void initTestCase();
     void cleanupTestCase();
     void backendsComeFromTheRunner();
+    void iterationsOutliveAnInvalidConfig();
     void runsATinyConfigAndOpensIt();
     void cancelMidRunLeavesACancelledTrace();
     void closingMidRunKeepsTheLog();
@@ -157,6 +158,19 @@ void TstRunPage::backendsComeFromTheRunner() {
     page()->backendBox()->setCurrentIndex(0);
 }
 
+// The iterations the user chose outlive a config that is invalid for a moment (a number being
+// typed): they were reset to the config's run.iterations when the config came back.
+void TstRunPage::iterationsOutliveAnInvalidConfig() {
+    const int before = page()->iterationsBox()->value();
+    page()->iterationsBox()->setValue(7);
+    QVERIFY(window_->configPanel()->setField(QStringLiteral("model.layers"), 3));  // not over 2
+    QTRY_VERIFY(!window_->configPanel()->isValid());
+    QVERIFY(window_->configPanel()->setField(QStringLiteral("model.layers"), 4));
+    QTRY_VERIFY(window_->configPanel()->isValid());
+    QCOMPARE(page()->iterationsBox()->value(), 7);
+    page()->iterationsBox()->setValue(before);
+}
+
 void TstRunPage::runsATinyConfigAndOpensIt() {
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     const int tabs = window_->tabs()->count();
@@ -203,15 +217,29 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
     QSignalSpy finished(page(), &app::RunPage::runFinished);
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     page()->iterationsBox()->setValue(20000);
+    // Tools > Cancel the run can be chosen while there is a run to cancel, and only then.
+    auto* cancel_action = window_->findChild<QAction*>(QStringLiteral("cancelRun"));
+    QVERIFY(cancel_action != nullptr);
+    QVERIFY(!cancel_action->isEnabled());
     QString error;
     QVERIFY2(page()->startRun(&error), qPrintable(error));
     QVERIFY(page()->busy());
+    QVERIFY(cancel_action->isEnabled());
+    // The runs folder stays while the run writes there: its field and its button alike.
+    QPushButton* browse = nullptr;
+    for (auto* b : page()->findChildren<QPushButton*>()) {
+        browse = b->accessibleName() == QStringLiteral("Choose the runs folder") ? b : browse;
+    }
+    QVERIFY(browse != nullptr);
+    QVERIFY(!browse->isEnabled());
     QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 30000);
-    page()->cancel();
+    cancel_action->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     const auto out = finished.front().front().value<app::RunOutcome>();
     QVERIFY2(out.status == app::RunOutcome::Status::Cancelled, qPrintable(out.message));
     QVERIFY(!page()->busy());
+    QVERIFY(!cancel_action->isEnabled());
+    QVERIFY(browse->isEnabled());
     QVERIFY(!out.trace_path.isEmpty());
     trace::TraceReader reader;
     const auto st = reader.open(out.trace_path.toStdString());
