@@ -34,7 +34,10 @@ RunEntry readRunEntry(const QString& path) {
     e.started = info.lastModified();
     trace::TraceReader reader;
     if (const auto st = reader.open(path.toStdString()); !st.ok()) {
-        e.status = QObject::tr("unreadable: %1").arg(QString::fromStdString(st.message));
+        // The reason (a path and a sentence) in the tooltip: in the cell it widened the
+        // status column until the short columns left the table's view.
+        e.status = QObject::tr("unreadable");
+        e.message = QString::fromStdString(st.message);
         return e;
     }
     e.readable = true;

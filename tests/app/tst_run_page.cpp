@@ -471,7 +471,25 @@ void TstRunPage::runsTableKeepsEveryColumnInView() {
         copies << QDir(page()->runsFolder()).filePath(names.back() + QStringLiteral(".db"));
         QVERIFY(QFile::copy(first_run_, copies.back()));
     }
+    // A file that is not a trace: its row reads "unreadable", the reason in its tooltip. The
+    // reason in the cell (a path and a sentence) pushed the short columns out of view.
+    const QString junk = QDir(page()->runsFolder()).filePath(QStringLiteral("not-a-trace.db"));
+    {
+        QFile f(junk);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a database");
+    }
     lib.refresh();
+    const int junk_row = lib.rowOf(junk);
+    QVERIFY(junk_row >= 0);
+    QCOMPARE(lib.index(junk_row, app::RunsLibrary::Status).data().toString(),
+             QStringLiteral("unreadable"));
+    QVERIFY2(
+        lib.index(junk_row, app::RunsLibrary::Status)
+            .data(Qt::ToolTipRole)
+            .toString()
+            .contains(QLatin1String("not a SQLite database")),
+        qPrintable(lib.index(junk_row, app::RunsLibrary::Status).data(Qt::ToolTipRole).toString()));
     QVERIFY(window_->showView(QStringLiteral("run")));
     QTableView* table = page()->runsPanel()->table();
     QTRY_VERIFY(table->isVisible());
@@ -517,6 +535,8 @@ void TstRunPage::runsTableKeepsEveryColumnInView() {
         QString error;
         QVERIFY2(lib.remove(lib.rowOf(copy), &error), qPrintable(error));
     }
+    QVERIFY(QFile::remove(junk));
+    lib.refresh();
 }
 
 void TstRunPage::focusIsVisibleOnTheLogAndTheTable() {
