@@ -1,5 +1,6 @@
 #include "runs_panel.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -264,16 +265,24 @@ void RunsPanel::renameSelected() {
     if (paths.size() != 1) {
         return;
     }
-    const int row = library_->rowOf(paths.front());
-    bool ok = false;
-    const QString name =
-        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
-                              QFileInfo(paths.front()).completeBaseName(), &ok);
-    if (!ok) {
-        return;
-    }
-    QString error;
-    if (!library_->rename(row, name, &error)) {
+    const QString old_name = QFileInfo(paths.front()).completeBaseName();
+    QInputDialog dialog(this);
+    dialog.setWindowTitle(tr("Rename run"));
+    dialog.setLabelText(tr("New name:"));
+    dialog.setTextValue(old_name);
+    // Wide enough for the name whole: a generated one (config, method, backend, time) runs to
+    // 40 to 60 characters, of which the dialog's own width showed about 20.
+    const QFontMetrics metrics = dialog.fontMetrics();
+    dialog.setMinimumWidth(
+        std::max(metrics.horizontalAdvance(old_name), 30 * metrics.averageCharWidth()) +
+        6 * metrics.averageCharWidth());
+    // A refused name (taken, or not a plain file name) asks again with what was typed, rather
+    // than dropping it after the message.
+    while (dialog.exec() == QDialog::Accepted) {
+        QString error;
+        if (library_->rename(library_->rowOf(paths.front()), dialog.textValue(), &error)) {
+            return;
+        }
         QMessageBox::warning(this, tr("Rename run"), error);
     }
 }

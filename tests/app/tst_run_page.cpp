@@ -585,6 +585,51 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QVERIFY2(error.contains(QStringLiteral("exists already")), qPrintable(error));
     QVERIFY(QFile::exists(first_run_));  // a refused rename moves nothing
 
+    // Through the button: the dialog is wide enough for the whole name (it showed a third of
+    // a generated one), and a name refused is asked for again with what was typed, not dropped
+    // once the message is read.
+    page()->runsPanel()->table()->clearSelection();
+    page()->runsPanel()->table()->selectRow(row);
+    QPushButton* rename_button = nullptr;
+    for (auto* b : page()->runsPanel()->findChildren<QPushButton*>()) {
+        rename_button = b->text() == QStringLiteral("Re&name\u2026") ? b : rename_button;
+    }
+    QVERIFY(rename_button != nullptr && rename_button->isEnabled());
+    int asked = 0;
+    int warned = 0;
+    bool whole_name_shown = false;
+    QString asked_again_with;
+    QTimer answer;
+    answer.setInterval(20);
+    connect(&answer, &QTimer::timeout, this, [&] {
+        QWidget* modal = QApplication::activeModalWidget();
+        if (auto* input = qobject_cast<QInputDialog*>(modal); input && input->isVisible()) {
+            if (asked++ == 0) {
+                const auto* edit = input->findChild<QLineEdit*>();
+                whole_name_shown =
+                    edit != nullptr &&
+                    edit->contentsRect().width() > edit->fontMetrics().horizontalAdvance(
+                                                       QFileInfo(first_run_).completeBaseName());
+                input->setTextValue(other);  // taken
+                input->accept();
+            } else {
+                asked_again_with = input->textValue();
+                input->reject();
+            }
+        } else if (auto* box = qobject_cast<QMessageBox*>(modal); box && box->isVisible()) {
+            ++warned;
+            box->done(QMessageBox::Ok);
+        }
+    });
+    answer.start();
+    rename_button->click();  // returns once the dialogs are answered
+    answer.stop();
+    QVERIFY(whole_name_shown);
+    QCOMPARE(warned, 1);
+    QCOMPARE(asked, 2);
+    QCOMPARE(asked_again_with, other);
+    QVERIFY(QFile::exists(first_run_));
+
     QVERIFY2(lib.rename(row, QStringLiteral("first tiny run"), &error), qPrintable(error));
     const QString renamed =
         QFileInfo(first_run_).dir().filePath(QStringLiteral("first tiny run.db"));
