@@ -376,6 +376,18 @@ bool MainWindow::showView(const QString& view) {
     return true;
 }
 
+bool MainWindow::isView(const QString& view) {
+    return view == QLatin1String("explore") || view == QLatin1String("compare") ||
+           view == QLatin1String("sweep") || view == QLatin1String("run");
+}
+
+void MainWindow::openPathsAndShow(const QStringList& paths, const QString& view) {
+    openPaths(paths);
+    if (!view.isEmpty()) {
+        showView(view);
+    }
+}
+
 void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output) {
     if (id != single_request_ && sim_->busy()) {
         return;  // a newer config is on its way

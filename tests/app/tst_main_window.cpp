@@ -4,6 +4,7 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QFile>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -58,6 +59,7 @@ class TstMainWindow : public QObject {
     void invalidConfigFileKeepsTheRun();
     void absurdSizeIsRefusedWithTheLimit();
     void selectsAnOpAndItsDependencies();
+    void showWorksOnTheFilesGiven();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -783,4 +785,23 @@ void TstMainWindow::selectsAnOpAndItsDependencies() {
 }
 
 QTEST_MAIN(TstMainWindow)
+// pipescope --show sweep CONFIG.json: the sweep runs on the config given, not on the one the
+// file replaces (the view was shown, and so the sweep run, before the files were opened).
+void TstMainWindow::showWorksOnTheFilesGiven() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("given.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"name": "given", "model": {"layers": 4, "hidden": 32, "heads": 2, "seq_len": 16,
+        "vocab": 64, "micro_batch": 2, "dtype": "fp32"},
+        "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "1f1b", "vocab": "naive"}})");
+    f.close();
+    QVERIFY(app::MainWindow::isView(QStringLiteral("sweep")));
+    QVERIFY(!app::MainWindow::isView(QStringLiteral("nonsense")));
+    window_->openPathsAndShow({path}, QStringLiteral("sweep"));
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->sweep()));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->sweep()->busy(), 20000);
+    QCOMPARE(window_->sweep()->baseName(), QStringLiteral("given"));
+}
+
 #include "tst_main_window.moc"
