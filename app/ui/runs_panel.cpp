@@ -272,10 +272,13 @@ void RunsPanel::renameSelected() {
     dialog.setTextValue(old_name);
     // Wide enough for the name whole: a generated one (config, method, backend, time) runs to
     // 40 to 60 characters, of which the dialog's own width showed about 20.
-    const QFontMetrics metrics = dialog.fontMetrics();
-    dialog.setMinimumWidth(
-        std::max(metrics.horizontalAdvance(old_name), 30 * metrics.averageCharWidth()) +
-        6 * metrics.averageCharWidth());
+    // (The field's width, not the dialog's: the dialog's layout sets the dialog's own.)
+    if (auto* edit = dialog.findChild<QLineEdit*>()) {
+        const QFontMetrics metrics = edit->fontMetrics();
+        edit->setMinimumWidth(
+            std::max(metrics.horizontalAdvance(old_name), 30 * metrics.averageCharWidth()) +
+            4 * metrics.averageCharWidth());
+    }
     // A refused name (taken, or not a plain file name) asks again with what was typed, rather
     // than dropping it after the message.
     while (dialog.exec() == QDialog::Accepted) {

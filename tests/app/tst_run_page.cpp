@@ -588,8 +588,13 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     // Through the button: the dialog is wide enough for the whole name (it showed a third of
     // a generated one), and a name refused is asked for again with what was typed, not dropped
     // once the message is read.
+    // A generated name's length (the dialog showed about 20 characters of it).
+    const QString base = QFileInfo(first_run_).completeBaseName();
+    const QString long_name = base + QStringLiteral("-vocab-65536-microbatches-16-naive-cpu");
+    QVERIFY2(lib.rename(row, long_name, &error), qPrintable(error));
+    const QString long_path = QFileInfo(first_run_).dir().filePath(long_name + ".db");
     page()->runsPanel()->table()->clearSelection();
-    page()->runsPanel()->table()->selectRow(row);
+    page()->runsPanel()->table()->selectRow(lib.rowOf(long_path));
     QPushButton* rename_button = nullptr;
     for (auto* b : page()->runsPanel()->findChildren<QPushButton*>()) {
         rename_button = b->text() == QStringLiteral("Re&name\u2026") ? b : rename_button;
@@ -608,8 +613,7 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
                 const auto* edit = input->findChild<QLineEdit*>();
                 whole_name_shown =
                     edit != nullptr &&
-                    edit->contentsRect().width() > edit->fontMetrics().horizontalAdvance(
-                                                       QFileInfo(first_run_).completeBaseName());
+                    edit->contentsRect().width() > edit->fontMetrics().horizontalAdvance(long_name);
                 input->setTextValue(other);  // taken
                 input->accept();
             } else {
@@ -628,6 +632,8 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QCOMPARE(warned, 1);
     QCOMPARE(asked, 2);
     QCOMPARE(asked_again_with, other);
+    QVERIFY(QFile::exists(long_path));
+    QVERIFY2(lib.rename(lib.rowOf(long_path), base, &error), qPrintable(error));
     QVERIFY(QFile::exists(first_run_));
 
     QVERIFY2(lib.rename(row, QStringLiteral("first tiny run"), &error), qPrintable(error));
