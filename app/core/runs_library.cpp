@@ -315,13 +315,17 @@ bool RunsLibrary::remove(int row, QString* error) {
         return false;
     }
     QStringList failed;
-    for (const QString& f : runFiles(entries_[static_cast<std::size_t>(row)].path)) {
+    const QString trace_path = entries_[static_cast<std::size_t>(row)].path;
+    for (const QString& f : runFiles(trace_path)) {
         QFile file(f);
         if (!file.remove()) {
             failed << tr("%1 (%2)").arg(f, file.errorString());
         }
     }
     refresh();
+    if (!QFileInfo::exists(trace_path)) {
+        emit runRemoved(trace_path);
+    }
     if (!failed.isEmpty()) {
         *error = tr("cannot delete %1").arg(failed.join(QStringLiteral(", ")));
         return false;

@@ -20,6 +20,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/recent_files.h>
+#include <pipescope/app/runs_library.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/trace/reader.h>
@@ -152,6 +153,15 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     });
     connect(sim_, &SimulationController::finished, this, &MainWindow::onSimulated);
     connect(run_page_, &RunPage::openRequested, this, &MainWindow::openTrace);
+    // A run deleted from the library takes its open tab with it: left open, the tab showed a
+    // run that no longer existed, and Export trace on it failed only after asking for a file.
+    connect(run_page_->library(), &RunsLibrary::runRemoved, this, [this](const QString& path) {
+        for (int i = tabs_->count() - 1; i >= kFixedTabs; --i) {
+            if (tabs_->tabToolTip(i) == path && dynamic_cast<RunTab*>(tabs_->widget(i))) {
+                emit tabs_->tabCloseRequested(i);
+            }
+        }
+    });
     connect(run_page_, &RunPage::compareRequested, this, &MainWindow::compareTraces);
     connect(run_page_, &RunPage::predictRequested, this, &MainWindow::predictVsMeasured);
     connect(run_page_, &RunPage::message, this,

@@ -645,9 +645,23 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QVERIFY(new_row >= 0);
     QCOMPARE(lib.entries()[static_cast<std::size_t>(new_row)].status, QStringLiteral("complete"));
 
+    // Open in a tab, the run's tab goes with it: left open, it showed a run that was gone.
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    window_->openTrace(renamed);
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 20000);
+    const auto tab_of = [this](const QString& path) {
+        for (int i = 0; i < window_->tabs()->count(); ++i) {
+            if (window_->tabs()->tabToolTip(i) == path) {
+                return i;
+            }
+        }
+        return -1;
+    };
+    QVERIFY(tab_of(renamed) >= 0);
     const int count = lib.rowCount();
     QVERIFY2(lib.remove(new_row, &error), qPrintable(error));
     QCOMPARE(lib.rowCount(), count - 1);
+    QCOMPARE(tab_of(renamed), -1);
     QVERIFY(app::RunsLibrary::runFiles(renamed).isEmpty());
 }
 
