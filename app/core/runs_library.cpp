@@ -34,7 +34,10 @@ RunEntry readRunEntry(const QString& path) {
     e.started = info.lastModified();
     trace::TraceReader reader;
     if (const auto st = reader.open(path.toStdString()); !st.ok()) {
-        e.status = QObject::tr("unreadable: %1").arg(QString::fromStdString(st.message));
+        // The reason (a path and a sentence) in the tooltip: in the cell it widened the
+        // status column until the short columns left the table's view.
+        e.status = QObject::tr("unreadable");
+        e.message = QString::fromStdString(st.message);
         return e;
     }
     e.readable = true;
@@ -312,13 +315,17 @@ bool RunsLibrary::remove(int row, QString* error) {
         return false;
     }
     QStringList failed;
-    for (const QString& f : runFiles(entries_[static_cast<std::size_t>(row)].path)) {
+    const QString trace_path = entries_[static_cast<std::size_t>(row)].path;
+    for (const QString& f : runFiles(trace_path)) {
         QFile file(f);
         if (!file.remove()) {
             failed << tr("%1 (%2)").arg(f, file.errorString());
         }
     }
     refresh();
+    if (!QFileInfo::exists(trace_path)) {
+        emit runRemoved(trace_path);
+    }
     if (!failed.isEmpty()) {
         *error = tr("cannot delete %1").arg(failed.join(QStringLiteral(", ")));
         return false;

@@ -1,11 +1,14 @@
 #include "export_dialog.h"
 
+#include <initializer_list>
+
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -84,6 +87,11 @@ ExportDialog::ExportDialog(int default_height, const QString& stem, QWidget* par
     connect(width_, &QSpinBox::valueChanged, this, &ExportDialog::update);
     connect(height_, &QSpinBox::valueChanged, this, &ExportDialog::update);
     connect(dpi_, &QDoubleSpinBox::valueChanged, this, &ExportDialog::update);
+    // What is typed, before it is a value: a size under the minimum is no value yet, and the
+    // spin boxes say nothing of it (their textChanged waits for a value).
+    for (QAbstractSpinBox* box : std::initializer_list<QAbstractSpinBox*>{width_, height_, dpi_}) {
+        connect(box->findChild<QLineEdit*>(), &QLineEdit::textChanged, this, &ExportDialog::update);
+    }
     update();
 }
 
@@ -133,6 +141,14 @@ void ExportDialog::update() {
     if (!format) {
         text =
             tr("Unknown file type \"%1\": use .png, .svg or .pdf.").arg(QFileInfo(path()).suffix());
+    } else if (!width_->hasAcceptableInput() || !height_->hasAcceptableInput()) {
+        // Typed under the minimum (10 px): Save would have put the last value back and written
+        // the file at a size the dialog no longer showed.
+        ok = false;
+        text = tr("The width and height are %1 to %2 px.").arg(kExportMinSide).arg(kExportMaxSide);
+    } else if (*format == ExportFormat::Png && !dpi_->hasAcceptableInput()) {
+        ok = false;
+        text = tr("The resolution is %1 to %2 dpi.").arg(kExportMinDpi).arg(kExportMaxDpi);
     } else if (*format == ExportFormat::Png) {
         const double scale = dpi_->value() / 96.0;
         const double w = width_->value() * scale;

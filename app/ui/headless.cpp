@@ -27,15 +27,6 @@ void err(const QString& s) {
     std::fprintf(stderr, "pipescope: %s\n", s.toLocal8Bit().constData());
 }
 
-// The config's name as the title of an image of it. A closing note such as "(vocab-2 vs naive)"
-// describes the file's compare list, not the one run or the sweep drawn, so it is left out when
-// the config has such a list; the notes of other names ("(CPU)", "(8×A100)") say what the config
-// is and stay.
-QString imageName(const schedule::Config& config) {
-    const QString name = QString::fromStdString(config.name);
-    return config.compare.empty() ? name : withoutClosingNote(name);
-}
-
 struct Args {
     QString view;
     QString out;
@@ -274,7 +265,7 @@ int runHeadless(const QStringList& argv) {
             }
             // The image stands alone: its title names the config, schedule and method, not just
             // the method as the explorer (beside its config panel) does.
-            const std::string title = imageName(*config).toStdString() + " \u00b7 " +
+            const std::string title = standaloneConfigName(*config).toStdString() + " \u00b7 " +
                                       std::string(toString(config->parallel.schedule)) +
                                       " \u00b7 " + std::string(toString(config->parallel.vocab));
             runs.push_back(std::make_shared<SimRunData>(std::move(*sim.result), title));
@@ -310,7 +301,8 @@ int runHeadless(const QStringList& argv) {
             // An image of a run that did not finish says so, as the summary and the app's tab do.
             chart.setNote(unfinishedNote(runs.front()->stats()));
         } else if (config) {
-            chart.setTitle(imageName(*config) + QStringLiteral(" \u2014 vocabulary methods"));
+            chart.setTitle(standaloneConfigName(*config) +
+                           QStringLiteral(" \u2014 vocabulary methods"));
         } else {
             // Measured runs, as a comparison in the app shows them: lined up at their first
             // measured iteration and drawn there, not as a barcode of every iteration.
@@ -367,12 +359,7 @@ int runHeadless(const QStringList& argv) {
         plot.resize(a->width, a->height > 0 ? a->height : 560);
         // The image stands alone: it names its config (whose name carries the --set changes)
         // and schedule, unless the schedule is what is swept; the methods are its lines.
-        QString title = imageName(*config);
-        if (req.sweep_key != "parallel.schedule") {
-            title += QStringLiteral(" \u00b7 ") +
-                     QString::fromStdString(std::string(toString(config->parallel.schedule)));
-        }
-        fillSweepPlot(&plot, out.sweep, spec.left(eq), title);
+        fillSweepPlot(&plot, out.sweep, spec.left(eq), sweepBaseTitle(*config, spec.left(eq)));
         options.height = plot.height();
         result = exportPlot(&plot, a->out, options);
     }

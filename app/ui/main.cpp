@@ -90,13 +90,13 @@ int main(int argc, char** argv) {
             ++i;
         }
     }
-    pipescope::app::MainWindow window;
-    if (!view.isEmpty() && !window.showView(view)) {
+    if (!view.isEmpty() && !pipescope::app::MainWindow::isView(view)) {
         std::fprintf(stderr,
                      "pipescope: --show: unknown view \"%s\"; use explore, compare, sweep or run\n",
                      qPrintable(view));
         return 2;
     }
+    pipescope::app::MainWindow window;
     if (const auto g = geometryArgument(args)) {
         if (g->size) {
             window.resize(*g->size);
@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
         }
     }
     window.show();
-    window.openPaths(paths);
+    // The files first: --show sweep CONFIG.json swept the config the file replaced.
+    window.openPathsAndShow(paths, view);
     return QApplication::exec();
 }

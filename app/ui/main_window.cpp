@@ -20,6 +20,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <pipescope/app/recent_files.h>
+#include <pipescope/app/runs_library.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 #include <pipescope/trace/reader.h>
@@ -152,6 +153,15 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     });
     connect(sim_, &SimulationController::finished, this, &MainWindow::onSimulated);
     connect(run_page_, &RunPage::openRequested, this, &MainWindow::openTrace);
+    // A run deleted from the library takes its open tab with it: left open, the tab showed a
+    // run that no longer existed, and Export trace on it failed only after asking for a file.
+    connect(run_page_->library(), &RunsLibrary::runRemoved, this, [this](const QString& path) {
+        for (int i = tabs_->count() - 1; i >= kFixedTabs; --i) {
+            if (tabs_->tabToolTip(i) == path && dynamic_cast<RunTab*>(tabs_->widget(i))) {
+                emit tabs_->tabCloseRequested(i);
+            }
+        }
+    });
     connect(run_page_, &RunPage::compareRequested, this, &MainWindow::compareTraces);
     connect(run_page_, &RunPage::predictRequested, this, &MainWindow::predictVsMeasured);
     connect(run_page_, &RunPage::message, this,
@@ -306,8 +316,13 @@ void MainWindow::buildMenus() {
                      [run] { run(false); });
     tools->addAction(tr("Run &naive and vocab-2"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R),
                      this, [run] { run(true); });
-    tools->addAction(tr("&Cancel the run"), QKeySequence(Qt::CTRL | Qt::Key_Period), run_page_,
-                     &RunPage::cancel);
+    // Only while a run is in progress: from the menu it did nothing, and said nothing, at rest.
+    QAction* cancel_run =
+        tools->addAction(tr("&Cancel the run"), QKeySequence(Qt::CTRL | Qt::Key_Period), run_page_,
+                         &RunPage::cancel);
+    cancel_run->setObjectName(QStringLiteral("cancelRun"));
+    cancel_run->setEnabled(run_page_->busy());
+    connect(run_page_, &RunPage::busyChanged, cancel_run, &QAction::setEnabled);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this,
@@ -369,6 +384,18 @@ bool MainWindow::showView(const QString& view) {
         return false;
     }
     return true;
+}
+
+bool MainWindow::isView(const QString& view) {
+    return view == QLatin1String("explore") || view == QLatin1String("compare") ||
+           view == QLatin1String("sweep") || view == QLatin1String("run");
+}
+
+void MainWindow::openPathsAndShow(const QStringList& paths, const QString& view) {
+    openPaths(paths);
+    if (!view.isEmpty()) {
+        showView(view);
+    }
 }
 
 void MainWindow::onSimulated(quint64 id, std::shared_ptr<const SimOutput> output) {

@@ -66,6 +66,11 @@ class MainWindow : public QMainWindow {
     // Brings a view to the front: "explore", "compare" (the vocabulary methods, simulated now),
     // "sweep" (run now) or "run". False for any other name.
     bool showView(const QString& view);
+    // Whether `view` is a name showView knows.
+    static bool isView(const QString& view);
+    // The command line's files, then its --show view (none when empty): a view that runs at
+    // once (compare, sweep) then works on the config given with it, not on the one it replaces.
+    void openPathsAndShow(const QStringList& paths, const QString& view);
     // Exports the chart of the current tab to `path` (PNG, SVG or PDF by suffix).
     // Width 1600 and the tab's natural height unless `options` say otherwise.
     bool exportCurrentChart(const QString& path, QString* error);

@@ -64,6 +64,7 @@ void MainWindow::openComparison(std::vector<RunDataPtr> runs, const QString& giv
     view->showFirstIterations();
     const int index = tabs_->addTab(view, pageTabs()->fitTitle(title, Qt::ElideRight));
     tabs_->setTabToolTip(index, title);
+    tabs_->tabBar()->setTabData(index, title);
     tabs_->setCurrentIndex(index);
     emit comparisonOpened(view);
 }
@@ -152,7 +153,9 @@ void MainWindow::predictVsMeasured(const QString& path) {
         view->setRuns(runs, notes, false);
         view->showFirstIterations();
         const int index = tabs_->addTab(
-            view, pageTabs()->fitTitle(tr("Predicted vs measured: %1").arg(name), Qt::ElideLeft));
+            view, pageTabs()->fitTitle(tr("Predicted vs measured: "), name, Qt::ElideLeft));
+        // Exports are named and titled after the whole title, not the tab's shortened one.
+        tabs_->tabBar()->setTabData(index, tr("Predicted vs measured: %1").arg(name));
         tabs_->setTabToolTip(index, tr("%1 (measured) beside its simulation with costs calibrated "
                                        "from it and with the analytic model")
                                         .arg(name));

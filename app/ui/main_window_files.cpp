@@ -9,6 +9,7 @@
 #include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -43,6 +44,30 @@ namespace {
 constexpr int kStackedChartHeight = 560;
 constexpr int kStackedSummaryHeight = 320;
 constexpr int kSingleChartHeight = 900;
+
+// A tab's whole title: a comparison's tab shows it shortened (with an ellipsis in the middle of
+// a run's name), which would name and title its exports.
+QString fullTabTitle(const QTabWidget* tabs) {
+    const QVariant whole = tabs->tabBar()->tabData(tabs->currentIndex());
+    return whole.isValid() ? whole.toString()
+                           : tabs->tabText(tabs->currentIndex()).remove(QLatin1Char('&'));
+}
+
+// Asks where to save, proposing `proposed` (a full path), and adds `suffix` to a name typed
+// without one: the static getSaveFileName kept "mycfg" as typed, a file that the Open dialog's
+// *.json filter then hid.
+QString askSavePath(QWidget* parent, const QString& title, const QString& proposed,
+                    const QString& filter, const QString& suffix) {
+    QFileDialog dialog(parent, title, QFileInfo(proposed).absolutePath(), filter);
+    dialog.setAcceptMode(QFileDialog::AcceptSave);
+    dialog.setFileMode(QFileDialog::AnyFile);
+    dialog.setDefaultSuffix(suffix);
+    dialog.selectFile(QFileInfo(proposed).fileName());
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) {
+        return {};
+    }
+    return dialog.selectedFiles().front();
+}
 
 }  // namespace
 
@@ -83,13 +108,14 @@ QString MainWindow::exportStem() const {
     if (w == methods_view_) {
         return config + QStringLiteral("-methods");
     }
-    if (w == sweep_view_) {
-        return config + QStringLiteral("-sweep");
+    if (w == sweep_view_) {  // after the config swept, which may have been edited since
+        return (sweep_view_->baseName().isEmpty() ? config : sweep_view_->baseName()) +
+               QStringLiteral("-sweep");
     }
     if (auto* tab = dynamic_cast<RunTab*>(w)) {
         return QFileInfo(QString::fromStdString(tab->view->run()->origin())).completeBaseName();
     }
-    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+    return fullTabTitle(tabs_);
 }
 
 QString MainWindow::exportTitle() const {
@@ -103,7 +129,7 @@ QString MainWindow::exportTitle() const {
                QFileInfo(QString::fromStdString(run.origin())).fileName() + QLatin1Char(')');
     }
     if (!current_ || !current_->config()) {
-        return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+        return fullTabTitle(tabs_);
     }
     const schedule::Config& config = *current_->config();
     const QString name = withoutClosingNote(QString::fromStdString(config.name));
@@ -119,9 +145,11 @@ QString MainWindow::exportTitle() const {
                tr(" \u2014 vocabulary methods");
     }
     if (w == sweep_view_) {
-        return name + tr(" \u2014 sweep");
+        // The chart's own heading names the config swept as its base, as the headless
+        // export's does; the config shown now may be another.
+        return {};
     }
-    return tabs_->tabText(tabs_->currentIndex()).remove(QLatin1Char('&'));
+    return fullTabTitle(tabs_);
 }
 
 bool MainWindow::exportCurrentChart(const QString& path, const ExportOptions& given,
@@ -238,9 +266,9 @@ void MainWindow::exportTraceDialog() {
     const QString stem =
         trace ? QFileInfo(QString::fromStdString(trace->origin())).completeBaseName()
               : withoutClosingNote(QString::fromStdString(run->name())) + QStringLiteral("-sim");
-    const QString path = QFileDialog::getSaveFileName(
-        this, tr("Export trace"), uniquePath(QDir(dir), safeFileStem(stem), {".json"}),
-        tr("Perfetto / Chrome JSON (*.json)"));
+    const QString path =
+        askSavePath(this, tr("Export trace"), uniquePath(QDir(dir), safeFileStem(stem), {".json"}),
+                    tr("Perfetto / Chrome JSON (*.json)"), QStringLiteral("json"));
     if (path.isEmpty()) {
         return;
     }
@@ -330,11 +358,19 @@ void MainWindow::saveConfigDialog() {
                              tr("The config is not valid:\n%1").arg(config_->issuesText()));
         return;
     }
+    // Named after the config (with its changes), in the folder a config was last saved to.
+    QSettings settings;
+    const QString dir =
+        settings.value(QStringLiteral("config/save_dir"), QDir::homePath()).toString();
+    const QString stem =
+        safeFileStem(withoutClosingNote(QString::fromStdString(config_->config()->name)));
     const QString path =
-        QFileDialog::getSaveFileName(this, tr("Save config"), QString(), tr("Configs (*.json)"));
+        askSavePath(this, tr("Save config"), uniquePath(QDir(dir), stem, {".json"}),
+                    tr("Configs (*.json)"), QStringLiteral("json"));
     if (path.isEmpty()) {
         return;
     }
+    settings.setValue(QStringLiteral("config/save_dir"), QFileInfo(path).absolutePath());
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(config_->configJson().toUtf8()) < 0 ||
         !f.commit()) {

@@ -40,6 +40,15 @@ class PageTabs final : public QTabWidget {
     QString fitTitle(const QString& title, Qt::TextElideMode mode) const {
         return fontMetrics().elidedText(title, mode, 36 * fontMetrics().averageCharWidth());
     }
+    // The same for a title that starts by saying what the tab is ("Predicted vs measured: "):
+    // that part stays whole and the name after it gives way, keeping at least 20 characters.
+    // Elided as a whole from the left, the tab read like the run's own trace tab.
+    QString fitTitle(const QString& kind, const QString& name, Qt::TextElideMode mode) const {
+        const QFontMetrics metrics = fontMetrics();
+        const int room = std::max(36 * metrics.averageCharWidth() - metrics.horizontalAdvance(kind),
+                                  20 * metrics.averageCharWidth());
+        return kind + metrics.elidedText(name, mode, room);
+    }
 
   private:
     PageTabBar* bar_;

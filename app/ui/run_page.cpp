@@ -71,10 +71,10 @@ RunPage::RunPage(bool restore, QWidget* parent)
     folder_->setToolTip(
         tr("Where runs are written: NAME.db (the trace), NAME.json (the config) "
            "and NAME.log (the runner's output)"));
-    auto* browse = new QPushButton(tr("…"));
-    browse->setToolTip(tr("Choose the runs folder"));
-    browse->setAccessibleName(tr("Choose the runs folder"));
-    connect(browse, &QPushButton::clicked, this, [this] {
+    browse_button_ = new QPushButton(tr("…"));
+    browse_button_->setToolTip(tr("Choose the runs folder"));
+    browse_button_->setAccessibleName(tr("Choose the runs folder"));
+    connect(browse_button_, &QPushButton::clicked, this, [this] {
         const QString dir =
             QFileDialog::getExistingDirectory(this, tr("Runs folder"), runsFolder());
         if (!dir.isEmpty()) {
@@ -88,7 +88,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     });
     auto* folder_row = new QHBoxLayout;
     folder_row->addWidget(folder_, 1);
-    folder_row->addWidget(browse);
+    folder_row->addWidget(browse_button_);
 
     run_button_ = new QPushButton(tr("&Run"));
     run_button_->setToolTip(tr("Run the current config on the chosen backend (Ctrl+R)"));
@@ -273,9 +273,9 @@ void RunPage::onBackends(const QList<BackendInfo>& backends, const QString& erro
 }
 
 void RunPage::setConfig(const std::optional<schedule::Config>& config) {
-    const bool first = !config_.has_value();
     config_ = config;
-    if (config_ && first) {
+    if (config_ && !iterations_from_config_) {
+        iterations_from_config_ = true;
         iterations_->setValue(std::max(1, config_->run.iterations));
     }
     updateRunTooltip();
@@ -550,7 +550,11 @@ void RunPage::setBusy(bool busy) {
     backend_->setEnabled(!busy);
     iterations_->setEnabled(!busy);
     folder_->setEnabled(!busy);
+    // The folder is fixed while a run writes there: chosen with the button, another folder's
+    // runs were listed while the run went on in the first (and its row was gone).
+    browse_button_->setEnabled(!busy);
     cancel_button_->setEnabled(busy);
+    emit busyChanged(busy);
 }
 
 }  // namespace pipescope::app

@@ -75,6 +75,8 @@ class RunPage : public QWidget {
     void compareRequested(const QStringList& trace_paths, const QString& title);
     void predictRequested(const QString& trace_path);
     void runFinished(const pipescope::app::RunOutcome& outcome);
+    // A run started (true), or the last of its queue ended (false).
+    void busyChanged(bool busy);
     void message(const QString& text);  // for the status bar
 
   private:
@@ -104,7 +106,11 @@ class RunPage : public QWidget {
 
     QComboBox* backend_;
     QSpinBox* iterations_;
+    // Iterations is set from the first valid config only: a config that turns invalid while
+    // being typed and valid again does not reset what the user chose.
+    bool iterations_from_config_ = false;
     QLineEdit* folder_;
+    QPushButton* browse_button_;
     QPushButton* run_button_;
     QPushButton* pair_button_;
     QPushButton* cancel_button_;

@@ -1,5 +1,6 @@
 #include "runs_panel.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -264,16 +265,27 @@ void RunsPanel::renameSelected() {
     if (paths.size() != 1) {
         return;
     }
-    const int row = library_->rowOf(paths.front());
-    bool ok = false;
-    const QString name =
-        QInputDialog::getText(this, tr("Rename run"), tr("New name:"), QLineEdit::Normal,
-                              QFileInfo(paths.front()).completeBaseName(), &ok);
-    if (!ok) {
-        return;
+    const QString old_name = QFileInfo(paths.front()).completeBaseName();
+    QInputDialog dialog(this);
+    dialog.setWindowTitle(tr("Rename run"));
+    dialog.setLabelText(tr("New name:"));
+    dialog.setTextValue(old_name);
+    // Wide enough for the name whole: a generated one (config, method, backend, time) runs to
+    // 40 to 60 characters, of which the dialog's own width showed about 20.
+    // (The field's width, not the dialog's: the dialog's layout sets the dialog's own.)
+    if (auto* edit = dialog.findChild<QLineEdit*>()) {
+        const QFontMetrics metrics = edit->fontMetrics();
+        edit->setMinimumWidth(
+            std::max(metrics.horizontalAdvance(old_name), 30 * metrics.averageCharWidth()) +
+            4 * metrics.averageCharWidth());
     }
-    QString error;
-    if (!library_->rename(row, name, &error)) {
+    // A refused name (taken, or not a plain file name) asks again with what was typed, rather
+    // than dropping it after the message.
+    while (dialog.exec() == QDialog::Accepted) {
+        QString error;
+        if (library_->rename(library_->rowOf(paths.front()), dialog.textValue(), &error)) {
+            return;
+        }
         QMessageBox::warning(this, tr("Rename run"), error);
     }
 }

@@ -12,6 +12,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include <pipescope/app/runner_process.h>
 #include <pipescope/app/units.h>
 #include <pipescope/schedule/config_parse.h>
 
@@ -226,6 +227,20 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
         }
     }
     return parts.join(QStringLiteral("\n\n"));
+}
+
+QString standaloneConfigName(const schedule::Config& config) {
+    const QString name = QString::fromStdString(config.name);
+    return config.compare.empty() ? name : withoutClosingNote(name);
+}
+
+QString sweepBaseTitle(const schedule::Config& config, const QString& key) {
+    QString title = standaloneConfigName(config);
+    if (key != QLatin1String("parallel.schedule")) {
+        title += QStringLiteral(" \u00b7 ") +
+                 QString::fromStdString(std::string(schedule::toString(config.parallel.schedule)));
+    }
+    return title;
 }
 
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
@@ -493,7 +508,9 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
             problems_->setVisible(!problems.isEmpty());
             points_ = out->sweep;
             points_key_ = request_key_;
-            fillSweepPlot(plot_, points_, points_key_);
+            points_base_title_ = request_base_title_;
+            points_base_name_ = request_base_name_;
+            fillSweepPlot(plot_, points_, points_key_, points_base_title_);
             emit finished();
         });
 }
@@ -534,6 +551,9 @@ void SweepView::run() {
     problems_->clear();
     problems_->setVisible(false);
     request_key_ = key_->currentText().trimmed();
+    // The chart keeps naming this config when the panel's is edited after the sweep.
+    request_base_title_ = sweepBaseTitle(*config_, request_key_);
+    request_base_name_ = withoutClosingNote(QString::fromStdString(config_->name));
     request_id_ = controller_->request(std::move(req));
 }
 

@@ -23,6 +23,16 @@ namespace pipescope::app {
 void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
                    const QString& key_label, const QString& title = {});
 
+// The config's name as a chart that stands alone (an export, a sweep) names it. A closing note
+// such as "(vocab-2 vs naive)" describes the file's compare list, not the one run or the sweep
+// drawn, so it is left out when the config has such a list; the notes of other names ("(CPU)",
+// "(8×A100)") say what the config is and stay.
+QString standaloneConfigName(const schedule::Config& config);
+
+// The config a sweep varies, as its chart's heading names it ("base config: ..."): the config's
+// name (with its changes) and its schedule, unless the schedule is what is swept.
+QString sweepBaseTitle(const schedule::Config& config, const QString& key);
+
 // What the sweep point nearest to `pos` (within a few pixels) measured, for a tooltip: its
 // method and value, MFU, iteration time, bubble and peak memory. Empty away from every point.
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
@@ -44,6 +54,9 @@ class SweepView : public QWidget {
     QString statusText() const { return status_->text(); }
     // The list of invalid points under it (hidden when there are none).
     QString problemsText() const { return problems_->toPlainText(); }
+    // The name of the config the sweep on the chart varied (empty before the first): the
+    // config may have been edited since.
+    QString baseName() const { return points_base_name_; }
 
   signals:
     void finished();
@@ -65,6 +78,11 @@ class SweepView : public QWidget {
     // still reports (cancelled), and the key field may have been edited since.
     quint64 request_id_ = 0;
     QString request_key_;
+    // The config swept, named on the chart's heading and in its export's file name.
+    QString request_base_title_;
+    QString request_base_name_;
+    QString points_base_title_;
+    QString points_base_name_;
 };
 
 }  // namespace pipescope::app

@@ -4,6 +4,7 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QFile>
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -15,6 +16,7 @@
 
 #include <pipescope/app/compare_op_kind_model.h>
 #include <pipescope/app/op_kind_model.h>
+#include <pipescope/app/runner_process.h>
 
 #include "compare_view.h"
 #include "config_panel.h"
@@ -46,6 +48,7 @@ class TstMainWindow : public QObject {
     void copiesFigureTables();
     void focusSurvivesAnEdit();
     void sweepsTheVocabulary();
+    void sweepNamesItsBaseConfig();
     void sweepExplainsItselfFirst();
     void sweepShowsTheSweepAskedForLast();
     void sweepNamesCurvesThatCoincide();
@@ -56,6 +59,7 @@ class TstMainWindow : public QObject {
     void invalidConfigFileKeepsTheRun();
     void absurdSizeIsRefusedWithTheLimit();
     void selectsAnOpAndItsDependencies();
+    void showWorksOnTheFilesGiven();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -295,6 +299,40 @@ void TstMainWindow::sweepsTheVocabulary() {
     QVERIFY2(tip.contains("max peak memory"), qPrintable(tip));
     QVERIFY(app::describeSweepPointAt(plot, points, "model.vocab", at + QPointF(40, 0)).isEmpty());
     QVERIFY(!window_->showView("nonsense"));
+}
+
+// The chart's heading names the config swept as its base, in the app as in the headless export,
+// and keeps naming it when the panel's config is edited after the sweep: the chart still shows
+// that config's points (its export was titled with the config edited since).
+void TstMainWindow::sweepNamesItsBaseConfig() {
+    QVERIFY(window_->showView("sweep"));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->sweep()->busy(), 20000);
+    const schedule::Config swept = *window_->configPanel()->config();
+    const QString base = app::sweepBaseTitle(swept, QStringLiteral("model.vocab"));
+    QVERIFY2(base.startsWith(QString::fromStdString(swept.name).left(10)), qPrintable(base));
+    const auto heading = [this] {
+        QString text;
+        QCustomPlot* plot = window_->sweep()->plot();
+        for (int i = 0; i < plot->plotLayout()->elementCount() && text.isEmpty(); ++i) {
+            if (auto* t =
+                    qobject_cast<app::WrappedTextElement*>(plot->plotLayout()->elementAt(i))) {
+                text = t->wholeText();
+            }
+        }
+        return text;
+    };
+    QVERIFY2(heading().endsWith(QStringLiteral("base config: ") + base), qPrintable(heading()));
+    const int microbatches = swept.parallel.microbatches;
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches + 4));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->configPanel()->config()->parallel.microbatches,
+                              microbatches + 4, 10000);
+    QVERIFY(window_->configPanel()->config()->name != swept.name);  // it names the edit
+    QVERIFY2(heading().endsWith(QStringLiteral("base config: ") + base), qPrintable(heading()));
+    QCOMPARE(window_->sweep()->baseName(),
+             app::withoutClosingNote(QString::fromStdString(swept.name)));
+    QVERIFY(window_->configPanel()->setField("parallel.microbatches", microbatches));
+    QTRY_COMPARE_WITH_TIMEOUT(window_->configPanel()->config()->parallel.microbatches, microbatches,
+                              10000);
 }
 
 // A sweep started while one runs replaces it: the one replaced is not plotted under the new key,
@@ -747,4 +785,23 @@ void TstMainWindow::selectsAnOpAndItsDependencies() {
 }
 
 QTEST_MAIN(TstMainWindow)
+// pipescope --show sweep CONFIG.json: the sweep runs on the config given, not on the one the
+// file replaces (the view was shown, and so the sweep run, before the files were opened).
+void TstMainWindow::showWorksOnTheFilesGiven() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("given.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"name": "given", "model": {"layers": 4, "hidden": 32, "heads": 2, "seq_len": 16,
+        "vocab": 64, "micro_batch": 2, "dtype": "fp32"},
+        "parallel": {"pipeline": 2, "microbatches": 4, "schedule": "1f1b", "vocab": "naive"}})");
+    f.close();
+    QVERIFY(app::MainWindow::isView(QStringLiteral("sweep")));
+    QVERIFY(!app::MainWindow::isView(QStringLiteral("nonsense")));
+    window_->openPathsAndShow({path}, QStringLiteral("sweep"));
+    QCOMPARE(window_->tabs()->currentWidget(), static_cast<QWidget*>(window_->sweep()));
+    QTRY_VERIFY_WITH_TIMEOUT(!window_->sweep()->busy(), 20000);
+    QCOMPARE(window_->sweep()->baseName(), QStringLiteral("given"));
+}
+
 #include "tst_main_window.moc"

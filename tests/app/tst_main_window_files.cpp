@@ -3,8 +3,11 @@
 // newer), and an Nsight Systems export imported and opened.
 #include <sqlite3.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFutureWatcher>
 #include <QImage>
 #include <QJsonArray>
@@ -25,11 +28,13 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <pipescope/app/runner_process.h>
 #include <pipescope/app/sim_run_data.h>
 #include <pipescope/app/trace_run_data.h>
 
 #include "background_progress.h"
 #include "compare_view.h"
+#include "config_panel.h"
 #include "export_dialog.h"
 #include "main_window.h"
 #include "nsys_fixture.h"
@@ -50,6 +55,7 @@ class TstMainWindowFiles : public QObject {
   private slots:
     void initTestCase();
     void exportsTheChart();
+    void savesTheConfigAsJson();
     void exportsTheTraceInTheBackground();
     void exportDialogNamesTheLimits();
     void exportDialogNeverReplacesSilently();
@@ -70,6 +76,34 @@ void TstMainWindowFiles::initTestCase() {
     window_->resize(1280, 800);
     window_->show();
     QTRY_VERIFY_WITH_TIMEOUT(window_->currentRun() != nullptr, 10000);
+}
+
+// File > Save config as proposes a file named after the config and adds .json to a name typed
+// without it: saved as typed ("mycfg"), the Open config dialog's *.json filter hid the file.
+void TstMainWindowFiles::savesTheConfigAsJson() {
+    QTemporaryDir dir;
+    QSettings().setValue("config/save_dir", dir.path());
+    QAction* save = nullptr;
+    for (QAction* a : window_->findChildren<QAction*>()) {
+        save = a->text() == QStringLiteral("&Save config as\u2026") ? a : save;
+    }
+    QVERIFY(save != nullptr);
+    const QString stem = app::safeFileStem(
+        app::withoutClosingNote(QString::fromStdString(window_->configPanel()->config()->name)));
+    QString proposed;
+    QTimer::singleShot(0, [&] {
+        auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget());
+        QVERIFY(dialog);
+        proposed = dialog->selectedFiles().value(0);
+        dialog->selectFile(dir.filePath("mycfg"));
+        QMetaObject::invokeMethod(dialog, "accept");  // as Save does (protected)
+    });
+    save->trigger();
+    QCOMPARE(proposed, dir.filePath(stem + ".json"));
+    QVERIFY(!QFile::exists(dir.filePath("mycfg")));
+    QVERIFY(QFile::exists(dir.filePath("mycfg.json")));
+    QCOMPARE(QFileInfo(dir.filePath("mycfg.json")).size(),
+             qint64(window_->configPanel()->configJson().toUtf8().size()));
 }
 
 void TstMainWindowFiles::exportsTheTraceInTheBackground() {
@@ -161,6 +195,17 @@ void TstMainWindowFiles::exportDialogNamesTheLimits() {
     dpi->setValue(192);
     QVERIFY(save->isEnabled());
     QVERIFY2(label->text().contains("1600 × 1200"), qPrintable(label->text()));
+    // A width typed under the minimum turns Save off and says why: Save put the last width
+    // back and wrote the file at a size the dialog no longer showed.
+    spins[0]->selectAll();
+    QTest::keyClicks(spins[0], "10");
+    QCOMPARE(spins[0]->text(), QStringLiteral("10 px"));
+    QVERIFY(!save->isEnabled());
+    QVERIFY2(label->text().contains("16 to 20000 px"), qPrintable(label->text()));
+    QTest::keyClicks(spins[0], "0");  // 100 px
+    QVERIFY(save->isEnabled());
+    QCOMPARE(spins[0]->value(), 100);
+    spins[0]->setValue(800);
     // An SVG has no resolution.
     dialog.setPath(dir.filePath("chart.svg"));
     QVERIFY(!dpi->isEnabled());

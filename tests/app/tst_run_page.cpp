@@ -3,9 +3,14 @@
 // cancelled; a runner that refuses shows its own message, one that warns its warning; "naive and
 // vocab-2" runs both and opens their comparison; predicted versus measured puts the run beside its
 // two simulations; the library renames and deletes a run's files together.
+#include <QAction>
 #include <QComboBox>
 #include <QFile>
 #include <QHeaderView>
+#include <QImage>
+#include <QInputDialog>
+#include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -16,6 +21,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <qcustomplot.h>
 
@@ -81,6 +87,7 @@ class TstRunPage : public QObject {
     void initTestCase();
     void cleanupTestCase();
     void backendsComeFromTheRunner();
+    void iterationsOutliveAnInvalidConfig();
     void runsATinyConfigAndOpensIt();
     void cancelMidRunLeavesACancelledTrace();
     void closingMidRunKeepsTheLog();
@@ -151,6 +158,19 @@ void TstRunPage::backendsComeFromTheRunner() {
     page()->backendBox()->setCurrentIndex(0);
 }
 
+// The iterations the user chose outlive a config that is invalid for a moment (a number being
+// typed): they were reset to the config's run.iterations when the config came back.
+void TstRunPage::iterationsOutliveAnInvalidConfig() {
+    const int before = page()->iterationsBox()->value();
+    page()->iterationsBox()->setValue(7);
+    QVERIFY(window_->configPanel()->setField(QStringLiteral("model.layers"), 3));  // not over 2
+    QTRY_VERIFY(!window_->configPanel()->isValid());
+    QVERIFY(window_->configPanel()->setField(QStringLiteral("model.layers"), 4));
+    QTRY_VERIFY(window_->configPanel()->isValid());
+    QCOMPARE(page()->iterationsBox()->value(), 7);
+    page()->iterationsBox()->setValue(before);
+}
+
 void TstRunPage::runsATinyConfigAndOpensIt() {
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     const int tabs = window_->tabs()->count();
@@ -197,15 +217,29 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
     QSignalSpy finished(page(), &app::RunPage::runFinished);
     QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
     page()->iterationsBox()->setValue(20000);
+    // Tools > Cancel the run can be chosen while there is a run to cancel, and only then.
+    auto* cancel_action = window_->findChild<QAction*>(QStringLiteral("cancelRun"));
+    QVERIFY(cancel_action != nullptr);
+    QVERIFY(!cancel_action->isEnabled());
     QString error;
     QVERIFY2(page()->startRun(&error), qPrintable(error));
     QVERIFY(page()->busy());
+    QVERIFY(cancel_action->isEnabled());
+    // The runs folder stays while the run writes there: its field and its button alike.
+    QPushButton* browse = nullptr;
+    for (auto* b : page()->findChildren<QPushButton*>()) {
+        browse = b->accessibleName() == QStringLiteral("Choose the runs folder") ? b : browse;
+    }
+    QVERIFY(browse != nullptr);
+    QVERIFY(!browse->isEnabled());
     QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 30000);
-    page()->cancel();
+    cancel_action->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     const auto out = finished.front().front().value<app::RunOutcome>();
     QVERIFY2(out.status == app::RunOutcome::Status::Cancelled, qPrintable(out.message));
     QVERIFY(!page()->busy());
+    QVERIFY(!cancel_action->isEnabled());
+    QVERIFY(browse->isEnabled());
     QVERIFY(!out.trace_path.isEmpty());
     trace::TraceReader reader;
     const auto st = reader.open(out.trace_path.toStdString());
@@ -358,6 +392,19 @@ void TstRunPage::predictedVersusMeasured() {
     QCOMPARE(QString::fromStdString(view->runs()[2]->name()), QStringLiteral("analytic"));
     QVERIFY(view->model()->rowCount() > 0);
     QVERIFY(!view->model()->judged());  // errors of predictions, not improvements
+    // The tab says what it is, then which run: cut to fit, the run's name gives way, not the
+    // words "Predicted vs measured" (cut from the left, it read like the run's own trace tab).
+    const QString base = QFileInfo(first_run_).completeBaseName();
+    const QString tab = window_->tabs()->tabText(window_->tabs()->indexOf(view));
+    QVERIFY2(
+        tab.startsWith(QLatin1String("Predicted vs measured: ")) && tab.endsWith(base.right(6)),
+        qPrintable(tab));
+    // An export of it is titled with the whole name, not the tab's shortened one.
+    QString export_error;
+    const QString png = dir_.filePath(QStringLiteral("predicted.png"));
+    QVERIFY2(window_->exportCurrentChart(png, &export_error), qPrintable(export_error));
+    QCOMPARE(QImage(png).text(QStringLiteral("Title")),
+             QStringLiteral("Predicted vs measured: ") + base);
     // ... and so no cell the table shows is coloured better or worse.
     const QAbstractItemModel* shown = view->table()->model();
     for (int r = 0; r < shown->rowCount(); ++r) {
@@ -424,7 +471,25 @@ void TstRunPage::runsTableKeepsEveryColumnInView() {
         copies << QDir(page()->runsFolder()).filePath(names.back() + QStringLiteral(".db"));
         QVERIFY(QFile::copy(first_run_, copies.back()));
     }
+    // A file that is not a trace: its row reads "unreadable", the reason in its tooltip. The
+    // reason in the cell (a path and a sentence) pushed the short columns out of view.
+    const QString junk = QDir(page()->runsFolder()).filePath(QStringLiteral("not-a-trace.db"));
+    {
+        QFile f(junk);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a database");
+    }
     lib.refresh();
+    const int junk_row = lib.rowOf(junk);
+    QVERIFY(junk_row >= 0);
+    QCOMPARE(lib.index(junk_row, app::RunsLibrary::Status).data().toString(),
+             QStringLiteral("unreadable"));
+    QVERIFY2(
+        lib.index(junk_row, app::RunsLibrary::Status)
+            .data(Qt::ToolTipRole)
+            .toString()
+            .contains(QLatin1String("not a SQLite database")),
+        qPrintable(lib.index(junk_row, app::RunsLibrary::Status).data(Qt::ToolTipRole).toString()));
     QVERIFY(window_->showView(QStringLiteral("run")));
     QTableView* table = page()->runsPanel()->table();
     QTRY_VERIFY(table->isVisible());
@@ -470,6 +535,8 @@ void TstRunPage::runsTableKeepsEveryColumnInView() {
         QString error;
         QVERIFY2(lib.remove(lib.rowOf(copy), &error), qPrintable(error));
     }
+    QVERIFY(QFile::remove(junk));
+    lib.refresh();
 }
 
 void TstRunPage::focusIsVisibleOnTheLogAndTheTable() {
@@ -518,6 +585,57 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QVERIFY2(error.contains(QStringLiteral("exists already")), qPrintable(error));
     QVERIFY(QFile::exists(first_run_));  // a refused rename moves nothing
 
+    // Through the button: the dialog is wide enough for the whole name (it showed a third of
+    // a generated one), and a name refused is asked for again with what was typed, not dropped
+    // once the message is read.
+    // A generated name's length (the dialog showed about 20 characters of it).
+    const QString base = QFileInfo(first_run_).completeBaseName();
+    const QString long_name = base + QStringLiteral("-vocab-65536-microbatches-16-naive-cpu");
+    QVERIFY2(lib.rename(row, long_name, &error), qPrintable(error));
+    const QString long_path = QFileInfo(first_run_).dir().filePath(long_name + ".db");
+    page()->runsPanel()->table()->clearSelection();
+    page()->runsPanel()->table()->selectRow(lib.rowOf(long_path));
+    QPushButton* rename_button = nullptr;
+    for (auto* b : page()->runsPanel()->findChildren<QPushButton*>()) {
+        rename_button = b->text() == QStringLiteral("Re&name\u2026") ? b : rename_button;
+    }
+    QVERIFY(rename_button != nullptr && rename_button->isEnabled());
+    int asked = 0;
+    int warned = 0;
+    bool whole_name_shown = false;
+    QString asked_again_with;
+    QTimer answer;
+    answer.setInterval(20);
+    connect(&answer, &QTimer::timeout, this, [&] {
+        QWidget* modal = QApplication::activeModalWidget();
+        if (auto* input = qobject_cast<QInputDialog*>(modal); input && input->isVisible()) {
+            if (asked++ == 0) {
+                const auto* edit = input->findChild<QLineEdit*>();
+                whole_name_shown =
+                    edit != nullptr &&
+                    edit->contentsRect().width() > edit->fontMetrics().horizontalAdvance(long_name);
+                input->setTextValue(other);  // taken
+                input->accept();
+            } else {
+                asked_again_with = input->textValue();
+                input->reject();
+            }
+        } else if (auto* box = qobject_cast<QMessageBox*>(modal); box && box->isVisible()) {
+            ++warned;
+            box->done(QMessageBox::Ok);
+        }
+    });
+    answer.start();
+    rename_button->click();  // returns once the dialogs are answered
+    answer.stop();
+    QVERIFY(whole_name_shown);
+    QCOMPARE(warned, 1);
+    QCOMPARE(asked, 2);
+    QCOMPARE(asked_again_with, other);
+    QVERIFY(QFile::exists(long_path));
+    QVERIFY2(lib.rename(lib.rowOf(long_path), base, &error), qPrintable(error));
+    QVERIFY(QFile::exists(first_run_));
+
     QVERIFY2(lib.rename(row, QStringLiteral("first tiny run"), &error), qPrintable(error));
     const QString renamed =
         QFileInfo(first_run_).dir().filePath(QStringLiteral("first tiny run.db"));
@@ -527,9 +645,23 @@ void TstRunPage::libraryRenamesAndDeletesTogether() {
     QVERIFY(new_row >= 0);
     QCOMPARE(lib.entries()[static_cast<std::size_t>(new_row)].status, QStringLiteral("complete"));
 
+    // Open in a tab, the run's tab goes with it: left open, it showed a run that was gone.
+    QSignalSpy opened(window_.get(), &app::MainWindow::traceOpened);
+    window_->openTrace(renamed);
+    QTRY_COMPARE_WITH_TIMEOUT(opened.count(), 1, 20000);
+    const auto tab_of = [this](const QString& path) {
+        for (int i = 0; i < window_->tabs()->count(); ++i) {
+            if (window_->tabs()->tabToolTip(i) == path) {
+                return i;
+            }
+        }
+        return -1;
+    };
+    QVERIFY(tab_of(renamed) >= 0);
     const int count = lib.rowCount();
     QVERIFY2(lib.remove(new_row, &error), qPrintable(error));
     QCOMPARE(lib.rowCount(), count - 1);
+    QCOMPARE(tab_of(renamed), -1);
     QVERIFY(app::RunsLibrary::runFiles(renamed).isEmpty());
 }
 

@@ -78,6 +78,10 @@ class RunsLibrary : public QAbstractTableModel {
     QVariant headerData(int section, Qt::Orientation orientation,
                         int role = Qt::DisplayRole) const override;
 
+  signals:
+    // remove() deleted the trace at `trace_path` (and the run's other files).
+    void runRemoved(const QString& trace_path);
+
   private:
     QStringList listing() const;  // the traces' names, sizes and times
     // Reads the runs still marked running again: a runner that is killed, or that writes into
