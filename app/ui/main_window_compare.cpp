@@ -14,6 +14,7 @@
 #include "page_tabs.h"
 #include "run_tab.h"
 #include "run_view.h"
+#include "wording.h"
 
 namespace pipescope::app {
 
@@ -87,7 +88,7 @@ void MainWindow::compareTraces(const QStringList& paths, const QString& title) {
         files.push_back(p.toStdString());
     }
     statusBar()->showMessage(
-        tr("Opening %n run(s) to compare…", nullptr, static_cast<int>(paths.size())));
+        tr("Opening %1 to compare…").arg(counted(paths.size(), tr("run"), tr("runs"))));
     watcher->setFuture(QtConcurrent::run([files] {
         std::vector<RunDataPtr> runs;
         for (const auto& f : files) {

@@ -26,6 +26,7 @@
 
 #include "background_progress.h"
 #include "text_tone.h"
+#include "wording.h"
 
 namespace pipescope::app {
 
@@ -127,10 +128,11 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
         if (inputs.size() >= 2 && QFileInfo::exists(merged)) {
             if (QMessageBox::question(
                     this, tr("Merge ranks"),
-                    tr("%1 exists. Replace it with the merge of the %n per-rank trace(s)? (It "
-                       "is replaced only once the merge is whole.)",
-                       nullptr, static_cast<int>(inputs.size()))
-                        .arg(QFileInfo(merged).fileName())) != QMessageBox::Yes) {
+                    tr("%1 exists. Replace it with the merge of the %2? (It is replaced only "
+                       "once the merge is whole.)")
+                        .arg(QFileInfo(merged).fileName(),
+                             counted(inputs.size(), tr("per-rank trace"),
+                                     tr("per-rank traces")))) != QMessageBox::Yes) {
                 return;
             }
             replace = true;
@@ -241,10 +243,10 @@ void RunsPanel::repairSelected() {
             QMessageBox::warning(this, tr("Repair runs"), errors.join(QLatin1Char('\n')));
             return;
         }
-        emit message(tr("Repaired %n run(s): indexed and marked failed", nullptr,
-                        static_cast<int>(paths.size())));
+        emit message(tr("Repaired %1: indexed and marked failed")
+                         .arg(counted(paths.size(), tr("run"), tr("runs"))));
     });
-    emit message(tr("Repairing %n run(s)…", nullptr, static_cast<int>(paths.size())));
+    emit message(tr("Repairing %1…").arg(counted(paths.size(), tr("run"), tr("runs"))));
     watcher->setFuture(QtConcurrent::run([paths] {
         QStringList errors;
         for (const QString& path : paths) {
@@ -299,10 +301,13 @@ void RunsPanel::deleteSelected() {
     for (const QString& p : paths) {
         names << QFileInfo(p).completeBaseName();
     }
-    if (QMessageBox::question(this, tr("Delete runs"),
-                              tr("Delete %n run(s) and their files (trace, config, log)?\n\n%1",
-                                 nullptr, static_cast<int>(paths.size()))
-                                  .arg(names.join(QLatin1Char('\n')))) != QMessageBox::Yes) {
+    if (QMessageBox::question(
+            this, tr("Delete runs"),
+            (paths.size() == 1
+                 ? tr("Delete 1 run and its files (trace, config, log)?\n\n%1").arg(names.front())
+                 : tr("Delete %1 runs and their files (trace, config, log)?\n\n%2")
+                       .arg(paths.size())
+                       .arg(names.join(QLatin1Char('\n'))))) != QMessageBox::Yes) {
         return;
     }
     QStringList errors;
@@ -339,8 +344,9 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error, bool repla
     const auto shared = traceWritingProgress(interop::kMergeWritingFrom, merged);
     const QPointer<QProgressDialog> progress = showBackgroundProgress(
         this,
-        tr("Merging %n per-rank trace(s) into %1…", nullptr, static_cast<int>(inputs.size()))
-            .arg(QFileInfo(merged).fileName()),
+        tr("Merging %1 into %2…")
+            .arg(counted(inputs.size(), tr("per-rank trace"), tr("per-rank traces")),
+                 QFileInfo(merged).fileName()),
         shared);
     auto* watcher = new QFutureWatcher<Result>(this);
     connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, merged, progress] {
@@ -358,7 +364,7 @@ bool RunsPanel::mergeRanks(const QString& trace_path, QString* error, bool repla
         emit mergeFinished(merged, QString());
         emit openRequested(merged);
     });
-    emit message(tr("Merging %n trace(s)…", nullptr, static_cast<int>(inputs.size())));
+    emit message(tr("Merging %1…").arg(counted(inputs.size(), tr("trace"), tr("traces"))));
     const std::string out = merged.toStdString();
     watcher->setFuture(QtConcurrent::run([files, out, shared] {
         interop::MergeOptions options;

@@ -846,9 +846,15 @@ void TstRunPage::libraryTellsAStoppedRunFromARunningOne() {
     QVERIFY(!repair->isEnabled());
     select("killed.db");
     QVERIFY(repair->isEnabled());
+    QSignalSpy said(&panel, &app::RunsPanel::message);
     repair->click();
     QTRY_COMPARE_WITH_TIMEOUT(app::readRunEntry(dir.filePath("killed.db")).status,
                               QString("failed"), 10000);
+    // One run is "1 run", not "1 run(s)" (Qt's %n plurals need a translation the app lacks).
+    QTRY_VERIFY(!said.isEmpty() && said.back().front().toString().startsWith("Repaired"));
+    QCOMPARE(said.back().front().toString(),
+             QStringLiteral("Repaired 1 run: indexed and marked failed"));
+    QCOMPARE(said.front().front().toString(), QStringLiteral("Repairing 1 run\u2026"));
     trace::TraceReader repaired;
     QVERIFY(repaired.open(dir.filePath("killed.db").toStdString()).ok());
     QVERIFY(repaired.finalized());
