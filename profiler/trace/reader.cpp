@@ -252,11 +252,19 @@ TraceStatus TraceReader::open(const std::string& path) {
     d.microbatch_index = queryInt(d.db,
                                   "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                                   "name = 'op_iteration_microbatch'") == 1;
-    d.op_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMinLevel, kLodLevels));
-    d.op_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMaxLevel, -1));
-    d.memory_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMinLevel, kLodLevels));
-    d.memory_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMaxLevel, -1));
-    d.max_dur_level = static_cast<int>(metaInt(d.db, detail::kMetaMaxDurLevel, kLodLevels));
+    // A level no writer gives (a damaged or edited file) counts as absent: the fallbacks read
+    // every duration level and no summary level, slower but right. Taken as they stand, a huge
+    // max_dur_level looped over billions of levels, one cut to int (2^32 + 3 read as 3) left the
+    // longer ops out of every window, and a negative level shifted by a negative amount.
+    const auto level = [&d](const char* key, int fallback, int highest) {
+        const std::int64_t v = metaInt(d.db, key, fallback);
+        return v >= 0 && v <= highest ? static_cast<int>(v) : fallback;
+    };
+    d.op_lod_min = level(detail::kMetaOpLodMinLevel, kLodLevels, kLodLevels - 1);
+    d.op_lod_max = level(detail::kMetaOpLodMaxLevel, -1, kLodLevels - 1);
+    d.memory_lod_min = level(detail::kMetaMemoryLodMinLevel, kLodLevels, kLodLevels - 1);
+    d.memory_lod_max = level(detail::kMetaMemoryLodMaxLevel, -1, kLodLevels - 1);
+    d.max_dur_level = level(detail::kMetaMaxDurLevel, kLodLevels, kLodLevels);
 
     if (d.finalized) {
         d.range = {metaInt(d.db, detail::kMetaTimeStart, 0),
