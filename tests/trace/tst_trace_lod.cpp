@@ -226,6 +226,7 @@ class TstTraceLod : public QObject {
     void memoryLodKeepsPeaks();
     void unfinishedTraceStillAnswers();
     void damagedLevelsAreNotTrusted();
+    void damagedTimeRangeIsNotTrusted();
 
   private:
     QString writeTrace(const RandomTrace& t, const QString& name, bool finish);
@@ -555,6 +556,52 @@ void TstTraceLod::damagedLevelsAreNotTrusted() {
             peak = std::max(peak, px.max[kMemoryCategoryCount]);
         }
         QCOMPARE(peak, peaks[static_cast<std::size_t>(rank)]);
+    }
+}
+
+void TstTraceLod::damagedTimeRangeIsNotTrusted() {
+    // time_start_ns and time_end_ns the ops do not fit (found by fuzzing: an end edited to
+    // 2^63 - 1 opened the app's timeline on 292 years of empty lanes, a start of 2^63 - 1 on a
+    // millisecond): the range is taken from the ops instead.
+    const RandomTrace t = makeTrace(12, 500);
+    const QString path = writeTrace(t, "damaged-range.db", true);
+    TimeRange sound;
+    {
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        sound = r.timeRange();
+    }
+    QVERIFY(sound.end_ns > sound.start_ns);
+    const auto edit = [&](const std::string& sql) {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    };
+    const std::string start = std::to_string(sound.start_ns);
+    const std::string end = std::to_string(sound.end_ns);
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"time_end_ns", "9223372036854775807"},
+                                                          {"time_end_ns", "-5"},
+                                                          {"time_start_ns", "9223372036854775807"},
+                                                          {"time_start_ns", "-9223372036854775808"},
+                                                          {"time_start_ns", "banana"}}) {
+        edit("UPDATE pipescope_meta SET value = '" + start +
+             "' WHERE key = 'time_start_ns';"
+             "UPDATE pipescope_meta SET value = '" +
+             end +
+             "' WHERE key = 'time_end_ns';"
+             "UPDATE pipescope_meta SET value = '" +
+             value + "' WHERE key = '" + key + "';");
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        QVERIFY2(r.timeRange().start_ns == sound.start_ns && r.timeRange().end_ns == sound.end_ns,
+                 qPrintable(QString("%1 = %2: [%3, %4), expected [%5, %6)")
+                                .arg(QString::fromStdString(key), QString::fromStdString(value))
+                                .arg(r.timeRange().start_ns)
+                                .arg(r.timeRange().end_ns)
+                                .arg(sound.start_ns)
+                                .arg(sound.end_ns)));
     }
 }
 
