@@ -227,6 +227,7 @@ class TstTraceLod : public QObject {
     void unfinishedTraceStillAnswers();
     void damagedLevelsAreNotTrusted();
     void damagedTimeRangeIsNotTrusted();
+    void memoryTotalsNeverWrap();
 
   private:
     QString writeTrace(const RandomTrace& t, const QString& name, bool finish);
@@ -602,6 +603,38 @@ void TstTraceLod::damagedTimeRangeIsNotTrusted() {
                                 .arg(r.timeRange().end_ns)
                                 .arg(sound.start_ns)
                                 .arg(sound.end_ns)));
+    }
+}
+
+void TstTraceLod::memoryTotalsNeverWrap() {
+    // Levels that add up past 2^63 - 1 bytes (a damaged or edited trace: two categories of 2^62
+    // bytes each): the total is held at 2^63 - 1, in the raw samples' pixels and in the summary
+    // levels the writer builds, not wrapped by signed overflow to a negative memory.
+    RandomTrace t = makeTrace(14, 400);
+    std::int64_t at = t.span;
+    for (const auto& m : t.memory) {
+        at = std::max(at, m.t_ns);
+    }
+    at += 1000;
+    const std::int64_t huge = std::int64_t{1} << 62;
+    t.memory.push_back({0, at, huge, MemoryCategory::Weights});
+    t.memory.push_back({0, at + 1000, huge, MemoryCategory::Grads});
+    t.memory.push_back({0, at + 2000, huge, MemoryCategory::Optimizer});
+    const QString path = writeTrace(t, "memory-wrap.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    for (const auto& [t0, t1, pixels] : std::vector<std::tuple<std::int64_t, std::int64_t, int>>{
+             {at - 500, at + 2500, 600}, {0, at + 3000, 40}}) {
+        const auto result = r.memoryLod(0, t0, t1, pixels);
+        std::int64_t most = 0;
+        for (const auto& px : result.pixels) {
+            QVERIFY2(px.min[kMemoryCategoryCount] >= 0 && px.last[kMemoryCategoryCount] >= 0,
+                     qPrintable(QString("level %1: a total of %2 bytes")
+                                    .arg(result.level)
+                                    .arg(px.min[kMemoryCategoryCount])));
+            most = std::max(most, px.max[kMemoryCategoryCount]);
+        }
+        QCOMPARE(most, INT64_MAX);
     }
 }
 
