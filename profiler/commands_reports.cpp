@@ -95,6 +95,10 @@ int runKernels(const std::vector<std::string>& args) {
         printErr(st.message);
         return kExitBadInput;
     }
+    for (const std::string& problem : kernels.damage) {
+        printErr("note: " + a.path + ": " + problem +
+                 " (the file is damaged or was edited; figures from it may be meaningless)");
+    }
     return printOut(a.json ? analysis::formatKernelsJson(kernels, stats)
                            : analysis::formatKernelsTable(kernels, stats, top));
 }

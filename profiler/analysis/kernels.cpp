@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <pipescope/analysis/kernels.h>
 
 #include "json_value.h"
+#include "op_bounds.h"
 #include "text_table.h"
 
 namespace pipescope::analysis {
@@ -67,7 +69,11 @@ class ByName {
   public:
     // Adds one launch; returns its time.
     std::int64_t add(const trace::KernelRecord& k) {
-        const std::int64_t d = std::max<std::int64_t>(0, k.end - k.start);
+        // No time for one that ends before it starts; no wrap for one from -2^63 to 2^63 - 1.
+        std::int64_t d = 0;
+        if (k.end > k.start && __builtin_sub_overflow(k.end, k.start, &d)) {
+            d = INT64_MAX;
+        }
         const std::string& name = k.demangled_name.empty() ? k.short_name : k.demangled_name;
         auto [it, inserted] = names_.try_emplace(name);
         KernelNameStats& n = it->second;
@@ -93,6 +99,18 @@ class ByName {
     std::map<std::string, KernelNameStats> names_;
 };
 
+std::string milliseconds(std::int64_t ns) {
+    std::ostringstream out;
+    out.setf(std::ios::fixed);
+    out.precision(3);
+    out << static_cast<double>(ns) / kNsPerMs << " ms";
+    return out.str();
+}
+
+std::string kernelName(const trace::KernelRecord& k) {
+    return detail::printable(k.demangled_name.empty() ? k.short_name : k.demangled_name);
+}
+
 }  // namespace
 
 trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunStats& stats,
@@ -112,11 +130,26 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
         }
         return measured.count(op->iteration) > 0;
     };
+    // A kernel that cannot have run when the run did (an end edited to 2^63 - 1) would make the
+    // device's kernel time centuries long: left out, as the run's figures leave such ops out.
+    const detail::OpBounds bounds = detail::OpBounds::of(reader.run());
+    std::int64_t outside_run = 0;
+    std::int64_t backwards = 0;
+    std::optional<trace::KernelRecord> first_outside;
     const trace::TraceStatus st = reader.forEachKernelWithOp(
         [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
             ++s.kernels_in_trace;
+            if (!bounds.holdsRecord(k.start, k.end)) {
+                if (outside_run++ == 0) {
+                    first_outside = k;
+                }
+                return true;
+            }
             if (!counted(k, op)) {
                 return true;
+            }
+            if (k.end < k.start) {
+                ++backwards;
             }
             const std::int64_t d = by_name.add(k);
             ++s.launches;
@@ -126,6 +159,23 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
         });
     if (!st.ok()) {
         return st;
+    }
+    if (outside_run > 0) {
+        const bool one = outside_run == 1;
+        const trace::KernelRecord& k = *first_outside;
+        s.damage.push_back(
+            std::to_string(outside_run) + (one ? " kernel lies" : " kernels lie") +
+            " far outside the run's recorded time" +
+            (bounds.bounded() ? " (0 to " + milliseconds(bounds.span()) + ")" : std::string()) +
+            ": " + (one ? "" : "the first, ") + kernelName(k) + " on device " +
+            std::to_string(k.device_id) + ", from " + milliseconds(k.start) + " to " +
+            milliseconds(k.end) + "; left out of every figure");
+    }
+    if (backwards > 0) {
+        s.damage.push_back(
+            std::to_string(backwards) +
+            (backwards == 1 ? " kernel ends before it starts" : " kernels end before they start") +
+            "; counted as taking no time");
     }
     s.kernels = by_name.mostTimeFirst();
     *out = std::move(s);
@@ -215,6 +265,11 @@ std::string formatKernelsJson(const KernelSummary& summary, const RunStats& stat
     root.set("kernels_in_trace", summary.kernels_in_trace);
     root.set("rule", summary.rule == KernelRule::Op ? "op" : "window");
     root.set("kernels_outside_ops", summary.outside_ops);
+    Json damage = Json::array();
+    for (const std::string& d : summary.damage) {
+        damage.push(d);
+    }
+    root.set("damage", std::move(damage));
     root.set("launches", summary.launches);
     root.set("total_ns", summary.total_ns);
     Json devices = Json::array();

@@ -1,6 +1,6 @@
 #include "memory_peak.h"
 
-#include <numeric>
+#include <cstdint>
 
 namespace pipescope::analysis::detail {
 
@@ -46,7 +46,14 @@ void MemoryPeakTracker::closeInstant() {
 }
 
 void MemoryPeakTracker::consider(std::int64_t t_ns) {
-    const std::int64_t total = std::accumulate(level_.begin(), level_.end(), std::int64_t{0});
+    std::int64_t total = 0;
+    for (const std::int64_t bytes : level_) {
+        if (__builtin_add_overflow(total, bytes, &total)) {
+            total = bytes > 0 ? INT64_MAX : INT64_MIN;
+            overflowed_ = true;
+            break;
+        }
+    }
     if (!peak_.present || total > peak_.bytes) {
         peak_.present = true;
         peak_.bytes = total;

@@ -22,6 +22,9 @@ class MemoryPeakTracker {
     void add(const trace::MemorySample& sample);
     // Closes the last instant and returns the peak.
     MemoryPeak finish();
+    // Some instant's categories added up past 2^63 - 1 bytes (a damaged file): its total was
+    // taken as 2^63 - 1.
+    bool overflowed() const { return overflowed_; }
 
   private:
     void closeInstant();
@@ -32,6 +35,7 @@ class MemoryPeakTracker {
     bool any_ = false;          // a sample was seen
     bool pending_ = false;      // samples of instant t_ were applied but not yet considered
     bool window_seen_ = false;  // the level at the window start was considered
+    bool overflowed_ = false;
     std::int64_t t_ = 0;
     MemoryPeak peak_;
 };

@@ -58,6 +58,15 @@ class OpBounds {
         return !bounded_ || (op.start_ns >= lo_ && end <= hi_);
     }
 
+    // The same for a device record of the trace's GPU tables (a kernel) from `start` to `end`;
+    // in a run without bounds (still being written), within 73 years of the time origin, so that
+    // sums over it cannot overflow either.
+    bool holdsRecord(std::int64_t start, std::int64_t end) const {
+        const std::int64_t last = std::max(start, end);
+        constexpr std::int64_t kFar = std::int64_t{1} << 61;
+        return bounded_ ? start >= lo_ && last <= hi_ : start >= -kFar && last <= kFar;
+    }
+
   private:
     bool bounded_ = false;
     std::int64_t lo_ = std::numeric_limits<std::int64_t>::min();

@@ -190,6 +190,9 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
     auto close = [&] {
         if (tracker) {
             (*peaks)[current] = tracker->finish();
+            if (tracker->overflowed()) {
+                damage->overflowed.push_back(current_rank);
+            }
             tracker.reset();
         }
     };

@@ -96,8 +96,9 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& 
 
 // What the memory pass finds that cannot be right.
 struct MemoryDamage {
-    std::int64_t negative = 0;  // samples below 0 bytes
-    std::int64_t unranked = 0;  // samples of a rank the trace does not list, left out
+    std::int64_t negative = 0;    // samples below 0 bytes
+    std::int64_t unranked = 0;    // samples of a rank the trace does not list, left out
+    std::vector<int> overflowed;  // ranks whose categories add up past 2^63 - 1 bytes
 };
 
 // The memory pass: each rank's peak (within `window`, when given) and its damage.

@@ -500,6 +500,10 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         s.damage.push_back(std::to_string(n) + " memory " + (n == 1 ? "sample is" : "samples are") +
                            " of a rank the trace does not list; left out of every figure");
     }
+    for (const int rank : memory_damage.overflowed) {
+        s.damage.push_back("the memory samples of rank " + std::to_string(rank) +
+                           " add up to more than 2^63 - 1 bytes; its peak is taken as that");
+    }
     for (std::size_t r = 0; r < s.ranks.size(); ++r) {
         s.ranks[r].peak_memory = peaks[r];
     }

@@ -253,7 +253,29 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
     std::set<std::pair<std::int64_t, std::string>> threads_seen;    // globalTid, name
     for (const auto& i : in) {
         const std::int64_t shift = i->shift;
+        // A file holds the ranks of its rank table: a row of another rank (a damaged or edited
+        // file) would land on that rank's lanes beside the rows of the file that holds it.
+        const auto foreign = [&](int rank, const std::string& what) -> std::optional<TraceStatus> {
+            if (i->own.empty() ||
+                std::any_of(i->own.begin(), i->own.end(),
+                            [rank](const trace::RankInfo& r) { return r.rank == rank; })) {
+                return std::nullopt;
+            }
+            std::string held;
+            for (const auto& r : i->own) {
+                held += (held.empty() ? "" : ", ") + std::to_string(r.rank);
+            }
+            return TraceStatus::error(
+                Code::BadInput, i->path + ": " + what + " is of rank " + std::to_string(rank) +
+                                    ", but the file holds rank " + held +
+                                    " (its rank table): the file is damaged or was "
+                                    "edited");
+        };
+        std::optional<TraceStatus> stray;
         TraceStatus st = i->reader.forEachOp([&](const trace::OpRecord& op) {
+            if ((stray = foreign(op.rank, "op row " + std::to_string(op.id)))) {
+                return false;
+            }
             trace::OpRecord o = op;
             o.start_ns = moved(o.start_ns, shift);
             o.end_ns = moved(o.end_ns, shift);
@@ -275,15 +297,21 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
             }
             return progress.step();
         });
-        if (st.ok() && !progress.stopped()) {
+        if (st.ok() && !progress.stopped() && !stray) {
             st = i->reader.forEachMemory([&](const trace::MemorySample& m) {
+                if ((stray =
+                         foreign(m.rank, "a memory sample at " + std::to_string(m.t_ns) + " ns"))) {
+                    return false;
+                }
                 trace::MemorySample s = m;
                 s.t_ns = moved(s.t_ns, shift);
                 writer.addMemory(s);
                 return progress.step();
             });
         }
-        if (st.ok() && progress.stopped()) {
+        if (stray) {
+            st = *stray;
+        } else if (st.ok() && progress.stopped()) {
             st = progress.cancelled();
         }
         if (!st.ok()) {

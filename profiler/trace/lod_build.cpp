@@ -214,7 +214,7 @@ class MemoryLodBuilder {
         bool any = false;
         std::int64_t total = 0;
         for (int c = 0; c < kMemoryCategoryCount; ++c) {
-            total += current_[static_cast<std::size_t>(c)];
+            total = memoryTotalAdd(total, current_[static_cast<std::size_t>(c)]);
             if (changed_[static_cast<std::size_t>(c)]) {
                 any = true;
                 if (!feed(c, current_[static_cast<std::size_t>(c)])) {

@@ -76,7 +76,7 @@ void samplesToUpdates(const std::vector<MemorySample>& samples, std::int64_t t0,
     }
     for (int c = 0; c < kMemoryCategoryCount; ++c) {
         (*carry)[static_cast<std::size_t>(c)] = current[static_cast<std::size_t>(c)];
-        (*carry)[kTotal] += current[static_cast<std::size_t>(c)];
+        (*carry)[kTotal] = memoryTotalAdd((*carry)[kTotal], current[static_cast<std::size_t>(c)]);
     }
     while (i < samples.size()) {
         const std::int64_t t = samples[i].t_ns;
@@ -87,7 +87,7 @@ void samplesToUpdates(const std::vector<MemorySample>& samples, std::int64_t t0,
         }
         std::int64_t total = 0;
         for (auto v : current) {
-            total += v;
+            total = memoryTotalAdd(total, v);
         }
         updates->push_back({kTotal, t, total, total, total});
     }

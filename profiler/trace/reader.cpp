@@ -57,6 +57,48 @@ std::int64_t metaInt(const Db& db, const char* key, std::int64_t fallback) {
     return fallback;
 }
 
+// Whether a finished trace's time_start_ns and time_end_ns can be its ops' first start and last
+// end, checked through the indexes without reading the ops (a 10-million-op trace opens in
+// milliseconds): the first start exactly, on (rank, start_ns); the last end between the last
+// start and the bound the duration levels give, on (rank, lane, dur_level, start_ns), since an
+// op of dur_level L < kLodLevels is shorter than W_L.
+bool metaRangeFitsOps(const Db& db, const std::vector<RankInfo>& ranks, TimeRange range) {
+    Stmt first(db, "SELECT min(start_ns) FROM op WHERE rank = ?");
+    Stmt last(db, "SELECT max(start_ns) FROM op WHERE rank = ? AND lane = ? AND dur_level = ?");
+    if (!first.valid() || !last.valid()) {
+        return false;
+    }
+    bool any = false;
+    std::int64_t start = INT64_MAX;
+    std::int64_t last_start = INT64_MIN;
+    std::int64_t end_bound = INT64_MIN;
+    for (const RankInfo& r : ranks) {
+        first.reset();
+        first.bind(1, r.rank);
+        if (first.step() == SQLITE_ROW && !first.isNull(0)) {
+            any = true;
+            start = std::min(start, first.int64(0));
+        }
+        for (int lane = 0; lane < kLaneCount; ++lane) {
+            for (int level = 0; level <= kLodLevels; ++level) {
+                last.reset();
+                last.bind(1, r.rank).bind(2, lane).bind(3, level);
+                if (last.step() != SQLITE_ROW || last.isNull(0)) {
+                    continue;
+                }
+                const std::int64_t s = last.int64(0);
+                last_start = std::max(last_start, s);
+                const std::int64_t w = level < kLodLevels ? lodWidth(level) : INT64_MAX;
+                end_bound = std::max(end_bound, s > INT64_MAX - w ? INT64_MAX : s + w);
+            }
+        }
+    }
+    if (!any) {
+        return range.start_ns == 0 && range.end_ns == 0;  // what the writer records for no ops
+    }
+    return range.start_ns == start && range.end_ns >= last_start && range.end_ns <= end_bound;
+}
+
 }  // namespace
 
 TraceReader::TraceReader() : impl_(std::make_unique<Impl>()) {}
@@ -252,15 +294,31 @@ TraceStatus TraceReader::open(const std::string& path) {
     d.microbatch_index = queryInt(d.db,
                                   "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                                   "name = 'op_iteration_microbatch'") == 1;
-    d.op_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMinLevel, kLodLevels));
-    d.op_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaOpLodMaxLevel, -1));
-    d.memory_lod_min = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMinLevel, kLodLevels));
-    d.memory_lod_max = static_cast<int>(metaInt(d.db, detail::kMetaMemoryLodMaxLevel, -1));
-    d.max_dur_level = static_cast<int>(metaInt(d.db, detail::kMetaMaxDurLevel, kLodLevels));
+    // A level no writer gives (a damaged or edited file) counts as absent: the fallbacks read
+    // every duration level and no summary level, slower but right. Taken as they stand, a huge
+    // max_dur_level looped over billions of levels, one cut to int (2^32 + 3 read as 3) left the
+    // longer ops out of every window, and a negative level shifted by a negative amount.
+    const auto level = [&d](const char* key, int fallback, int highest) {
+        const std::int64_t v = metaInt(d.db, key, fallback);
+        return v >= 0 && v <= highest ? static_cast<int>(v) : fallback;
+    };
+    d.op_lod_min = level(detail::kMetaOpLodMinLevel, kLodLevels, kLodLevels - 1);
+    d.op_lod_max = level(detail::kMetaOpLodMaxLevel, -1, kLodLevels - 1);
+    d.memory_lod_min = level(detail::kMetaMemoryLodMinLevel, kLodLevels, kLodLevels - 1);
+    d.memory_lod_max = level(detail::kMetaMemoryLodMaxLevel, -1, kLodLevels - 1);
+    d.max_dur_level = level(detail::kMetaMaxDurLevel, kLodLevels, kLodLevels);
 
     if (d.finalized) {
         d.range = {metaInt(d.db, detail::kMetaTimeStart, 0),
                    metaInt(d.db, detail::kMetaTimeEnd, 0)};
+        // A range the ops do not fit (a damaged or edited file) would open the timeline on the
+        // wrong span: an end of 2^63 - 1 drew 292 years of empty lanes. The ops give it then.
+        if (!metaRangeFitsOps(d.db, d.ranks, d.range)) {
+            Stmt span(d.db, "SELECT min(start_ns), max(end_ns) FROM op");
+            d.range = span.step() == SQLITE_ROW && !span.isNull(0)
+                          ? TimeRange{span.int64(0), span.int64(1)}
+                          : TimeRange{0, 0};
+        }
         d.iterations = static_cast<int>(metaInt(d.db, detail::kMetaIterations, 0));
         d.op_count = metaInt(d.db, detail::kMetaOpCount, 0);
         d.memory_count = metaInt(d.db, detail::kMetaMemoryCount, 0);

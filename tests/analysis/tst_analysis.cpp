@@ -2,6 +2,7 @@
 // (trace_fixture.h) and from small traces built here for one rule each. Comparisons and the
 // reports built on these figures are in tst_analysis_reports.
 #include <algorithm>
+#include <cstdint>
 #include <sqlite3.h>
 
 #include <QJsonArray>
@@ -41,6 +42,7 @@ class TestAnalysis : public QObject {
     void cutShortIteration();
     void damagedTraceSaysSo();
     void damagedMetricTableSaysSo();
+    void memoryPastInt64SaysSo();
     void opsFarOutsideTheRunAreLeftOut();
     void oneProcessOfSeveral();
     void singleIteration();
@@ -253,6 +255,26 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
     QCOMPARE(o.value("damage").toArray().size(), 7);
+}
+
+// Memory samples whose categories add up past 2^63 - 1 bytes (found by fuzzing: two samples of
+// 2^62 bytes wrapped the sum, signed overflow, and the peak came out as whatever was left): the
+// total is taken as 2^63 - 1, and a damage note names the rank.
+void TestAnalysis::memoryPastInt64SaysSo() {
+    const QString path = dir_.filePath("memory-overflow.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    // Every sample of rank 1 (two categories or more) at 2^62 bytes.
+    QCOMPARE(sqlite3_exec(db, "UPDATE memory SET bytes = 4611686018427387904 WHERE rank = 1;",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const RunStats s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    QCOMPARE(s.damage[0], std::string("the memory samples of rank 1 add up to more than 2^63 - 1 "
+                                      "bytes; its peak is taken as that"));
+    QCOMPARE(s.ranks.at(1).peak_memory.bytes, INT64_MAX);
 }
 
 // A measured op far outside the run's recorded time (an end edited to 2^63, a start an hour

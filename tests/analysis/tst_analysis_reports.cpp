@@ -2,6 +2,7 @@
 // cancel of a long analysis, on the fixture traces (trace_fixture.h) whose figures
 // tst_analysis works out by hand.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ class TestAnalysisReports : public QObject {
     void opKindReports();
     void kernelSummary();
     void kernelsCountByTheirOp();
+    void kernelsOfImpossibleTimes();
     void progressAndCancel();
 
   private:
@@ -348,6 +350,45 @@ void TestAnalysisReports::kernelSummary() {
         QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatKernelsJson(k, stats)));
     QCOMPARE(doc.object().value("kernels").toArray().first().toObject().value("short_name"),
              QJsonValue("gemm"));
+}
+
+// Kernel rows whose times cannot be right (found by fuzzing: an end edited to 2^63 - 1 made
+// `kernels` report 285 years of kernel time, exit 0): one far outside the run is left out, one
+// ending before it starts takes no time, and both are said.
+void TestAnalysisReports::kernelsOfImpossibleTimes() {
+    auto kernel = [](std::int64_t start_ns, std::int64_t end_ns) {
+        trace::KernelRecord k;
+        k.start = start_ns;
+        k.end = end_ns;
+        k.demangled_name = "void gemm<float>(float*)";
+        k.short_name = "gemm";
+        return k;
+    };
+    test::FixtureOptions o;
+    o.kernels = {kernel(100 * kUs, 110 * kUs), kernel(120 * kUs, INT64_MAX),
+                 kernel(INT64_MIN, 130 * kUs), kernel(150 * kUs, 140 * kUs)};
+    const QString path = dir_.filePath("kernels-damaged.db");
+    QCOMPARE(test::writeFixtureTrace(path, o), QString());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    RunStats stats;
+    QVERIFY(analysis::analyzeRun(reader, {}, &stats).ok());
+    analysis::KernelSummary k;
+    QVERIFY(analysis::summarizeKernels(reader, stats, &k).ok());
+    QCOMPARE(k.kernels_in_trace, std::int64_t{5});
+    QCOMPARE(k.launches, std::int64_t{2});
+    QCOMPARE(k.total_ns, 10 * kUs);
+    QCOMPARE(k.kernels.at(0).max_ns, 10 * kUs);
+    QCOMPARE(k.damage.size(), std::size_t{2});
+    QVERIFY2(QString::fromStdString(k.damage[0])
+                 .startsWith("2 kernels lie far outside the run's recorded time (0 to "
+                             "1000.000 ms): the first, void gemm<float>(float*) on device 0, "
+                             "from "),
+             k.damage[0].c_str());
+    QCOMPARE(k.damage[1], std::string("1 kernel ends before it starts; counted as taking no time"));
+    const QJsonDocument doc =
+        QJsonDocument::fromJson(QByteArray::fromStdString(analysis::formatKernelsJson(k, stats)));
+    QCOMPARE(doc.object().value("damage").toArray().size(), 2);
 }
 
 // A pipeline's iteration windows overlap across ranks: a kernel that starts in iteration 1's

@@ -385,6 +385,35 @@ class TstMergeGpu : public QObject {
                  st.message.c_str());
         QVERIFY(!QFile::exists(QString::fromStdString(refused)));
     }
+
+    // A row of a rank the file does not hold (found by fuzzing: rank 1's file with an op edited
+    // to rank 0 merged without a word, the op landing on rank 0's lanes beside rank 0's own):
+    // refused, naming the file and the row, and nothing written.
+    void rowsOfAnotherRankAreRefused() {
+        QTemporaryDir dir;
+        const QString r0 = dir.filePath("run-rank0.db"), r1 = dir.filePath("run-rank1.db");
+        QCOMPARE(writeRankTrace(r0, 0), QString());
+        const std::vector<std::string> inputs{r0.toStdString(), r1.toStdString()};
+        for (const char* sql : {"UPDATE op SET rank = 0", "UPDATE memory SET rank = 0"}) {
+            QCOMPARE(writeRankTrace(r1, 1), QString());
+            sqlite3* db = nullptr;
+            QCOMPARE(sqlite3_open(r1.toUtf8().constData(), &db), SQLITE_OK);
+            QCOMPARE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+            sqlite3_close(db);
+            const std::string out = dir.filePath("run.db").toStdString();
+            interop::MergeReport report;
+            const auto st = interop::mergeTraces(inputs, out, {}, &report);
+            QCOMPARE(st.code, trace::TraceStatus::Code::BadInput);
+            const std::string what = std::string(sql).find("op") != std::string::npos
+                                         ? ": op row 1 is of rank 0"
+                                         : ": a memory sample at 110 ns is of rank 0";
+            QCOMPARE(st.message, r1.toStdString() + what +
+                                     ", but the file holds rank 1 (its rank table): the file is "
+                                     "damaged or was edited");
+            QVERIFY(!QFile::exists(QString::fromStdString(out)));
+            QVERIFY(QFile::remove(r1));
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TstMergeGpu)

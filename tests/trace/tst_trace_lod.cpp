@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <sqlite3.h>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -224,6 +225,9 @@ class TstTraceLod : public QObject {
     void memoryLodRawIsExact();
     void memoryLodKeepsPeaks();
     void unfinishedTraceStillAnswers();
+    void damagedLevelsAreNotTrusted();
+    void damagedTimeRangeIsNotTrusted();
+    void memoryTotalsNeverWrap();
 
   private:
     QString writeTrace(const RandomTrace& t, const QString& name, bool finish);
@@ -491,6 +495,147 @@ void TstTraceLod::unfinishedTraceStillAnswers() {
                  std::count_if(small.ops.begin(), small.ops.end(), [&](const OpRecord& o) {
                      return o.rank == 2 && overlapsWindow(o, 0, small.span);
                  })));
+}
+
+void TstTraceLod::damagedLevelsAreNotTrusted() {
+    // Level keys in pipescope_meta that no writer gives (a damaged or edited file): 2^32 + 3
+    // read as an int is 3, 2^31 + 1 is negative. Found by fuzzing: a max_dur_level of
+    // -2147483649 hung `pipescope --export memory` (billions of levels); these left ops out.
+    const RandomTrace t = makeTrace(11, 800);
+    const QString path = writeTrace(t, "damaged-levels.db", true);
+    std::vector<std::int64_t> peaks;
+    {
+        TraceReader sound;
+        QVERIFY(sound.open(path.toStdString()).ok());
+        for (int rank = 0; rank < t.ranks; ++rank) {
+            std::int64_t peak = 0;
+            for (const auto& px : sound.memoryLod(rank, 0, t.span, 50).pixels) {
+                peak = std::max(peak, px.max[kMemoryCategoryCount]);
+            }
+            peaks.push_back(peak);
+        }
+    }
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db,
+                          "UPDATE pipescope_meta SET value = '4294967299' WHERE key = "
+                          "'max_dur_level';"
+                          "UPDATE pipescope_meta SET value = '-3' WHERE key = 'op_lod_min_level';"
+                          "UPDATE pipescope_meta SET value = '4294967298' WHERE key = "
+                          "'op_lod_max_level';"
+                          "UPDATE pipescope_meta SET value = '2147483649' WHERE key = "
+                          "'memory_lod_min_level';"
+                          "UPDATE pipescope_meta SET value = '4294967297' WHERE key = "
+                          "'memory_lod_max_level';",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    for (int rank = 0; rank < t.ranks; ++rank) {
+        const auto expected = std::count_if(t.ops.begin(), t.ops.end(), [&](const OpRecord& o) {
+            return o.rank == rank && overlapsWindow(o, 0, t.span);
+        });
+        QCOMPARE(static_cast<std::int64_t>(r.ops(rank, 0, t.span).size()),
+                 static_cast<std::int64_t>(expected));
+    }
+    const auto lod = r.opsLod(0, t.span, 200);
+    for (const auto& lane : lod.lanes) {
+        std::int64_t counted = 0;
+        for (const auto& e : lane.entries) {
+            counted += e.count;
+        }
+        const auto in_window = std::count_if(t.ops.begin(), t.ops.end(), [&](const OpRecord& o) {
+            return o.rank == lane.rank && o.lane == lane.lane && overlapsWindow(o, 0, t.span);
+        });
+        QCOMPARE(counted, static_cast<std::int64_t>(in_window));
+    }
+    for (int rank = 0; rank < t.ranks; ++rank) {
+        std::int64_t peak = 0;
+        for (const auto& px : r.memoryLod(rank, 0, t.span, 50).pixels) {
+            peak = std::max(peak, px.max[kMemoryCategoryCount]);
+        }
+        QCOMPARE(peak, peaks[static_cast<std::size_t>(rank)]);
+    }
+}
+
+void TstTraceLod::damagedTimeRangeIsNotTrusted() {
+    // time_start_ns and time_end_ns the ops do not fit (found by fuzzing: an end edited to
+    // 2^63 - 1 opened the app's timeline on 292 years of empty lanes, a start of 2^63 - 1 on a
+    // millisecond): the range is taken from the ops instead.
+    const RandomTrace t = makeTrace(12, 500);
+    const QString path = writeTrace(t, "damaged-range.db", true);
+    TimeRange sound;
+    {
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        sound = r.timeRange();
+    }
+    QVERIFY(sound.end_ns > sound.start_ns);
+    const auto edit = [&](const std::string& sql) {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    };
+    const std::string start = std::to_string(sound.start_ns);
+    const std::string end = std::to_string(sound.end_ns);
+    for (const auto& [key, value] :
+         std::vector<std::pair<std::string, std::string>>{{"time_end_ns", "9223372036854775807"},
+                                                          {"time_end_ns", "-5"},
+                                                          {"time_start_ns", "9223372036854775807"},
+                                                          {"time_start_ns", "-9223372036854775808"},
+                                                          {"time_start_ns", "banana"}}) {
+        edit("UPDATE pipescope_meta SET value = '" + start +
+             "' WHERE key = 'time_start_ns';"
+             "UPDATE pipescope_meta SET value = '" +
+             end +
+             "' WHERE key = 'time_end_ns';"
+             "UPDATE pipescope_meta SET value = '" +
+             value + "' WHERE key = '" + key + "';");
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        QVERIFY2(r.timeRange().start_ns == sound.start_ns && r.timeRange().end_ns == sound.end_ns,
+                 qPrintable(QString("%1 = %2: [%3, %4), expected [%5, %6)")
+                                .arg(QString::fromStdString(key), QString::fromStdString(value))
+                                .arg(r.timeRange().start_ns)
+                                .arg(r.timeRange().end_ns)
+                                .arg(sound.start_ns)
+                                .arg(sound.end_ns)));
+    }
+}
+
+void TstTraceLod::memoryTotalsNeverWrap() {
+    // Levels that add up past 2^63 - 1 bytes (a damaged or edited trace: two categories of 2^62
+    // bytes each): the total is held at 2^63 - 1, in the raw samples' pixels and in the summary
+    // levels the writer builds, not wrapped by signed overflow to a negative memory.
+    RandomTrace t = makeTrace(14, 400);
+    std::int64_t at = t.span;
+    for (const auto& m : t.memory) {
+        at = std::max(at, m.t_ns);
+    }
+    at += 1000;
+    const std::int64_t huge = std::int64_t{1} << 62;
+    t.memory.push_back({0, at, huge, MemoryCategory::Weights});
+    t.memory.push_back({0, at + 1000, huge, MemoryCategory::Grads});
+    t.memory.push_back({0, at + 2000, huge, MemoryCategory::Optimizer});
+    const QString path = writeTrace(t, "memory-wrap.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    for (const auto& [t0, t1, pixels] : std::vector<std::tuple<std::int64_t, std::int64_t, int>>{
+             {at - 500, at + 2500, 600}, {0, at + 3000, 40}}) {
+        const auto result = r.memoryLod(0, t0, t1, pixels);
+        std::int64_t most = 0;
+        for (const auto& px : result.pixels) {
+            QVERIFY2(px.min[kMemoryCategoryCount] >= 0 && px.last[kMemoryCategoryCount] >= 0,
+                     qPrintable(QString("level %1: a total of %2 bytes")
+                                    .arg(result.level)
+                                    .arg(px.min[kMemoryCategoryCount])));
+            most = std::max(most, px.max[kMemoryCategoryCount]);
+        }
+        QCOMPARE(most, INT64_MAX);
+    }
 }
 
 QTEST_GUILESS_MAIN(TstTraceLod)

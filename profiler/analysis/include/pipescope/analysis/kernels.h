@@ -37,6 +37,9 @@ struct KernelSummary {
     std::vector<KernelNameStats> kernels;      // most time first, then by name
     std::int64_t kernels_in_trace = 0;         // all kernel rows, counted or not
     std::int64_t outside_ops = 0;  // KernelRule::Op: kernels of no op (parameter upload, ...)
+    // What in the kernel table cannot be right, as RunStats::damage says it: kernels far outside
+    // the run's recorded time (left out), kernels that end before they start (taking no time).
+    std::vector<std::string> damage;
 };
 
 // The kernels one op launched (TraceReader::opKernels), by name.
