@@ -302,6 +302,12 @@ void TstGenerate::handEditedScheduleIsChecked() {
              std::string("s.json: \"ranks\" is 18446744073709551615 but the config's "
                          "parallel.pipeline is 2"));
     QCOMPARE(withKey("version", "4294967297").error, std::string("s.json: \"version\" must be 1"));
+    // A "format" of another type was read with json::value(), whose exception aborted the run.
+    for (const char* format : {"2147483648", "null", "[1]", "{}", "true"}) {
+        QCOMPARE(withKey("format", format).error,
+                 std::string("s.json: not a PipeScope schedule (\"format\" must be "
+                             "\"pipescope-schedule\")"));
+    }
     // A label the schedule cannot have is named, not found out as some other op missing.
     const auto withLabel = [&](const std::string& from, const std::string& to) {
         std::string t = ops;
