@@ -44,6 +44,7 @@ class TstGenerate : public QObject {
     void vocabPassesLineUp();
     void vocab1RunsAheadOnInterleaved();
     void jsonRoundTrip();
+    void vHalfWithEvenCostsIsScheduled();
     void handEditedScheduleIsChecked();
     void parseLabels_data();
     void parseLabels();
@@ -253,6 +254,19 @@ void TstGenerate::jsonRoundTrip() {
         }
         QVERIFY(!validateSchedule(*back.schedule));
     }
+}
+
+// A model so small that every op costs about the same fixed latency puts all of a rank's
+// forwards ahead of its first backward in the V-Half timetable. Every raise of the activation
+// limit up to 2p stalled ("schedule generation stalled on rank 0 after 14 compute ops"), so a
+// valid config could not be simulated (found by fuzzing configs).
+void TstGenerate::vHalfWithEvenCostsIsScheduled() {
+    const Config c = makeConfig(
+        4, 16, "v-half", "naive",
+        {"model.layers=24", "model.hidden=4", "model.heads=1", "model.seq_len=2", "model.vocab=4"});
+    const auto g = generateSchedule(c);
+    QVERIFY2(g.schedule, g.error.c_str());
+    QVERIFY(!validateSchedule(*g.schedule));
 }
 
 void TstGenerate::handEditedScheduleIsChecked() {
