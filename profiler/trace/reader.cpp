@@ -119,6 +119,15 @@ TraceStatus TraceReader::open(const std::string& path) {
     if (fs::is_directory(path, ec)) {
         return TraceStatus::error(Code::BadInput, path + ": is a directory, not a trace file");
     }
+    // A named pipe blocked the open below until something wrote to it (costs.source
+    // "calibrated:FIFO" hung the simulator); a socket or device is not a trace either, and SQLite
+    // needs a file it can seek in.
+    if (const auto st = fs::status(path, ec); !ec && !fs::is_regular_file(st)) {
+        return TraceStatus::error(Code::BadInput,
+                                  path + (fs::is_fifo(st) ? ": is a named pipe, not a trace file"
+                                                          : ": is not a regular file, so not a "
+                                                            "trace file"));
+    }
     const auto size = fs::file_size(path, ec);
     const bool has_wal = fs::exists(path + "-wal", ec);
     {

@@ -240,6 +240,13 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             if (const auto problem = schedule::configKeyProblem(axis.path)) {
                 return fail("--sweep " + axis.path + ": " + *problem);
             }
+            // A sweep point leaves out the file's compare list, so a swept one changed nothing:
+            // every point was the same run, with exit 0 (the app's sweeps refuse it too).
+            if (axis.path == "compare") {
+                return fail(
+                    "--sweep compare: the compare list is not a setting to sweep (each "
+                    "point leaves it out); sweep another key, or run --compare");
+            }
             for (const SweepAxis& earlier : o.sweeps) {
                 if (earlier.path == axis.path) {
                     return fail("--sweep " + axis.path +

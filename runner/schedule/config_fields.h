@@ -51,6 +51,10 @@ inline constexpr Sane kAnyNumber{};
 // Rates and sizes of hardware: at least 1e-6 of their unit (TFLOP/s, GiB, GB/s). No upper
 // limit: a huge rate makes an op free, which tests and what-if studies use.
 inline constexpr Sane kHardwareRate{1e-6, 0, "1e-6", nullptr};
+// memory_gib: a capacity, not a rate. It becomes a byte count in an int64 (the summary's
+// memory_capacity_bytes, the fits test); 1e300 GiB overflowed it into a negative capacity. 1e9 GiB
+// (an exbibyte) stays far inside it.
+inline constexpr Sane kMemoryGib{1e-6, 1e9, "1e-6", "1e9"};
 // gemm_efficiency: a fraction, but not a vanishing one.
 inline constexpr Sane kEfficiency{1e-6, 1, "1e-6", nullptr};
 // Times in microseconds (latency, cost tables): at most 1e9 µs, about 17 minutes.

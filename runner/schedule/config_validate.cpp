@@ -150,8 +150,7 @@ class Validator : private FieldReader {
         // trace clock's day count.
         take(h.peak_tflops,
              readNumber(s, "peak_tflops", Bound::Positive, d.peak_tflops, kHardwareRate));
-        take(h.memory_gib,
-             readNumber(s, "memory_gib", Bound::Positive, d.memory_gib, kHardwareRate));
+        take(h.memory_gib, readNumber(s, "memory_gib", Bound::Positive, d.memory_gib, kMemoryGib));
         take(h.p2p_gbps, readNumber(s, "p2p_gbps", Bound::Positive, d.p2p_gbps, kHardwareRate));
         take(h.allreduce_gbps,
              readNumber(s, "allreduce_gbps", Bound::Positive, d.allreduce_gbps, kHardwareRate));

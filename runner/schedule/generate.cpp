@@ -1,5 +1,6 @@
 #include <array>
 #include <memory>
+#include <vector>
 
 #include <pipescope/schedule/exec_graph.h>
 #include <pipescope/schedule/generate.h>
@@ -97,7 +98,18 @@ GenerateResult generateSchedule(const Config& config, const GenerateOptions& opt
     // (on a tie, the smaller window). All of them hold the same activation limit. If none
     // completes within it (tiny m or very uneven costs), allow one more unit at a time.
     constexpr std::array<int, 6> kWindows = {1, 2, 4, 6, 8, 12};
+    // The raises tried: 0 to 2p, then, as a last resort, one at which the limit cannot bind (a
+    // rank holds at most 2m chunk activations). Costs that make the timetable put many more
+    // forwards than that ahead of the first backward (a tiny model whose ops all cost about the
+    // same) stalled every raise up to 2p, and a valid config could not be scheduled.
+    std::vector<int> raises;
     for (int k = 0; k <= 2 * config.parallel.pipeline; ++k) {
+        raises.push_back(k);
+    }
+    if (2 * config.parallel.microbatches > raises.back()) {
+        raises.push_back(2 * config.parallel.microbatches);
+    }
+    for (int k : raises) {
         std::unique_ptr<detail::Generator> best;
         for (int window : kWindows) {
             if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {

@@ -237,7 +237,9 @@ ScheduleLoad scheduleFromJson(std::string_view text, const Config& config,
         out.error = src + ": " + why;
         return out;
     };
-    if (!j.is_object() || j.value("format", "") != "pipescope-schedule") {
+    // json::value() throws when the key holds another type: "format": 5 aborted the program.
+    if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+        j["format"] != Json("pipescope-schedule")) {
         return fail("not a PipeScope schedule (\"format\" must be \"pipescope-schedule\")");
     }
     // Compared as JSON numbers, not through get<int>(), which cut 4294967297 down to 1 (then

@@ -267,6 +267,21 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
     // With every op free, MFU, throughput and the bubble are 0/0: refuse rather than report
     // zeros as results.
     if (!(iteration > 0)) {
+        if (config.costs.source == schedule::CostSource::Analytic) {
+            // No table: the times come from the hardware rates alone, so name those, not the
+            // cost tables the config never gave.
+            const auto& h = config.hardware;
+            char rates[200];
+            std::snprintf(rates, sizeof rates,
+                          "peak_tflops %g, memory_gbps %g, p2p_gbps %g, allreduce_gbps %g",
+                          h.peak_tflops, h.memory_gbps, h.p2p_gbps, h.allreduce_gbps);
+            outcome.error = std::string("hardware: every op takes zero time at these rates (") +
+                            rates +
+                            ") with latency_us 0, so the iteration does too and MFU, throughput "
+                            "and the bubble are undefined; lower the rates or give "
+                            "hardware.latency_us a non-zero value";
+            return outcome;
+        }
         outcome.error =
             "costs.per_stage_us: every op takes zero time, so the iteration does too and MFU, "
             "throughput and the bubble are undefined; give non-zero times in "

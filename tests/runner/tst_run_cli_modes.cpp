@@ -194,6 +194,11 @@ void TestRunCliModes::sweepAllPointsFail() {
     QVERIFY2(
         misspelt.err.contains("--sweep model.vocb: unknown key (did you mean \"model.vocab\"?)"),
         qPrintable(describe(misspelt)));
+    // Nor can the compare list be swept: each point leaves it out, so every point was the same.
+    const ProcessResult compare = runBinary(kRun, {small_, "--sweep", "compare=5,6"});
+    QVERIFY2(compare.exit_code == 2 && compare.out.isEmpty(), qPrintable(describe(compare)));
+    QVERIFY2(compare.err.contains("--sweep compare: the compare list is not a setting to sweep"),
+             qPrintable(describe(compare)));
     // Values no config accepts fail every point: that is a bad argument too.
     const ProcessResult r = runBinary(kRun, {small_, "--sweep", "model.vocab=2,3"});
     QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));

@@ -213,6 +213,9 @@ void TstConfigErrors::invalidValues_data() {
         "hardware.allreduce_gbps: must be at least 1e-6, got 1e-09");
     row("memory size tiny", {"hardware.memory_gib=1e-7"},
         "hardware.memory_gib: must be at least 1e-6, got 1e-07");
+    // A capacity past an int64 of bytes read back as a negative memory_capacity_bytes.
+    row("memory size huge", {"hardware.memory_gib=1e300"},
+        "hardware.memory_gib: must be at most 1e9, got 1e+300");
     row("cost table entry huge", {"costs.per_stage_us.F=[1, 1e300, 1, 1]"},
         "costs.per_stage_us.F[1]: must be at most 1e9, got 1e+300");
     row("p2p time huge", {"costs.p2p_us=1e300"}, "costs.p2p_us: must be at most 1e9, got 1e+300");

@@ -44,6 +44,7 @@ class TstGenerate : public QObject {
     void vocabPassesLineUp();
     void vocab1RunsAheadOnInterleaved();
     void jsonRoundTrip();
+    void vHalfWithEvenCostsIsScheduled();
     void handEditedScheduleIsChecked();
     void parseLabels_data();
     void parseLabels();
@@ -255,6 +256,19 @@ void TstGenerate::jsonRoundTrip() {
     }
 }
 
+// A model so small that every op costs about the same fixed latency puts all of a rank's
+// forwards ahead of its first backward in the V-Half timetable. Every raise of the activation
+// limit up to 2p stalled ("schedule generation stalled on rank 0 after 14 compute ops"), so a
+// valid config could not be simulated (found by fuzzing configs).
+void TstGenerate::vHalfWithEvenCostsIsScheduled() {
+    const Config c = makeConfig(
+        4, 16, "v-half", "naive",
+        {"model.layers=24", "model.hidden=4", "model.heads=1", "model.seq_len=2", "model.vocab=4"});
+    const auto g = generateSchedule(c);
+    QVERIFY2(g.schedule, g.error.c_str());
+    QVERIFY(!validateSchedule(*g.schedule));
+}
+
 void TstGenerate::handEditedScheduleIsChecked() {
     const Config c = makeConfig(2, 4, "1f1b", "naive");
     const auto g = generateSchedule(c);
@@ -302,6 +316,12 @@ void TstGenerate::handEditedScheduleIsChecked() {
              std::string("s.json: \"ranks\" is 18446744073709551615 but the config's "
                          "parallel.pipeline is 2"));
     QCOMPARE(withKey("version", "4294967297").error, std::string("s.json: \"version\" must be 1"));
+    // A "format" of another type was read with json::value(), whose exception aborted the run.
+    for (const char* format : {"2147483648", "null", "[1]", "{}", "true"}) {
+        QCOMPARE(withKey("format", format).error,
+                 std::string("s.json: not a PipeScope schedule (\"format\" must be "
+                             "\"pipescope-schedule\")"));
+    }
     // A label the schedule cannot have is named, not found out as some other op missing.
     const auto withLabel = [&](const std::string& from, const std::string& to) {
         std::string t = ops;

@@ -379,6 +379,18 @@ void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
     QVERIFY2(QString::fromStdString(r.error).startsWith("costs.per_stage_us: every op takes zero"),
              r.error.c_str());
 
+    // Free ops from the hardware alone (no tables): the message named costs.per_stage_us, a key
+    // the config did not have; it names the rates that made the ops free.
+    r = sim::simulate(test::makeConfig(
+        2, 8, "1f1b", "naive",
+        {"hardware.peak_tflops=1e308", "hardware.memory_gbps=1e308", "hardware.p2p_gbps=1e308",
+         "hardware.allreduce_gbps=1e308", "hardware.latency_us=0"}));
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).startsWith(
+                 "hardware: every op takes zero time at these rates (peak_tflops 1e+308, "),
+             r.error.c_str());
+    QVERIFY2(!QString::fromStdString(r.error).contains("per_stage_us"), r.error.c_str());
+
     // Just inside the op limit still simulates (8 stages x 128 micro-batches: the paper's).
     QVERIFY(sim::simulate(test::makeConfig(8, 128, "1f1b", "vocab-2")).result);
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <limits>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <thread>
 
 #include <QTemporaryDir>
@@ -534,6 +535,9 @@ void TstTraceRoundtrip::recognisesForeignFiles_data() {
     QTest::newRow("truncated") << "truncated" << int(TraceStatus::Code::Corrupt)
                                << "the file is truncated (";
     QTest::newRow("directory") << "directory" << int(TraceStatus::Code::BadInput) << "directory";
+    // A named pipe with no writer blocked the reader forever (a calibrated cost source on one).
+    QTest::newRow("named pipe") << "fifo" << int(TraceStatus::Code::BadInput)
+                                << "is a named pipe, not a trace file";
     QTest::newRow("absurd rank") << "absurd-rank" << int(TraceStatus::Code::Corrupt)
                                  << "rank numbers";
     QTest::newRow("rank twice") << "rank-twice" << int(TraceStatus::Code::Corrupt)
@@ -553,6 +557,8 @@ void TstTraceRoundtrip::recognisesForeignFiles() {
         if (kind == "text") {
             f.write("rank,start\n0,1\n");
         }
+    } else if (kind == "fifo") {
+        QVERIFY(::mkfifo(QFile::encodeName(path).constData(), 0600) == 0);
     } else if (kind == "other") {
         sqlExec(path, "CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)");
     } else if (kind == "nsight") {
