@@ -62,6 +62,10 @@ inline constexpr const char* kOpColumns =
 // last statement on `db` failed, for people.
 std::string describeSqliteFailure(const std::string& path, const detail::Db& db);
 
+// Whether `range` (pipescope_meta's time_start_ns .. time_end_ns of a finished trace) can be the
+// first start and last end of its ops, checked through the indexes without reading the ops.
+bool metaRangeFitsOps(const detail::Db& db, const std::vector<RankInfo>& ranks, TimeRange range);
+
 inline bool overlaps(std::int64_t start, std::int64_t end, std::int64_t t0, std::int64_t t1) {
     return start < t1 && (end > t0 || (end == start && start >= t0));
 }
