@@ -122,11 +122,6 @@ void MemoryLayer::setRank(int rank) {
     rebuild();
 }
 
-void MemoryLayer::setShowCapacity(bool show) {
-    show_capacity_ = show;
-    rebuild();
-}
-
 void MemoryLayer::rebuild() {
     lod_.reset();
     filled_.reset();
@@ -209,7 +204,7 @@ void MemoryLayer::rebuild() {
     // The capacity is drawn as a line when it is within reach of the curves; far above them it
     // would flatten them, so it is then named in a corner instead.
     const bool on_scale = capacity <= 2.5 * top;
-    if (show_capacity_ && capacity > 0) {
+    if (capacity > 0) {
         if (on_scale) {
             auto* line = new QCPItemStraightLine(plot_);
             line->setClipAxisRect(rect_);

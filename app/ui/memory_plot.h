@@ -65,7 +65,6 @@ class MemoryLayer {
     // -1: every rank's total; r: rank r stacked by category.
     void setRank(int rank);
     int rank() const { return rank_; }
-    void setShowCapacity(bool show);
     // Shows the visible window (call after the time axis changed). With background queries on
     // (interactive charts), a window the cached curves do not cover is fetched on a worker and
     // drawn when it lands; `in_place` queries now (before an export).
@@ -86,7 +85,6 @@ class MemoryLayer {
     QCPAxisRect* rect_;
     RunDataPtr run_;
     int rank_ = -1;
-    bool show_capacity_ = true;
     MemoryCurves* curves_ = nullptr;
     std::vector<QCPAbstractItem*> items_;
     // The highest peak's label, in items_, and where it is anchored (ms): shown only while that
