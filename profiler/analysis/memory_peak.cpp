@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include <pipescope/trace/lod.h>
+
 namespace pipescope::analysis::detail {
 
 MemoryPeakTracker::MemoryPeakTracker(std::optional<trace::TimeRange> window) : window_(window) {}
@@ -48,10 +50,11 @@ void MemoryPeakTracker::closeInstant() {
 void MemoryPeakTracker::consider(std::int64_t t_ns) {
     std::int64_t total = 0;
     for (const std::int64_t bytes : level_) {
-        if (__builtin_add_overflow(total, bytes, &total)) {
-            total = bytes > 0 ? INT64_MAX : INT64_MIN;
+        bool over = false;
+        total = trace::memoryTotalAdd(total, bytes, &over);
+        if (over) {
             overflowed_ = true;
-            break;
+            break;  // held at the end of the range it passed
         }
     }
     if (!peak_.present || total > peak_.bytes) {

@@ -18,10 +18,14 @@ inline constexpr int kLodLevels = 24;  // W_23 = 2^56 ns: longer than any run
 
 // The memory total of one instant: the sum of its categories' levels, held at the ends of the
 // 64-bit range rather than wrapped (signed overflow) when a damaged or edited trace's levels add
-// up past them.
-inline constexpr std::int64_t memoryTotalAdd(std::int64_t total, std::int64_t bytes) {
+// up past them; `overflowed`, when given, is set when that happens.
+inline constexpr std::int64_t memoryTotalAdd(std::int64_t total, std::int64_t bytes,
+                                             bool* overflowed = nullptr) {
     std::int64_t sum = 0;
     if (__builtin_add_overflow(total, bytes, &sum)) {
+        if (overflowed != nullptr) {
+            *overflowed = true;
+        }
         return bytes > 0 ? INT64_MAX : INT64_MIN;
     }
     return sum;
