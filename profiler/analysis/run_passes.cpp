@@ -22,7 +22,7 @@ constexpr std::size_t kHeldOps = std::size_t{1} << 17;
 // the host or simulated lanes), and whether device spans exist. The order of the ops does not
 // matter, so they are read as stored, and only their timing. An op left out still counts among
 // its iteration's ops (it ran; its times are what is wrong), but not in its window.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                                   Progress* progress, WindowScan* out) {
     constexpr std::int64_t kNoStart = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
@@ -79,7 +79,7 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBoun
 
 // Second pass: busy time and communication wait of every rank in every window.
 // The ops of the measured iterations are tallied by kind on the way.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                               const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,

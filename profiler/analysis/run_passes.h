@@ -13,10 +13,10 @@
 #include <vector>
 
 #include <pipescope/analysis/run_stats.h>
+#include <pipescope/trace/op_bounds.h>
 #include <pipescope/trace/reader.h>
 
 #include "busy_sweep.h"
-#include "op_bounds.h"
 
 namespace pipescope::analysis::detail {
 
@@ -82,13 +82,13 @@ struct WindowScan {
 
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
 // the host or simulated lanes, of the ops `bounds` holds), and what else WindowScan lists.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                                   Progress* progress, WindowScan* out);
 
 // Second pass: busy time and communication wait of every rank (`rank_index`: rank to its place)
 // in every window; the ops of the `measured` iterations tallied by kind on the way. Ops `bounds`
 // does not hold are left out.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                               const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,

@@ -355,7 +355,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     if (!options.one_thread && !options.iteration) {
         beside.emplace(reader, rank_index, &progress);
     }
-    const detail::OpBounds bounds = detail::OpBounds::of(s.run);
+    const trace::OpBounds bounds = trace::OpBounds::of(s.run);
     detail::WindowScan scan;
     if (trace::TraceStatus st = collectWindows(reader, bounds, &progress, &scan); !st.ok()) {
         return st;
