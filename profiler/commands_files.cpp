@@ -109,6 +109,10 @@ int runExportChrome(const std::vector<std::string>& args) {
              std::to_string(stats.flows) + " flows, " + std::to_string(stats.counter_events) +
              " memory events, " + std::to_string(stats.kernels) + " kernels, " +
              std::to_string(stats.overlap_lanes) + " overlap lanes");
+    if (const std::string left_out = interop::describeLeftOut(stats); !left_out.empty()) {
+        printErr("note: " + p.positional[0] + ": " + left_out +
+                 " (the file is damaged or was edited)");
+    }
     return kExitOk;
 }
 

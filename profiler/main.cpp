@@ -63,7 +63,8 @@ const Command kCommands[] = {
     {"export-chrome", "export-chrome RUN.db OUT.json [--force]",
      "Chrome / Perfetto trace-event JSON: one process per rank (threads compute, comm and extra\n"
      "threads for overlapping ops), memory counters, send->receive flow arrows, GPU kernels.\n"
-     "Open it in https://ui.perfetto.dev or chrome://tracing. OUT.json appears only when\n"
+     "Open it in https://ui.perfetto.dev or chrome://tracing. Rows a damaged file puts far\n"
+     "outside the run's recorded time are left out and counted. OUT.json appears only when\n"
      "complete; Ctrl+C stops the export with nothing written (exit 130).\n"
      "  --force         replace OUT.json if it exists\n",
      runExportChrome},

@@ -5,8 +5,7 @@
 #include <utility>
 
 #include <pipescope/analysis/critical_path.h>
-
-#include "op_bounds.h"
+#include <pipescope/trace/op_bounds.h>
 
 namespace pipescope::analysis {
 
@@ -290,7 +289,7 @@ std::optional<CriticalPath> criticalPath(const trace::TraceReader& reader,
                                          const IterationStats& iteration,
                                          std::chrono::steady_clock::time_point deadline) {
     // The ops the run's figures leave out (far outside the run's time) are left out here too.
-    const detail::OpBounds bounds = detail::OpBounds::of(reader.run());
+    const trace::OpBounds bounds = trace::OpBounds::of(reader.run());
     std::vector<OpRecord> ops;
     for (const auto& rank : reader.ranks()) {
         trace::OpQuery q;

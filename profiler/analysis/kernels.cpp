@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include <pipescope/analysis/kernels.h>
+#include <pipescope/trace/op_bounds.h>
 
 #include "json_value.h"
-#include "op_bounds.h"
 #include "text_table.h"
 
 namespace pipescope::analysis {
@@ -132,7 +132,7 @@ trace::TraceStatus summarizeKernels(const trace::TraceReader& reader, const RunS
     };
     // A kernel that cannot have run when the run did (an end edited to 2^63 - 1) would make the
     // device's kernel time centuries long: left out, as the run's figures leave such ops out.
-    const detail::OpBounds bounds = detail::OpBounds::of(reader.run());
+    const trace::OpBounds bounds = trace::OpBounds::of(reader.run());
     std::int64_t outside_run = 0;
     std::int64_t backwards = 0;
     std::optional<trace::KernelRecord> first_outside;

@@ -22,7 +22,7 @@ constexpr std::size_t kHeldOps = std::size_t{1} << 17;
 // the host or simulated lanes), and whether device spans exist. The order of the ops does not
 // matter, so they are read as stored, and only their timing. An op left out still counts among
 // its iteration's ops (it ran; its times are what is wrong), but not in its window.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                                   Progress* progress, WindowScan* out) {
     constexpr std::int64_t kNoStart = std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
@@ -79,7 +79,7 @@ trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBoun
 
 // Second pass: busy time and communication wait of every rank in every window.
 // The ops of the measured iterations are tallied by kind on the way.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                               const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,
@@ -177,11 +177,22 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& 
     return progress->after(st, reader.path());
 }
 
+std::int64_t plausibleMemoryRowBytes(std::optional<double> capacity_bytes) {
+    constexpr std::int64_t kFloor = std::int64_t{1} << 50;
+    const double limit = capacity_bytes.value_or(0) * 1024;
+    if (!(limit > static_cast<double>(kFloor))) {
+        return kFloor;
+    }
+    // From 2^63 on, no int64 is above the limit.
+    return limit >= 9223372036854775808.0 ? std::numeric_limits<std::int64_t>::max()
+                                          : static_cast<std::int64_t>(limit);
+}
+
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
-                                bool own_thread, std::vector<MemoryPeak>* peaks,
-                                MemoryDamage* damage) {
+                                bool own_thread, std::int64_t plausible_bytes,
+                                std::vector<MemoryPeak>* peaks, MemoryDamage* damage) {
     peaks->assign(rank_index.size(), MemoryPeak{});
     std::optional<detail::MemoryPeakTracker> tracker;
     std::size_t current = 0;
@@ -213,6 +224,9 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
         if (s.bytes < 0) {
             ++damage->negative;
         }
+        if (s.bytes > plausible_bytes && damage->implausible++ == 0) {
+            damage->first_implausible = s;
+        }
         tracker->add(s);
         return progress->step(own_thread);
     });
@@ -221,7 +235,8 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
 }
 
 PeaksBeside::PeaksBeside(const trace::TraceReader& reader,
-                         const std::map<int, std::size_t>& rank_index, Progress* progress)
+                         const std::map<int, std::size_t>& rank_index, std::int64_t plausible_bytes,
+                         Progress* progress)
     : progress_(progress) {
     if (!reader.finalized()) {
         return;
@@ -230,12 +245,13 @@ PeaksBeside::PeaksBeside(const trace::TraceReader& reader,
     if (!own->open(reader.path()).ok() || !own->finalized()) {
         return;
     }
-    future_ = std::async(std::launch::async, [progress, &rank_index, r = std::move(own)] {
-        Result out;
-        out.status =
-            collectPeaks(*r, rank_index, std::nullopt, progress, false, &out.peaks, &out.damage);
-        return out;
-    });
+    future_ = std::async(
+        std::launch::async, [progress, &rank_index, plausible_bytes, r = std::move(own)] {
+            Result out;
+            out.status = collectPeaks(*r, rank_index, std::nullopt, progress, false,
+                                      plausible_bytes, &out.peaks, &out.damage);
+            return out;
+        });
 }
 
 PeaksBeside::~PeaksBeside() {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include <pipescope/analysis/run_stats.h>
+#include <pipescope/trace/op_bounds.h>
 #include <pipescope/trace/reader.h>
 
 #include "busy_sweep.h"
-#include "op_bounds.h"
 
 namespace pipescope::analysis::detail {
 
@@ -82,13 +82,13 @@ struct WindowScan {
 
 // First pass: the window of every iteration (first op start to last op end over all ranks, on
 // the host or simulated lanes, of the ops `bounds` holds), and what else WindowScan lists.
-trace::TraceStatus collectWindows(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus collectWindows(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                                   Progress* progress, WindowScan* out);
 
 // Second pass: busy time and communication wait of every rank (`rank_index`: rank to its place)
 // in every window; the ops of the `measured` iterations tallied by kind on the way. Ops `bounds`
 // does not hold are left out.
-trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& bounds,
+trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const trace::OpBounds& bounds,
                               const std::vector<Window>& windows,
                               const std::map<int, std::size_t>& rank_index,
                               const std::vector<int>& measured, Progress* progress,
@@ -96,18 +96,27 @@ trace::TraceStatus sweepRanks(const trace::TraceReader& reader, const OpBounds& 
 
 // What the memory pass finds that cannot be right.
 struct MemoryDamage {
-    std::int64_t negative = 0;    // samples below 0 bytes
-    std::int64_t unranked = 0;    // samples of a rank the trace does not list, left out
-    std::vector<int> overflowed;  // ranks whose categories add up past 2^63 - 1 bytes
+    std::int64_t negative = 0;     // samples below 0 bytes
+    std::int64_t unranked = 0;     // samples of a rank the trace does not list, left out
+    std::vector<int> overflowed;   // ranks whose categories add up past 2^63 - 1 bytes
+    std::int64_t implausible = 0;  // samples above plausibleMemoryRowBytes, counted as they are
+    trace::MemorySample first_implausible{};
 };
 
-// The memory pass: each rank's peak (within `window`, when given) and its damage.
-// `own_thread`: on the thread that may report progress.
+// The most bytes one memory row (one category's level on one rank) can plausibly hold: 2^50
+// bytes (1 PiB, the memory of some 8000 H200s of 141 GB), or 1024 times the run's memory
+// capacity (memory_capacity_bytes) when that is more. The capacity is the config's device, which
+// a simulated or what-if run may outgrow many times (the fits test reports it), so it only
+// raises the limit; a row above it is a damaged or edited file's.
+std::int64_t plausibleMemoryRowBytes(std::optional<double> capacity_bytes);
+
+// The memory pass: each rank's peak (within `window`, when given) and its damage, rows above
+// `plausible_bytes` among it. `own_thread`: on the thread that may report progress.
 trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
                                 const std::map<int, std::size_t>& rank_index,
                                 std::optional<trace::TimeRange> window, Progress* progress,
-                                bool own_thread, std::vector<MemoryPeak>* peaks,
-                                MemoryDamage* damage);
+                                bool own_thread, std::int64_t plausible_bytes,
+                                std::vector<MemoryPeak>* peaks, MemoryDamage* damage);
 
 // The memory pass on a thread and a reader of its own, beside the op passes: started on a
 // finished file that opens a second time (opening one still being written counts its rows).
@@ -115,7 +124,7 @@ trace::TraceStatus collectPeaks(const trace::TraceReader& reader,
 class PeaksBeside {
   public:
     PeaksBeside(const trace::TraceReader& reader, const std::map<int, std::size_t>& rank_index,
-                Progress* progress);
+                std::int64_t plausible_bytes, Progress* progress);
     ~PeaksBeside();
     PeaksBeside(const PeaksBeside&) = delete;
     PeaksBeside& operator=(const PeaksBeside&) = delete;

@@ -67,23 +67,25 @@ std::optional<double> maxOverMean(const std::vector<double>& values) {
     return *std::max_element(values.begin(), values.end()) / mean;
 }
 
+// Nanoseconds as milliseconds with three decimals: "182.500 ms".
+std::string milliseconds(std::int64_t ns) {
+    std::ostringstream out;
+    out.setf(std::ios::fixed);
+    out.precision(3);
+    out << static_cast<double>(ns) / 1e6 << " ms";
+    return out.str();
+}
+
 // The damage note for `count` measured ops found outside the run's span (OpBounds); `first` is
 // the earliest-numbered of them, named so that it can be found.
 std::string outsideNote(const trace::OpRecord& first, std::int64_t count, std::int64_t span_ns) {
-    const auto ms = [](std::int64_t ns) {
-        std::ostringstream out;
-        out.setf(std::ios::fixed);
-        out.precision(3);
-        out << static_cast<double>(ns) / 1e6 << " ms";
-        return out.str();
-    };
     const bool one = count == 1;
     return std::to_string(count) + (one ? " op lies" : " ops lie") +
-           " far outside the run's recorded time (0 to " + ms(span_ns) +
+           " far outside the run's recorded time (0 to " + milliseconds(span_ns) +
            "): " + (one ? "" : "the first, ") + "rank " + std::to_string(first.rank) +
            " iteration " + std::to_string(first.iteration) + " " +
-           std::string(trace::toString(first.kind)) + ", from " + ms(first.start_ns) + " to " +
-           ms(first.end_ns) + "; left out of every figure";
+           std::string(trace::toString(first.kind)) + ", from " + milliseconds(first.start_ns) +
+           " to " + milliseconds(first.end_ns) + "; left out of every figure";
 }
 
 // The iterations the run-level figures average (ascending, as the windows are).
@@ -349,13 +351,21 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         s.ranks.push_back(RankStats{r.rank, r.stages, 0, 0, 0, 0, 0, {}});
     }
 
+    // A damaged metric table still gives the rows before the damage; the figures that need the
+    // others are left out, and the report says why (below).
+    std::vector<trace::MetricRecord> metrics;
+    const trace::TraceStatus metrics_read = reader.readMetrics(&metrics);
+    std::vector<std::string> noted_below;
+    const std::int64_t plausible_bytes = detail::plausibleMemoryRowBytes(
+        readMetricInputs(metrics, &noted_below).memory_capacity_bytes);
+
     Progress progress(reader, options.progress);
     // The memory pass needs nothing from the op passes unless one iteration is asked for.
     std::optional<detail::PeaksBeside> beside;
     if (!options.one_thread && !options.iteration) {
-        beside.emplace(reader, rank_index, &progress);
+        beside.emplace(reader, rank_index, plausible_bytes, &progress);
     }
-    const detail::OpBounds bounds = detail::OpBounds::of(s.run);
+    const trace::OpBounds bounds = trace::OpBounds::of(s.run);
     detail::WindowScan scan;
     if (trace::TraceStatus st = collectWindows(reader, bounds, &progress, &scan); !st.ok()) {
         return st;
@@ -422,10 +432,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
         memory_window = trace::TimeRange{it->start_ns, it->end_ns};
     }
 
-    // A damaged metric table still gives the rows before the damage; the figures that need the
-    // others are left out, and the report says why.
-    std::vector<trace::MetricRecord> metrics;
-    if (const trace::TraceStatus st = reader.readMetrics(&metrics); !st.ok()) {
+    if (const trace::TraceStatus& st = metrics_read; !st.ok()) {
         std::string why = st.message;
         if (why.rfind(reader.path() + ": ", 0) == 0) {
             why.erase(0, reader.path().size() + 2);
@@ -488,7 +495,7 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
             return st;
         }
     } else if (trace::TraceStatus st = collectPeaks(reader, rank_index, memory_window, &progress,
-                                                    true, &peaks, &memory_damage);
+                                                    true, plausible_bytes, &peaks, &memory_damage);
                !st.ok()) {
         return st;
     }
@@ -499,6 +506,16 @@ trace::TraceStatus analyzeRun(const trace::TraceReader& reader, const AnalysisOp
     if (const std::int64_t n = memory_damage.unranked; n > 0) {
         s.damage.push_back(std::to_string(n) + " memory " + (n == 1 ? "sample is" : "samples are") +
                            " of a rank the trace does not list; left out of every figure");
+    }
+    if (const std::int64_t n = memory_damage.implausible; n > 0) {
+        const trace::MemorySample& m = memory_damage.first_implausible;
+        s.damage.push_back(
+            std::to_string(n) + " memory " + (n == 1 ? "sample holds" : "samples hold") +
+            " more than " + std::to_string(plausible_bytes) +
+            " bytes, more than any rank can hold: " + (n == 1 ? "" : "the first, ") + "rank " +
+            std::to_string(m.rank) + " " + std::string(trace::toString(m.category)) + " at " +
+            milliseconds(m.t_ns) + ", " + std::to_string(m.bytes) + " bytes; counted as " +
+            (n == 1 ? "it is" : "they are"));
     }
     for (const int rank : memory_damage.overflowed) {
         s.damage.push_back("the memory samples of rank " + std::to_string(rank) +

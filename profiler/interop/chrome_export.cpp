@@ -2,8 +2,11 @@
 #include <array>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <pipescope/interop/chrome_export.h>
+#include <pipescope/trace/op_bounds.h>
 
 #include "atomic_file.h"
 #include "chrome_lanes.h"
@@ -22,7 +25,10 @@ using trace::appendMicros;
 class ChromeWriter {
   public:
     ChromeWriter(const trace::TraceReader& reader, const std::function<bool(double)>& progress)
-        : reader_(reader), progress_(progress, 1.0, "the export") {
+        : reader_(reader),
+          bounds_(trace::OpBounds::of(reader.run())),
+          virtual_clock_(reader.run().backend == "sim"),
+          progress_(progress, 1.0, "the export") {
         // Two passes over the ops (pairing the flows, then writing), then the memory samples.
         progress_.addTotal(2 * reader.opCount() + reader.memorySampleCount());
     }
@@ -30,8 +36,10 @@ class ChromeWriter {
     trace::TraceStatus run(const std::string& out_path) {
         detail::FlowMatcher flows;
         trace::TraceStatus st = reader_.forEachOp([&](const trace::OpRecord& op) {
-            if (detail::isKnownOp(op)) {
+            if (detail::isKnownOp(op) && placeable(op)) {
                 flows.count(op);
+            } else if (detail::isKnownOp(op)) {
+                ++stats_.outside_ops;
             }
             return progress_.step();
         });
@@ -61,6 +69,23 @@ class ChromeWriter {
     const ChromeExportStats& stats() const { return stats_; }
 
   private:
+    // Whether a viewer can place a row (JSON readers hold times as doubles of microseconds, and
+    // Perfetto turns them back into 64-bit nanoseconds): an op the analysis takes as measured
+    // (trace::OpBounds), a measured one checked as a kernel is, so that in a run without an end
+    // it lies within 73 years of the time origin too; a memory sample on the clock of the run's
+    // ops.
+    bool placeable(const trace::OpRecord& op) const {
+        return op.source == trace::Source::Sim ? bounds_.holds(op)
+                                               : bounds_.holdsRecord(op.start_ns, op.end_ns);
+    }
+    bool placeable(std::int64_t t_ns) const {
+        trace::OpRecord instant;
+        instant.source = virtual_clock_ ? trace::Source::Sim : trace::Source::Host;
+        instant.start_ns = t_ns;
+        instant.end_ns = t_ns;
+        return placeable(instant);
+    }
+
     // Starts an event in ev_ with its name, phase and pid.
     void begin(std::string_view name, const char* ph, std::int64_t pid) {
         ev_.clear();
@@ -195,8 +220,8 @@ class ChromeWriter {
         bool in_rank = false;
         int rank = 0;
         const trace::TraceStatus st = reader_.forEachOp([&](const trace::OpRecord& op) {
-            if (!detail::isKnownOp(op)) {
-                return true;
+            if (!detail::isKnownOp(op) || !placeable(op)) {
+                return true;  // counted by the first pass
             }
             if (!in_rank || op.rank != rank) {
                 if (in_rank) {
@@ -224,8 +249,10 @@ class ChromeWriter {
         // The categories each rank uses: its counter carries those and no empty series.
         std::map<int, std::uint32_t> used;
         trace::TraceStatus st = reader_.forEachMemory([&](const trace::MemorySample& s) {
-            if (detail::isKnownCategory(s.category)) {
+            if (detail::isKnownCategory(s.category) && placeable(s.t_ns)) {
                 used[s.rank] |= 1u << static_cast<unsigned>(s.category);
+            } else if (detail::isKnownCategory(s.category)) {
+                ++stats_.outside_memory;
             }
             return true;
         });
@@ -266,7 +293,7 @@ class ChromeWriter {
             pending = false;
         };
         st = reader_.forEachMemory([&](const trace::MemorySample& s) {
-            if (!detail::isKnownCategory(s.category)) {
+            if (!detail::isKnownCategory(s.category) || !placeable(s.t_ns)) {
                 return true;
             }
             if (pending && (s.rank != rank || s.t_ns != t)) {
@@ -300,6 +327,10 @@ class ChromeWriter {
         };
         const trace::TraceStatus st = reader_.forEachKernelWithOp(
             [&](const trace::KernelRecord& k, const trace::OpCorrelation* op) {
+                if (!bounds_.holdsRecord(k.start, k.end)) {
+                    ++stats_.outside_kernels;
+                    return true;
+                }
                 const std::int64_t pid = kGpuPidBase + k.device_id;
                 if (!in_device || k.device_id != device) {
                     if (in_device) {
@@ -379,6 +410,8 @@ class ChromeWriter {
     inline static const std::string kKernel = "kernel";
 
     const trace::TraceReader& reader_;
+    const trace::OpBounds bounds_;
+    const bool virtual_clock_;  // a simulated run: its memory samples are on its ops' clock
     detail::Progress progress_;
     detail::AtomicFile file_;
     ChromeExportStats stats_;
@@ -387,6 +420,28 @@ class ChromeWriter {
 };
 
 }  // namespace
+
+std::string describeLeftOut(const ChromeExportStats& stats) {
+    std::vector<std::string> parts;
+    const auto count = [&](std::int64_t n, const char* one, const char* many) {
+        if (n > 0) {
+            parts.push_back(std::to_string(n) + " " + (n == 1 ? one : many));
+        }
+    };
+    count(stats.outside_ops, "op", "ops");
+    count(stats.outside_kernels, "kernel", "kernels");
+    count(stats.outside_memory, "memory sample", "memory samples");
+    if (parts.empty()) {
+        return {};
+    }
+    std::string text = parts.front();
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        text += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+    }
+    const bool one = stats.outside_ops + stats.outside_kernels + stats.outside_memory == 1;
+    return text + (one ? " lies" : " lie") +
+           " far outside the run's recorded time; left out of the export";
+}
 
 trace::TraceStatus exportChrome(const trace::TraceReader& reader, const std::string& out_path,
                                 ChromeExportStats* stats,

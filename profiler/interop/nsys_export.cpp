@@ -211,10 +211,18 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
         }
         writer.addOpCorrelation(
             opCorrelation(*op, record.global_pid, record.correlation_id, record.start));
-        auto [it, fresh] = spans->try_emplace(*op, Span{record.start, record.end});
+        // One that ends before it starts takes no time: its end would give its op's device span
+        // an end before its start.
+        const std::int64_t end = std::max(record.start, record.end);
+        auto [it, fresh] = spans->try_emplace(*op, Span{record.start, end});
         if (!fresh) {
             it->second.start = std::min(it->second.start, record.start);
-            it->second.end = std::max(it->second.end, record.end);
+            it->second.end = std::max(it->second.end, end);
+        }
+    };
+    const auto backwards = [&](const auto& record) {
+        if (record.end < record.start) {
+            ++sum.backwards;
         }
     };
     const std::set<std::string> required = {"start", "end", "correlationId"};
@@ -225,6 +233,7 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
                           k.demangled_name = r.string(s, 8);
                           k.short_name = r.string(s, 9);
                           shifted(&k);
+                          backwards(k);
                           attribute(s, k);
                           writer.addKernel(k);
                           ++sum.kernels;
@@ -235,6 +244,7 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
                               trace::MemcpyRecord m;
                               trace::detail::fillMemcpy(s, m);
                               shifted(&m);
+                              backwards(m);
                               attribute(s, m);
                               writer.addMemcpy(m);
                               ++sum.memcpys;
@@ -246,6 +256,7 @@ TraceStatus copyReport(Report& r, trace::TraceWriter& writer, GpuSet* gpus, Thre
                               trace::MemsetRecord m;
                               trace::detail::fillMemset(s, m);
                               shifted(&m);
+                              backwards(m);
                               attribute(s, m);
                               writer.addMemset(m);
                               ++sum.memsets;

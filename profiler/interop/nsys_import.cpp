@@ -51,6 +51,12 @@ std::string describeImport(const NsysImportReport& report, const std::string& ou
             text += "  " + std::to_string(r.unattributed) +
                     " device records were launched outside every op (parameter upload, ...)\n";
         }
+        if (r.backwards > 0) {
+            text += "  " + std::to_string(r.backwards) +
+                    " device records (kernels, copies, memsets) end before they start (the "
+                    "export is damaged or was edited): copied as they are, taking no time in "
+                    "their ops' gpu spans\n";
+        }
     }
     text += "wrote " + output + ": " + std::to_string(report.gpu_rows) +
             " ops with device work on the gpu lane\n";

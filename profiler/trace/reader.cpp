@@ -269,11 +269,21 @@ TraceStatus TraceReader::open(const std::string& path) {
         const std::int64_t v = metaInt(d.db, key, fallback);
         return v >= 0 && v <= highest ? static_cast<int>(v) : fallback;
     };
-    d.op_lod_min = level(detail::kMetaOpLodMinLevel, kLodLevels, kLodLevels - 1);
-    d.op_lod_max = level(detail::kMetaOpLodMaxLevel, -1, kLodLevels - 1);
-    d.memory_lod_min = level(detail::kMetaMemoryLodMinLevel, kLodLevels, kLodLevels - 1);
-    d.memory_lod_max = level(detail::kMetaMemoryLodMaxLevel, -1, kLodLevels - 1);
-    d.max_dur_level = level(detail::kMetaMaxDurLevel, kLodLevels, kLodLevels);
+    LodLevels levels{level(detail::kMetaOpLodMinLevel, kLodLevels, kLodLevels - 1),
+                     level(detail::kMetaOpLodMaxLevel, -1, kLodLevels - 1),
+                     level(detail::kMetaMemoryLodMinLevel, kLodLevels, kLodLevels - 1),
+                     level(detail::kMetaMemoryLodMaxLevel, -1, kLodLevels - 1),
+                     level(detail::kMetaMaxDurLevel, kLodLevels, kLodLevels)};
+    // So does one in range that the tables do not bear out (max_dur_level 3 where ops of level 9
+    // are, an op_lod level that holds no rows): checked through the indexes.
+    if (d.finalized) {
+        fitLevelsToTables(d.db, d.ranks, &levels);
+    }
+    d.op_lod_min = levels.op_min;
+    d.op_lod_max = levels.op_max;
+    d.memory_lod_min = levels.memory_min;
+    d.memory_lod_max = levels.memory_max;
+    d.max_dur_level = levels.max_dur;
 
     if (d.finalized) {
         d.range = {metaInt(d.db, detail::kMetaTimeStart, 0),

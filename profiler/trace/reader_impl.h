@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <pipescope/trace/lod.h>
 #include <pipescope/trace/reader.h>
 
 #include "sqlite_util.h"
@@ -65,6 +66,20 @@ std::string describeSqliteFailure(const std::string& path, const detail::Db& db)
 // Whether `range` (pipescope_meta's time_start_ns .. time_end_ns of a finished trace) can be the
 // first start and last end of its ops, checked through the indexes without reading the ops.
 bool metaRangeFitsOps(const detail::Db& db, const std::vector<RankInfo>& ranks, TimeRange range);
+
+// The level keys of pipescope_meta that queries go by; absent: a min of kLodLevels and a max of
+// -1 (no summary levels), a max_dur of kLodLevels (every duration level read).
+struct LodLevels {
+    int op_min = kLodLevels;
+    int op_max = -1;
+    int memory_min = kLodLevels;
+    int memory_max = -1;
+    int max_dur = kLodLevels;
+};
+
+// Sets the level keys of a finished trace that its tables do not bear out to absent, checked
+// through the indexes without reading the ops.
+void fitLevelsToTables(const detail::Db& db, const std::vector<RankInfo>& ranks, LodLevels* levels);
 
 inline bool overlaps(std::int64_t start, std::int64_t end, std::int64_t t0, std::int64_t t1) {
     return start < t1 && (end > t0 || (end == start && start >= t0));

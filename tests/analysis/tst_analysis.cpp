@@ -43,6 +43,7 @@ class TestAnalysis : public QObject {
     void damagedTraceSaysSo();
     void damagedMetricTableSaysSo();
     void memoryPastInt64SaysSo();
+    void absurdMemoryRowSaysSo();
     void opsFarOutsideTheRunAreLeftOut();
     void oneProcessOfSeveral();
     void singleIteration();
@@ -271,10 +272,61 @@ void TestAnalysis::memoryPastInt64SaysSo() {
              SQLITE_OK);
     sqlite3_close(db);
     const RunStats s = analyze(path);
-    QCOMPARE(s.damage.size(), std::size_t{1});
-    QCOMPARE(s.damage[0], std::string("the memory samples of rank 1 add up to more than 2^63 - 1 "
+    QCOMPARE(s.damage.size(), std::size_t{2});
+    QVERIFY2(s.damage[0].rfind("4 memory samples hold more than 1125899906842624 bytes", 0) == 0,
+             s.damage[0].c_str());
+    QCOMPARE(s.damage[1], std::string("the memory samples of rank 1 add up to more than 2^63 - 1 "
                                       "bytes; its peak is taken as that"));
     QCOMPARE(s.ranks.at(1).peak_memory.bytes, INT64_MAX);
+}
+
+// One memory row no device could hold (a damaged or edited file: 2^62 bytes of weights at one
+// instant) used to come out as the rank's peak with nothing said. It still does, and a damage
+// note names it; big rows a real or a what-if run can have are not flagged.
+void TestAnalysis::absurdMemoryRowSaysSo() {
+    const QString path = dir_.filePath("memory-absurd.db");
+    const auto edit = [&](const std::string& sql) {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    };
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    // The fixture's capacity is 8 GiB: the limit is 2^50 bytes. Rank 0's first row (weights, at
+    // 0 us) at 2^62 bytes.
+    edit("UPDATE memory SET bytes = 4611686018427387904 WHERE rowid = 1");
+    RunStats s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    QCOMPARE(s.damage[0], std::string("1 memory sample holds more than 1125899906842624 bytes, "
+                                      "more than any rank can hold: rank 0 weights at "
+                                      "0.000 ms, 4611686018427387904 bytes; counted as it is"));
+    QVERIFY(s.ranks.at(0).peak_memory.bytes > (std::int64_t{1} << 62));
+    const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
+    QCOMPARE(o.value("damage").toArray().size(), 1);
+    // The same in one iteration's figures (the pass on the analysis's own thread).
+    analysis::AnalysisOptions one;
+    one.iteration = 0;
+    QCOMPARE(analyze(path, one).damage.size(), std::size_t{1});
+
+    // Not flagged: 200 TB, past 1024 times the capacity (a what-if run far out of memory) but
+    // under 2^50; exactly 2^50; and 2^55 bytes where the capacity is 2^50 (a device of 1 PiB).
+    for (const auto& [bytes, capacity] : std::vector<std::pair<std::string, std::string>>{
+             {"200000000000000", "8589934592"},
+             {"1125899906842624", "8589934592"},
+             {"36028797018963968", "1125899906842624"}}) {
+        edit("UPDATE memory SET bytes = " + bytes + " WHERE rowid = 1; UPDATE metric SET value = " +
+             capacity + " WHERE key = 'memory_capacity_bytes'");
+        s = analyze(path);
+        QVERIFY2(s.damage.empty(), s.damage.empty() ? "" : s.damage.front().c_str());
+        QCOMPARE(QString::number(s.ranks.at(0).peak_memory.by_category[0]),
+                 QString::fromStdString(bytes));
+    }
+    // With that capacity the limit is 2^60: 2^62 is flagged again.
+    edit("UPDATE memory SET bytes = 4611686018427387904 WHERE rowid = 1");
+    s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    QVERIFY2(s.damage[0].rfind("1 memory sample holds more than 1152921504606846976 bytes", 0) == 0,
+             s.damage[0].c_str());
 }
 
 // A measured op far outside the run's recorded time (an end edited to 2^63, a start an hour

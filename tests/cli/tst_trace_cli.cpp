@@ -1,5 +1,6 @@
 // The real pipescope-trace binary: every subcommand on the fixture trace, and every kind of bad
 // input, each of which must end with exit code 2 and a message naming the file and the problem.
+#include <cmath>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -93,6 +94,7 @@ class TestTraceCli : public QObject {
     void ops();
     void kernels();
     void exportChrome();
+    void exportChromeLeavesOutImpossibleTimes();
     void exportCsv_data();
     void exportCsv();
     void exportUnwritable_data();
@@ -435,6 +437,50 @@ void TestTraceCli::exportChrome() {
     const QString diff = test::compareWithGolden(
         test::sourcePath("tests/interop/golden/fixture.chrome.json"), test::readFile(out));
     QVERIFY2(diff.isEmpty(), qPrintable(diff));
+}
+
+void TestTraceCli::exportChromeLeavesOutImpossibleTimes() {
+    // Rows a damaged or edited file puts at the ends of the clock: an op ending at 2^63 - 1 ns
+    // was written as "dur":9223372036854775.807, which JSON readers hold as a double and
+    // Perfetto cannot turn back into nanoseconds. As the analysis does, the export leaves out
+    // what lies far outside the run's recorded time, and says how much.
+    const QString traced = path("extreme-times.db");
+    QCOMPARE(test::writeFixtureTrace(traced, test::kernelOfF0()), QString());
+    QCOMPARE(execSql(traced,
+                     "UPDATE op SET end_ns = 9223372036854775807 WHERE rowid = 1;"
+                     "UPDATE op SET start_ns = -9223372036854775807 - 1 WHERE rowid = 2;"
+                     "UPDATE memory SET t_ns = 4611686018427387904 WHERE rowid = 3;"
+                     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 4611686018427387904, "
+                     "end = 4611686018427387905;"),
+             QString());
+    const QString out = path("extreme-times.json");
+    const ProcessResult r = runBinary(kCli, {"export-chrome", traced, out});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains("wrote " + out.toUtf8() + ": 53 ops,") &&
+                 r.err.contains(" 0 kernels,") &&
+                 r.err.contains("note: " + traced.toUtf8() +
+                                ": 2 ops, 1 kernel and 1 memory sample lie far outside the run's "
+                                "recorded time; left out of the export (the file is damaged or "
+                                "was edited)"),
+             qPrintable(describe(r)));
+    // Every time left is one a double of microseconds holds to the nanosecond (under 2^53 ns).
+    const QJsonObject doc = parseObject(test::readFile(out));
+    int timed = 0;
+    for (const QJsonValue& v : doc.value("traceEvents").toArray()) {
+        const QJsonObject e = v.toObject();
+        for (const char* key : {"ts", "dur"}) {
+            if (e.contains(key)) {
+                ++timed;
+                QVERIFY2(
+                    std::abs(e.value(key).toDouble()) < 9007199254740992.0 / 1000,
+                    qPrintable(QString("%1 %2").arg(key).arg(e.value(key).toDouble(), 0, 'g', 17)));
+            }
+        }
+    }
+    QVERIFY(timed > 100);
+    // A sound trace says nothing of it.
+    const ProcessResult sound = runBinary(kCli, {"export-chrome", good_, path("sound.json")});
+    QVERIFY2(sound.exit_code == 0 && !sound.err.contains("left out"), qPrintable(describe(sound)));
 }
 
 void TestTraceCli::exportCsv_data() {

@@ -304,6 +304,7 @@ class TstNsysImport : public QObject {
         QVERIFY2(r.out.contains("1 device records were launched outside every op"),
                  r.out.constData());
         QVERIFY2(r.out.contains("4 ops with device work on the gpu lane"), r.out.constData());
+        QVERIFY2(!r.out.contains("end before they start"), r.out.constData());
         const auto again = test::runBinary(
             "pipescope-trace",
             {"import-nsys", path("run.db"), path("report.sqlite"), "-o", path("cli.db")});
@@ -436,6 +437,43 @@ class TstNsysImport : public QObject {
         QVERIFY2(QString::fromStdString(st.message).contains("more than 146 years"),
                  st.message.c_str());
         QVERIFY(!QFile::exists(path("far.db")));
+    }
+
+    void backwardsRecordsAreCounted() {
+        // A kernel that ends before it starts (a damaged or edited export): copied as it is,
+        // counted in the summary, and taking no time in its op's device span, which would end
+        // before it starts otherwise.
+        QVERIFY(QFile::copy(path("report.sqlite"), path("backwards.sqlite")));
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path("backwards.sqlite").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db,
+                        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 500 WHERE "
+                        "correlationId = 14"));
+        sqlite3_close(db);
+        interop::NsysImportReport report;
+        const auto st = interop::importNsys(path("run.db").toStdString(),
+                                            {path("backwards.sqlite").toStdString()},
+                                            path("backwards.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(report.reports.front().backwards, 1);
+        QCOMPARE(report.reports.front().kernels, 4);
+        QCOMPARE(report.gpu_rows, 4);
+        const QString o = path("backwards.db");
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE end < start"),
+                 1);
+        // Rank 1's F0 had that kernel alone: its gpu row is the kernel's start, 14800.
+        QCOMPARE(queryRows(o,
+                           "SELECT start_ns, end_ns FROM op WHERE lane = 2 AND rank = 1 AND "
+                           "op_index = 1"),
+                 (std::vector<std::vector<std::int64_t>>{{14800, 14800}}));
+        QCOMPARE(queryInt(o, "SELECT count(*) FROM op WHERE end_ns < start_ns"), 0);
+        const auto r = test::runBinary(
+            "pipescope-trace", {"import-nsys", path("run.db"), path("backwards.sqlite"), "-o",
+                                path("backwards-cli.db")});
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY2(r.out.contains("  1 device records (kernels, copies, memsets) end before they "
+                                "start (the export is damaged or was edited)"),
+                 r.out.constData());
     }
 
     void oneExportPerProcess() {

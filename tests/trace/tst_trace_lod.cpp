@@ -227,6 +227,7 @@ class TstTraceLod : public QObject {
     void unfinishedTraceStillAnswers();
     void damagedLevelsAreNotTrusted();
     void damagedTimeRangeIsNotTrusted();
+    void wrongLevelsInRangeAreNotTrusted();
     void memoryTotalsNeverWrap();
 
   private:
@@ -604,6 +605,131 @@ void TstTraceLod::damagedTimeRangeIsNotTrusted() {
                                 .arg(sound.start_ns)
                                 .arg(sound.end_ns)));
     }
+}
+
+void TstTraceLod::wrongLevelsInRangeAreNotTrusted() {
+    // Level keys within their ranges but not what the writer recorded (a damaged or edited
+    // file): a max_dur_level below the ops' left the longer ops out of every window, a summary
+    // level the tables do not hold drew the lanes and the memory empty when zoomed out. The
+    // reader checks them against the tables on open and reads raw rows instead.
+    const RandomTrace t = makeTrace(13, 800);
+    const QString path = writeTrace(t, "wrong-levels.db", true);
+    const auto meta = [&](const char* key) {
+        sqlite3* db = nullptr;
+        sqlite3_stmt* s = nullptr;
+        std::int64_t v = -1;
+        if (sqlite3_open(path.toUtf8().constData(), &db) == SQLITE_OK &&
+            sqlite3_prepare_v2(db, "SELECT value FROM pipescope_meta WHERE key = ?", -1, &s,
+                               nullptr) == SQLITE_OK &&
+            sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW) {
+            v = sqlite3_column_int64(s, 0);
+        }
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+        return v;
+    };
+    const std::int64_t max_dur = meta("max_dur_level");
+    const std::int64_t op_min = meta("op_lod_min_level");
+    const std::int64_t op_max = meta("op_lod_max_level");
+    const std::int64_t mem_min = meta("memory_lod_min_level");
+    const std::int64_t mem_max = meta("memory_lod_max_level");
+    // The edits below stay in range and change what the queries read.
+    QVERIFY(max_dur >= 2 && op_min >= 1 && op_max + 2 < kLodLevels && op_max >= op_min);
+    QVERIFY(mem_min >= 1 && mem_max + 2 < kLodLevels && mem_max >= mem_min);
+
+    // Windows that ask for the levels edited: below the lowest stored level, and coarser than the
+    // highest (the whole run, and 20 times its span per pixel).
+    const std::int64_t mid = t.span / 2;
+    const auto below = [](std::int64_t lowest) { return lodWidth(static_cast<int>(lowest) - 1); };
+    const std::vector<std::pair<std::int64_t, std::int64_t>> windows = {
+        {mid, mid + below(op_min) * 1500},
+        {mid, mid + below(mem_min) * 1500},
+        {0, t.span},
+        {-t.span * 10000, t.span * 10000}};
+    std::vector<std::vector<std::int64_t>> peaks;  // per window and rank, from the sound file
+    {
+        TraceReader sound;
+        QVERIFY(sound.open(path.toStdString()).ok());
+        for (const auto& [t0, t1] : windows) {
+            peaks.emplace_back();
+            for (int rank = 0; rank < t.ranks; ++rank) {
+                std::int64_t peak = 0;
+                for (const auto& px : sound.memoryLod(rank, t0, t1, 1000).pixels) {
+                    peak = std::max(peak, px.max[kMemoryCategoryCount]);
+                }
+                peaks.back().push_back(peak);
+            }
+        }
+    }
+    const auto set = [&](const char* key, std::int64_t value) {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+        const std::string sql = "UPDATE pipescope_meta SET value = '" + std::to_string(value) +
+                                "' WHERE key = '" + key + "'";
+        QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    };
+    const std::vector<std::tuple<const char*, std::int64_t, std::int64_t>> edits = {
+        {"max_dur_level", max_dur, max_dur - 2},
+        {"op_lod_min_level", op_min, 0},
+        {"op_lod_max_level", op_max, op_max + 2},
+        {"memory_lod_min_level", mem_min, 0},
+        {"memory_lod_max_level", mem_max, mem_max + 2}};
+    for (const auto& [key, sound, wrong] : edits) {
+        set(key, wrong);
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        for (std::size_t w = 0; w < windows.size(); ++w) {
+            const auto [t0, t1] = windows[w];
+            const QString where =
+                QString("%1 = %2, window [%3, %4)").arg(key).arg(wrong).arg(t0).arg(t1);
+            for (int rank = 0; rank < t.ranks; ++rank) {
+                const auto expected = std::count_if(
+                    t.ops.begin(), t.ops.end(), [&, t0 = t0, t1 = t1](const OpRecord& o) {
+                        return o.rank == rank && overlapsWindow(o, t0, t1);
+                    });
+                QVERIFY2(static_cast<std::int64_t>(r.ops(rank, t0, t1).size()) == expected,
+                         qPrintable(where));
+            }
+            for (const auto& lane : r.opsLod(t0, t1, 1000).lanes) {
+                std::int64_t counted = 0;
+                for (const auto& e : lane.entries) {
+                    counted += e.count;
+                }
+                const auto in_window = std::count_if(
+                    t.ops.begin(), t.ops.end(), [&, t0 = t0, t1 = t1](const OpRecord& o) {
+                        return o.rank == lane.rank && o.lane == lane.lane &&
+                               overlapsWindow(o, t0, t1);
+                    });
+                QVERIFY2(counted >= in_window,
+                         qPrintable(QString("%1: rank %2 lane %3 shows %4 of %5 ops")
+                                        .arg(where)
+                                        .arg(lane.rank)
+                                        .arg(int(lane.lane))
+                                        .arg(counted)
+                                        .arg(in_window)));
+            }
+            for (int rank = 0; rank < t.ranks; ++rank) {
+                std::int64_t peak = 0;
+                for (const auto& px : r.memoryLod(rank, t0, t1, 1000).pixels) {
+                    peak = std::max(peak, px.max[kMemoryCategoryCount]);
+                }
+                QVERIFY2(peak == peaks[w][static_cast<std::size_t>(rank)],
+                         qPrintable(QString("%1: rank %2 memory peak %3, expected %4")
+                                        .arg(where)
+                                        .arg(rank)
+                                        .arg(peak)
+                                        .arg(peaks[w][static_cast<std::size_t>(rank)])));
+            }
+        }
+        set(key, sound);
+    }
+    // The sound file's levels are still used.
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(r.opsLod(0, t.span, 100).level >= 0);
+    QVERIFY(r.memoryLod(0, 0, t.span, 100).level >= 0);
 }
 
 void TstTraceLod::memoryTotalsNeverWrap() {

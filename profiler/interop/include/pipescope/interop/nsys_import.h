@@ -34,6 +34,9 @@ struct NsysReportSummary {
     std::int64_t offset_spread_ns = 0;  // median absolute deviation of the offsets of the ranges
     std::int64_t kernels = 0, memcpys = 0, memsets = 0, runtime_calls = 0, syncs = 0;
     std::int64_t unattributed = 0;  // device records launched outside every op range
+    // Kernels, copies and memsets that end before they start (a damaged or edited export): kept
+    // as they are, and counted as taking no time in their op's device span.
+    std::int64_t backwards = 0;
     std::int64_t thread_names = 0;  // ThreadNames rows copied
 };
 

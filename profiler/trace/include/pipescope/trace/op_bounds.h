@@ -1,9 +1,8 @@
 // Where a measured op can lie: within the run's recorded wall-clock span. A host or device op far
 // outside it (an end edited to 2^63, a start hours before the run began) cannot be right, and one
 // such op would make its iteration last for centuries and its rank busy throughout; the analysis
-// leaves these out and says so. Simulated ops run on a virtual clock the run's span does not bound;
-// only an op decades from its start is left out.
-// Internal to pipescope_analysis.
+// leaves these out and says so, and so does the Chrome export. Simulated ops run on a virtual clock
+// the run's span does not bound; only an op decades from its start is left out.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +11,7 @@
 
 #include <pipescope/trace/types.h>
 
-namespace pipescope::analysis::detail {
+namespace pipescope::trace {
 
 class OpBounds {
   public:
@@ -22,7 +21,7 @@ class OpBounds {
     // The run's span, 0 to end - start, widened on both sides by the span itself and at least a
     // second: ranks of merged files start at their own times, and Nsight imports are shifted by a
     // measured clock offset, so only what no clock can explain is left out.
-    static OpBounds of(const trace::RunInfo& run) {
+    static OpBounds of(const RunInfo& run) {
         OpBounds b;
         if (!run.end_ns || *run.end_ns < run.start_ns) {
             return b;
@@ -49,9 +48,9 @@ class OpBounds {
     // True when the op can be taken as measured: within the bounds, or simulated and within 73
     // years (2^61 ns) of the virtual clock's start, which no simulation comes near (an edited
     // file's op from -2^63 to 2^63 - 1 would make every sum over it overflow).
-    bool holds(const trace::OpRecord& op) const {
+    bool holds(const OpRecord& op) const {
         const std::int64_t end = std::max(op.start_ns, op.end_ns);
-        if (op.source == trace::Source::Sim) {
+        if (op.source == Source::Sim) {
             constexpr std::int64_t kSimFar = std::int64_t{1} << 61;
             return op.start_ns >= -kSimFar && end <= kSimFar;
         }
@@ -74,4 +73,4 @@ class OpBounds {
     std::int64_t span_ = 0;
 };
 
-}  // namespace pipescope::analysis::detail
+}  // namespace pipescope::trace
