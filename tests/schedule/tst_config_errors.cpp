@@ -58,6 +58,7 @@ class TstConfigErrors : public QObject {
     void missingFileIsAnIssue();
     void longLinesKeepPositions();
     void manyIssuesAreCapped();
+    void cappedIssuesKeepSuggestions();
 };
 
 void TstConfigErrors::baseIsValid() {
@@ -615,6 +616,39 @@ void TstConfigErrors::manyIssuesAreCapped() {
                             "heads, seq_len, vocab, micro_batch, dtype, flash_attention"));
     QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
              QStringLiteral("x.json: and 99901 more issues (only the first 100 are listed)"));
+}
+
+// A misspelt key past the cap is still listed, with its suggestion, whether it comes first or
+// last in the file; the cap's line counts only what it left out.
+void TstConfigErrors::cappedIssuesKeepSuggestions() {
+    const auto config = [](bool misspelt_first) {
+        std::string model = R"("model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                            R"("vocab": 1000)";
+        for (int i = 0; i < 149; ++i) {
+            model += ", \"k" + std::to_string(i) + "\": 1";
+        }
+        model += "}";
+        const std::string parallel =
+            R"("parallel": {"pipeline": 4, "microbatches": 8, "shedule": "1f1b"})";
+        return "{" + (misspelt_first ? parallel + ", " + model : model + ", " + parallel) + "}";
+    };
+    const QString suggestion = QStringLiteral("unknown key (did you mean \"schedule\"?)");
+    // Last: the 100 unknown keys k0 ... k99, the suggestion, then the count of the 49 others.
+    ParseResult r = parseConfig(config(false), "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{102});
+    QCOMPARE(r.issues[99].path, std::string("model.k99"));
+    QCOMPARE(r.issues[100].path, std::string("parallel.shedule"));
+    QCOMPARE(QString::fromStdString(r.issues[100].message), suggestion);
+    QCOMPARE(QString::fromStdString(r.issues[101].text("x.json")),
+             QStringLiteral("x.json: and 49 more issues (only the first 100 are listed, and the 1 "
+                            "after them with a \"did you mean\" suggestion)"));
+    // First: it is among the first 100, and the cap leaves out 50.
+    r = parseConfig(config(true), "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{101});
+    QCOMPARE(r.issues[0].path, std::string("parallel.shedule"));
+    QCOMPARE(QString::fromStdString(r.issues[0].message), suggestion);
+    QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
+             QStringLiteral("x.json: and 50 more issues (only the first 100 are listed)"));
 }
 
 QTEST_GUILESS_MAIN(TstConfigErrors)
