@@ -191,6 +191,18 @@ void TstConfigErrors::invalidValues_data() {
         "iterations");
     row("seed negative", {"run.seed=-1"}, "run.seed: must be a non-negative integer, got -1");
     row("seed float", {"run.seed=1.5"}, "run.seed: must be a non-negative integer, got 1.5");
+    // AdamW's learning rate: 1e308 made every weight infinite in one step, and a rate too small
+    // for fp32 changes nothing.
+    row("learning rate absurd", {"run.learning_rate=1e308"},
+        "run.learning_rate: must be in (0, 1], got 1e+308");
+    row("learning rate above 1", {"run.learning_rate=1.5"},
+        "run.learning_rate: must be in (0, 1], got 1.5");
+    row("learning rate zero", {"run.learning_rate=0"},
+        "run.learning_rate: must be in (0, 1], got 0");
+    row("learning rate vanishing", {"run.learning_rate=1e-20"},
+        "run.learning_rate: must be at least 1e-12, got 1e-20");
+    row("learning rate string", {R"(run.learning_rate="0.001")"},
+        R"(run.learning_rate: must be a number, got "0.001")");
     row("peak zero", {"hardware.peak_tflops=0"},
         "hardware.peak_tflops: must be greater than 0, got 0");
     row("peak string", {R"(hardware.peak_tflops="fast")"},
