@@ -17,6 +17,28 @@ std::string parentPath(const std::string& path) {
 
 }  // namespace
 
+std::optional<std::string> lineProblem(const std::string& text) {
+    if (text.empty()) {
+        return "must not be empty";
+    }
+    if (text.find_first_not_of(' ') == std::string::npos) {
+        return "must not be blank (it has only spaces)";
+    }
+    // Names go to terminals, titles and file names in one line: a newline or an escape would
+    // break the line or reach the terminal as a command.
+    const auto at = std::find_if(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7F;
+    });
+    if (at == text.end()) {
+        return std::nullopt;
+    }
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*at));
+    return std::string("must be one line of printable text; it has the control character ") + code +
+           " at byte " + std::to_string(at - text.begin() + 1);
+}
+
 void FieldReader::report(const std::string& path, std::string message, bool at_key) {
     issues_->push_back(ConfigIssue{path, std::move(message), 0, 0});
     const TextPos pos = issuePosition(positions_, path, at_key);
@@ -221,24 +243,8 @@ Field<std::string> FieldReader::readString(const Section& s, std::string_view ke
         return {};
     }
     const std::string& text = v->get_ref<const std::string&>();
-    if (text.empty()) {
-        report(path, "must not be empty", false);
-        return {};
-    }
-    // Names go to terminals, titles and file names in one line: a newline or an escape would
-    // break the line or reach the terminal as a command.
-    if (const auto at = std::find_if(text.begin(), text.end(),
-                                     [](char c) {
-                                         const auto u = static_cast<unsigned char>(c);
-                                         return u < 0x20 || u == 0x7F;
-                                     });
-        at != text.end()) {
-        char code[8];
-        std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*at));
-        report(path,
-               std::string("must be one line of printable text; it has the control character ") +
-                   code + " at byte " + std::to_string(at - text.begin() + 1),
-               false);
+    if (const auto problem = lineProblem(text)) {
+        report(path, *problem, false);
         return {};
     }
     return ok(text, true);

@@ -64,6 +64,9 @@ inline constexpr Sane kLearningRate{1e-12, 1, "1e-12", nullptr};
 // Times in microseconds (latency, cost tables): at most 1e9 µs, about 17 minutes.
 inline constexpr Sane kMicroseconds{0, 1e9, nullptr, "1e9"};
 
+// Why `text` cannot be a name or label (empty, only spaces, a control character), or nullopt.
+std::optional<std::string> lineProblem(const std::string& text);
+
 class FieldReader {
   public:
     FieldReader(const PositionMap& positions, std::vector<ConfigIssue>* issues)

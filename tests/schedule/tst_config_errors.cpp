@@ -358,6 +358,25 @@ void TstConfigErrors::invalidDocuments_data() {
     QTest::newRow("variant sets compare")
         << doc(R"("compare": [{"label": "a", "set": {"compare": []}}])")
         << QStringLiteral(R"(compare[0].set.compare: a variant cannot set "compare")");
+    // A label names a table row and a trace file: one line of printable text, not blank, short
+    // enough for a file name. (A line break in it broke the table and failed every variant's
+    // run with a message about its name.)
+    QTest::newRow("variant label with a line break")
+        << doc(R"("compare": [{"label": "a\nb", "set": {}}])")
+        << QStringLiteral(
+               "compare[0].label: must be one line of printable text; it has the "
+               "control character 0x0A at byte 2");
+    QTest::newRow("variant label blank")
+        << doc(R"("compare": [{"label": "   ", "set": {}}])")
+        << QStringLiteral("compare[0].label: must not be blank (it has only spaces)");
+    QTest::newRow("variant label too long")
+        << doc(qPrintable(QStringLiteral(R"("compare": [{"label": "%1", "set": {}}])")
+                              .arg(QString(101, QLatin1Char('L')))))
+        << QStringLiteral(
+               "compare[0].label: must be at most 100 bytes long (it becomes part of "
+               "the variant's trace file name), got 101");
+    QTest::newRow("name blank") << doc(R"("name": "  ")")
+                                << QStringLiteral("name: must not be blank (it has only spaces)");
 }
 
 void TstConfigErrors::invalidDocuments() {
@@ -416,6 +435,16 @@ void TstConfigErrors::syntaxErrors_data() {
         "1:7: syntax error: number 4000000000000000000000000000000000000... is out of range");
     row("number out of range before a line break", "{\"a\": 1e400\n, \"b\": 2}",
         "1:7: syntax error: number 1e400 is out of range");
+    // Minified: the comma after the number is not part of it.
+    row("number out of range before a comma", R"({"a": 1e999, "b": 2})",
+        "1:7: syntax error: number 1e999 is out of range");
+    // A file saved as UTF-16 says so, rather than showing its byte-order mark as two characters.
+    row("utf-16", QByteArray("\xff\xfe{\0}\0", 6),
+        "1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it "
+        "as UTF-8");
+    row("utf-16 big-endian", QByteArray("\xfe\xff\0{\0}", 6),
+        "1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it "
+        "as UTF-8");
     row("long key without colon", "{\"" + QByteArray(100, 'k') + "\" 1}",
         "1:105: syntax error: expected ':' after the key "
         "\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\", got '1'");
