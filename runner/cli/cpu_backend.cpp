@@ -124,6 +124,7 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
     fp32.model.dtype = schedule::DType::FP32;
     sim::SimOptions so;
     so.schedule = &schedule;
+    so.iterations = 1;  // the memory of one iteration; a real run's clock is not simulated
     auto out = sim::simulate(fp32, so);
     if (!out.result) {
         *error = out.error;
