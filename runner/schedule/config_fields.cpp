@@ -1,8 +1,10 @@
 #include "config_fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace pipescope::schedule::detail {
@@ -13,6 +15,27 @@ constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
 std::string parentPath(const std::string& path) {
     const auto dot = path.rfind('.');
     return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+// A string where a number belongs that reads as one JSON cannot hold: --set
+// run.learning_rate=1e999 or "inf" becomes a string (config.md, "Overrides"), and "got
+// \"1e999\"" alone does not say why.
+std::string numberLikeHint(const Json& v) {
+    if (!v.is_string()) {
+        return {};
+    }
+    const std::string& text = v.get_ref<const std::string&>();
+    if (text.empty() || text.front() == ' ' || text.size() > 400) {
+        return {};
+    }
+    char* end = nullptr;
+    const double d = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || std::isfinite(d)) {
+        return {};
+    }
+    const bool digits = std::isdigit(static_cast<unsigned char>(text.back())) != 0;
+    return digits ? " (beyond the range of a number, about 1.8e308)"
+                  : " (JSON has no NaN or infinity)";
 }
 
 }  // namespace
@@ -117,7 +140,10 @@ std::optional<std::int64_t> FieldReader::checkInt(const std::string& path, const
                        std::to_string(static_cast<std::int64_t>(d)) + ")";
             }
         }
-        report(path, "must be " + std::string(what) + ", got " + describeValue(v) + hint, false);
+        report(
+            path,
+            "must be " + std::string(what) + ", got " + describeValue(v) + hint + numberLikeHint(v),
+            false);
         return std::nullopt;
     }
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
@@ -170,7 +196,9 @@ Field<std::optional<int>> FieldReader::readNullableInt(const Section& s, std::st
 bool FieldReader::checkNumber(const std::string& path, const Json& v, Bound bound,
                               std::string_view what, const Sane& sane) {
     if (!v.is_number()) {
-        report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
+        report(path,
+               "must be " + std::string(what) + ", got " + describeValue(v) + numberLikeHint(v),
+               false);
         return false;
     }
     const double d = v.get<double>();

@@ -203,6 +203,15 @@ void TstConfigErrors::invalidValues_data() {
         "run.learning_rate: must be at least 1e-12, got 1e-20");
     row("learning rate string", {R"(run.learning_rate="0.001")"},
         R"(run.learning_rate: must be a number, got "0.001")");
+    // A number JSON cannot hold becomes a string in an override; the message says why.
+    row("number beyond a double", {"run.learning_rate=1e999"},
+        R"(run.learning_rate: must be a number, got "1e999" (beyond the range of a number, about 1.8e308))");
+    row("integer beyond a double", {"model.layers=-1e400"},
+        R"(model.layers: must be an integer, got "-1e400" (beyond the range of a number, about 1.8e308))");
+    row("infinity", {"hardware.latency_us=inf"},
+        R"(hardware.latency_us: must be a number, got "inf" (JSON has no NaN or infinity))");
+    row("NaN", {"model.layers=NaN"},
+        R"(model.layers: must be an integer, got "NaN" (JSON has no NaN or infinity))");
     row("peak zero", {"hardware.peak_tflops=0"},
         "hardware.peak_tflops: must be greater than 0, got 0");
     row("peak string", {R"(hardware.peak_tflops="fast")"},
