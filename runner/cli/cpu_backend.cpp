@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -409,6 +410,11 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                                        : ")\n");
     }
 #endif
+    // A loss far above a uniform guess over the vocabulary (ln V, about where training starts)
+    // is a training that diverges: the numbers alone said nothing of it (run.learning_rate = 1
+    // took the small presets from 8.3 to 140). Said once, with the likely cause.
+    const double uniform_loss = std::log(static_cast<double>(config.model.vocab));
+    bool diverging = false;
     eo.on_iteration = [&](int it, double loss, double seconds) {
 #if PIPESCOPE_HAVE_CUDA
         if (gpu_trace) {
@@ -430,6 +436,21 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         }
         human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms\n"
               << std::flush;
+        if (!diverging && loss > 2 * uniform_loss) {  // (false for NaN: another process's)
+            diverging = true;
+            char text[300];
+            std::snprintf(text, sizeof text,
+                          "iteration %d: the loss (%.4g) is more than twice that of a uniform "
+                          "guess over the vocabulary (ln %lld = %.4g): the training diverges; the "
+                          "learning rate (run.learning_rate = %g) is probably too large",
+                          it, loss, static_cast<long long>(config.model.vocab), uniform_loss,
+                          eo.adamw.lr);
+            if (o.progress_jsonl) {
+                progressEvent(o, {{"event", "warning"}, {"message", text}});
+            } else {
+                std::cerr << "pipescope-run: warning: " << text << "\n";
+            }
+        }
     };
     exec::PipelineExecutor executor(config, schedule, eo);
     exec::ExecResult result = executor.run();
