@@ -123,7 +123,10 @@ TraceStatus TraceReader::open(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec)) {
-        return TraceStatus::error(Code::NotFound, path + ": no such file");
+        // exists() is false too when the path cannot be looked up at all (a name longer than
+        // the file system allows, a folder on the way that cannot be searched): say why.
+        return ec ? TraceStatus::error(Code::IoError, path + ": cannot open: " + ec.message())
+                  : TraceStatus::error(Code::NotFound, path + ": no such file");
     }
     if (fs::is_directory(path, ec)) {
         return TraceStatus::error(Code::BadInput, path + ": is a directory, not a trace file");

@@ -117,6 +117,7 @@ class TstTraceRoundtrip : public QObject {
     void refusesNewerSchema();
     void checksSchemaVersionText_data();
     void checksSchemaVersionText();
+    void namesWhyAPathCannotBeOpened();
     void opCorrelationTiesRecordsToOps();
     void tracesWithoutOpCorrelationStillRead();
     void recognisesForeignFiles_data();
@@ -404,6 +405,22 @@ void TstTraceRoundtrip::checksSchemaVersionText_data() {
                             << int(TraceStatus::Code::Ok) << QString();
     QTest::newRow("version 1 file") << QStringLiteral("PRAGMA user_version = 1; ") + set("1")
                                     << int(TraceStatus::Code::Ok) << QString();
+}
+
+void TstTraceRoundtrip::namesWhyAPathCannotBeOpened() {
+    // A name longer than the file system allows was reported as "no such file".
+    const std::string long_name = dir_.filePath(QString(300, QLatin1Char('x'))).toStdString();
+    TraceReader r;
+    auto st = r.open(long_name);
+    QCOMPARE(int(st.code), int(TraceStatus::Code::IoError));
+    // (The reason is the system's, in its language: "File name too long".)
+    QVERIFY2(QString::fromStdString(st.message).contains("xxx: cannot open: ") &&
+                 !QString::fromStdString(st.message).contains("no such file"),
+             st.message.c_str());
+    st = r.open(dir_.filePath("absent.db").toStdString());
+    QCOMPARE(int(st.code), int(TraceStatus::Code::NotFound));
+    QVERIFY2(QString::fromStdString(st.message).endsWith("absent.db: no such file"),
+             st.message.c_str());
 }
 
 void TstTraceRoundtrip::checksSchemaVersionText() {
