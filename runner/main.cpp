@@ -200,13 +200,15 @@ int runCompare(const cli::Options& o, const schedule::Config& base, int iteratio
     std::vector<sim::SimResult> results;
     std::vector<cli::Row> rows;
     results.reserve(base.compare.size());
+    sim::SimOptions compare_options;
+    compare_options.iterations = o.iterations.value_or(0);
     for (std::size_t i = 0; i < base.compare.size(); ++i) {
         const auto& v = base.compare[i];
         auto cfg = schedule::applyVariant(base, v);
         cli::Row row{{v.label}, nullptr, {}};
         if (!cfg.ok()) {
             row.error = cfg.errorText();
-        } else if (auto out = sim::simulate(*cfg.config); !out.result) {
+        } else if (auto out = sim::simulate(*cfg.config, compare_options); !out.result) {
             row.error = out.error;
         } else {
             results.push_back(std::move(*out.result));
@@ -492,6 +494,7 @@ int run(int argc, char** argv) {
     }
     sim::SimOptions so;
     so.schedule = given ? &*given : nullptr;
+    so.iterations = o.iterations.value_or(0);  // the trace holds these, not run.iterations
     auto outcome = sim::simulate(config, so);
     if (!outcome.result) {
         std::cerr << "pipescope-run: " << outcome.error << "\n";

@@ -258,7 +258,11 @@ void RunnerProcess::readStderr() {
             line.chop(1);
         }
         if (line.startsWith(QLatin1String("pipescope-run: "))) {
-            runner_messages_ << line.mid(15);
+            // The page puts "The run failed: " in front of the message: the runner's own would
+            // say it twice.
+            const QString text = line.mid(15);
+            runner_messages_ << (text.startsWith(QLatin1String("the run failed: ")) ? text.mid(16)
+                                                                                    : text);
         }
         log_ << line;
         emit logLine(line);

@@ -57,6 +57,57 @@ std::int64_t metaInt(const Db& db, const char* key, std::int64_t fallback) {
     return fallback;
 }
 
+// A meta value as a message quotes it: printable, and short whatever the file holds.
+std::string quoteMeta(const std::string& value) {
+    std::string out = "\"";
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        if (i == 40) {
+            return out + "...\"";
+        }
+        const auto c = static_cast<unsigned char>(value[i]);
+        out += c < 0x20 || c >= 0x7F ? '?' : value[i];
+    }
+    return out + "\"";
+}
+
+// pipescope_meta.schema_version repeats PRAGMA user_version (`version`) as text. Absent is fine
+// (the pragma decides); present, it must be the same whole number, or the file was damaged or
+// edited, and one newer than this build knows is refused as the pragma is.
+TraceStatus checkSchemaVersionText(const Db& db, const std::string& path, std::int64_t version) {
+    Stmt s(db, "SELECT value FROM pipescope_meta WHERE key = ?");
+    s.bind(1, std::string_view(detail::kMetaSchemaVersion));
+    if (!s.valid() || s.step() != SQLITE_ROW) {
+        return TraceStatus::success();
+    }
+    const std::string text = s.text(0);
+    const auto damaged = [&](const std::string& why) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  path + ": its schema version (pipescope_meta.schema_version) " +
+                                      quoteMeta(text) + " " + why + ": the file is damaged");
+    };
+    const bool digits = !text.empty() && std::all_of(text.begin(), text.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+        return damaged("is not a version number");
+    }
+    const std::size_t first = std::min(text.find_first_not_of('0'), text.size() - 1);
+    if (text.size() - first > 9) {
+        return damaged("is not a version any PipeScope writes");
+    }
+    const std::int64_t stated = std::stoll(text);
+    if (stated > kSchemaVersion) {
+        return TraceStatus::error(TraceStatus::Code::NewerVersion,
+                                  path + ": written by a newer PipeScope (trace schema version " +
+                                      text + "; this build reads up to version " +
+                                      std::to_string(kSchemaVersion) + "): update PipeScope");
+    }
+    if (stated != version) {
+        return damaged("disagrees with the file's PRAGMA user_version (" + std::to_string(version) +
+                       ")");
+    }
+    return TraceStatus::success();
+}
+
 }  // namespace
 
 TraceReader::TraceReader() : impl_(std::make_unique<Impl>()) {}
@@ -72,7 +123,10 @@ TraceStatus TraceReader::open(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec)) {
-        return TraceStatus::error(Code::NotFound, path + ": no such file");
+        // exists() is false too when the path cannot be looked up at all (a name longer than
+        // the file system allows, a folder on the way that cannot be searched): say why.
+        return ec ? TraceStatus::error(Code::IoError, path + ": cannot open: " + ec.message())
+                  : TraceStatus::error(Code::NotFound, path + ": no such file");
     }
     if (fs::is_directory(path, ec)) {
         return TraceStatus::error(Code::BadInput, path + ": is a directory, not a trace file");
@@ -175,6 +229,9 @@ TraceStatus TraceReader::open(const std::string& path) {
     if (version < 1) {
         return TraceStatus::error(Code::NotPipeScope,
                                   path + ": has a pipescope_meta table but no schema version");
+    }
+    if (TraceStatus st = checkSchemaVersionText(d.db, path, version); !st.ok()) {
+        return st;
     }
     Stmt run(d.db,
              "SELECT name, config_json, backend, status, message, start_ns, end_ns, host, "

@@ -389,7 +389,7 @@ int createSchema(Db& db, std::string* error) {
     sql += kPipeScopeSql;
     sql += "INSERT INTO pipescope_meta VALUES ('" + std::string(kMetaFormat) + "', '" +
            kFormatName + "');\n";
-    sql += "INSERT INTO pipescope_meta VALUES ('schema_version', '" +
+    sql += "INSERT INTO pipescope_meta VALUES ('" + std::string(kMetaSchemaVersion) + "', '" +
            std::to_string(kSchemaVersion) + "');\n";
     sql += "INSERT INTO pipescope_meta VALUES ('" + std::string(kMetaLodBaseNs) + "', '" +
            std::to_string(kLodBaseNs) + "');\n";

@@ -20,8 +20,9 @@ extern const char* const kIndexSql;
 inline constexpr const char* kNsightSchemaVersion = "3.15.1";
 
 // Keys of pipescope_meta.
-inline constexpr const char* kMetaFormat = "format";        // "pipescope-trace"
-inline constexpr const char* kMetaFinalized = "finalized";  // "1" once indexes + LOD exist
+inline constexpr const char* kMetaFormat = "format";                 // "pipescope-trace"
+inline constexpr const char* kMetaSchemaVersion = "schema_version";  // PRAGMA user_version
+inline constexpr const char* kMetaFinalized = "finalized";           // "1" once indexes + LOD exist
 inline constexpr const char* kMetaLodBaseNs = "lod_base_ns";
 inline constexpr const char* kMetaRunId = "run_id";    // RunInfo::run_id, when set
 inline constexpr const char* kMetaBootId = "boot_id";  // RunInfo::boot_id, when set

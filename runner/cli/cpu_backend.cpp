@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -124,6 +125,7 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
     fp32.model.dtype = schedule::DType::FP32;
     sim::SimOptions so;
     so.schedule = &schedule;
+    so.iterations = 1;  // the memory of one iteration; a real run's clock is not simulated
     auto out = sim::simulate(fp32, so);
     if (!out.result) {
         *error = out.error;
@@ -408,6 +410,11 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                                        : ")\n");
     }
 #endif
+    // A loss far above a uniform guess over the vocabulary (ln V, about where training starts)
+    // is a training that diverges: the numbers alone said nothing of it (run.learning_rate = 1
+    // took the small presets from 8.3 to 140). Said once, with the likely cause.
+    const double uniform_loss = std::log(static_cast<double>(config.model.vocab));
+    bool diverging = false;
     eo.on_iteration = [&](int it, double loss, double seconds) {
 #if PIPESCOPE_HAVE_CUDA
         if (gpu_trace) {
@@ -429,6 +436,21 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         }
         human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms\n"
               << std::flush;
+        if (!diverging && loss > 2 * uniform_loss) {  // (false for NaN: another process's)
+            diverging = true;
+            char text[300];
+            std::snprintf(text, sizeof text,
+                          "iteration %d: the loss (%.4g) is more than twice that of a uniform "
+                          "guess over the vocabulary (ln %lld = %.4g): the training diverges; the "
+                          "learning rate (run.learning_rate = %g) is probably too large",
+                          it, loss, static_cast<long long>(config.model.vocab), uniform_loss,
+                          eo.adamw.lr);
+            if (o.progress_jsonl) {
+                progressEvent(o, {{"event", "warning"}, {"message", text}});
+            } else {
+                std::cerr << "pipescope-run: warning: " << text << "\n";
+            }
+        }
     };
     exec::PipelineExecutor executor(config, schedule, eo);
     exec::ExecResult result = executor.run();

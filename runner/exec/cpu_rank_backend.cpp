@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include <pipescope/exec/cpu_rank_backend.h>
 #include <pipescope/exec/vocab_layers.h>
@@ -137,9 +139,42 @@ void CpuRankBackend::zeroGrads() {
     exec::zeroGrads<float>(model_->params());
 }
 
+namespace {
+
+// The first element of `x` that is NaN or infinite, described ("NaN"), or empty when all are
+// finite.
+std::string nonFinite(const std::vector<float>& x) {
+    const auto bad = std::find_if(x.begin(), x.end(), [](float f) { return !std::isfinite(f); });
+    if (bad == x.end()) {
+        return {};
+    }
+    return std::isnan(*bad) ? "NaN" : "infinite";
+}
+
+}  // namespace
+
 void CpuRankBackend::optimizerStep(const kernels::cpu::AdamWConfig& config, std::int64_t step) {
     const std::vector<Param<float>*> params = model_->params();
     adamw<float>(params, config, step);
+    // A weight that is not finite makes every later loss NaN: stop at the step that did it,
+    // the last iteration's included, with what went wrong and the likely cause.
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", config.lr);
+    for (const auto& [name, p] : model_->namedParams()) {
+        if (const std::string what = nonFinite(p->grad); !what.empty()) {
+            throw std::runtime_error(
+                "the gradient of " + name + " is " + what +
+                (step > 1
+                     ? ": the training diverged; the learning rate (run.learning_rate = " +
+                           std::string(lr) + ") is probably too large"
+                     : " before any optimizer step: the initial model's values overflow fp32"));
+        }
+        if (const std::string what = nonFinite(p->value); !what.empty()) {
+            throw std::runtime_error("the optimizer step made the weights of " + name + " " + what +
+                                     ": the learning rate (run.learning_rate = " + lr +
+                                     ") is too large");
+        }
+    }
 }
 
 }  // namespace pipescope::exec

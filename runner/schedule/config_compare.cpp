@@ -1,7 +1,9 @@
 // The "compare" list: each variant is checked as the config it would produce, so that a preset
 // cannot promise a comparison that fails only when someone runs it.
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "config_fields.h"
 #include "config_keys.h"
@@ -48,6 +50,21 @@ void reportVariantIssues(const std::vector<ConfigIssue>& found, const Variant& v
     }
 }
 
+// A label names its variant's row in tables and its trace file (BASE-LABEL.db, a byte of the
+// file name for each byte of the label): one line, and short enough for a file name.
+std::optional<std::string> labelProblem(const std::string& label) {
+    constexpr std::size_t kMaxBytes = 100;
+    if (auto problem = lineProblem(label)) {
+        return problem;
+    }
+    if (label.size() > kMaxBytes) {
+        return "must be at most " + std::to_string(kMaxBytes) +
+               " bytes long (it becomes part of the variant's trace file name), got " +
+               std::to_string(label.size());
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 void validateCompare(const Json& doc, const PositionMap& positions,
@@ -85,6 +102,9 @@ void validateCompare(const Json& doc, const PositionMap& positions,
         } else if (!label->is_string() || label->get_ref<const std::string&>().empty()) {
             reader.report(path + ".label",
                           "must be a non-empty string, got " + describeValue(*label), false);
+            usable = false;
+        } else if (const auto problem = labelProblem(label->get_ref<const std::string&>())) {
+            reader.report(path + ".label", *problem, false);
             usable = false;
         } else {
             variant.label = label->get<std::string>();

@@ -1,8 +1,10 @@
 #include "config_fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace pipescope::schedule::detail {
@@ -15,7 +17,50 @@ std::string parentPath(const std::string& path) {
     return dot == std::string::npos ? std::string() : path.substr(0, dot);
 }
 
+// A string where a number belongs that reads as one JSON cannot hold: --set
+// run.learning_rate=1e999 or "inf" becomes a string (config.md, "Overrides"), and "got
+// \"1e999\"" alone does not say why.
+std::string numberLikeHint(const Json& v) {
+    if (!v.is_string()) {
+        return {};
+    }
+    const std::string& text = v.get_ref<const std::string&>();
+    if (text.empty() || text.front() == ' ' || text.size() > 400) {
+        return {};
+    }
+    char* end = nullptr;
+    const double d = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || std::isfinite(d)) {
+        return {};
+    }
+    const bool digits = std::isdigit(static_cast<unsigned char>(text.back())) != 0;
+    return digits ? " (beyond the range of a number, about 1.8e308)"
+                  : " (JSON has no NaN or infinity)";
+}
+
 }  // namespace
+
+std::optional<std::string> lineProblem(const std::string& text) {
+    if (text.empty()) {
+        return "must not be empty";
+    }
+    if (text.find_first_not_of(' ') == std::string::npos) {
+        return "must not be blank (it has only spaces)";
+    }
+    // Names go to terminals, titles and file names in one line: a newline or an escape would
+    // break the line or reach the terminal as a command.
+    const auto at = std::find_if(text.begin(), text.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7F;
+    });
+    if (at == text.end()) {
+        return std::nullopt;
+    }
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*at));
+    return std::string("must be one line of printable text; it has the control character ") + code +
+           " at byte " + std::to_string(at - text.begin() + 1);
+}
 
 void FieldReader::report(const std::string& path, std::string message, bool at_key) {
     issues_->push_back(ConfigIssue{path, std::move(message), 0, 0});
@@ -95,7 +140,10 @@ std::optional<std::int64_t> FieldReader::checkInt(const std::string& path, const
                        std::to_string(static_cast<std::int64_t>(d)) + ")";
             }
         }
-        report(path, "must be " + std::string(what) + ", got " + describeValue(v) + hint, false);
+        report(
+            path,
+            "must be " + std::string(what) + ", got " + describeValue(v) + hint + numberLikeHint(v),
+            false);
         return std::nullopt;
     }
     if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
@@ -148,7 +196,9 @@ Field<std::optional<int>> FieldReader::readNullableInt(const Section& s, std::st
 bool FieldReader::checkNumber(const std::string& path, const Json& v, Bound bound,
                               std::string_view what, const Sane& sane) {
     if (!v.is_number()) {
-        report(path, "must be " + std::string(what) + ", got " + describeValue(v), false);
+        report(path,
+               "must be " + std::string(what) + ", got " + describeValue(v) + numberLikeHint(v),
+               false);
         return false;
     }
     const double d = v.get<double>();
@@ -221,24 +271,8 @@ Field<std::string> FieldReader::readString(const Section& s, std::string_view ke
         return {};
     }
     const std::string& text = v->get_ref<const std::string&>();
-    if (text.empty()) {
-        report(path, "must not be empty", false);
-        return {};
-    }
-    // Names go to terminals, titles and file names in one line: a newline or an escape would
-    // break the line or reach the terminal as a command.
-    if (const auto at = std::find_if(text.begin(), text.end(),
-                                     [](char c) {
-                                         const auto u = static_cast<unsigned char>(c);
-                                         return u < 0x20 || u == 0x7F;
-                                     });
-        at != text.end()) {
-        char code[8];
-        std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*at));
-        report(path,
-               std::string("must be one line of printable text; it has the control character ") +
-                   code + " at byte " + std::to_string(at - text.begin() + 1),
-               false);
+    if (const auto problem = lineProblem(text)) {
+        report(path, *problem, false);
         return {};
     }
     return ok(text, true);

@@ -57,8 +57,15 @@ inline constexpr Sane kHardwareRate{1e-6, 0, "1e-6", nullptr};
 inline constexpr Sane kMemoryGib{1e-6, 1e9, "1e-6", "1e9"};
 // gemm_efficiency: a fraction, but not a vanishing one.
 inline constexpr Sane kEfficiency{1e-6, 1, "1e-6", nullptr};
+// run.learning_rate: AdamW's step size, at most 1 (each step then moves a weight by about 1,
+// fifty times the initial weights' spread; 1e308 made every weight infinite in one step) and
+// at least 1e-12 (below it no fp32 weight changes at all).
+inline constexpr Sane kLearningRate{1e-12, 1, "1e-12", nullptr};
 // Times in microseconds (latency, cost tables): at most 1e9 µs, about 17 minutes.
 inline constexpr Sane kMicroseconds{0, 1e9, nullptr, "1e9"};
+
+// Why `text` cannot be a name or label (empty, only spaces, a control character), or nullopt.
+std::optional<std::string> lineProblem(const std::string& text);
 
 class FieldReader {
   public:

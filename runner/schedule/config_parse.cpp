@@ -69,6 +69,11 @@ namespace {
 
 constexpr std::size_t kMaxIssues = 100;
 
+// An issue that suggests a fix (unknown key or name, "did you mean ...?").
+bool hasSuggestion(const ConfigIssue& issue) {
+    return issue.message.find("(did you mean \"") != std::string::npos;
+}
+
 std::string dumpJson(const Json& value, int indent) {
     return value.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
@@ -213,15 +218,33 @@ ParseResult finish(detail::JsonReadResult doc, const std::vector<Override>& over
     result.issues.insert(result.issues.end(), std::make_move_iterator(found.begin()),
                          std::make_move_iterator(found.end()));
     // A generated or mangled file can have thousands of issues; past the first ones they are
-    // noise, and printing them all costs more than finding them.
+    // noise, and printing them all costs more than finding them. An issue with a "did you mean"
+    // is kept past the cap (up to as many again): a misspelt key is often the one mistake
+    // behind the others, its fix is a word away, and the file can have it anywhere.
     if (result.issues.size() > kMaxIssues) {
-        const std::size_t more = result.issues.size() - kMaxIssues;
+        std::vector<ConfigIssue> extra;
+        std::size_t more = 0;
+        for (std::size_t i = kMaxIssues; i < result.issues.size(); ++i) {
+            if (extra.size() < kMaxIssues && hasSuggestion(result.issues[i])) {
+                extra.push_back(std::move(result.issues[i]));
+            } else {
+                ++more;
+            }
+        }
         result.issues.resize(kMaxIssues);
-        result.issues.push_back(ConfigIssue{"",
-                                            "and " + std::to_string(more) +
-                                                " more issues (only the first " +
-                                                std::to_string(kMaxIssues) + " are listed)",
-                                            0, 0});
+        result.issues.insert(result.issues.end(), std::make_move_iterator(extra.begin()),
+                             std::make_move_iterator(extra.end()));
+        if (more > 0) {
+            result.issues.push_back(ConfigIssue{
+                "",
+                "and " + std::to_string(more) + " more issues (only the first " +
+                    std::to_string(kMaxIssues) + " are listed" +
+                    (extra.empty() ? std::string()
+                                   : ", and the " + std::to_string(extra.size()) +
+                                         " after them with a \"did you mean\" suggestion") +
+                    ")",
+                0, 0});
+        }
     }
     if (result.issues.empty()) {
         result.config = std::move(v.config);

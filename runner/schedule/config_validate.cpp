@@ -245,7 +245,8 @@ class Validator : private FieldReader {
         run_warmup_ = readInt(s, "warmup", 0, 1);
         out_.config.run.iterations = run_iterations_.value;
         out_.config.run.warmup = run_warmup_.value;
-        if (const auto lr = readNumber(s, "learning_rate", Bound::Positive, 1e-3); lr.valid) {
+        if (const auto lr = readNumber(s, "learning_rate", Bound::Fraction, 1e-3, kLearningRate);
+            lr.valid) {
             out_.config.run.learning_rate = lr.value;
         }
         const Json* v = member(s, "seed");

@@ -394,7 +394,9 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
         return {at, std::string("trailing comma before '") + c + "'; remove it"};
     }
     if (has(detail, "number overflow")) {
-        return {at, "number " + shortText(tok) + " is out of range"};
+        // The token runs on to the next one's start: leave out the ',' or ':' after the number.
+        return {at,
+                "number " + shortText(tok.substr(0, tok.find_first_of(",:"))) + " is out of range"};
     }
     if (c == '"' && has(detail, "invalid string")) {
         if (has(detail, "missing closing quote")) {
@@ -486,6 +488,16 @@ Explained explain(std::string_view text, const std::vector<std::size_t>& starts,
 }  // namespace
 
 JsonReadResult readJson(std::string_view text) {
+    // nlohmann reads UTF-8 only; a file saved as UTF-16 (Windows editors, PowerShell's '>')
+    // would fail on its first byte with a message that shows two unreadable characters.
+    if (text.substr(0, 2) == "\xFF\xFE" || text.substr(0, 2) == "\xFE\xFF") {
+        JsonReadResult result;
+        result.error =
+            JsonSyntaxError{TextPos{1, 1},
+                            "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it "
+                            "as UTF-8"};
+        return result;
+    }
     const std::vector<std::size_t> starts = tokenStarts(text);
     TextIndex index(text);
     JsonReadResult result;

@@ -105,7 +105,7 @@ IterationSpread timeWithRecordedSpread(const SimResult& res, const OpTimeSamples
 // overflow them, naming what to change, else empty. An iteration that fits times a run.iterations
 // that does not is run.iterations' fault (before, the message blamed the model's sizes and said
 // "one iteration takes 0 days").
-std::string beyondTheClock(double iteration, int iterations) {
+std::string beyondTheClock(double iteration, int iterations, const std::string& key) {
     const double n = std::max(1, iterations);
     if (iteration * 1e9 * n < kMaxSimulatedNs) {
         return {};
@@ -116,9 +116,9 @@ std::string beyondTheClock(double iteration, int iterations) {
         char shown[64];
         std::snprintf(shown, sizeof shown, "%.3g s each come to %.3g years", iteration,
                       iteration * n / 86400.0 / 365.0);
-        return "run.iterations: " + std::to_string(iterations) + " iterations of " + shown +
+        return key + ": " + std::to_string(iterations) + " iterations of " + shown +
                " of simulated time, beyond what a trace's nanosecond clock holds (about " + years +
-               "); lower run.iterations";
+               "); lower " + key;
     }
     // In double: llround of 1e30 days gave -9223372036854775808.
     const double days = iteration / 86400.0;
@@ -155,13 +155,23 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
     // Refused before anything is built: a schedule this size would not fit in memory.
     const double estimate = estimatedOps(input);
     if (estimate > static_cast<double>(kMaxSimulatedOps)) {
-        outcome.error = "parallel.microbatches: " + std::to_string(input.parallel.microbatches) +
-                        " micro-batches on " + std::to_string(input.parallel.pipeline) +
-                        " stages make about " + std::to_string(std::llround(estimate / 1e6)) +
-                        " million ops; the simulator takes at most " +
-                        std::to_string(kMaxSimulatedOps / 1'000'000) +
-                        " million per iteration (lower parallel.microbatches or "
-                        "parallel.pipeline)";
+        // interleaved-1f1b's chunks per rank multiply the ops too: 8 micro-batches with a
+        // billion virtual stages were blamed on parallel.microbatches alone.
+        const bool chunks = input.parallel.schedule == schedule::ScheduleKind::Interleaved1F1B;
+        const std::string limit = " million ops; the simulator takes at most " +
+                                  std::to_string(kMaxSimulatedOps / 1'000'000) +
+                                  " million per iteration (lower ";
+        const std::string stages = std::to_string(input.parallel.pipeline) + " stages";
+        const std::string microbatches =
+            std::to_string(input.parallel.microbatches) + " micro-batches";
+        const std::string millions = std::to_string(std::llround(estimate / 1e6));
+        outcome.error =
+            chunks ? "parallel.virtual_stages: " + std::to_string(input.parallel.virtual_stages) +
+                         " model chunks per rank on " + stages + " with " + microbatches +
+                         " make about " + millions + limit +
+                         "parallel.virtual_stages, parallel.microbatches or parallel.pipeline)"
+                   : "parallel.microbatches: " + microbatches + " on " + stages + " make about " +
+                         millions + limit + "parallel.microbatches or parallel.pipeline)";
         return outcome;
     }
     schedule::Config config = input;
@@ -176,11 +186,12 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         }
     }
     if (options.schedule) {
-        return simulateSchedule(config, *options.schedule, true, options.cancel);
+        return simulateSchedule(config, *options.schedule, true, options.cancel,
+                                options.iterations);
     }
     if (recorded) {
         auto out = simulateSchedule(config, std::move(*recorded), options.validate_generated,
-                                    options.cancel);
+                                    options.cancel, options.iterations);
         if (out.result && !samples.empty()) {
             out.result->spread = timeWithRecordedSpread(*out.result, samples);
         }
@@ -202,7 +213,7 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
         return outcome;
     }
     auto out = simulateSchedule(config, std::move(*g.schedule), options.validate_generated,
-                                options.cancel);
+                                options.cancel, options.iterations);
     if (!out.result && out.error.rfind("schedule:", 0) == 0) {
         out.error = "internal error, the generated schedule is invalid: " + out.error;
     }
@@ -210,7 +221,7 @@ SimOutcome simulate(const schedule::Config& input, const SimOptions& options) {
 }
 
 SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
-                            bool validate, const std::atomic<bool>* cancel) {
+                            bool validate, const std::atomic<bool>* cancel, int iterations) {
     SimOutcome outcome;
     const auto stopped = [&] {
         if (cancel && cancel->load(std::memory_order_relaxed)) {
@@ -260,7 +271,10 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
         iteration = std::max(iteration, t.end);
     }
     res.iteration_time_s = iteration;
-    if (std::string why = beyondTheClock(iteration, config.run.iterations); !why.empty()) {
+    if (std::string why = iterations > 0
+                              ? beyondTheClock(iteration, iterations, "--iterations")
+                              : beyondTheClock(iteration, config.run.iterations, "run.iterations");
+        !why.empty()) {
         outcome.error = std::move(why);
         return outcome;
     }

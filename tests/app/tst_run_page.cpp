@@ -92,6 +92,7 @@ class TstRunPage : public QObject {
     void cancelMidRunLeavesACancelledTrace();
     void closingMidRunKeepsTheLog();
     void runnerErrorIsShown();
+    void divergedRunIsShown();
     void runnerWarningIsShown();
     void naiveAndVocab2OpensTheComparison();
     void predictedVersusMeasured();
@@ -302,6 +303,46 @@ void TstRunPage::runnerErrorIsShown() {
     QCOMPARE(bar->value(), bar->maximum());
     QVERIFY2(page()->lossHint().startsWith(QStringLiteral("no loss: the run failed")),
              qPrintable(page()->lossHint()));
+}
+
+// A run that fails while it trains (a loss gone NaN) stops with the runner's message, which
+// names the iteration, the op and the likely cause (runner-cli.md): the page shows it once,
+// without the runner's "the run failed: " after its own. A stand-in for pipescope-run writes
+// what the runner writes, since no valid config makes a small model diverge to NaN.
+void TstRunPage::divergedRunIsShown() {
+    const QString message = QStringLiteral(
+        "iteration 1, rank 1, op 15 (L0): the loss is NaN (micro-batch 0): the training "
+        "diverged; the learning rate (run.learning_rate = 0.5) is probably too large");
+    const QString script = dir_.filePath(QStringLiteral("diverging-runner.sh"));
+    {
+        QFile f(script);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(
+            QStringLiteral("#!/bin/sh\n"
+                           "echo '{\"event\":\"started\",\"backend\":\"cpu\",\"config\":\"tiny\","
+                           "\"iterations\":3,\"ranks\":2}'\n"
+                           "echo '{\"event\":\"progress\",\"iteration\":1,\"of\":3,\"loss\":8.3,"
+                           "\"seconds\":0.01}'\n"
+                           "echo 'pipescope-run: the run failed: %1' >&2\n"
+                           "echo '{\"event\":\"finished\",\"status\":\"failed\",\"db\":null}'\n"
+                           "exit 4\n")
+                .arg(message)
+                .toUtf8());
+        QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+    }
+    QSignalSpy messages(page(), &app::RunPage::message);
+    qputenv("PIPESCOPE_RUNNER", script.toUtf8());
+    const app::RunOutcome out = runToEnd();
+    qputenv("PIPESCOPE_RUNNER", PIPESCOPE_BIN_DIR "/pipescope-run");
+    QVERIFY(out.status == app::RunOutcome::Status::Failed);
+    QCOMPARE(out.exit_code, 4);
+    QCOMPARE(out.message, message);
+    QCOMPARE(page()->lastError(), message);
+    QVERIFY(!messages.isEmpty());
+    QCOMPARE(messages.back().front().toString(), QStringLiteral("Run failed: ") + message);
+    QVERIFY(page()->log()->toPlainText().contains(
+        QStringLiteral("pipescope-run: the run failed: ") + message));
+    QVERIFY(!page()->busy());
 }
 
 void TstRunPage::runnerWarningIsShown() {

@@ -287,6 +287,38 @@ class TstExecPipeline : public QObject {
         }
     }
 
+    // A learning rate that blows the weights up: a step that makes them infinite stops the run
+    // at that step, even in the last iteration (no later loss would show it), and one that
+    // leaves them finite but huge stops it at the next loss; both name the likely cause.
+    void divergingTrainingNamesTheLearningRate() {
+        struct Case {
+            double lr;
+            int iterations;
+            const char* where;
+        };
+        for (const Case& k :
+             {Case{1e308, 1, "iteration 0, rank "}, Case{1e30, 3, "iteration 1, rank "}}) {
+            const auto c = tinyConfig(2, "1f1b", "vocab-2");
+            auto gen = schedule::generateSchedule(c);
+            QVERIFY(gen.schedule);
+            exec::ExecOptions eo;
+            eo.iterations = k.iterations;
+            eo.adamw.lr = k.lr;
+            exec::PipelineExecutor ex(c, *gen.schedule, eo);
+            const auto result = ex.run();
+            const QString m = QString::fromStdString(result.message);
+            QVERIFY2(result.status == exec::ExecResult::Status::Failed, qPrintable(m));
+            QVERIFY2(m.contains(k.where) && (m.contains("NaN") || m.contains("infinite")),
+                     qPrintable(m));
+            QVERIFY2(m.contains(QString("(run.learning_rate = %1) is").arg(k.lr, 0, 'g')),
+                     qPrintable(m));
+            if (k.iterations == 1) {
+                QVERIFY2(m.contains("(OPT): the optimizer step made the weights of "),
+                         qPrintable(m));
+            }
+        }
+    }
+
     // A cancel request stops every rank at its next op boundary.
     void cancelStopsEveryRank() {
         const auto c = tinyConfig(4, "1f1b", "vocab-1");

@@ -175,6 +175,41 @@ class TestRunCpu : public QObject {
         QVERIFY2(fp32.exit_code == 0 && !fp32.err.contains("warning"), qPrintable(describe(fp32)));
     }
 
+    void divergingLossIsWarned() {
+        // A learning rate the config allows but the model cannot take: the loss climbs far past
+        // a uniform guess (ln 4096 = 8.3) at once. The run says so, once, naming the key; a
+        // sane rate says nothing.
+        const QString db = path("diverging.db");
+        const QStringList base = {preset("small-2stage-vocab-2.json"),
+                                  "--backend",
+                                  "cpu",
+                                  "--iterations",
+                                  "4",
+                                  "--out",
+                                  db,
+                                  "--force"};
+        const ProcessResult r = runBinary(
+            kRun, base + QStringList{"--set", "run.learning_rate=1", "--progress", "jsonl"});
+        QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+        QString error;
+        const auto ev = events(r.out, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QStringList warnings;
+        for (const QJsonObject& e : ev) {
+            if (e.value("event").toString() == "warning") {
+                warnings << e.value("message").toString();
+            }
+        }
+        QCOMPARE(warnings.size(), 1);
+        QVERIFY2(
+            warnings[0].contains("is more than twice that of a uniform guess over the "
+                                 "vocabulary (ln 4096 = 8.318): the training diverges; the "
+                                 "learning rate (run.learning_rate = 1) is probably too large"),
+            qPrintable(warnings[0]));
+        const ProcessResult sane = runBinary(kRun, base);
+        QVERIFY2(sane.exit_code == 0 && !sane.err.contains("warning"), qPrintable(describe(sane)));
+    }
+
     void cancelStopsAtAnOpBoundary() {
         const QString db = path("cancel.db");
         QProcess p;

@@ -58,6 +58,7 @@ class TstConfigErrors : public QObject {
     void missingFileIsAnIssue();
     void longLinesKeepPositions();
     void manyIssuesAreCapped();
+    void cappedIssuesKeepSuggestions();
 };
 
 void TstConfigErrors::baseIsValid() {
@@ -190,6 +191,27 @@ void TstConfigErrors::invalidValues_data() {
         "iterations");
     row("seed negative", {"run.seed=-1"}, "run.seed: must be a non-negative integer, got -1");
     row("seed float", {"run.seed=1.5"}, "run.seed: must be a non-negative integer, got 1.5");
+    // AdamW's learning rate: 1e308 made every weight infinite in one step, and a rate too small
+    // for fp32 changes nothing.
+    row("learning rate absurd", {"run.learning_rate=1e308"},
+        "run.learning_rate: must be in (0, 1], got 1e+308");
+    row("learning rate above 1", {"run.learning_rate=1.5"},
+        "run.learning_rate: must be in (0, 1], got 1.5");
+    row("learning rate zero", {"run.learning_rate=0"},
+        "run.learning_rate: must be in (0, 1], got 0");
+    row("learning rate vanishing", {"run.learning_rate=1e-20"},
+        "run.learning_rate: must be at least 1e-12, got 1e-20");
+    row("learning rate string", {R"(run.learning_rate="0.001")"},
+        R"(run.learning_rate: must be a number, got "0.001")");
+    // A number JSON cannot hold becomes a string in an override; the message says why.
+    row("number beyond a double", {"run.learning_rate=1e999"},
+        R"(run.learning_rate: must be a number, got "1e999" (beyond the range of a number, about 1.8e308))");
+    row("integer beyond a double", {"model.layers=-1e400"},
+        R"(model.layers: must be an integer, got "-1e400" (beyond the range of a number, about 1.8e308))");
+    row("infinity", {"hardware.latency_us=inf"},
+        R"(hardware.latency_us: must be a number, got "inf" (JSON has no NaN or infinity))");
+    row("NaN", {"model.layers=NaN"},
+        R"(model.layers: must be an integer, got "NaN" (JSON has no NaN or infinity))");
     row("peak zero", {"hardware.peak_tflops=0"},
         "hardware.peak_tflops: must be greater than 0, got 0");
     row("peak string", {R"(hardware.peak_tflops="fast")"},
@@ -345,6 +367,25 @@ void TstConfigErrors::invalidDocuments_data() {
     QTest::newRow("variant sets compare")
         << doc(R"("compare": [{"label": "a", "set": {"compare": []}}])")
         << QStringLiteral(R"(compare[0].set.compare: a variant cannot set "compare")");
+    // A label names a table row and a trace file: one line of printable text, not blank, short
+    // enough for a file name. (A line break in it broke the table and failed every variant's
+    // run with a message about its name.)
+    QTest::newRow("variant label with a line break")
+        << doc(R"("compare": [{"label": "a\nb", "set": {}}])")
+        << QStringLiteral(
+               "compare[0].label: must be one line of printable text; it has the "
+               "control character 0x0A at byte 2");
+    QTest::newRow("variant label blank")
+        << doc(R"("compare": [{"label": "   ", "set": {}}])")
+        << QStringLiteral("compare[0].label: must not be blank (it has only spaces)");
+    QTest::newRow("variant label too long")
+        << doc(qPrintable(QStringLiteral(R"("compare": [{"label": "%1", "set": {}}])")
+                              .arg(QString(101, QLatin1Char('L')))))
+        << QStringLiteral(
+               "compare[0].label: must be at most 100 bytes long (it becomes part of "
+               "the variant's trace file name), got 101");
+    QTest::newRow("name blank") << doc(R"("name": "  ")")
+                                << QStringLiteral("name: must not be blank (it has only spaces)");
 }
 
 void TstConfigErrors::invalidDocuments() {
@@ -403,6 +444,16 @@ void TstConfigErrors::syntaxErrors_data() {
         "1:7: syntax error: number 4000000000000000000000000000000000000... is out of range");
     row("number out of range before a line break", "{\"a\": 1e400\n, \"b\": 2}",
         "1:7: syntax error: number 1e400 is out of range");
+    // Minified: the comma after the number is not part of it.
+    row("number out of range before a comma", R"({"a": 1e999, "b": 2})",
+        "1:7: syntax error: number 1e999 is out of range");
+    // A file saved as UTF-16 says so, rather than showing its byte-order mark as two characters.
+    row("utf-16", QByteArray("\xff\xfe{\0}\0", 6),
+        "1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it "
+        "as UTF-8");
+    row("utf-16 big-endian", QByteArray("\xfe\xff\0{\0}", 6),
+        "1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it "
+        "as UTF-8");
     row("long key without colon", "{\"" + QByteArray(100, 'k') + "\" 1}",
         "1:105: syntax error: expected ':' after the key "
         "\"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...\", got '1'");
@@ -615,6 +666,39 @@ void TstConfigErrors::manyIssuesAreCapped() {
                             "heads, seq_len, vocab, micro_batch, dtype, flash_attention"));
     QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
              QStringLiteral("x.json: and 99901 more issues (only the first 100 are listed)"));
+}
+
+// A misspelt key past the cap is still listed, with its suggestion, whether it comes first or
+// last in the file; the cap's line counts only what it left out.
+void TstConfigErrors::cappedIssuesKeepSuggestions() {
+    const auto config = [](bool misspelt_first) {
+        std::string model = R"("model": {"layers": 8, "hidden": 64, "heads": 4, "seq_len": 32, )"
+                            R"("vocab": 1000)";
+        for (int i = 0; i < 149; ++i) {
+            model += ", \"k" + std::to_string(i) + "\": 1";
+        }
+        model += "}";
+        const std::string parallel =
+            R"("parallel": {"pipeline": 4, "microbatches": 8, "shedule": "1f1b"})";
+        return "{" + (misspelt_first ? parallel + ", " + model : model + ", " + parallel) + "}";
+    };
+    const QString suggestion = QStringLiteral("unknown key (did you mean \"schedule\"?)");
+    // Last: the 100 unknown keys k0 ... k99, the suggestion, then the count of the 49 others.
+    ParseResult r = parseConfig(config(false), "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{102});
+    QCOMPARE(r.issues[99].path, std::string("model.k99"));
+    QCOMPARE(r.issues[100].path, std::string("parallel.shedule"));
+    QCOMPARE(QString::fromStdString(r.issues[100].message), suggestion);
+    QCOMPARE(QString::fromStdString(r.issues[101].text("x.json")),
+             QStringLiteral("x.json: and 49 more issues (only the first 100 are listed, and the 1 "
+                            "after them with a \"did you mean\" suggestion)"));
+    // First: it is among the first 100, and the cap leaves out 50.
+    r = parseConfig(config(true), "x.json");
+    QCOMPARE(r.issues.size(), std::size_t{101});
+    QCOMPARE(r.issues[0].path, std::string("parallel.shedule"));
+    QCOMPARE(QString::fromStdString(r.issues[0].message), suggestion);
+    QCOMPARE(QString::fromStdString(r.issues[100].text("x.json")),
+             QStringLiteral("x.json: and 50 more issues (only the first 100 are listed)"));
 }
 
 QTEST_GUILESS_MAIN(TstConfigErrors)

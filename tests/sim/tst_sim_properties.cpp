@@ -367,6 +367,34 @@ void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
         r.error.c_str());
     QVERIFY2(QString::fromStdString(r.error).endsWith("; lower run.iterations"), r.error.c_str());
     QVERIFY2(!QString::fromStdString(r.error).contains("0 days"), r.error.c_str());
+    // pipescope-run --iterations N: the trace holds N iterations, whatever run.iterations says.
+    // One iteration of that config fits (it was refused, naming run.iterations), and N that do
+    // not are refused naming --iterations (they overflowed the trace's clock as they were
+    // written).
+    sim::SimOptions one;
+    one.iterations = 1;
+    r = sim::simulate(test::makeConfig(2, 2, "1f1b", "naive", long_ops), one);
+    QVERIFY2(r.result, r.error.c_str());
+    long_ops[1] = "run.iterations=1";
+    long_ops.push_back("run.warmup=0");
+    sim::SimOptions all;
+    all.iterations = 2147483647;
+    r = sim::simulate(test::makeConfig(2, 2, "1f1b", "naive", long_ops), all);
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).startsWith("--iterations: 2147483647 iterations of "),
+             r.error.c_str());
+    QVERIFY2(QString::fromStdString(r.error).endsWith("; lower --iterations"), r.error.c_str());
+
+    // interleaved-1f1b's chunks per rank count too, and the message says so: 8 micro-batches
+    // with a billion virtual stages were blamed on parallel.microbatches.
+    r = sim::simulate(
+        test::makeConfig(2, 8, "interleaved-1f1b", "naive",
+                         {"model.layers=2147483646", "parallel.virtual_stages=1073741823"}));
+    QVERIFY(!r.result);
+    QVERIFY2(QString::fromStdString(r.error).startsWith(
+                 "parallel.virtual_stages: 1073741823 model chunks per rank on 2 stages with 8 "
+                 "micro-batches make about "),
+             r.error.c_str());
 
     // Every op free: the iteration takes 0 s and MFU, throughput and the bubble are 0/0.
     std::vector<std::string> zero = {"costs.source=table", "costs.p2p_us=0",

@@ -115,6 +115,9 @@ class TstTraceRoundtrip : public QObject {
     void namesAMissingFolder();
     void overwritesWhenAsked();
     void refusesNewerSchema();
+    void checksSchemaVersionText_data();
+    void checksSchemaVersionText();
+    void namesWhyAPathCannotBeOpened();
     void opCorrelationTiesRecordsToOps();
     void tracesWithoutOpCorrelationStillRead();
     void recognisesForeignFiles_data();
@@ -358,6 +361,85 @@ void TstTraceRoundtrip::refusesNewerSchema() {
     const auto st = r.open(path.toStdString());
     QCOMPARE(int(st.code), int(TraceStatus::Code::NewerVersion));
     QVERIFY2(QString::fromStdString(st.message).contains("version 99"), st.message.c_str());
+}
+
+// pipescope_meta.schema_version repeats PRAGMA user_version as text. A damaged value is an
+// error that names the file and quotes the value; a newer one is refused as the pragma is; a
+// file without the row (the pragma alone) still opens.
+void TstTraceRoundtrip::checksSchemaVersionText_data() {
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("expected");
+    const auto set = [](const char* value) {
+        return QStringLiteral(
+                   "UPDATE pipescope_meta SET value = '%1' WHERE key = "
+                   "'schema_version'")
+            .arg(QString::fromUtf8(value));
+    };
+    const int corrupt = int(TraceStatus::Code::Corrupt);
+    QTest::newRow("not a number")
+        << set("two") << corrupt
+        << QStringLiteral(
+               "v.db: its schema version (pipescope_meta.schema_version) \"two\" is not a "
+               "version number: the file is damaged");
+    QTest::newRow("empty") << set("") << corrupt
+                           << QStringLiteral(
+                                  "(pipescope_meta.schema_version) \"\" is not a "
+                                  "version number");
+    QTest::newRow("2.x") << set("2.x") << corrupt << QStringLiteral("\"2.x\" is not a version");
+    QTest::newRow("spaces") << set(" 2") << corrupt << QStringLiteral("\" 2\" is not a version");
+    QTest::newRow("negative") << set("-2") << corrupt << QStringLiteral("\"-2\" is not a version");
+    QTest::newRow("huge") << set("123456789012345678901234567890123456789012345") << corrupt
+                          << QStringLiteral(
+                                 "\"1234567890123456789012345678901234567890...\" is "
+                                 "not a version any PipeScope writes");
+    QTest::newRow("newer") << set("3") << int(TraceStatus::Code::NewerVersion)
+                           << QStringLiteral(
+                                  "v.db: written by a newer PipeScope (trace schema "
+                                  "version 3; this build reads up to version 2)");
+    QTest::newRow("older than the pragma")
+        << set("1") << corrupt
+        << QStringLiteral("\"1\" disagrees with the file's PRAGMA user_version (2)");
+    QTest::newRow("absent") << QStringLiteral(
+                                   "DELETE FROM pipescope_meta WHERE key = 'schema_version'")
+                            << int(TraceStatus::Code::Ok) << QString();
+    QTest::newRow("version 1 file") << QStringLiteral("PRAGMA user_version = 1; ") + set("1")
+                                    << int(TraceStatus::Code::Ok) << QString();
+}
+
+void TstTraceRoundtrip::namesWhyAPathCannotBeOpened() {
+    // A name longer than the file system allows was reported as "no such file".
+    const std::string long_name = dir_.filePath(QString(300, QLatin1Char('x'))).toStdString();
+    TraceReader r;
+    auto st = r.open(long_name);
+    QCOMPARE(int(st.code), int(TraceStatus::Code::IoError));
+    // (The reason is the system's, in its language: "File name too long".)
+    QVERIFY2(QString::fromStdString(st.message).contains("xxx: cannot open: ") &&
+                 !QString::fromStdString(st.message).contains("no such file"),
+             st.message.c_str());
+    st = r.open(dir_.filePath("absent.db").toStdString());
+    QCOMPARE(int(st.code), int(TraceStatus::Code::NotFound));
+    QVERIFY2(QString::fromStdString(st.message).endsWith("absent.db: no such file"),
+             st.message.c_str());
+}
+
+void TstTraceRoundtrip::checksSchemaVersionText() {
+    QFETCH(QString, sql);
+    QFETCH(int, code);
+    QFETCH(QString, expected);
+    const QString path = dir_.filePath("v.db");
+    TraceWriter w;
+    WriterOptions opt;
+    opt.overwrite = true;
+    QVERIFY(w.create(path.toStdString(), sampleRun(), opt).ok());
+    QVERIFY(w.finish(RunStatus::Complete).ok());
+    sqlExec(path, sql.toUtf8().constData());
+    TraceReader r;
+    const auto st = r.open(path.toStdString());
+    QVERIFY2(int(st.code) == code, st.message.c_str());
+    // The message starts with the file's path; compare from its name on.
+    const QString message = QString::fromStdString(st.message).replace(dir_.path() + "/", "");
+    QVERIFY2(message.contains(expected), qPrintable(message));
 }
 
 // A kernel, copy and memset are tied to their ops by (globalPid, correlationId, start). The

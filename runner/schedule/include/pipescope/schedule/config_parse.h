@@ -26,8 +26,9 @@ struct ConfigIssue {
 
 struct ParseResult {
     std::optional<Config> config;  // set only when there are no issues
-    // Every problem found, in document order; past 100, the first 100 and one issue (path "")
-    // that says how many more there are.
+    // Every problem found, in document order; past 100, the first 100, those after them that
+    // make a "did you mean" suggestion (up to 100), and one issue (path "") that says how many
+    // more there are.
     std::vector<ConfigIssue> issues;
     std::string source_name;  // file name or "<config>"
 

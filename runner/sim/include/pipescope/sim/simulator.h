@@ -31,7 +31,10 @@ struct SimOptions {
         false;
 #else
         true;
-#endif
+#endif  // The iterations a trace of the result will hold when they are not the config's
+    // run.iterations (pipescope-run --iterations N): their total time must fit a trace's clock,
+    // and the message when it does not names --iterations. 0: run.iterations.
+    int iterations = 0;
 };
 
 struct RankSummary {
@@ -100,9 +103,10 @@ SimOutcome simulate(const schedule::Config& config, const SimOptions& options = 
 // with calibrateFromTrace). With `validate`, the schedule's structure is checked first and a
 // deadlock found while timing is reported as the validator would; without, the caller vouches
 // for the schedule (the generator's own output in release builds). `cancel` is asked between
-// the phases (graph, timing, memory, metrics).
+// the phases (graph, timing, memory, metrics). `iterations`: as SimOptions::iterations.
 SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule schedule,
-                            bool validate, const std::atomic<bool>* cancel = nullptr);
+                            bool validate, const std::atomic<bool>* cancel = nullptr,
+                            int iterations = 0);
 
 // The trace record of one simulated op (rank `rank`, list index `index`) in the iteration that
 // starts at `base_ns`: what writeTrace writes for it.
