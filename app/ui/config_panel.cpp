@@ -163,7 +163,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     addDouble(hw, "hardware.p2p_gbps", tr("P&2P GB/s"), 0.001, 1e6, 1,
               tr("Point-to-point bandwidth between neighbouring ranks"),
               [](const C& c) { return c.hardware.p2p_gbps; });
-    addDouble(hw, "hardware.allreduce_gbps", tr("Collective GB/s"), 0.001, 1e6, 1,
+    addDouble(hw, "hardware.allreduce_gbps", tr("Co&llective GB/s"), 0.001, 1e6, 1,
               tr("Bus bandwidth of collectives"),
               [](const C& c) { return c.hardware.allreduce_gbps; });
     addDouble(hw, "hardware.latency_us", tr("Latenc&y (µs)"), 0, 1e6, 1, tr("Per-message latency"),

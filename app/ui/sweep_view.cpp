@@ -425,9 +425,13 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     values_label->setBuddy(values_);
     values_->setToolTip(tr("Comma-separated values of the key"));
     bar->addWidget(values_, 1);
-    run_ = new QPushButton(tr("Run sweep"));
+    run_ = new QPushButton(tr("Run sweep"));  // Ctrl+Enter: its shortcut, not a mnemonic
     run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
-    cancel_ = new QPushButton(tr("Cancel"));
+    run_->setToolTip(
+        tr("Simulate every vocabulary method at each value of the key and plot their MFU and "
+           "peak memory (Ctrl+Enter, or Enter in the values)"));
+    cancel_ = new QPushButton(tr("&Cancel"));
+    cancel_->setToolTip(tr("Stop the sweep: the points simulated so far are plotted"));
     cancel_->setEnabled(false);
     bar->addWidget(run_);
     bar->addWidget(cancel_);
