@@ -1,6 +1,6 @@
 // The main window for a user who works from the keyboard: no two actions share a shortcut, every
 // menu item and every control of a page has a mnemonic of its own (not one the menu bar holds),
-// and every control says what it does.
+// every control says what it does, and Tab walks each page and dialog in the order it shows.
 
 #include <map>
 #include <set>
@@ -14,6 +14,8 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QTabBar>
 #include <QTemporaryDir>
@@ -80,6 +82,7 @@ class TstKeyboard : public QObject {
     void pageMnemonicsAreTheirOwn();
     void controlsSayWhatTheyDo();
     void recentFilesHaveMnemonics();
+    void tabShowsTheFieldItReaches();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -241,6 +244,43 @@ void TstKeyboard::recentFilesHaveMnemonics() {
     QCOMPARE(QKeySequence::mnemonic(entries[1]->text()).toString(), QStringLiteral("Alt+2"));
     QVERIFY2(entries[0]->text().contains("naive && vocab-2.db"), qPrintable(entries[0]->text()));
     QSettings().remove("recentFiles");
+}
+
+// Tab into the config panel from outside it (the preset list above, the pages after it) shows
+// the field it lands on, wherever the panel was scrolled: typing went to a field out of sight.
+void TstKeyboard::tabShowsTheFieldItReaches() {
+    const QSize was = window_->size();
+    window_->resize(1280, 640);  // the panel's fields scroll
+    app::ConfigPanel* panel = window_->configPanel();
+    auto* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(scroll);
+    QScrollBar* bar = scroll->verticalScrollBar();
+    QTRY_VERIFY(bar->maximum() > 100);
+    const auto inView = [scroll](const QWidget* w) {
+        const QRect r(w->mapTo(scroll->viewport(), QPoint(0, 0)), w->size());
+        return scroll->viewport()->rect().contains(r);
+    };
+    QWidget* first = panel->field("model.layers");
+    QWidget* last = panel->field("costs.source");
+
+    bar->setValue(bar->maximum());
+    QVERIFY(!inView(first));
+    auto* presets = panel->findChild<QComboBox*>("presets");
+    presets->setFocus();
+    QTRY_VERIFY(presets->hasFocus());
+    QTest::keyClick(presets, Qt::Key_Tab);
+    QTRY_VERIFY(first->hasFocus());
+    QVERIFY2(inView(first), qPrintable(QString::number(bar->value())));
+
+    bar->setValue(0);
+    QVERIFY(!inView(last));
+    QWidget* pages = window_->tabs()->tabBar();
+    pages->setFocus();
+    QTRY_VERIFY(pages->hasFocus());
+    QTest::keyClick(pages, Qt::Key_Backtab);
+    QTRY_VERIFY(last->hasFocus());
+    QVERIFY2(inView(last), qPrintable(QString::number(bar->value())));
+    window_->resize(was);
 }
 
 QTEST_MAIN(TstKeyboard)
