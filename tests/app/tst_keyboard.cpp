@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -192,7 +193,7 @@ void TstKeyboard::pageMnemonicsAreTheirOwn() {
 }
 
 // Every control of the config panel and the pages says in its tooltip what it does, and a config
-// field names the key it sets.
+// field names the key it sets, its range and its unit.
 void TstKeyboard::controlsSayWhatTheyDo() {
     QStringList silent;
     const auto check = [&](QWidget* top) {
@@ -218,6 +219,30 @@ void TstKeyboard::controlsSayWhatTheyDo() {
     }
     window_->tabs()->setCurrentIndex(0);
     QVERIFY2(silent.isEmpty(), qPrintable(silent.join(", ")));
+
+    // A config field's tooltip ends with the key it sets and, for a number, its range; one
+    // whose label has a unit ("Memory (GiB)", "P2P GB/s") says it in words as well.
+    const QRegularExpression key(R"(\((model|parallel|hardware|costs)\.[a-z0-9_]+[;)])");
+    const QRegularExpression unit(R"(\(([^)]+)\)$|(\S+/s)$)");
+    int fields = 0;
+    for (const QLabel* label : window_->configPanel()->findChildren<QLabel*>()) {
+        const QWidget* field = label->buddy();
+        if (!field) {
+            continue;
+        }
+        ++fields;
+        const QString tip = field->toolTip();
+        QVERIFY2(key.match(tip).hasMatch(), qPrintable(label->text() + ": " + tip));
+        if (qobject_cast<const QAbstractSpinBox*>(field)) {
+            QVERIFY2(tip.contains(" to "), qPrintable(label->text() + ": " + tip));
+        }
+        const auto m = unit.match(QString(label->text()).remove('&'));
+        if (m.hasMatch()) {
+            const QString u = m.captured(1).isEmpty() ? m.captured(2) : m.captured(1);
+            QVERIFY2(tip.contains("in " + u), qPrintable(label->text() + ": " + tip));
+        }
+    }
+    QVERIFY(fields >= 20);
 }
 
 // File > Open recent: each entry numbered (Alt+1, ...), its path as it is, an "&" included.
