@@ -8,12 +8,15 @@
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QDockWidget>
+#include <QFormLayout>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -23,6 +26,7 @@
 #include <QtTest>
 
 #include "config_panel.h"
+#include "export_dialog.h"
 #include "main_window.h"
 #include "testsupport.h"
 
@@ -84,6 +88,8 @@ class TstKeyboard : public QObject {
     void controlsSayWhatTheyDo();
     void recentFilesHaveMnemonics();
     void tabShowsTheFieldItReaches();
+    void tabWalksEachPageInOrder();
+    void exportDialogTakesTabEscEnter();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -306,6 +312,118 @@ void TstKeyboard::tabShowsTheFieldItReaches() {
     QTRY_VERIFY(last->hasFocus());
     QVERIFY2(inView(last), qPrintable(QString::number(bar->value())));
     window_->resize(was);
+}
+
+namespace {
+
+// The controls Tab visits from `from`, in order, until it comes back there (at most `limit`).
+QList<QWidget*> tabWalk(QWidget* from, int limit = 200) {
+    from->setFocus(Qt::TabFocusReason);
+    QList<QWidget*> walk;
+    for (int i = 0; i < limit; ++i) {
+        QWidget* f = QApplication::focusWidget();
+        QTest::keyClick(f, Qt::Key_Tab);
+        f = QApplication::focusWidget();
+        if (!f || f == from) {
+            break;
+        }
+        walk << f;
+    }
+    return walk;
+}
+
+}  // namespace
+
+// Tab goes through the config fields as the form lists them, then the page tabs and each page's
+// controls top to bottom, left to right within a row, and back to the first: no control is
+// skipped, and none holds the focus.
+void TstKeyboard::tabWalksEachPageInOrder() {
+    app::ConfigPanel* panel = window_->configPanel();
+    auto* presets = panel->findChild<QComboBox*>("presets");
+    QList<QWidget*> fields;
+    for (const QFormLayout* form : panel->findChildren<QFormLayout*>()) {
+        for (int row = 0; row < form->rowCount(); ++row) {
+            QLayoutItem* item = form->itemAt(row, QFormLayout::FieldRole);
+            if (item && item->widget() && item->widget()->isEnabled()) {
+                fields << item->widget();
+            }
+        }
+    }
+    QVERIFY(fields.size() >= 15);
+    for (int i = 0; i < kFixedTabs; ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        QWidget* page = window_->tabs()->widget(i);
+        const QList<QWidget*> walk = tabWalk(presets);
+        const QString name = window_->tabs()->tabText(i);
+        QVERIFY2(walk.size() > fields.size() + 1, qPrintable(name));
+        QCOMPARE(walk.mid(0, fields.size()), fields);
+        QCOMPARE(walk.at(fields.size()), window_->tabs()->tabBar());
+        // The page's part, in reading order.
+        const QList<QWidget*> rest = walk.mid(fields.size() + 1);
+        for (int k = 1; k < rest.size(); ++k) {
+            const QRect a(rest[k - 1]->mapTo(page, QPoint(0, 0)), rest[k - 1]->size());
+            const QRect b(rest[k]->mapTo(page, QPoint(0, 0)), rest[k]->size());
+            const bool same_row = b.top() < a.bottom() && a.top() < b.bottom();
+            QVERIFY2(
+                same_row ? b.left() >= a.right() - 2 : b.top() >= a.top(),
+                qPrintable(name + ": " + describe(rest[k - 1]) + " then " + describe(rest[k])));
+        }
+        // Every control of the page that takes the focus is on the way.
+        for (QWidget* w : page->findChildren<QWidget*>()) {
+            if ((w->focusPolicy() & Qt::TabFocus) && w->isEnabled() && shownUnder(w, page) &&
+                !w->focusProxy() && !qobject_cast<QAbstractSpinBox*>(w->parentWidget()) &&
+                !qobject_cast<QComboBox*>(w->parentWidget()) && w->isVisibleTo(page) &&
+                !qobject_cast<QTabBar*>(w->parentWidget())) {
+                QVERIFY2(rest.contains(w), qPrintable(name + ": " + describe(w) + " not reached"));
+            }
+        }
+    }
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// The export dialog: Tab in the order shown, Esc cancels, Enter saves (its default button).
+void TstKeyboard::exportDialogTakesTabEscEnter() {
+    QTemporaryDir dir;
+    const auto open = [&] {
+        auto dialog =
+            std::make_unique<app::ExportDialog>(600, QStringLiteral("chart"), window_.get());
+        dialog->setPath(dir.filePath("chart.png"));
+        dialog->show();
+        dialog->activateWindow();
+        return dialog;
+    };
+    auto dialog = open();
+    QVERIFY(QTest::qWaitForWindowActive(dialog.get()));
+    auto* path = dialog->findChild<QLineEdit*>();
+    QTRY_VERIFY(path->hasFocus());
+    const QList<QWidget*> walk = tabWalk(path, 20);
+    QStringList names;
+    for (QWidget* w : walk) {
+        names << describe(w);
+    }
+    auto* buttons = dialog->findChild<QDialogButtonBox*>();
+    const QList<QWidget*> expected = {dialog->findChild<QPushButton*>(),  // Browse…
+                                      dialog->findChildren<QAbstractSpinBox*>().at(0),
+                                      dialog->findChildren<QAbstractSpinBox*>().at(1),
+                                      dialog->findChildren<QAbstractSpinBox*>().at(2),
+                                      buttons->button(QDialogButtonBox::Save),
+                                      buttons->button(QDialogButtonBox::Cancel)};
+    QVERIFY2(walk.size() == expected.size(), qPrintable(names.join(", ")));
+    for (int i = 0; i < walk.size(); ++i) {
+        QVERIFY2(walk[i] == expected[i] || walk[i]->focusProxy() == expected[i] ||
+                     walk[i]->parentWidget() == expected[i],
+                 qPrintable(names.join(", ")));
+    }
+    QTest::keyClick(path, Qt::Key_Escape);
+    QCOMPARE(dialog->result(), int(QDialog::Rejected));
+    QVERIFY(!dialog->isVisible());
+
+    dialog = open();
+    QVERIFY(QTest::qWaitForWindowActive(dialog.get()));
+    QWidget* height = dialog->findChildren<QAbstractSpinBox*>().at(1);  // Enter in a field
+    height->setFocus();
+    QTest::keyClick(height, Qt::Key_Return);
+    QCOMPARE(dialog->result(), int(QDialog::Accepted));
 }
 
 QTEST_MAIN(TstKeyboard)

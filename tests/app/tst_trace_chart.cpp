@@ -636,6 +636,25 @@ void TstTraceChart::keysZoomPanAndSelect() {
     QVERIFY(!chart_->selectedOp());
     chart_->fitAll();
     chart_->replot();
+
+    // In a stack of runs, Down past the last rank goes on to the next run's first.
+    app::TraceChart both;
+    both.resize(1000, 600);
+    both.setRuns({run_, run_}, false);
+    both.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&both));
+    QTest::keyClick(&both, Qt::Key_BracketRight);
+    for (int r = 1; r < run_->rankCount(); ++r) {
+        QTest::keyClick(&both, Qt::Key_Down);
+    }
+    QCOMPARE(both.selectedOp()->rank, run_->rankCount() - 1);
+    QVERIFY(both.timelines().front()->selectedOp());
+    QTest::keyClick(&both, Qt::Key_Down);
+    QCOMPARE(both.selectedOp()->rank, 0);
+    QVERIFY(!both.timelines().front()->selectedOp());
+    QVERIFY(both.timelines().back()->selectedOp());
+    QTest::keyClick(&both, Qt::Key_Up);
+    QVERIFY(both.timelines().front()->selectedOp());
 }
 
 QTEST_MAIN(TstTraceChart)
