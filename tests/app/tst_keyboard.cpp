@@ -28,6 +28,7 @@
 #include "config_panel.h"
 #include "export_dialog.h"
 #include "main_window.h"
+#include "sweep_view.h"
 #include "testsupport.h"
 
 using namespace pipescope;
@@ -90,6 +91,7 @@ class TstKeyboard : public QObject {
     void tabShowsTheFieldItReaches();
     void tabWalksEachPageInOrder();
     void exportDialogTakesTabEscEnter();
+    void sweepKeepsTheFocusOnItsPage();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -424,6 +426,34 @@ void TstKeyboard::exportDialogTakesTabEscEnter() {
     height->setFocus();
     QTest::keyClick(height, Qt::Key_Return);
     QCOMPARE(dialog->result(), int(QDialog::Accepted));
+}
+
+// Run sweep pressed from the keyboard turns grey: the focus goes to Cancel, and back to Run
+// when the sweep ends, not on past the page to the preset list (where Down loaded a preset).
+void TstKeyboard::sweepKeepsTheFocusOnItsPage() {
+    window_->tabs()->setCurrentIndex(2);
+    app::SweepView* sweep = window_->sweep();
+    QPushButton* run = nullptr;
+    for (QPushButton* b : sweep->findChildren<QPushButton*>()) {
+        run = b->text() == app::SweepView::tr("Run sweep") ? b : run;
+    }
+    QVERIFY(run);
+    for (QLineEdit* e : sweep->findChildren<QLineEdit*>()) {
+        if (!qobject_cast<QComboBox*>(e->parentWidget())) {
+            e->setText("32000, 64000");
+        }
+    }
+    QSignalSpy finished(sweep, &app::SweepView::finished);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    run->setFocus();
+    QTRY_VERIFY(run->hasFocus());
+    QTest::keyClick(run, Qt::Key_Space);
+    QVERIFY2(sweep->isAncestorOf(QApplication::focusWidget()),
+             qPrintable(describe(QApplication::focusWidget())));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QVERIFY2(QApplication::focusWidget() == run, qPrintable(describe(QApplication::focusWidget())));
+    window_->tabs()->setCurrentIndex(0);
 }
 
 QTEST_MAIN(TstKeyboard)
