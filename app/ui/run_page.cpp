@@ -545,6 +545,14 @@ void RunPage::cancel() {
 }
 
 void RunPage::setBusy(bool busy) {
+    // The focus on the button pressed goes to the one that undoes it: Run to Cancel, and back
+    // when the run ends (Qt moved it on to the log, the next control still enabled).
+    if (busy) {
+        cancel_button_->setEnabled(true);
+    } else if (cancel_button_->hasFocus()) {
+        run_button_->setEnabled(true);
+        run_button_->setFocus(Qt::OtherFocusReason);
+    }
     run_button_->setEnabled(!busy);
     pair_button_->setEnabled(!busy);
     backend_->setEnabled(!busy);
