@@ -388,9 +388,10 @@ void MainWindow::updateRecentMenu() {
     int number = 0;
     for (const QString& p : recent_->files()) {
         const QString text = QString(p).replace(QLatin1Char('&'), QStringLiteral("&&"));
-        recent_menu_->addAction(
-            ++number < 10 ? QStringLiteral("&%1 %2").arg(number).arg(text) : text, this,
-            [this, p] { openPaths({p}); });
+        recent_menu_
+            ->addAction(++number < 10 ? QStringLiteral("&%1 %2").arg(number).arg(text) : text, this,
+                        [this, p] { openPaths({p}); })
+            ->setData(p);
     }
     recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }
