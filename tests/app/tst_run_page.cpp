@@ -230,6 +230,7 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
         cancel = b->text() == app::RunPage::tr("&Cancel") ? b : cancel;
     }
     QVERIFY(run && cancel);
+    QVERIFY(window_->showView(QStringLiteral("run")));  // an earlier test opened its run
     window_->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(window_.get()));
     run->setFocus();
