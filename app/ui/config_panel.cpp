@@ -109,8 +109,8 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
            [](const C& c) { return c.model.ffn_hidden; });
     addInt(model, "model.heads", tr("Hea&ds"), 1, 65536, tr("Attention heads; must divide hidden"),
            [](const C& c) { return c.model.heads; });
-    addInt(model, "model.seq_len", tr("Se&quence length"), 1, 1 << 24, tr("Tokens per sequence s"),
-           [](const C& c) { return c.model.seq_len; });
+    addInt(model, "model.seq_len", tr("Se&quence length"), 1, 1 << 24,
+           tr("Sequence length s, in tokens"), [](const C& c) { return c.model.seq_len; });
     addInt(model, "model.vocab", tr("Voc&abulary"), 2, 2000000000, tr("Vocabulary size V"),
            [](const C& c) { return static_cast<int>(c.model.vocab); });
     addInt(model, "model.micro_batch", tr("Micro-&batch"), 1, 65536,
@@ -153,21 +153,22 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
 
     QFormLayout* hw = group(tr("Hardware"));
     addDouble(hw, "hardware.peak_tflops", tr("&Peak TFLOP/s"), 0.001, 1e6, 3,
-              tr("Dense peak per rank; MFU is taken against it"),
+              tr("Dense peak per rank, in TFLOP/s; MFU is taken against it"),
               [](const C& c) { return c.hardware.peak_tflops; });
     addDouble(hw, "hardware.memory_gib", tr("&Memory (GiB)"), 0.001, 1e6, 2,
-              tr("Device memory per rank"), [](const C& c) { return c.hardware.memory_gib; });
+              tr("Device memory per rank, in GiB"),
+              [](const C& c) { return c.hardware.memory_gib; });
     addDouble(hw, "hardware.gemm_efficiency", tr("GEMM effic&iency"), 0.01, 1, 3,
               tr("Achieved fraction of peak on large GEMMs (analytic costs)"),
               [](const C& c) { return c.hardware.gemm_efficiency; });
     addDouble(hw, "hardware.p2p_gbps", tr("P&2P GB/s"), 0.001, 1e6, 1,
-              tr("Point-to-point bandwidth between neighbouring ranks"),
+              tr("Point-to-point bandwidth between neighbouring ranks, in GB/s"),
               [](const C& c) { return c.hardware.p2p_gbps; });
-    addDouble(hw, "hardware.allreduce_gbps", tr("Collective GB/s"), 0.001, 1e6, 1,
-              tr("Bus bandwidth of collectives"),
+    addDouble(hw, "hardware.allreduce_gbps", tr("Co&llective GB/s"), 0.001, 1e6, 1,
+              tr("Bus bandwidth of collectives, in GB/s"),
               [](const C& c) { return c.hardware.allreduce_gbps; });
-    addDouble(hw, "hardware.latency_us", tr("Latenc&y (µs)"), 0, 1e6, 1, tr("Per-message latency"),
-              [](const C& c) { return c.hardware.latency_us; });
+    addDouble(hw, "hardware.latency_us", tr("Latenc&y (µs)"), 0, 1e6, 1,
+              tr("Per-message latency, in µs"), [](const C& c) { return c.hardware.latency_us; });
 
     QFormLayout* costs = group(tr("Costs"));
     addChoice(costs, "costs.source", tr("&Cost source"),
@@ -255,7 +256,7 @@ void ConfigPanel::addOptionalInt(QFormLayout* form, const QString& key, const QS
     auto* spin = new QSpinBox;
     spin->setRange(-1, 100000);
     spin->setSpecialValueText(tr("auto"));
-    spin->setToolTip(tip + QStringLiteral(" (%1)").arg(key));
+    spin->setToolTip(tip + tr(" (%1; auto, or 0 to %2)").arg(key).arg(spin->maximum()));
     form->addRow(label, spin);
     fields_[key] = {
         spin,

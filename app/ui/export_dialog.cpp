@@ -39,7 +39,8 @@ ExportDialog::ExportDialog(int default_height, const QString& stem, QWidget* par
     path_->setText(uniquePath(QDir(dir), safeFileStem(stem), {QLatin1Char('.') + suffix}));
     path_->setToolTip(tr("The file's suffix picks the format: .png, .svg or .pdf"));
     path_->setMinimumWidth(420);  // a folder and a name, readable without scrolling
-    auto* browse = new QPushButton(tr("Browse…"));
+    auto* browse = new QPushButton(tr("&Browse…"));
+    browse->setToolTip(tr("Choose the file in a file dialog"));
     auto* file_row = new QHBoxLayout;
     file_row->addWidget(path_, 1);
     file_row->addWidget(browse);

@@ -3,8 +3,10 @@
 #include <QAbstractItemView>
 #include <QApplication>
 #include <QEvent>
+#include <QFocusEvent>
 #include <QPainter>
 #include <QPlainTextEdit>
+#include <QScrollArea>
 #include <QTextEdit>
 
 namespace pipescope::app {
@@ -71,6 +73,22 @@ QAbstractScrollArea* framedArea(QObject* object) {
     return nullptr;
 }
 
+// A field that Tab or a mnemonic moved to inside a scroll area (the config panel's), scrolled
+// into view: QScrollArea does so only when Tab moves within it, so Tab from the preset list or
+// the pages landed on a field scrolled out of sight, and typing changed a value unseen.
+void bringIntoView(QWidget* w, Qt::FocusReason reason) {
+    if (!w || (reason != Qt::TabFocusReason && reason != Qt::BacktabFocusReason &&
+               reason != Qt::ShortcutFocusReason)) {
+        return;
+    }
+    for (QWidget* p = w->parentWidget(); p; p = p->parentWidget()) {
+        if (auto* scroll = qobject_cast<QScrollArea*>(p);
+            scroll && scroll->widget() && scroll->widget()->isAncestorOf(w)) {
+            scroll->ensureWidgetVisible(w);
+        }
+    }
+}
+
 class FocusRingFilter final : public QObject {
   public:
     using QObject::QObject;
@@ -79,6 +97,10 @@ class FocusRingFilter final : public QObject {
     bool eventFilter(QObject* watched, QEvent* event) override {
         if (event->type() != QEvent::FocusIn && event->type() != QEvent::FocusOut) {
             return false;
+        }
+        if (event->type() == QEvent::FocusIn) {
+            bringIntoView(qobject_cast<QWidget*>(watched),
+                          static_cast<QFocusEvent*>(event)->reason());
         }
         QAbstractScrollArea* area = framedArea(watched);
         if (!area) {

@@ -384,8 +384,14 @@ void MainWindow::updateRecentMenu() {
         return;
     }
     recent_menu_->clear();
+    // Numbered for Alt+1, Alt+2, ...; an "&" in a path is shown, not taken for a mnemonic.
+    int number = 0;
     for (const QString& p : recent_->files()) {
-        recent_menu_->addAction(p, this, [this, p] { openPaths({p}); });
+        const QString text = QString(p).replace(QLatin1Char('&'), QStringLiteral("&&"));
+        recent_menu_
+            ->addAction(++number < 10 ? QStringLiteral("&%1 %2").arg(number).arg(text) : text, this,
+                        [this, p] { openPaths({p}); })
+            ->setData(p);
     }
     recent_menu_->setEnabled(!recent_menu_->isEmpty());
 }

@@ -39,10 +39,14 @@ void MainWindow::showShortcuts() {
     }
     const QString text =
         tr("<p>In a chart (Tab to it, or click it; a frame shows it has the keys):</p><table>"
-           "<tr><td><b>W / S</b></td><td>zoom in / out</td></tr>"
-           "<tr><td><b>A / D</b></td><td>pan left / right</td></tr>"
+           "<tr><td><b>W / S</b> (+ / −)</td><td>zoom in / out</td></tr>"
+           "<tr><td><b>A / D</b> (← / →)</td><td>pan left / right</td></tr>"
            "<tr><td><b>F</b></td><td>fit the selected op or range</td></tr>"
-           "<tr><td><b>0</b></td><td>fit the whole run</td></tr>"
+           "<tr><td><b>0</b> (Home)</td><td>fit the whole run</td></tr>"
+           "<tr><td><b>] / [</b></td><td>select the next / previous op of the lane (the first: "
+           "the op in the middle of the view on the first rank)</td></tr>"
+           "<tr><td><b>↓ / ↑</b></td><td>select the op at the same time on the next / "
+           "previous rank</td></tr>"
            "<tr><td><b>Esc</b></td><td>clear the selection</td></tr>"
            "<tr><td><b>wheel</b></td><td>zoom around the pointer</td></tr>"
            "<tr><td><b>drag</b></td><td>select a time range and show its statistics</td></tr>"

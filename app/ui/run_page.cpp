@@ -92,7 +92,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
 
     run_button_ = new QPushButton(tr("&Run"));
     run_button_->setToolTip(tr("Run the current config on the chosen backend (Ctrl+R)"));
-    pair_button_ = new QPushButton(tr("Run &naive and vocab-2"));
+    pair_button_ = new QPushButton(tr("Run naive and voca&b-2"));
     pair_button_->setToolTip(
         tr("Run the config with naive and with vocab-2 vocabulary "
            "handling, one after the other, and compare them "
@@ -122,7 +122,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     auto* form = new QFormLayout;
     form->addRow(tr("Bac&kend"), backend_);
     form->addRow(tr("&Iterations"), iterations_);
-    auto* folder_label = new QLabel(tr("Runs fol&der"));
+    auto* folder_label = new QLabel(tr("R&uns folder"));
     folder_label->setBuddy(folder_);  // a row of two widgets has no buddy of its own
     form->addRow(folder_label, folder_row);
     auto* buttons = new QHBoxLayout;
@@ -545,6 +545,14 @@ void RunPage::cancel() {
 }
 
 void RunPage::setBusy(bool busy) {
+    // The focus on the button pressed goes to the one that undoes it: Run to Cancel, and back
+    // when the run ends (Qt moved it on to the log, the next control still enabled).
+    if (busy) {
+        cancel_button_->setEnabled(true);
+    } else if (cancel_button_->hasFocus()) {
+        run_button_->setEnabled(true);
+        run_button_->setFocus(Qt::OtherFocusReason);
+    }
     run_button_->setEnabled(!busy);
     pair_button_->setEnabled(!busy);
     backend_->setEnabled(!busy);

@@ -21,7 +21,7 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
     // Its items come with each run, after the first show: "rank 12 by category" must not be cut.
     memory_rank_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     bar->addWidget(memory_rank_);
-    auto* fit = new QPushButton(tr("Fit all"));
+    auto* fit = new QPushButton(tr("Fit &all"));
     fit->setToolTip(tr("Show the whole run (0)"));
     bar->addWidget(fit);
     bar->addStretch(1);

@@ -108,7 +108,8 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
         tr("Simulate the run's config with costs calibrated from the run and with the analytic "
            "model, and show both beside the measured run with the per-rank error of each "
            "prediction"));
-    rename_button_ = button(tr("Re&name…"));
+    rename_button_ =
+        button(tr("Re&name…"), tr("Rename the selected run: its trace, config and log together"));
     delete_button_ =
         button(tr("&Delete…"), tr("Delete the selected runs' files (trace, config, log)"));
     merge_button_ = button(tr("Mer&ge ranks"),
@@ -147,8 +148,8 @@ RunsPanel::RunsPanel(RunsLibrary* library, QWidget* parent)
                                  "crashed): build their indexes and mark them failed, as "
                                  "pipescope-trace repair does"));
     connect(repair_button_, &QPushButton::clicked, this, &RunsPanel::repairSelected);
-    auto* reveal = button(tr("Show &folder"), tr("Open the runs folder in the file manager"));
-    auto* refresh = button(tr("Re&fresh"), tr("Read the runs folder again"));
+    auto* reveal = button(tr("Sho&w folder"), tr("Open the runs folder in the file manager"));
+    auto* refresh = button(tr("Refre&sh"), tr("Read the runs folder again"));
     connect(open_button_, &QPushButton::clicked, this, [this] {
         for (const QString& p : selectedPaths()) {
             emit openRequested(p);

@@ -425,9 +425,13 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     values_label->setBuddy(values_);
     values_->setToolTip(tr("Comma-separated values of the key"));
     bar->addWidget(values_, 1);
-    run_ = new QPushButton(tr("Run sweep"));
+    run_ = new QPushButton(tr("Run sweep"));  // Ctrl+Enter: its shortcut, not a mnemonic
     run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
-    cancel_ = new QPushButton(tr("Cancel"));
+    run_->setToolTip(
+        tr("Simulate every vocabulary method at each value of the key and plot their MFU and "
+           "peak memory (Ctrl+Enter, or Enter in the values)"));
+    cancel_ = new QPushButton(tr("&Cancel"));
+    cancel_->setToolTip(tr("Stop the sweep: the points simulated so far are plotted"));
     cancel_->setEnabled(false);
     bar->addWidget(run_);
     bar->addWidget(cancel_);
@@ -493,6 +497,9 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
                 return;  // replaced by the sweep that runs now
             }
             run_->setEnabled(true);
+            if (cancel_->hasFocus()) {
+                run_->setFocus(Qt::OtherFocusReason);  // not on past the page as Cancel greys
+            }
             cancel_->setEnabled(false);
             progress_->setVisible(false);
             const auto invalid = std::count_if(out->sweep.begin(), out->sweep.end(),
@@ -543,8 +550,10 @@ void SweepView::run() {
     req.config = *config_;
     req.sweep_key = key_->currentText().trimmed().toStdString();
     req.sweep_values = std::move(*values);
-    run_->setEnabled(false);
+    // Cancel first: a Run pressed from the keyboard hands it the focus, which went on past the
+    // page to the preset list (where an arrow key then loaded a preset).
     cancel_->setEnabled(true);
+    run_->setEnabled(false);
     progress_->setVisible(true);
     progress_->setValue(0);
     status_->setText(tr("Simulating…"));

@@ -66,8 +66,8 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
     setPlottingHint(QCP::phFastPolylines, true);
     setToolTip(
         tr("Wheel: zoom · drag: select a range · click: select an op\n"
-           "W/S zoom · A/D pan · F fit selection · 0 fit all · M micro-batch highlight · "
-           "C critical path"));
+           "W/S zoom · A/D pan · F fit selection · 0 fit all · ] / [ next / previous op · "
+           "Down / Up op on the next rank · M micro-batch highlight · C critical path"));
     setMinimumSize(320, 160);
     letPlotShrink(this);
     // Walking an iteration of a trace file may take up to the selection budget: not on every
@@ -488,6 +488,18 @@ void TraceChart::keyPressEvent(QKeyEvent* event) {
         case Qt::Key_Home:
             fitAll();
             replot();
+            break;
+        case Qt::Key_BracketRight:
+            selectByKey(1, 0);
+            break;
+        case Qt::Key_BracketLeft:
+            selectByKey(-1, 0);
+            break;
+        case Qt::Key_Down:
+            selectByKey(0, 1);
+            break;
+        case Qt::Key_Up:
+            selectByKey(0, -1);
             break;
         case Qt::Key_M:
             setFollowMicrobatch(!follow_microbatch_);

@@ -4,7 +4,8 @@
 // Mouse: wheel zooms around the pointer, a drag selects a time range (its statistics are
 // reported), a click selects an op, outlines what it waits for and lights up its micro-batch,
 // hovering shows op details. Keys, as in Perfetto and Tracy: W/S zoom in/out, A/D pan, F fits
-// the selection, 0 fits all; M turns the micro-batch highlight on and off, C the critical path.
+// the selection, 0 fits all; M turns the micro-batch highlight on and off, C the critical path;
+// ] and [ select the next and previous op of a lane, Down and Up the op on the next rank.
 #pragma once
 
 #include <memory>
@@ -58,6 +59,12 @@ class TraceChart : public QCustomPlot {
     std::optional<trace::OpRecord> selectedOp() const;
     // Selects the op under a pixel of run `run_index`'s timeline (as a click does).
     bool selectAt(const QPointF& pos);
+    // The keyboard's selection, as a click's: `step` 1 / -1 the next / previous op on the
+    // selected op's rank and lane (] and [), `ranks` 1 / -1 the op nearest to it in time on the
+    // rank below / above, on to the next run of a stack at its edge (Down, Up). With nothing
+    // selected, the op in the middle of the view on the first rank. The view pans to show the
+    // op; false (the selection as it was) past the last op.
+    bool selectByKey(int step, int ranks);
     // While on (the default), selecting an op highlights its micro-batch's path through the
     // pipeline, on every rank, over a faded timeline (M toggles it).
     // Op kinds to show in full colour on every timeline, the others faded (an Op kinds table's

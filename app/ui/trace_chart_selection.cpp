@@ -1,6 +1,9 @@
 // TraceChart's selection: which op is where, what a selected op or range lights up and says (its
 // micro-batch, its dependencies, the critical path of its iteration, a range's statistics).
 #include <algorithm>
+#include <limits>
+#include <tuple>
+#include <utility>
 
 #include <pipescope/app/time_axis.h>
 #include <pipescope/app/units.h>
@@ -67,6 +70,135 @@ TimelinePlottable* TraceChart::selectionHolder() const {
 std::optional<trace::OpRecord> TraceChart::selectedOp() const {
     const TimelinePlottable* t = selectionHolder();
     return t ? t->selectedOp() : std::nullopt;
+}
+
+namespace {
+
+// Ops of one lane in order: by start, then by place in the rank's list.
+bool before(const trace::OpRecord& a, const trace::OpRecord& b) {
+    return std::tie(a.start_ns, a.op_index) < std::tie(b.start_ns, b.op_index);
+}
+
+// The ops of `rank` in windows `window(w)` that grow fourfold from `span_ns` until `pick` finds
+// one in a window, or the window holds the whole run: a lane's next op is usually close by, and
+// a trace file is not read further than it must be.
+template <typename Window, typename Pick>
+std::optional<trace::OpRecord> searchGrowing(const RunData& run, int rank, std::int64_t span_ns,
+                                             Window window, Pick pick) {
+    const trace::TimeRange all = run.timeRange();
+    constexpr std::int64_t kLongest = std::numeric_limits<std::int64_t>::max() / 16;
+    std::int64_t whole = kLongest;
+    if (!__builtin_sub_overflow(all.end_ns, all.start_ns, &whole)) {
+        whole = std::clamp<std::int64_t>(whole, 1, kLongest);
+    }
+    for (std::int64_t w = std::clamp<std::int64_t>(span_ns, 1, whole);; w *= 4) {
+        const auto [t0, t1] = window(w);
+        if (auto op = pick(run.ops(rank, t0, t1), t0)) {
+            return op;
+        }
+        if (w > whole || (t0 <= all.start_ns && t1 >= all.end_ns)) {
+            return std::nullopt;
+        }
+    }
+}
+
+// The op after (`step` 1) or before (-1) `op` on its rank and lane.
+std::optional<trace::OpRecord> stepOnLane(const RunData& run, const trace::OpRecord& op, int step,
+                                          std::int64_t span_ns) {
+    const auto window = [&](std::int64_t w) {
+        return step > 0 ? std::pair(op.start_ns, op.start_ns + w)
+                        : std::pair(op.start_ns - w, op.start_ns + 1);
+    };
+    const auto pick = [&](const std::vector<trace::OpRecord>& ops, std::int64_t t0) {
+        std::optional<trace::OpRecord> best;
+        for (const auto& o : ops) {
+            // Before the window, an op of the lane may start between it and `op`: not yet.
+            if (o.lane != op.lane ||
+                (step > 0 ? !before(op, o) : !before(o, op) || o.start_ns < t0)) {
+                continue;
+            }
+            if (!best || (step > 0 ? before(o, *best) : before(*best, o))) {
+                best = o;
+            }
+        }
+        return best;
+    };
+    return searchGrowing(run, op.rank, span_ns, window, pick);
+}
+
+// The op of `rank` on `lane` running at `t_ns`, else the one nearest to it.
+std::optional<trace::OpRecord> nearestOnRank(const RunData& run, int rank, trace::Lane lane,
+                                             std::int64_t t_ns, std::int64_t span_ns) {
+    const auto distance = [t_ns](const trace::OpRecord& o) {
+        return t_ns < o.start_ns ? o.start_ns - t_ns : t_ns > o.end_ns ? t_ns - o.end_ns : 0;
+    };
+    const auto window = [&](std::int64_t w) { return std::pair(t_ns - w / 2, t_ns + w / 2 + 1); };
+    const auto pick = [&](const std::vector<trace::OpRecord>& ops, std::int64_t) {
+        std::optional<trace::OpRecord> best;
+        for (const auto& o : ops) {
+            if (o.lane == lane && (!best || distance(o) < distance(*best))) {
+                best = o;
+            }
+        }
+        return best;
+    };
+    return searchGrowing(run, rank, span_ns, window, pick);
+}
+
+}  // namespace
+
+bool TraceChart::selectByKey(int step, int ranks) {
+    if (timelines_.empty()) {
+        return false;
+    }
+    const QCPRange view = timeRangeMs();
+    const auto span = static_cast<std::int64_t>(view.size() * kNsPerMs);
+    TimelinePlottable* target = selectionHolder();
+    const std::optional<trace::OpRecord> op = target ? target->selectedOp() : std::nullopt;
+    std::optional<trace::OpRecord> next;
+    if (!op) {
+        target = timelines_.front();
+        next = nearestOnRank(*target->run(), 0, trace::Lane::Compute,
+                             static_cast<std::int64_t>(view.center() * kNsPerMs), span);
+    } else if (step != 0) {
+        next = stepOnLane(*target->run(), *op, step, span);
+    } else {
+        auto index = static_cast<std::size_t>(
+            std::find(timelines_.begin(), timelines_.end(), target) - timelines_.begin());
+        int rank = op->rank + ranks;
+        if (rank < 0 && index > 0) {
+            target = timelines_[--index];
+            rank = target->run()->rankCount() - 1;
+        } else if (rank >= target->run()->rankCount() && index + 1 < timelines_.size()) {
+            target = timelines_[++index];
+            rank = 0;
+        }
+        if (rank >= 0 && rank < target->run()->rankCount()) {
+            const std::int64_t middle = op->start_ns + op->duration() / 2;
+            next = nearestOnRank(*target->run(), rank, op->lane, middle, span);
+            if (!next && op->lane != trace::Lane::Compute) {  // a rank without that lane
+                next = nearestOnRank(*target->run(), rank, trace::Lane::Compute, middle, span);
+            }
+        }
+    }
+    if (!next) {
+        return false;
+    }
+    if (range_) {
+        setRangeSelection(std::nullopt);
+    }
+    for (auto* t : timelines_) {
+        t->setSelection(std::nullopt, {});
+    }
+    target->setSelection(next, target->run()->dependencies(*next));
+    const double a = static_cast<double>(next->start_ns) / kNsPerMs;
+    const double b = static_cast<double>(next->end_ns) / kNsPerMs;
+    if (a < view.lower || b > view.upper) {
+        setTimeRangeMs(view + ((a + b) / 2 - view.center()));  // panned, not zoomed
+    }
+    showSelection();
+    replot();
+    return true;
 }
 
 bool TraceChart::selectAt(const QPointF& pos) {

@@ -306,7 +306,7 @@ void TstMainWindowFiles::opensTracesAndComparesThem() {
     const auto listed = [&] {
         QStringList texts;
         for (const QAction* action : recent->actions()) {
-            texts << action->text();
+            texts << action->data().toString();  // the text is numbered: "&1 /tmp/b.db"
         }
         return texts;
     };

@@ -222,10 +222,24 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
     auto* cancel_action = window_->findChild<QAction*>(QStringLiteral("cancelRun"));
     QVERIFY(cancel_action != nullptr);
     QVERIFY(!cancel_action->isEnabled());
-    QString error;
-    QVERIFY2(page()->startRun(&error), qPrintable(error));
+    // Started and cancelled from the keyboard: Space on Run hands the focus to Cancel, and
+    // the run's end hands it back (it went on to the log, away from both).
+    QPushButton* run = nullptr;
+    QPushButton* cancel = nullptr;
+    for (auto* b : page()->findChildren<QPushButton*>()) {
+        run = b->text() == app::RunPage::tr("&Run") ? b : run;
+        cancel = b->text() == app::RunPage::tr("&Cancel") ? b : cancel;
+    }
+    QVERIFY(run && cancel);
+    QVERIFY(window_->showView(QStringLiteral("run")));  // an earlier test opened its run
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    run->setFocus();
+    QTRY_VERIFY(run->hasFocus());
+    QTest::keyClick(run, Qt::Key_Space);
     QVERIFY(page()->busy());
     QVERIFY(cancel_action->isEnabled());
+    QCOMPARE(QApplication::focusWidget(), cancel);
     // The runs folder stays while the run writes there: its field and its button alike.
     QPushButton* browse = nullptr;
     for (auto* b : page()->findChildren<QPushButton*>()) {
@@ -234,8 +248,9 @@ void TstRunPage::cancelMidRunLeavesACancelledTrace() {
     QVERIFY(browse != nullptr);
     QVERIFY(!browse->isEnabled());
     QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 30000);
-    cancel_action->trigger();
+    cancel_action->trigger();  // Cancel keeps the focus meanwhile
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(QApplication::focusWidget(), run);
     const auto out = finished.front().front().value<app::RunOutcome>();
     QVERIFY2(out.status == app::RunOutcome::Status::Cancelled, qPrintable(out.message));
     QVERIFY(!page()->busy());

@@ -39,6 +39,7 @@ class TstTraceChart : public QObject {
     void criticalPathFollowsTheView();
     void focusKindsFadeTheOthers();
     void labelsReadOnEveryKind();
+    void keysZoomPanAndSelect();
 
   private:
     QTemporaryDir dir_;
@@ -554,6 +555,106 @@ void TstTraceChart::selectionHighlightsItsMicrobatch() {
     QVERIFY(both.selectAt(centre(*f3, 0.5, 0.5)));
     QCOMPARE(both.timelines().back()->highlight().size(), expected.size());
     QVERIFY(!both.timelines().back()->selectedOp());
+}
+
+// From the keyboard alone: + / - zoom, the arrows pan, Home fits; ] and [ step along a lane,
+// Down and Up to the neighbouring rank, the view following the op selected.
+void TstTraceChart::keysZoomPanAndSelect() {
+    QTest::keyClick(chart_.get(), Qt::Key_Escape);
+    chart_->fitAll();
+    const QCPRange all = chart_->timeRangeMs();
+    QTest::keyClick(chart_.get(), Qt::Key_Plus);
+    QVERIFY(chart_->timeRangeMs().size() < all.size() * 0.9);
+    const QCPRange zoomed = chart_->timeRangeMs();
+    QTest::keyClick(chart_.get(), Qt::Key_Left);
+    QVERIFY(chart_->timeRangeMs().lower < zoomed.lower);
+    QTest::keyClick(chart_.get(), Qt::Key_Minus);
+    QTest::keyClick(chart_.get(), Qt::Key_Home);
+    QCOMPARE(chart_->timeRangeMs().lower, all.lower);
+    QCOMPARE(chart_->timeRangeMs().upper, all.upper);
+
+    // Nothing selected: ] takes the compute op in the middle of the view on rank 0.
+    QSignalSpy described(chart_.get(), &app::TraceChart::selectionDescribed);
+    const auto middle = static_cast<std::int64_t>(all.center() * 1e6);
+    QTest::keyClick(chart_.get(), Qt::Key_BracketRight);
+    const auto first = chart_->selectedOp();
+    QVERIFY(first);
+    QCOMPARE(first->rank, 0);
+    QVERIFY(first->lane == trace::Lane::Compute);
+    const auto distance = [](const trace::OpRecord& o, std::int64_t t) {
+        return t < o.start_ns ? o.start_ns - t : t > o.end_ns ? t - o.end_ns : 0;
+    };
+    for (const auto& o : run_->ops(0, 0, run_->timeRange().end_ns)) {
+        QVERIFY(o.lane != trace::Lane::Compute || distance(o, middle) >= distance(*first, middle));
+    }
+    QVERIFY(!described.isEmpty());
+    QVERIFY2(described.last().at(0).toString().contains("on rank 0"),
+             qPrintable(described.last().at(0).toString()));
+
+    // ] the next op of the lane, [ back.
+    QTest::keyClick(chart_.get(), Qt::Key_BracketRight);
+    const auto second = chart_->selectedOp();
+    QVERIFY(second);
+    QCOMPARE(second->rank, 0);
+    QVERIFY(second->lane == first->lane);
+    QVERIFY(second->start_ns > first->start_ns);
+    for (const auto& o : run_->ops(0, first->start_ns, second->start_ns)) {
+        QVERIFY2(o.lane != first->lane || o.start_ns <= first->start_ns ||
+                     o.start_ns >= second->start_ns,
+                 "an op of the lane between the two was skipped");
+    }
+    QTest::keyClick(chart_.get(), Qt::Key_BracketLeft);
+    QCOMPARE(chart_->selectedOp()->id, first->id);
+
+    // Down: the op of rank 1 running in the middle of the selected one (or nearest to it).
+    QTest::keyClick(chart_.get(), Qt::Key_Down);
+    const auto below = chart_->selectedOp();
+    QVERIFY(below);
+    QCOMPARE(below->rank, 1);
+    const std::int64_t at = first->start_ns + first->duration() / 2;
+    for (const auto& o : run_->ops(1, 0, run_->timeRange().end_ns)) {
+        QVERIFY(o.lane != below->lane || distance(o, at) >= distance(*below, at));
+    }
+    QVERIFY(timeline()->highlight().size() > 1);  // its micro-batch, as after a click
+    QTest::keyClick(chart_.get(), Qt::Key_Up);
+    QCOMPARE(chart_->selectedOp()->rank, 0);
+    QTest::keyClick(chart_.get(), Qt::Key_Up);  // no rank above: the selection stays
+    QCOMPARE(chart_->selectedOp()->rank, 0);
+
+    // Zoomed in on one op, stepping on pans the view to each op in turn, never zooming.
+    chart_->fitSelection();
+    const double span = chart_->timeRangeMs().size();
+    for (int i = 0; i < 12; ++i) {
+        QTest::keyClick(chart_.get(), Qt::Key_BracketRight);
+        const auto op = chart_->selectedOp();
+        const QCPRange view = chart_->timeRangeMs();
+        QVERIFY(view.contains(static_cast<double>(op->start_ns) / 1e6));
+        QCOMPARE(view.size(), span);
+    }
+    QVERIFY(chart_->selectedOp()->start_ns > second->end_ns);
+    QTest::keyClick(chart_.get(), Qt::Key_Escape);
+    QVERIFY(!chart_->selectedOp());
+    chart_->fitAll();
+    chart_->replot();
+
+    // In a stack of runs, Down past the last rank goes on to the next run's first.
+    app::TraceChart both;
+    both.resize(1000, 600);
+    both.setRuns({run_, run_}, false);
+    both.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&both));
+    QTest::keyClick(&both, Qt::Key_BracketRight);
+    for (int r = 1; r < run_->rankCount(); ++r) {
+        QTest::keyClick(&both, Qt::Key_Down);
+    }
+    QCOMPARE(both.selectedOp()->rank, run_->rankCount() - 1);
+    QVERIFY(both.timelines().front()->selectedOp());
+    QTest::keyClick(&both, Qt::Key_Down);
+    QCOMPARE(both.selectedOp()->rank, 0);
+    QVERIFY(!both.timelines().front()->selectedOp());
+    QVERIFY(both.timelines().back()->selectedOp());
+    QTest::keyClick(&both, Qt::Key_Up);
+    QVERIFY(both.timelines().front()->selectedOp());
 }
 
 QTEST_MAIN(TstTraceChart)
