@@ -47,6 +47,8 @@ class TestAnalysis : public QObject {
     void oneProcessOfSeveral();
     void singleIteration();
     void iterationPeakCountsTheLevelItStartsWith();
+    void peakIsWhereItIsFirstReached();
+    void iterationPeakLeavesOutItsEnd();
     void missingIteration();
     void withoutMetrics();
     void windowsClipOps();
@@ -501,6 +503,83 @@ void TestAnalysis::iterationPeakCountsTheLevelItStartsWith() {
         QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Activations)],
                  900 * kMiB);
     }
+}
+
+namespace {
+
+// One rank, one op per iteration: iteration 0 over [0, 90) us, iteration 1 over [90, 190) us.
+QString writeMemoryTrace(const QString& path, const std::vector<trace::MemorySample>& samples) {
+    trace::TraceWriter w;
+    trace::RunInfo run;
+    run.name = "memory";
+    run.backend = "sim";
+    run.ranks = 1;
+    run.iterations = 2;
+    run.warmup = 0;
+    if (const auto st = w.create(path.toStdString(), run); !st.ok()) {
+        return QString::fromStdString(st.message);
+    }
+    w.addRank({0, "0", "sim", "", 0, 0});
+    for (int it = 0; it < 2; ++it) {
+        trace::OpRecord op;
+        op.iteration = it;
+        op.kind = OpKind::F;
+        op.op_index = 0;
+        op.start_ns = (it == 0 ? 0 : 90) * kUs;
+        op.end_ns = (it == 0 ? 90 : 190) * kUs;
+        w.addOp(op);
+    }
+    for (const auto& m : samples) {
+        w.addMemory(m);
+    }
+    const auto st = w.finish(trace::RunStatus::Complete, {}, 190 * kUs);
+    return st.ok() ? QString() : QString::fromStdString(st.message);
+}
+
+}  // namespace
+
+void TestAnalysis::peakIsWhereItIsFirstReached() {
+    // 150 MiB at 10 us (weights and activations), and again at 20 us, where the activations are
+    // freed and as much vocabulary memory is taken at the same instant: the peak is at 10 us,
+    // with the categories of that moment (docs/metrics.md, "the first time it is reached").
+    const QString path = dir_.filePath("first-peak.db");
+    QCOMPARE(writeMemoryTrace(path, {{0, 0, 100 * kMiB, trace::MemoryCategory::Weights},
+                                     {0, 10 * kUs, 50 * kMiB, trace::MemoryCategory::Activations},
+                                     {0, 20 * kUs, 0, trace::MemoryCategory::Activations},
+                                     {0, 20 * kUs, 50 * kMiB, trace::MemoryCategory::Vocab}}),
+             QString());
+    for (const bool one_thread : {true, false}) {
+        analysis::AnalysisOptions o;
+        o.one_thread = one_thread;
+        const analysis::MemoryPeak p = analyze(path, o).ranks[0].peak_memory;
+        QVERIFY(p.present);
+        QCOMPARE(p.bytes, 150 * kMiB);
+        QCOMPARE(p.t_ns, 10 * kUs);
+        QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Activations)],
+                 50 * kMiB);
+        QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Vocab)],
+                 std::int64_t{0});
+    }
+}
+
+void TestAnalysis::iterationPeakLeavesOutItsEnd() {
+    // Iteration 0's window is [0, 90) us: the 900 MiB taken at 90 us, where iteration 1 starts,
+    // are iteration 1's, not iteration 0's.
+    const QString path = dir_.filePath("window-end.db");
+    QCOMPARE(writeMemoryTrace(path, {{0, 0, 100 * kMiB, trace::MemoryCategory::Weights},
+                                     {0, 90 * kUs, 900 * kMiB, trace::MemoryCategory::Activations},
+                                     {0, 150 * kUs, 0, trace::MemoryCategory::Activations}}),
+             QString());
+    analysis::AnalysisOptions o;
+    o.iteration = 0;
+    const analysis::MemoryPeak first = analyze(path, o).ranks[0].peak_memory;
+    QVERIFY(first.present);
+    QCOMPARE(first.bytes, 100 * kMiB);
+    QCOMPARE(first.t_ns, std::int64_t{0});
+    o.iteration = 1;
+    const analysis::MemoryPeak second = analyze(path, o).ranks[0].peak_memory;
+    QCOMPARE(second.bytes, 1000 * kMiB);
+    QCOMPARE(second.t_ns, 90 * kUs);
 }
 
 void TestAnalysis::missingIteration() {
