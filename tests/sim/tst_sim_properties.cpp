@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <pipescope/schedule/model_math.h>
+#include <pipescope/sim/cost_table.h>
 #include <pipescope/sim/simulator.h>
 
 #include "config_fixtures.h"
@@ -95,6 +96,7 @@ class TstSimProperties : public QObject {
     void zeroBubbleH1MatchesThePaper_data();
     void zeroBubbleH1MatchesThePaper();
     void tableWIsTheWeightGradientOnEverySchedule();
+    void tableTimeSplitsOverTheRanksChunks();
     void splitBackwardDefersWWithinOneF1BsMemory();
     void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
@@ -492,6 +494,30 @@ void TstSimProperties::tableWIsTheWeightGradientOnEverySchedule() {
     const auto zb = run(splitCosts(p, m, "zb-h1", "naive", 1000, 1000, 1000));
     QVERIFY2(std::abs(zb.iteration_time_s - 27e-3) < 1e-12,
              qPrintable(QString("zb-h1: %1 ms").arg(zb.iteration_time_s * 1e3)));
+}
+
+void TstSimProperties::tableTimeSplitsOverTheRanksChunks() {
+    // A table time is one micro-batch through all of the rank's chunks: each chunk takes its
+    // share of the rank's layers, and a rank without layers (redistributed V-Half with empty end
+    // positions, both on rank 0) splits it evenly (docs/cost-model.md, "The table model").
+    const auto c = makeConfig(4, 8, "v-half", "redistributed",
+                              {"parallel.first_stage_layers=0", "parallel.last_stage_layers=0",
+                               "costs.source=table", "costs.per_stage_us.F=" + list(4, 1000)});
+    const auto pl = schedule::computePlacement(c);
+    QCOMPARE(pl.layersOnRank(0), 0);
+    QCOMPARE(pl.layersOnRank(1), 5);  // 3 on position 1 (chunk 0), 2 on position 6 (chunk 1)
+    const sim::TableCostModel m(c, pl);
+    schedule::Op f;
+    f.kind = schedule::OpKind::F;
+    f.microbatch = 0;
+    const auto at = [&](int rank, int chunk) {
+        f.chunk = chunk;
+        return m.compute(rank, f);
+    };
+    QCOMPARE(at(0, 0), 0.5e-3);
+    QCOMPARE(at(0, 1), 0.5e-3);
+    QCOMPARE(at(1, 0), 0.6e-3);
+    QCOMPARE(at(1, 1), 0.4e-3);
 }
 
 void TstSimProperties::splitBackwardDefersWWithinOneF1BsMemory() {
