@@ -40,6 +40,7 @@ class TestAnalysis : public QObject {
     void peakMemory();
     void warmupFallback();
     void cutShortIteration();
+    void oneOpShortIsCutShort();
     void damagedTraceSaysSo();
     void damagedMetricTableSaysSo();
     void memoryPastInt64SaysSo();
@@ -445,6 +446,50 @@ void TestAnalysis::cutShortIteration() {
     QCOMPARE(analyze(killed_path).cut_short_iteration, std::nullopt);
     QCOMPARE(analyze(files_.running).cut_short_iteration, std::nullopt);
     QCOMPARE(analyze(files_.running).measured, std::vector<int>{1});
+}
+
+void TestAnalysis::oneOpShortIsCutShort() {
+    // An unfinished run of one rank, three ops (F, B, OPT) per iteration: the iteration that
+    // misses its OPT is where it stopped, against the iteration before it or, where the runner
+    // recorded it, against ops_per_iteration (docs/metrics.md, "Measured iterations").
+    for (const bool recorded : {false, true}) {
+        const QString path = dir_.filePath(recorded ? "short-recorded.db" : "short.db");
+        const int iterations = recorded ? 1 : 2;
+        {
+            trace::TraceWriter w;
+            trace::RunInfo run;
+            run.name = "short";
+            run.backend = "cpu";
+            run.ranks = 1;
+            run.iterations = 3;
+            run.warmup = 0;
+            QVERIFY(w.create(path.toStdString(), run).ok());
+            w.addRank({0, "0", "cpu", "", 0, 0});
+            int index = 0;
+            for (int it = 0; it < iterations; ++it) {
+                for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::Opt}) {
+                    const bool last = it == iterations - 1 && kind == OpKind::Opt;
+                    if (last) {
+                        break;
+                    }
+                    trace::OpRecord op;
+                    op.iteration = it;
+                    op.kind = kind;
+                    op.microbatch = kind == OpKind::Opt ? -1 : 0;
+                    op.op_index = index++;
+                    op.start_ns = (100 * it + 10 * index) * kUs;
+                    op.end_ns = op.start_ns + 5 * kUs;
+                    w.addOp(op);
+                }
+            }
+            if (recorded) {
+                w.addMetric({analysis::kMetricOpsPerIteration, 3, 0, std::nullopt});
+            }
+            QVERIFY(w.flush().ok());
+        }
+        const RunStats s = analyze(path);
+        QCOMPARE(s.cut_short_iteration, std::optional<int>(iterations - 1));
+    }
 }
 
 void TestAnalysis::singleIteration() {
