@@ -40,6 +40,7 @@ class TestAnalysis : public QObject {
     void peakMemory();
     void warmupFallback();
     void cutShortIteration();
+    void oneOpShortIsCutShort();
     void damagedTraceSaysSo();
     void damagedMetricTableSaysSo();
     void memoryPastInt64SaysSo();
@@ -48,6 +49,8 @@ class TestAnalysis : public QObject {
     void oneProcessOfSeveral();
     void singleIteration();
     void iterationPeakCountsTheLevelItStartsWith();
+    void peakIsWhereItIsFirstReached();
+    void iterationPeakLeavesOutItsEnd();
     void missingIteration();
     void withoutMetrics();
     void windowsClipOps();
@@ -497,6 +500,50 @@ void TestAnalysis::cutShortIteration() {
     QCOMPARE(analyze(files_.running).measured, std::vector<int>{1});
 }
 
+void TestAnalysis::oneOpShortIsCutShort() {
+    // An unfinished run of one rank, three ops (F, B, OPT) per iteration: the iteration that
+    // misses its OPT is where it stopped, against the iteration before it or, where the runner
+    // recorded it, against ops_per_iteration (docs/metrics.md, "Measured iterations").
+    for (const bool recorded : {false, true}) {
+        const QString path = dir_.filePath(recorded ? "short-recorded.db" : "short.db");
+        const int iterations = recorded ? 1 : 2;
+        {
+            trace::TraceWriter w;
+            trace::RunInfo run;
+            run.name = "short";
+            run.backend = "cpu";
+            run.ranks = 1;
+            run.iterations = 3;
+            run.warmup = 0;
+            QVERIFY(w.create(path.toStdString(), run).ok());
+            w.addRank({0, "0", "cpu", "", 0, 0});
+            int index = 0;
+            for (int it = 0; it < iterations; ++it) {
+                for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::Opt}) {
+                    const bool last = it == iterations - 1 && kind == OpKind::Opt;
+                    if (last) {
+                        break;
+                    }
+                    trace::OpRecord op;
+                    op.iteration = it;
+                    op.kind = kind;
+                    op.microbatch = kind == OpKind::Opt ? -1 : 0;
+                    op.op_index = index++;
+                    op.start_ns = (100 * it + 10 * index) * kUs;
+                    op.end_ns = op.start_ns + 5 * kUs;
+                    w.addOp(op);
+                }
+            }
+            if (recorded) {
+                w.addMetric({analysis::kMetricOpsPerIteration, 3, 0, std::nullopt});
+            }
+            QVERIFY(w.flush().ok());
+        }
+        const RunStats s = analyze(path);
+        QCOMPARE(s.cut_short_iteration, std::optional<int>(iterations - 1));
+    }
+}
+
 void TestAnalysis::singleIteration() {
     analysis::AnalysisOptions o;
     o.iteration = 0;
@@ -553,6 +600,83 @@ void TestAnalysis::iterationPeakCountsTheLevelItStartsWith() {
         QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Activations)],
                  900 * kMiB);
     }
+}
+
+namespace {
+
+// One rank, one op per iteration: iteration 0 over [0, 90) us, iteration 1 over [90, 190) us.
+QString writeMemoryTrace(const QString& path, const std::vector<trace::MemorySample>& samples) {
+    trace::TraceWriter w;
+    trace::RunInfo run;
+    run.name = "memory";
+    run.backend = "sim";
+    run.ranks = 1;
+    run.iterations = 2;
+    run.warmup = 0;
+    if (const auto st = w.create(path.toStdString(), run); !st.ok()) {
+        return QString::fromStdString(st.message);
+    }
+    w.addRank({0, "0", "sim", "", 0, 0});
+    for (int it = 0; it < 2; ++it) {
+        trace::OpRecord op;
+        op.iteration = it;
+        op.kind = OpKind::F;
+        op.op_index = 0;
+        op.start_ns = (it == 0 ? 0 : 90) * kUs;
+        op.end_ns = (it == 0 ? 90 : 190) * kUs;
+        w.addOp(op);
+    }
+    for (const auto& m : samples) {
+        w.addMemory(m);
+    }
+    const auto st = w.finish(trace::RunStatus::Complete, {}, 190 * kUs);
+    return st.ok() ? QString() : QString::fromStdString(st.message);
+}
+
+}  // namespace
+
+void TestAnalysis::peakIsWhereItIsFirstReached() {
+    // 150 MiB at 10 us (weights and activations), and again at 20 us, where the activations are
+    // freed and as much vocabulary memory is taken at the same instant: the peak is at 10 us,
+    // with the categories of that moment (docs/metrics.md, "the first time it is reached").
+    const QString path = dir_.filePath("first-peak.db");
+    QCOMPARE(writeMemoryTrace(path, {{0, 0, 100 * kMiB, trace::MemoryCategory::Weights},
+                                     {0, 10 * kUs, 50 * kMiB, trace::MemoryCategory::Activations},
+                                     {0, 20 * kUs, 0, trace::MemoryCategory::Activations},
+                                     {0, 20 * kUs, 50 * kMiB, trace::MemoryCategory::Vocab}}),
+             QString());
+    for (const bool one_thread : {true, false}) {
+        analysis::AnalysisOptions o;
+        o.one_thread = one_thread;
+        const analysis::MemoryPeak p = analyze(path, o).ranks[0].peak_memory;
+        QVERIFY(p.present);
+        QCOMPARE(p.bytes, 150 * kMiB);
+        QCOMPARE(p.t_ns, 10 * kUs);
+        QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Activations)],
+                 50 * kMiB);
+        QCOMPARE(p.by_category[static_cast<std::size_t>(trace::MemoryCategory::Vocab)],
+                 std::int64_t{0});
+    }
+}
+
+void TestAnalysis::iterationPeakLeavesOutItsEnd() {
+    // Iteration 0's window is [0, 90) us: the 900 MiB taken at 90 us, where iteration 1 starts,
+    // are iteration 1's, not iteration 0's.
+    const QString path = dir_.filePath("window-end.db");
+    QCOMPARE(writeMemoryTrace(path, {{0, 0, 100 * kMiB, trace::MemoryCategory::Weights},
+                                     {0, 90 * kUs, 900 * kMiB, trace::MemoryCategory::Activations},
+                                     {0, 150 * kUs, 0, trace::MemoryCategory::Activations}}),
+             QString());
+    analysis::AnalysisOptions o;
+    o.iteration = 0;
+    const analysis::MemoryPeak first = analyze(path, o).ranks[0].peak_memory;
+    QVERIFY(first.present);
+    QCOMPARE(first.bytes, 100 * kMiB);
+    QCOMPARE(first.t_ns, std::int64_t{0});
+    o.iteration = 1;
+    const analysis::MemoryPeak second = analyze(path, o).ranks[0].peak_memory;
+    QCOMPARE(second.bytes, 1000 * kMiB);
+    QCOMPARE(second.t_ns, 90 * kUs);
 }
 
 void TestAnalysis::missingIteration() {

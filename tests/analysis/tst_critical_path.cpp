@@ -47,6 +47,9 @@ class TstCriticalPath : public QObject {
     void followsWaitsAcrossRanks();
     void ignoresOtherIterationsAndDeviceSpans();
     void nothingToWalk();
+    void lastEndTiesGoToTheLaterStart();
+    void aMemberJoiningTogetherIsNotWaitedFor();
+    void outputBroadcastFollowsThePreviousLoss();
     void stepsAreNamed_data();
     void stepsAreNamed();
 };
@@ -119,6 +122,54 @@ void TstCriticalPath::ignoresOtherIterationsAndDeviceSpans() {
 void TstCriticalPath::nothingToWalk() {
     QVERIFY(!analysis::criticalPath({}, 0, 2));
     QVERIFY(!analysis::criticalPath(twoRanks(), 3, 2));
+}
+
+void TstCriticalPath::lastEndTiesGoToTheLaterStart() {
+    // Two unrelated forwards end together: the walk starts at the one that started later, and the
+    // time before it is a gap of its rank (docs/metrics.md, "Critical path").
+    const auto path = analysis::criticalPath(
+        {op(0, 0, OpKind::F, 0, 0, 10), op(1, 0, OpKind::F, 0, 4, 10)}, 0, 2);
+    QVERIFY(path);
+    QCOMPARE(path->steps.size(), std::size_t{2});
+    QCOMPARE(path->steps.back().op.rank, 1);
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Compute)], std::int64_t{6});
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Gap)], std::int64_t{4});
+    QCOMPARE(path->by_rank, (std::vector<std::int64_t>{0, 10}));
+}
+
+void TstCriticalPath::aMemberJoiningTogetherIsNotWaitedFor() {
+    // Both ranks join the all-reduce at 10: neither waited for the other, so the path stays on
+    // the rank it started from.
+    std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::F, 0, 0, 10), op(0, 1, OpKind::AllReduce, 0, 10, 20),
+        op(1, 0, OpKind::F, 0, 0, 10), op(1, 1, OpKind::AllReduce, 0, 10, 20)};
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    QCOMPARE(path->by_rank, (std::vector<std::int64_t>{20, 0}));
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Collective)],
+             std::int64_t{10});
+    for (const auto& o : path->ops()) {
+        QCOMPARE(o.rank, 0);
+    }
+}
+
+void TstCriticalPath::outputBroadcastFollowsThePreviousLoss() {
+    // The last rank's BCAST(output_bcast,1) carries g(0), which L0 produced: it waits for L0
+    // (ended at 20), not only for F1 of its own micro-batch (ended at 8). The op before it on
+    // the compute stream, F2, ends after it starts.
+    auto bcast = op(0, 3, OpKind::Bcast, 1, 20, 45);
+    bcast.collective = 3;  // output_bcast
+    auto loss = op(0, 1, OpKind::L, 0, 10, 20);
+    loss.lane = trace::Lane::Compute;
+    const auto path = analysis::criticalPath(
+        {op(0, 0, OpKind::F, 1, 0, 8), loss, op(0, 2, OpKind::F, 2, 20, 30), bcast}, 0, 1);
+    QVERIFY(path);
+    const auto ops = path->ops();
+    QCOMPARE(ops.size(), std::size_t{3});
+    QVERIFY(ops[0].kind == OpKind::F && ops[0].microbatch == 1);
+    QVERIFY(ops[1].kind == OpKind::L);
+    QVERIFY(ops[2].kind == OpKind::Bcast);
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Gap)], std::int64_t{2});
 }
 
 // The report names each step by its op (trace::opLabel): kind, micro-batch, peer or collective.

@@ -42,6 +42,8 @@ class TstGenerate : public QObject {
     void oneF1BOrderIsTextbook();
     void interleavedOrderIsMegatrons();
     void vocabPassesLineUp();
+    void interlacedEmbeddingBackwardsStartAsDocumented_data();
+    void interlacedEmbeddingBackwardsStartAsDocumented();
     void vocab1RunsAheadOnInterleaved();
     void jsonRoundTrip();
     void vHalfWithEvenCostsIsScheduled();
@@ -237,6 +239,39 @@ void TstGenerate::vocab1RunsAheadOnInterleaved() {
                                     .arg(makespan[0])
                                     .arg(makespan[1])));
         }
+    }
+}
+
+void TstGenerate::interlacedEmbeddingBackwardsStartAsDocumented_data() {
+    QTest::addColumn<int>("p");
+    QTest::addColumn<int>("first");  // output-layer steps before the first embedding backward
+    // docs/schedules.md, interlaced, rule 6: the embedding backwards follow output-layer step
+    // k = p + 1 on, k = p for odd p.
+    QTest::newRow("p=4") << 4 << 6;
+    QTest::newRow("p=6") << 6 << 8;
+    QTest::newRow("p=3") << 3 << 4;
+    QTest::newRow("p=5") << 5 << 6;
+}
+
+void TstGenerate::interlacedEmbeddingBackwardsStartAsDocumented() {
+    QFETCH(int, p);
+    QFETCH(int, first);
+    const auto g = generateSchedule(makeConfig(p, 4 * p, "1f1b", "interlaced"));
+    QVERIFY2(g.schedule, g.error.c_str());
+    for (int r = 0; r < p; ++r) {
+        int steps = 0;
+        for (const Op& o : g.schedule->ops[static_cast<std::size_t>(r)]) {
+            if (o.collective == Collective::OutputBcast) {
+                ++steps;
+            } else if (o.collective == Collective::InputGradBcast) {
+                break;
+            }
+        }
+        QVERIFY2(steps == first, qPrintable(QString("rank %1: %2 output-layer steps before the "
+                                                    "first embedding backward, expected %3")
+                                                .arg(r)
+                                                .arg(steps)
+                                                .arg(first)));
     }
 }
 

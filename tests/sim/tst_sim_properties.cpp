@@ -2,13 +2,16 @@
 // formula, micro-batches in flight on each stage, balanced compute with vocabulary parallelism,
 // and the base schedule's bubble kept when communication is free.
 #include <cmath>
+#include <map>
 
 #include <QtTest>
 
 #include <pipescope/schedule/model_math.h>
+#include <pipescope/sim/cost_table.h>
 #include <pipescope/sim/simulator.h>
 
 #include "config_fixtures.h"
+#include "testsupport.h"
 
 using namespace pipescope;
 using pipescope::test::makeConfig;
@@ -93,11 +96,16 @@ class TstSimProperties : public QObject {
     void zeroBubbleH1MatchesThePaper_data();
     void zeroBubbleH1MatchesThePaper();
     void tableWIsTheWeightGradientOnEverySchedule();
+    void tableTimeSplitsOverTheRanksChunks();
     void splitBackwardDefersWWithinOneF1BsMemory();
     void absurdSizesAreRefusedWithTheLimit();
     void memoryReturnsToItsStaticLevel_data();
     void memoryReturnsToItsStaticLevel();
     void vocab2HoldsTheShardSoftmaxDuringS();
+    void defaultPresetPeakAsDocumented();
+    void peakIsWhereItIsFirstReached();
+    void vocabularyBuffersFollowTheDocumentedOps_data();
+    void vocabularyBuffersFollowTheDocumentedOps();
 };
 
 void TstSimProperties::bubbleFormula_data() {
@@ -516,6 +524,30 @@ void TstSimProperties::tableWIsTheWeightGradientOnEverySchedule() {
              qPrintable(QString("zb-h1: %1 ms").arg(zb.iteration_time_s * 1e3)));
 }
 
+void TstSimProperties::tableTimeSplitsOverTheRanksChunks() {
+    // A table time is one micro-batch through all of the rank's chunks: each chunk takes its
+    // share of the rank's layers, and a rank without layers (redistributed V-Half with empty end
+    // positions, both on rank 0) splits it evenly (docs/cost-model.md, "The table model").
+    const auto c = makeConfig(4, 8, "v-half", "redistributed",
+                              {"parallel.first_stage_layers=0", "parallel.last_stage_layers=0",
+                               "costs.source=table", "costs.per_stage_us.F=" + list(4, 1000)});
+    const auto pl = schedule::computePlacement(c);
+    QCOMPARE(pl.layersOnRank(0), 0);
+    QCOMPARE(pl.layersOnRank(1), 5);  // 3 on position 1 (chunk 0), 2 on position 6 (chunk 1)
+    const sim::TableCostModel m(c, pl);
+    schedule::Op f;
+    f.kind = schedule::OpKind::F;
+    f.microbatch = 0;
+    const auto at = [&](int rank, int chunk) {
+        f.chunk = chunk;
+        return m.compute(rank, f);
+    };
+    QCOMPARE(at(0, 0), 0.5e-3);
+    QCOMPARE(at(0, 1), 0.5e-3);
+    QCOMPARE(at(1, 0), 0.6e-3);
+    QCOMPARE(at(1, 1), 0.4e-3);
+}
+
 void TstSimProperties::splitBackwardDefersWWithinOneF1BsMemory() {
     // Between B and W a split backward keeps W's inputs and the output gradients W needs, about
     // one micro-batch's activations (0.94 of them here): ZB-H1 defers W and still peaks at no
@@ -638,6 +670,189 @@ void TstSimProperties::vocab2HoldsTheShardSoftmaxDuringS() {
                                                      .arg(rank)
                                                      .arg(top)
                                                      .arg(expected)));
+        }
+    }
+}
+
+void TstSimProperties::defaultPresetPeakAsDocumented() {
+    // docs/cost-model.md, "Memory": resources/presets/default.json (vocab-2), rank 0 peaks when
+    // S0 starts (5.47 ms), beside the send of micro-batch 4's activations, with these bytes.
+    const auto loaded =
+        schedule::loadConfigFile(test::sourcePath("resources/presets/default.json").toStdString());
+    QVERIFY(loaded.ok());
+    const auto r = run(*loaded.config);
+    const sim::RankMemory& rm = r.memory[0];
+    QCOMPARE(rm.peak_bytes, std::int64_t{49729536});
+    QCOMPARE(std::llround(rm.peak_t * 1e5), 547LL);
+    const std::array<std::int64_t, sim::kCategories> expected = {
+        1586176, 1586176, 3172352, 5406720, 35848192, 32768, 2097152};
+    for (std::size_t c = 0; c < expected.size(); ++c) {
+        QVERIFY2(rm.at_peak[c] == expected[c],
+                 qPrintable(QString("category %1: %2 bytes, expected %3")
+                                .arg(c)
+                                .arg(rm.at_peak[c])
+                                .arg(expected[c])));
+    }
+}
+
+void TstSimProperties::peakIsWhereItIsFirstReached() {
+    // Under 1F1B a stage reaches the same total again and again in its steady state: its peak is
+    // the first instant of that total, as the trace analysis reports a peak (docs/metrics.md,
+    // "Peak memory": the first time it is reached).
+    const int p = 4;
+    const auto r = run(makeConfig(p, 4 * p, "1f1b", "naive"));
+    bool repeated = false;
+    for (int rank = 0; rank < p; ++rank) {
+        const sim::RankMemory& rm = r.memory[static_cast<std::size_t>(rank)];
+        std::array<std::int64_t, sim::kCategories> level{};
+        std::vector<std::pair<double, std::int64_t>> totals;  // after each instant
+        for (const auto& l : rm.levels) {
+            level[static_cast<std::size_t>(l.category)] = l.bytes;
+            std::int64_t total = 0;
+            for (const std::int64_t b : level) {
+                total += b;
+            }
+            if (!totals.empty() && totals.back().first == l.t) {
+                totals.back().second = total;
+            } else {
+                totals.emplace_back(l.t, total);
+            }
+        }
+        std::vector<double> at_peak;
+        for (const auto& [t, total] : totals) {
+            QVERIFY(total <= rm.peak_bytes);
+            if (total == rm.peak_bytes) {
+                at_peak.push_back(t);
+            }
+        }
+        QVERIFY(!at_peak.empty());
+        repeated = repeated || at_peak.size() > 1;
+        QCOMPARE(rm.peak_t, at_peak.front());
+    }
+    QVERIFY2(repeated, "no rank reaches its peak twice: nothing to tell apart");
+}
+
+void TstSimProperties::vocabularyBuffersFollowTheDocumentedOps_data() {
+    QTest::addColumn<QString>("vocab");
+    for (const char* v : {"vocab-1", "vocab-2", "interlaced", "naive"}) {
+        QTest::newRow(v) << QString(v);
+    }
+}
+
+void TstSimProperties::vocabularyBuffersFollowTheDocumentedOps() {
+    // The `vocab` and `comm_buffers` levels of every rank, replayed from the schedule and its
+    // timing by the table of docs/cost-model.md, "Memory": S holds the shard's logits from its
+    // start, T frees them and X(i) at its end, BCAST(output_bcast, i < m) keeps X(i) from its
+    // end, vocab-2's A_d lives from S's start to its ALLREDUCE(output)'s end; naive's last stage
+    // holds the fp32 logits from F's start to B's end; a communication op holds its bytes from its
+    // start to its end.
+    QFETCH(QString, vocab);
+    const auto r = run(makeConfig(4, 8, "1f1b", vocab.toStdString()));
+    const auto& m = r.config.model;
+    const bool vocab2 = vocab == "vocab-2";
+    const bool sharded = vocab != "naive";
+    const auto bytes = [](double v) { return static_cast<std::int64_t>(std::llround(v)); };
+    const std::int64_t shard_logits =
+        bytes(schedule::logitsBytes(m, schedule::paddedVocab(r.config) / 4));
+    const std::int64_t full_logits = bytes(schedule::logitsBytes(m, m.vocab));
+    const std::int64_t x = bytes(schedule::hiddenBytesFp32(m));
+    const auto params = schedule::paramsPerRank(r.config, r.schedule.placement);
+    const auto bpp = schedule::bytesPerParam(m.dtype);
+    const int last = r.schedule.placement.positions() - 1;
+    for (int rank = 0; rank < 4; ++rank) {
+        // (time, category, change), summed per instant below.
+        std::map<double, std::array<std::int64_t, sim::kCategories>> changes;
+        const auto add = [&](double t, trace::MemoryCategory c, std::int64_t d) {
+            changes[t][static_cast<std::size_t>(c)] += d;
+        };
+        const auto V = trace::MemoryCategory::Vocab;
+        const auto C = trace::MemoryCategory::CommBuffers;
+        add(0, V,
+            bytes(static_cast<double>(params[static_cast<std::size_t>(rank)].vocab) * bpp.total()));
+        const auto& ops = r.schedule.ops[static_cast<std::size_t>(rank)];
+        for (int i = 0; i < static_cast<int>(ops.size()); ++i) {
+            const auto& o = ops[static_cast<std::size_t>(i)];
+            const auto& t = r.timing.times[static_cast<std::size_t>(r.graph.node(rank, i))];
+            const int pos =
+                o.kind == schedule::OpKind::Opt ? 0 : r.schedule.placement.position(rank, o.chunk);
+            switch (o.kind) {
+                case schedule::OpKind::F:
+                    if (!sharded && pos == last) {
+                        add(t.start, V, full_logits);
+                    }
+                    break;
+                case schedule::OpKind::B:
+                    if (!sharded && pos == last) {
+                        add(t.end, V, -full_logits);
+                    }
+                    break;
+                case schedule::OpKind::S:
+                    add(t.start, V, shard_logits + (vocab2 ? x : 0));
+                    break;
+                case schedule::OpKind::T:
+                    add(t.end, V, -shard_logits - x);
+                    break;
+                case schedule::OpKind::SendF:
+                case schedule::OpKind::SendB:
+                case schedule::OpKind::RecvF:
+                case schedule::OpKind::RecvB:
+                case schedule::OpKind::Bcast:
+                case schedule::OpKind::AllReduce:
+                    add(t.start, C, o.bytes);
+                    add(t.end, C, -o.bytes);
+                    if (o.collective == schedule::Collective::OutputBcast &&
+                        o.microbatch < r.schedule.microbatches) {
+                        add(t.end, V, x);
+                    }
+                    if (o.collective == schedule::Collective::OutputAllReduce && vocab2) {
+                        add(t.end, V, -x);
+                    }
+                    break;
+                default:
+                    break;
+            }
+        }
+        // The levels after each instant, the replay's and the model's, compared at every instant
+        // either of them has.
+        using Levels = std::map<double, std::array<std::int64_t, sim::kCategories>>;
+        Levels expected;
+        std::array<std::int64_t, sim::kCategories> level{};
+        for (const auto& [t, d] : changes) {
+            for (std::size_t c = 0; c < level.size(); ++c) {
+                level[c] += d[c];
+            }
+            expected[t] = level;
+        }
+        Levels model;
+        level = {};
+        for (const auto& l : r.memory[static_cast<std::size_t>(rank)].levels) {
+            level[static_cast<std::size_t>(l.category)] = l.bytes;
+            model[l.t] = level;
+        }
+        const auto at = [](const Levels& levels, double t) {
+            auto it = levels.upper_bound(t);
+            return it == levels.begin() ? std::array<std::int64_t, sim::kCategories>{}
+                                        : std::prev(it)->second;
+        };
+        std::vector<double> instants;
+        for (const Levels* l : {&expected, &model}) {
+            for (const auto& [t, unused] : *l) {
+                instants.push_back(t);
+            }
+        }
+        for (const double t : instants) {
+            for (const auto c : {V, C}) {
+                const auto i = static_cast<std::size_t>(c);
+                const std::int64_t got = at(model, t)[i];
+                const std::int64_t want = at(expected, t)[i];
+                QVERIFY2(got == want, qPrintable(QString("rank %1 at %2 s: category %3 is %4 "
+                                                         "bytes, expected %5")
+                                                     .arg(rank)
+                                                     .arg(t)
+                                                     .arg(i)
+                                                     .arg(got)
+                                                     .arg(want)));
+            }
         }
     }
 }

@@ -56,6 +56,7 @@ class TstSimTrace : public QObject {
     void calibrationReproducesTheRun();
     void calibrationPerCollectiveKind();
     void calibrationIgnoresADisturbedIteration();
+    void calibrationTakesTheMiddleOfAnEvenCount();
     void calibrationCountsTheBackwardOnce();
     void drawnTimesComeFromTheRecordedOnes();
     void criticalPathFollowsTheGraph_data();
@@ -260,6 +261,47 @@ void TstSimTrace::calibrationIgnoresADisturbedIteration() {
     // The drawn timings do see the disturbed iteration: their 90th percentile is longer.
     QVERIFY(calibrated.spread.has_value());
     QVERIFY(calibrated.spread->p90_s > calibrated.iteration_time_s);
+}
+
+void TstSimTrace::calibrationTakesTheMiddleOfAnEvenCount() {
+    // Four measured iterations (after one warm-up), every op 1, 2, 3 and 4 times as long as
+    // simulated: the median of the four iteration means is halfway between the middle two, 2.5
+    // times the simulated op (docs/cost-model.md, "The statistic").
+    const auto original = run(makeConfig(2, 4, "1f1b", "naive",
+                                         {"costs.source=table", "costs.per_stage_us.F=[700,900]"}));
+    const QString path = dir_.filePath("even.db");
+    {
+        trace::TraceWriter w;
+        QVERIFY(w.create(path.toStdString(), sim::simRunInfo(original, 5, "test")).ok());
+        const auto& s = original.schedule;
+        for (int r = 0; r < s.ranks; ++r) {
+            w.addRank({r, sim::rankStages(s, r), "sim", "", 0, 0});
+        }
+        const auto period =
+            static_cast<std::int64_t>(std::llround(original.iteration_time_s * 1e9));
+        std::int64_t base = 0;
+        for (int it = 0; it < 5; ++it) {
+            const std::int64_t stretch = std::max(it, 1);
+            for (int r = 0; r < s.ranks; ++r) {
+                for (int i = 0; i < static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
+                     ++i) {
+                    trace::OpRecord rec = sim::traceOp(original, r, i, 0);
+                    rec.iteration = it;
+                    rec.start_ns = base + rec.start_ns * stretch;
+                    rec.end_ns = base + rec.end_ns * stretch;
+                    w.addOp(rec);
+                }
+            }
+            base += period * stretch;
+        }
+        QVERIFY(w.finish(trace::RunStatus::Complete, {}, base).ok());
+    }
+    const auto calibrated = run(makeConfig(
+        2, 4, "1f1b", "naive", {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
+    const auto& f = calibrated.config.costs.table(schedule::CostKey::F);
+    QCOMPARE(f.size(), std::size_t(2));
+    QVERIFY2(std::abs(f[0] - 1750) < 1 && std::abs(f[1] - 2250) < 1,
+             qPrintable(QString("%1, %2").arg(f[0]).arg(f[1])));
 }
 
 void TstSimTrace::calibrationCountsTheBackwardOnce() {
