@@ -1,6 +1,7 @@
 // A simulated run written as a trace: byte-identical for equal configs, read back by the
 // analysis library to the same figures the simulator computed, and usable as the calibration
 // source of another simulation.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 
@@ -41,6 +42,38 @@ bool writeRun(const sim::SimResult& r, const QString& path, int iterations) {
         .finish(trace::RunStatus::Complete, {},
                 static_cast<std::int64_t>(std::llround(r.iteration_time_s * 1e9)) * iterations)
         .ok();
+}
+
+// Writes `iterations` iterations of `r`'s ops as a measured run would, iteration `it` taking
+// `stretch(it)` times as long as simulated (a disturbed or slowing run), for calibration tests.
+template <typename Stretch>
+bool writeStretchedRun(const sim::SimResult& r, const QString& path, int iterations,
+                       Stretch stretch) {
+    trace::TraceWriter w;
+    if (!w.create(path.toStdString(), sim::simRunInfo(r, iterations, "test")).ok()) {
+        return false;
+    }
+    const auto& s = r.schedule;
+    for (int rank = 0; rank < s.ranks; ++rank) {
+        w.addRank({rank, sim::rankStages(s, rank), "sim", "", 0, 0});
+    }
+    const auto period = static_cast<std::int64_t>(std::llround(r.iteration_time_s * 1e9));
+    std::int64_t base = 0;
+    for (int it = 0; it < iterations; ++it) {
+        const std::int64_t k = stretch(it);
+        for (int rank = 0; rank < s.ranks; ++rank) {
+            const auto count = static_cast<int>(s.ops[static_cast<std::size_t>(rank)].size());
+            for (int i = 0; i < count; ++i) {
+                trace::OpRecord rec = sim::traceOp(r, rank, i, 0);
+                rec.iteration = it;
+                rec.start_ns = base + rec.start_ns * k;
+                rec.end_ns = base + rec.end_ns * k;
+                w.addOp(rec);
+            }
+        }
+        base += period * k;
+    }
+    return w.finish(trace::RunStatus::Complete, {}, base).ok();
 }
 
 }  // namespace
@@ -224,32 +257,7 @@ void TstSimTrace::calibrationIgnoresADisturbedIteration() {
     const auto original = run(makeConfig(2, 4, "1f1b", "naive",
                                          {"costs.source=table", "costs.per_stage_us.F=[700,900]"}));
     const QString path = dir_.filePath("disturbed.db");
-    {
-        trace::TraceWriter w;
-        QVERIFY(w.create(path.toStdString(), sim::simRunInfo(original, 5, "test")).ok());
-        const auto& s = original.schedule;
-        for (int r = 0; r < s.ranks; ++r) {
-            w.addRank({r, sim::rankStages(s, r), "sim", "", 0, 0});
-        }
-        const auto period =
-            static_cast<std::int64_t>(std::llround(original.iteration_time_s * 1e9));
-        std::int64_t base = 0;
-        for (int it = 0; it < 5; ++it) {
-            const std::int64_t stretch = it == 3 ? 5 : 1;
-            for (int r = 0; r < s.ranks; ++r) {
-                for (int i = 0; i < static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
-                     ++i) {
-                    trace::OpRecord rec = sim::traceOp(original, r, i, 0);
-                    rec.iteration = it;
-                    rec.start_ns = base + rec.start_ns * stretch;
-                    rec.end_ns = base + rec.end_ns * stretch;
-                    w.addOp(rec);
-                }
-            }
-            base += period * stretch;
-        }
-        QVERIFY(w.finish(trace::RunStatus::Complete, {}, base).ok());
-    }
+    QVERIFY(writeStretchedRun(original, path, 5, [](int it) { return it == 3 ? 5 : 1; }));
     const auto calibrated = run(makeConfig(
         2, 4, "1f1b", "naive", {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
     const auto& f = calibrated.config.costs.table(schedule::CostKey::F);
@@ -270,32 +278,7 @@ void TstSimTrace::calibrationTakesTheMiddleOfAnEvenCount() {
     const auto original = run(makeConfig(2, 4, "1f1b", "naive",
                                          {"costs.source=table", "costs.per_stage_us.F=[700,900]"}));
     const QString path = dir_.filePath("even.db");
-    {
-        trace::TraceWriter w;
-        QVERIFY(w.create(path.toStdString(), sim::simRunInfo(original, 5, "test")).ok());
-        const auto& s = original.schedule;
-        for (int r = 0; r < s.ranks; ++r) {
-            w.addRank({r, sim::rankStages(s, r), "sim", "", 0, 0});
-        }
-        const auto period =
-            static_cast<std::int64_t>(std::llround(original.iteration_time_s * 1e9));
-        std::int64_t base = 0;
-        for (int it = 0; it < 5; ++it) {
-            const std::int64_t stretch = std::max(it, 1);
-            for (int r = 0; r < s.ranks; ++r) {
-                for (int i = 0; i < static_cast<int>(s.ops[static_cast<std::size_t>(r)].size());
-                     ++i) {
-                    trace::OpRecord rec = sim::traceOp(original, r, i, 0);
-                    rec.iteration = it;
-                    rec.start_ns = base + rec.start_ns * stretch;
-                    rec.end_ns = base + rec.end_ns * stretch;
-                    w.addOp(rec);
-                }
-            }
-            base += period * stretch;
-        }
-        QVERIFY(w.finish(trace::RunStatus::Complete, {}, base).ok());
-    }
+    QVERIFY(writeStretchedRun(original, path, 5, [](int it) { return std::max(it, 1); }));
     const auto calibrated = run(makeConfig(
         2, 4, "1f1b", "naive", {"costs.source=\"calibrated:" + path.toStdString() + "\""}));
     const auto& f = calibrated.config.costs.table(schedule::CostKey::F);
