@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <QString>
@@ -18,23 +19,34 @@ namespace pipescope::test {
 
 inline constexpr std::int64_t kUs = 1000;
 
+// Creates `path` (over an old one) for a run of `ranks` ranks on `backend`, `iterations` of
+// them `warmup` warm-up, with a rank row for each rank.
+inline trace::TraceStatus createRun(trace::TraceWriter& w, const QString& path, int ranks,
+                                    int iterations, int warmup = 0,
+                                    const std::string& backend = "sim") {
+    trace::RunInfo run;
+    run.name = "rule";
+    run.backend = backend;
+    run.ranks = ranks;
+    run.iterations = iterations;
+    run.warmup = warmup;
+    trace::WriterOptions wo;
+    wo.overwrite = true;
+    if (auto st = w.create(path.toStdString(), run, wo); !st.ok()) {
+        return st;
+    }
+    for (int r = 0; r < ranks; ++r) {
+        w.addRank({r, std::to_string(r), backend, "", 0, 0});
+    }
+    return {};
+}
+
 // A trace of just these ops (times in us), one rank row per rank used.
 inline QString writeOpsTrace(const QString& path, const std::vector<FixtureOp>& ops, int ranks,
                              int warmup, const std::vector<trace::MetricRecord>& metrics = {}) {
     trace::TraceWriter w;
-    trace::RunInfo run;
-    run.name = "rule";
-    run.backend = "sim";
-    run.ranks = ranks;
-    run.iterations = 2;
-    run.warmup = warmup;
-    trace::WriterOptions wo;
-    wo.overwrite = true;
-    if (const auto st = w.create(path.toStdString(), run, wo); !st.ok()) {
+    if (const auto st = createRun(w, path, ranks, 2, warmup); !st.ok()) {
         return QString::fromStdString(st.message);
-    }
-    for (int r = 0; r < ranks; ++r) {
-        w.addRank({r, std::to_string(r), "sim", "", 0, 0});
     }
     int index = 0;
     for (const FixtureOp& f : ops) {

@@ -509,14 +509,7 @@ void TestAnalysis::oneOpShortIsCutShort() {
         const int iterations = recorded ? 1 : 2;
         {
             trace::TraceWriter w;
-            trace::RunInfo run;
-            run.name = "short";
-            run.backend = "cpu";
-            run.ranks = 1;
-            run.iterations = 3;
-            run.warmup = 0;
-            QVERIFY(w.create(path.toStdString(), run).ok());
-            w.addRank({0, "0", "cpu", "", 0, 0});
+            QVERIFY(test::createRun(w, path, 1, 3, 0, "cpu").ok());
             int index = 0;
             for (int it = 0; it < iterations; ++it) {
                 for (const OpKind kind : {OpKind::F, OpKind::B, OpKind::Opt}) {
@@ -568,14 +561,7 @@ void TestAnalysis::iterationPeakCountsTheLevelItStartsWith() {
     // with, at its start, not the 100 MiB of its only sample.
     const QString path = dir_.filePath("carried.db");
     trace::TraceWriter w;
-    trace::RunInfo run;
-    run.name = "carried";
-    run.backend = "sim";
-    run.ranks = 1;
-    run.iterations = 2;
-    run.warmup = 0;
-    QVERIFY(w.create(path.toStdString(), run).ok());
-    w.addRank({0, "0", "sim", "", 0, 0});
+    QVERIFY(test::createRun(w, path, 1, 2).ok());
     for (int it = 0; it < 2; ++it) {
         trace::OpRecord op;
         op.iteration = it;
@@ -607,16 +593,9 @@ namespace {
 // One rank, one op per iteration: iteration 0 over [0, 90) us, iteration 1 over [90, 190) us.
 QString writeMemoryTrace(const QString& path, const std::vector<trace::MemorySample>& samples) {
     trace::TraceWriter w;
-    trace::RunInfo run;
-    run.name = "memory";
-    run.backend = "sim";
-    run.ranks = 1;
-    run.iterations = 2;
-    run.warmup = 0;
-    if (const auto st = w.create(path.toStdString(), run); !st.ok()) {
+    if (const auto st = test::createRun(w, path, 1, 2); !st.ok()) {
         return QString::fromStdString(st.message);
     }
-    w.addRank({0, "0", "sim", "", 0, 0});
     for (int it = 0; it < 2; ++it) {
         trace::OpRecord op;
         op.iteration = it;
