@@ -119,9 +119,17 @@ TraceStatus detail::checkSchemaVersion(const Db& db, const std::string& path) {
                                       "; this build reads up to version " +
                                       std::to_string(kSchemaVersion) + "): update PipeScope");
     }
-    if (version < 1) {
+    if (version < 0) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  path + ": its schema version (PRAGMA user_version) is " +
+                                      std::to_string(version) +
+                                      ", not a version any PipeScope writes: the file is damaged");
+    }
+    if (version == 0) {
         return TraceStatus::error(TraceStatus::Code::NotPipeScope,
-                                  path + ": has a pipescope_meta table but no schema version");
+                                  path +
+                                      ": has a pipescope_meta table but no schema version "
+                                      "(PRAGMA user_version is 0)");
     }
     return checkSchemaVersionText(db, path, version);
 }

@@ -402,6 +402,18 @@ void TstTraceRoundtrip::checksSchemaVersionText_data() {
     QTest::newRow("older than the pragma")
         << set("1") << corrupt
         << QStringLiteral("\"1\" disagrees with the file's PRAGMA user_version (2)");
+    // PRAGMA user_version is a signed 32-bit number; a negative one said only "no schema
+    // version", as if the file had none.
+    QTest::newRow("negative pragma")
+        << QStringLiteral("PRAGMA user_version = -3") << corrupt
+        << QStringLiteral(
+               "v.db: its schema version (PRAGMA user_version) is -3, not a version "
+               "any PipeScope writes: the file is damaged");
+    QTest::newRow("zero pragma") << QStringLiteral("PRAGMA user_version = 0")
+                                 << int(TraceStatus::Code::NotPipeScope)
+                                 << QStringLiteral(
+                                        "v.db: has a pipescope_meta table but no "
+                                        "schema version (PRAGMA user_version is 0)");
     QTest::newRow("absent") << QStringLiteral(
                                    "DELETE FROM pipescope_meta WHERE key = 'schema_version'")
                             << int(TraceStatus::Code::Ok) << QString();
