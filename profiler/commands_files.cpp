@@ -201,7 +201,10 @@ int runRepair(const std::vector<std::string>& args) {
         path, "the run stopped before it finished; repaired by pipescope-trace repair");
     if (!st.ok()) {
         printErr(st.message);
-        return st.code == TraceStatus::Code::NotPipeScope ? kExitBadInput : kExitWriteFailed;
+        const bool bad_input = st.code == TraceStatus::Code::NotPipeScope ||
+                               st.code == TraceStatus::Code::NewerVersion ||
+                               st.code == TraceStatus::Code::Corrupt;
+        return bad_input ? kExitBadInput : kExitWriteFailed;
     }
     printErr("repaired " + path + ": indexes and summary levels built" +
              (status == trace::RunStatus::Running ? "; status set to failed" : ""));

@@ -110,6 +110,30 @@ TraceStatus checkSchemaVersionText(const Db& db, const std::string& path, std::i
 
 }  // namespace
 
+TraceStatus detail::checkSchemaVersion(const Db& db, const std::string& path) {
+    const std::int64_t version = queryInt(db, "PRAGMA user_version");
+    if (version > kSchemaVersion) {
+        return TraceStatus::error(TraceStatus::Code::NewerVersion,
+                                  path + ": written by a newer PipeScope (trace schema version " +
+                                      std::to_string(version) +
+                                      "; this build reads up to version " +
+                                      std::to_string(kSchemaVersion) + "): update PipeScope");
+    }
+    if (version < 0) {
+        return TraceStatus::error(TraceStatus::Code::Corrupt,
+                                  path + ": its schema version (PRAGMA user_version) is " +
+                                      std::to_string(version) +
+                                      ", not a version any PipeScope writes: the file is damaged");
+    }
+    if (version == 0) {
+        return TraceStatus::error(TraceStatus::Code::NotPipeScope,
+                                  path +
+                                      ": has a pipescope_meta table but no schema version "
+                                      "(PRAGMA user_version is 0)");
+    }
+    return checkSchemaVersionText(db, path, version);
+}
+
 TraceReader::TraceReader() : impl_(std::make_unique<Impl>()) {}
 TraceReader::~TraceReader() = default;
 TraceReader::TraceReader(TraceReader&&) noexcept = default;
@@ -219,18 +243,7 @@ TraceStatus TraceReader::open(const std::string& path) {
             path +
                 ": a SQLite database, but not a PipeScope trace (it has no pipescope_meta table)");
     }
-    const std::int64_t version = queryInt(d.db, "PRAGMA user_version");
-    if (version > kSchemaVersion) {
-        return TraceStatus::error(
-            Code::NewerVersion, path + ": written by a newer PipeScope (trace schema version " +
-                                    std::to_string(version) + "; this build reads up to version " +
-                                    std::to_string(kSchemaVersion) + "): update PipeScope");
-    }
-    if (version < 1) {
-        return TraceStatus::error(Code::NotPipeScope,
-                                  path + ": has a pipescope_meta table but no schema version");
-    }
-    if (TraceStatus st = checkSchemaVersionText(d.db, path, version); !st.ok()) {
+    if (TraceStatus st = detail::checkSchemaVersion(d.db, path); !st.ok()) {
         return st;
     }
     Stmt run(d.db,

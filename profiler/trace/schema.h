@@ -3,12 +3,19 @@
 
 #include <string>
 
+#include <pipescope/trace/types.h>
+
 #include "sqlite_util.h"
 
 namespace pipescope::trace::detail {
 
 // Creates every table, view and enum row of an empty trace; returns a SQLite result code.
 int createSchema(Db& db, std::string* error);
+
+// The file's schema version (PRAGMA user_version, and pipescope_meta.schema_version when
+// present): an error naming `path` and the versions when this build cannot read it (newer,
+// missing, damaged). Checked before reading a trace and before writing into an existing one.
+TraceStatus checkSchemaVersion(const Db& db, const std::string& path);
 
 // Indexes for time-window queries and joins; built when a run is finalized (cheaper after the
 // bulk load). A trace from before a table existed gets no index on it.

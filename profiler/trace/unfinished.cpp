@@ -9,6 +9,7 @@
 #include <pipescope/trace/writer.h>
 
 #include "lod_build.h"
+#include "schema.h"
 #include "sqlite_util.h"
 
 namespace pipescope::trace {
@@ -81,6 +82,11 @@ TraceStatus finalizeUnderLock(const std::string& path, const std::string& messag
     if (!db.tableExists("pipescope_meta") || !db.tableExists("op") || !db.tableExists("run")) {
         return TraceStatus::error(TraceStatus::Code::NotPipeScope,
                                   path + ": not a PipeScope trace");
+    }
+    // Before anything is written: a newer PipeScope's file may hold tables and rows this build
+    // knows nothing of, and indexes or summary levels built the old way would damage it.
+    if (TraceStatus st = detail::checkSchemaVersion(db, path); !st.ok()) {
+        return st;
     }
     if (db.exec("BEGIN IMMEDIATE") != SQLITE_OK) {
         return TraceStatus::error(TraceStatus::Code::IoError,

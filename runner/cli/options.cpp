@@ -287,12 +287,16 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             try {
                 std::size_t used = 0;
                 o.timeout_s = std::stod(v, &used);
-                if (used != v.size() || !(o.timeout_s > 0) || o.timeout_s > 1e6) {
+                // Waits are kept in whole milliseconds: below one, the timeout became 0 ms and
+                // every run failed at once ("timed out after 0 ms").
+                if (used != v.size() || !(o.timeout_s >= 0.001) || o.timeout_s > 1e6) {
                     throw std::invalid_argument(v);
                 }
             } catch (const std::exception&) {
-                return fail("--timeout: expected seconds above 0 and at most 1000000, got \"" + v +
-                            "\"");
+                return fail(
+                    "--timeout: expected seconds from 0.001 (a millisecond) to 1000000, "
+                    "got \"" +
+                    v + "\"");
             }
             o.timeout_given = true;
         } else if (a == "--gemm-report") {

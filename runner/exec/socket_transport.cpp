@@ -1,3 +1,5 @@
+#include <atomic>
+#include <cerrno>
 #include <mutex>
 #include <sys/socket.h>
 #include <thread>
@@ -15,6 +17,8 @@ namespace {
 
 using detail::Message;
 using namespace wire;
+
+std::atomic<bool> g_hold_readers{false};  // holdReadersForTesting
 
 }  // namespace
 
@@ -120,7 +124,14 @@ struct SocketTransport::State {
             broadcastFrame(h, data, -1);
             return {};
         }
-        return write(route(dst), h, data) ? std::string() : "connection closed";
+        if (write(route(dst), h, data)) {
+            return {};
+        }
+        // The connection is broken: the rank behind it is gone, whichever thread learns it
+        // first. (Left to its reader alone, a busy machine could run this sender first, and the
+        // run fail with "connection closed" and no rank gone, so that nobody marked its trace.)
+        linkBroken(route(dst), errno);
+        return "connection closed";
     }
 
     // One connection's frames until it closes.
@@ -149,14 +160,24 @@ struct SocketTransport::State {
             if (h.dst < 0 || h.dst == rank()) {
                 hub.deliver(static_cast<Message>(h.type), h.src, h.tag, std::move(payload));
             }
+            while (g_hold_readers.load() && !hub.closing()) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
         }
-        // The peer closed: normal once it finished (or while this process is closing).
+        linkBroken(link, errno);
+    }
+
+    // Connection `link` closed or broke (`err`: the errno of the read or write that found it):
+    // normal once its rank finished (or while this process is closing); otherwise that rank
+    // (rank 0 on the others' one link) is gone, and rank 0 tells the others.
+    void linkBroken(int link, int err) {
         if (hub.closing()) {
             return;
         }
         const int who = rank() == 0 ? link : 0;
         std::string why;
-        if (errno == ETIMEDOUT || errno == EHOSTUNREACH) {
+        errno = err;
+        if (err == ETIMEDOUT || err == EHOSTUNREACH) {
             why = "its host stopped answering (" + errnoText() + " on the connection " +
                   (rank() == 0 ? "from it" : "to rank 0") + ")";
         }
@@ -256,6 +277,10 @@ std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
         }
     }
     return std::unique_ptr<SocketTransport>(new SocketTransport(std::move(s)));
+}
+
+void SocketTransport::holdReadersForTesting(bool hold) {
+    g_hold_readers.store(hold);
 }
 
 }  // namespace pipescope::exec

@@ -349,9 +349,19 @@ void TestRunCli::badInput_data() {
         << QStringList{"--timeout bounds the waits of a real run; use it with --backend cpu"};
     QTest::newRow("--timeout beyond its limit")
         << QStringList{default_, "--timeout", "1e7"}
-        << QStringList{"--timeout: expected seconds above 0 and at most 1000000, got \"1e7\""};
+        << QStringList{
+               "--timeout: expected seconds from 0.001 (a millisecond) to 1000000, got \"1e7\""};
     QTest::newRow("--timeout 0") << QStringList{default_, "--timeout", "0"}
-                                 << QStringList{"--timeout: expected seconds above 0"};
+                                 << QStringList{"--timeout: expected seconds from 0.001"};
+    // Below a millisecond the timeout was 0 ms: accepted, and every run "timed out after 0 ms".
+    QTest::newRow("--timeout 1e-300")
+        << QStringList{default_, "--backend", "cpu", "--timeout", "1e-300"}
+        << QStringList{
+               "--timeout: expected seconds from 0.001 (a millisecond) to 1000000, got "
+               "\"1e-300\""};
+    QTest::newRow("--timeout below a millisecond")
+        << QStringList{default_, "--backend", "cpu", "--timeout", "0.0009"}
+        << QStringList{"--timeout: expected seconds from 0.001", "got \"0.0009\""};
     QTest::newRow("--gemm-report with sim")
         << QStringList{default_, "--gemm-report"}
         << QStringList{"--gemm-report measures a real run; use it with --backend cpu or cuda"};

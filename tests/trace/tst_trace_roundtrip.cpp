@@ -117,6 +117,8 @@ class TstTraceRoundtrip : public QObject {
     void refusesNewerSchema();
     void checksSchemaVersionText_data();
     void checksSchemaVersionText();
+    void repairLeavesANewerFileAlone_data();
+    void repairLeavesANewerFileAlone();
     void namesWhyAPathCannotBeOpened();
     void opCorrelationTiesRecordsToOps();
     void tracesWithoutOpCorrelationStillRead();
@@ -400,6 +402,18 @@ void TstTraceRoundtrip::checksSchemaVersionText_data() {
     QTest::newRow("older than the pragma")
         << set("1") << corrupt
         << QStringLiteral("\"1\" disagrees with the file's PRAGMA user_version (2)");
+    // PRAGMA user_version is a signed 32-bit number; a negative one said only "no schema
+    // version", as if the file had none.
+    QTest::newRow("negative pragma")
+        << QStringLiteral("PRAGMA user_version = -3") << corrupt
+        << QStringLiteral(
+               "v.db: its schema version (PRAGMA user_version) is -3, not a version "
+               "any PipeScope writes: the file is damaged");
+    QTest::newRow("zero pragma") << QStringLiteral("PRAGMA user_version = 0")
+                                 << int(TraceStatus::Code::NotPipeScope)
+                                 << QStringLiteral(
+                                        "v.db: has a pipescope_meta table but no "
+                                        "schema version (PRAGMA user_version is 0)");
     QTest::newRow("absent") << QStringLiteral(
                                    "DELETE FROM pipescope_meta WHERE key = 'schema_version'")
                             << int(TraceStatus::Code::Ok) << QString();
@@ -440,6 +454,70 @@ void TstTraceRoundtrip::checksSchemaVersionText() {
     // The message starts with the file's path; compare from its name on.
     const QString message = QString::fromStdString(st.message).replace(dir_.path() + "/", "");
     QVERIFY2(message.contains(expected), qPrintable(message));
+}
+
+// finalizeTrace (pipescope-trace repair) and markRunningTraceFailed (a rank marking a dead
+// rank's trace) write into an existing file. They wrote without looking at its schema version,
+// so a newer PipeScope's file (tables this build knows nothing of) or one whose version is
+// damaged got indexes, summary levels and a status written the old way. They now refuse it,
+// naming the file and the versions, and leave every byte as it was.
+void TstTraceRoundtrip::repairLeavesANewerFileAlone_data() {
+    QTest::addColumn<QString>("sql");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("newer pragma")
+        << QStringLiteral("PRAGMA user_version = 7")
+        << QStringLiteral(
+               "stopped.db: written by a newer PipeScope (trace schema version 7; "
+               "this build reads up to version 2)");
+    QTest::newRow("newer text")
+        << QStringLiteral("UPDATE pipescope_meta SET value = '3' WHERE key = 'schema_version'")
+        << QStringLiteral("stopped.db: written by a newer PipeScope (trace schema version 3;");
+    QTest::newRow("damaged text")
+        << QStringLiteral("UPDATE pipescope_meta SET value = 'x' WHERE key = 'schema_version'")
+        << QStringLiteral(
+               "stopped.db: its schema version (pipescope_meta.schema_version) \"x\" "
+               "is not a version number");
+    QTest::newRow("no version") << QStringLiteral("PRAGMA user_version = 0")
+                                << QStringLiteral(
+                                       "stopped.db: has a pipescope_meta table but no "
+                                       "schema version");
+}
+
+void TstTraceRoundtrip::repairLeavesANewerFileAlone() {
+    QFETCH(QString, sql);
+    QFETCH(QString, expected);
+    const QString path = dir_.filePath("stopped.db");
+    TraceWriter w;
+    WriterOptions opt;
+    opt.overwrite = true;
+    QVERIFY(w.create(path.toStdString(), sampleRun(), opt).ok());
+    for (const auto& o : sampleOps()) {
+        w.addOp(o);
+    }
+    QVERIFY(w.finish(RunStatus::Complete).ok());
+    // As a killed run leaves it: still running, no indexes.
+    sqlExec(path,
+            "UPDATE run SET status = 'running'; DELETE FROM pipescope_meta WHERE key = "
+            "'finalized'");
+    sqlExec(path, sql.toUtf8().constData());
+    QVERIFY(!QFileInfo::exists(path + "-wal"));
+    const auto bytes = [&] {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+    const QByteArray before = bytes();
+    QVERIFY(!before.isEmpty());
+    bool marked = true;
+    for (const TraceStatus& st :
+         {finalizeTrace(path.toStdString(), "repaired"),
+          markRunningTraceFailed(path.toStdString(), "marked by rank 1", &marked)}) {
+        QVERIFY(!st.ok());
+        const QString message = QString::fromStdString(st.message).replace(dir_.path() + "/", "");
+        QVERIFY2(message.startsWith(expected), qPrintable(message));
+    }
+    QVERIFY(!marked);
+    QVERIFY(bytes() == before);
+    QVERIFY(!QFileInfo::exists(path + "-wal"));
 }
 
 // A kernel, copy and memset are tied to their ops by (globalPid, correlationId, start). The

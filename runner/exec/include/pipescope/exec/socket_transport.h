@@ -58,6 +58,11 @@ class SocketTransport final : public Transport {
     CommStatus shareFromRank0(std::vector<char>* bytes) override;
     void finish() override;
 
+    // Test hook: while held, every process-wide connection reader stops after its next frame
+    // (as a thread on a busy machine may not run for a while), so that a test can have a send
+    // find a broken connection before its reader does.
+    static void holdReadersForTesting(bool hold);
+
   private:
     struct State;
     explicit SocketTransport(std::unique_ptr<State> state);
