@@ -92,6 +92,7 @@ class TstKeyboard : public QObject {
     void tabWalksEachPageInOrder();
     void exportDialogTakesTabEscEnter();
     void sweepKeepsTheFocusOnItsPage();
+    void presetListHasALetterOfItsOwn();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -235,7 +236,7 @@ void TstKeyboard::controlsSayWhatTheyDo() {
     int fields = 0;
     for (const QLabel* label : window_->configPanel()->findChildren<QLabel*>()) {
         const QWidget* field = label->buddy();
-        if (!field) {
+        if (!field || field->objectName() == "presets") {  // a list of configs, not a key
             continue;
         }
         ++fields;
@@ -453,6 +454,45 @@ void TstKeyboard::sweepKeepsTheFocusOnItsPage() {
              qPrintable(describe(QApplication::focusWidget())));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     QVERIFY2(QApplication::focusWidget() == run, qPrintable(describe(QApplication::focusWidget())));
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// The preset list is named (for a screen reader too) by a label whose letter nothing else in
+// the window has, so Alt and the letter reaches it from any page.
+void TstKeyboard::presetListHasALetterOfItsOwn() {
+    auto* presets = window_->configPanel()->findChild<QComboBox*>("presets");
+    QVERIFY(!presets->accessibleName().isEmpty());
+    const QLabel* label = nullptr;
+    for (const QLabel* l : window_->configPanel()->findChildren<QLabel*>()) {
+        label = l->buddy() == presets ? l : label;
+    }
+    QVERIFY(label);
+    const QString letter = mnemonicOf(label);
+    QVERIFY2(!letter.isEmpty(), qPrintable(describe(label)));
+    QStringList sharers;
+    for (QAction* top : window_->menuBar()->actions()) {
+        if (QKeySequence::mnemonic(top->text()).toString() == letter) {
+            sharers << describe(top);
+        }
+    }
+    for (const QWidget* w : window_->findChildren<QWidget*>()) {
+        if (w != label && mnemonicOf(w) == letter) {
+            sharers << describe(w);
+        }
+    }
+    QVERIFY2(sharers.isEmpty(), qPrintable(letter + " is also " + sharers.join(", ")));
+
+    for (int i = 0; i < kFixedTabs; ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        QWidget* from = window_->configPanel()->field("model.layers");
+        from->setFocus();
+        QTRY_VERIFY(from->hasFocus());
+        const QKeyCombination key = QKeySequence::mnemonic(label->text())[0];
+        QTest::keyClick(from, key.key(), key.keyboardModifiers());
+        QVERIFY2(presets->hasFocus(), qPrintable(describe(QApplication::focusWidget())));
+    }
     window_->tabs()->setCurrentIndex(0);
 }
 
