@@ -93,6 +93,7 @@ class TstKeyboard : public QObject {
     void exportDialogTakesTabEscEnter();
     void sweepKeepsTheFocusOnItsPage();
     void presetListHasALetterOfItsOwn();
+    void pageButtonsPressOnTheirLetter();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -493,6 +494,50 @@ void TstKeyboard::presetListHasALetterOfItsOwn() {
         QTest::keyClick(from, key.key(), key.keyboardModifiers());
         QVERIFY2(presets->hasFocus(), qPrintable(describe(QApplication::focusWidget())));
     }
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// Alt and a button's letter presses it while its page is shown, even where a config field has
+// the letter too (Alt+R Run and First stage layers, Alt+C Cancel and Cost source, Alt+M Compare
+// and Memory): once that only moved the focus between the two. Each button is enabled for the
+// check (Cancel is only during a run) and pressed with its signals blocked.
+void TstKeyboard::pageButtonsPressOnTheirLetter() {
+    QSet<QString> fields;
+    for (const QLabel* label : window_->configPanel()->findChildren<QLabel*>()) {
+        fields << mnemonicOf(label);
+    }
+    int pressed = 0;
+    int shared = 0;
+    for (int i = 0; i < kFixedTabs; ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        QWidget* page = window_->tabs()->widget(i);
+        for (QAbstractButton* b : page->findChildren<QAbstractButton*>()) {
+            const QKeySequence letter = QKeySequence::mnemonic(b->text());
+            if (letter.isEmpty() || !shownUnder(b, page)) {
+                continue;
+            }
+            const bool enabled = b->isEnabled();
+            b->setEnabled(true);
+            b->blockSignals(true);
+            QWidget* from = window_->configPanel()->field("model.layers");
+            from->setFocus();
+            QTRY_VERIFY(from->hasFocus());
+            QTest::keyClick(from, letter[0].key(), letter[0].keyboardModifiers());
+            const bool down = b->isDown();
+            QTRY_VERIFY(!b->isDown());
+            b->blockSignals(false);
+            b->setEnabled(enabled);
+            QVERIFY2(down, qPrintable(window_->tabs()->tabText(i) + ": " + letter.toString() +
+                                      " did not press " + describe(b) + ", focus on " +
+                                      describe(QApplication::focusWidget())));
+            ++pressed;
+            shared += fields.contains(letter.toString()) ? 1 : 0;
+        }
+    }
+    QVERIFY(pressed >= 10);
+    QVERIFY(shared >= 5);
     window_->tabs()->setCurrentIndex(0);
 }
 
