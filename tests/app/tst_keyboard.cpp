@@ -23,10 +23,12 @@
 #include <QSettings>
 #include <QTabBar>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <QtTest>
 
 #include "config_panel.h"
 #include "export_dialog.h"
+#include "focus_ring.h"
 #include "main_window.h"
 #include "sweep_view.h"
 #include "testsupport.h"
@@ -94,6 +96,7 @@ class TstKeyboard : public QObject {
     void sweepKeepsTheFocusOnItsPage();
     void presetListHasALetterOfItsOwn();
     void pageButtonsPressOnTheirLetter();
+    void sweepChartReadsByKeys();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -538,6 +541,49 @@ void TstKeyboard::pageButtonsPressOnTheirLetter() {
     }
     QVERIFY(pressed >= 10);
     QVERIFY(shared >= 5);
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// The sweep chart's points, which the mouse reads by hovering, read from the keyboard too: Tab
+// reaches the chart (its frame shows), Left and Right step through the values left to right,
+// Home and End go to the ends, and every method's figures at the value show in a tooltip and
+// the chart's accessible description.
+void TstKeyboard::sweepChartReadsByKeys() {
+    window_->tabs()->setCurrentIndex(2);
+    app::SweepView* sweep = window_->sweep();
+    for (QLineEdit* e : sweep->findChildren<QLineEdit*>()) {
+        if (!qobject_cast<QComboBox*>(e->parentWidget())) {
+            e->setText("64000, 32000, 128000");
+        }
+    }
+    QSignalSpy finished(sweep, &app::SweepView::finished);
+    sweep->run();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCustomPlot* plot = sweep->plot();
+    QVERIFY(plot->focusPolicy() & Qt::TabFocus);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    plot->setFocus(Qt::TabFocusReason);
+    QTRY_VERIFY(plot->hasFocus());
+    QVERIFY(app::focusRingOf(plot) && app::focusRingOf(plot)->isVisible());
+    const auto reads = [&](const char* value) {
+        const QString text = plot->accessibleDescription();
+        const QString at = QStringLiteral(" = %1\n").arg(value);
+        // One entry per method, each at the value.
+        return text.count(at) == 5 && text.count(" = ") == 5 && QToolTip::text() == text;
+    };
+    QTest::keyClick(plot, Qt::Key_Right);  // the first value from the left
+    QVERIFY2(reads("32000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Right);
+    QVERIFY2(reads("64000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_End);
+    QVERIFY2(reads("128000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Right);  // stays at the last
+    QVERIFY2(reads("128000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Home);
+    QVERIFY2(reads("32000"), qPrintable(plot->accessibleDescription()));
+    QVERIFY(plot->accessibleDescription().contains("MFU "));
+    QToolTip::hideText();
     window_->tabs()->setCurrentIndex(0);
 }
 
