@@ -77,16 +77,15 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     }
     // Two lines at most, so that the fields under it stay put while edits lengthen the name
     // (the whole name is in the tooltip).
-    source_ = new ElidingLabel(2);
+    source_ = new ElidingLabel(2, this);  // the panel's first label, as before the one below
     setTone(source_, Tone::Muted);
     // Alt+X: the fields and the pages hold most other letters ("Preset" has none left).
     auto* presets_label = new QLabel(tr("E&xamples:"));
     presets_label->setBuddy(presets_);
     presets_->setAccessibleName(tr("Presets"));
-    auto* presets_row = new QHBoxLayout;
-    presets_row->addWidget(presets_label);
-    presets_row->addWidget(presets_, 1);
-    outer->addLayout(presets_row);
+    // Above the list, not beside it: beside it, it widened the panel and narrowed the pages.
+    outer->addWidget(presets_label);
+    outer->addWidget(presets_);
     outer->addWidget(source_);
 
     auto* scroll = new QScrollArea;
