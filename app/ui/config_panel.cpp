@@ -75,11 +75,17 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     for (const QString& n : names) {
         presets_->addItem(QFileInfo(n).completeBaseName(), n);
     }
-    outer->addWidget(presets_);
     // Two lines at most, so that the fields under it stay put while edits lengthen the name
     // (the whole name is in the tooltip).
-    source_ = new ElidingLabel(2);
+    source_ = new ElidingLabel(2, this);  // the panel's first label, as before the one below
     setTone(source_, Tone::Muted);
+    // Alt+X: the fields and the pages hold most other letters ("Preset" has none left).
+    auto* presets_label = new QLabel(tr("E&xamples:"));
+    presets_label->setBuddy(presets_);
+    presets_->setAccessibleName(tr("Presets"));
+    // Above the list, not beside it: beside it, it widened the panel and narrowed the pages.
+    outer->addWidget(presets_label);
+    outer->addWidget(presets_);
     outer->addWidget(source_);
 
     auto* scroll = new QScrollArea;
@@ -155,16 +161,16 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     addDouble(hw, "hardware.peak_tflops", tr("&Peak TFLOP/s"), 0.001, 1e6, 3,
               tr("Dense peak per rank, in TFLOP/s; MFU is taken against it"),
               [](const C& c) { return c.hardware.peak_tflops; });
-    addDouble(hw, "hardware.memory_gib", tr("&Memory (GiB)"), 0.001, 1e6, 2,
+    addDouble(hw, "hardware.memory_gib", tr("&Memory (GiB)"), 0.01, 1e6, 2,
               tr("Device memory per rank, in GiB"),
               [](const C& c) { return c.hardware.memory_gib; });
     addDouble(hw, "hardware.gemm_efficiency", tr("GEMM effic&iency"), 0.01, 1, 3,
               tr("Achieved fraction of peak on large GEMMs (analytic costs)"),
               [](const C& c) { return c.hardware.gemm_efficiency; });
-    addDouble(hw, "hardware.p2p_gbps", tr("P&2P GB/s"), 0.001, 1e6, 1,
+    addDouble(hw, "hardware.p2p_gbps", tr("P&2P GB/s"), 0.1, 1e6, 1,
               tr("Point-to-point bandwidth between neighbouring ranks, in GB/s"),
               [](const C& c) { return c.hardware.p2p_gbps; });
-    addDouble(hw, "hardware.allreduce_gbps", tr("Co&llective GB/s"), 0.001, 1e6, 1,
+    addDouble(hw, "hardware.allreduce_gbps", tr("Co&llective GB/s"), 0.1, 1e6, 1,
               tr("Bus bandwidth of collectives, in GB/s"),
               [](const C& c) { return c.hardware.allreduce_gbps; });
     addDouble(hw, "hardware.latency_us", tr("Latenc&y (µs)"), 0, 1e6, 1,
@@ -216,11 +222,14 @@ void ConfigPanel::addDouble(QFormLayout* form, const QString& key, const QString
                             double max, int decimals, const QString& tip,
                             std::function<double(const schedule::Config&)> get) {
     auto* spin = new QDoubleSpinBox;
-    spin->setRange(min, max);
     spin->setDecimals(decimals);
+    spin->setRange(min, max);
+    // The range as the field holds it: it rounds its bounds to its decimals (0.001 with one
+    // decimal became 0.0, which the validator refuses), so a minimum must be one it can show.
+    Q_ASSERT(spin->minimum() == min && spin->maximum() == max);
     spin->setToolTip(tip + QStringLiteral(" (%1; %2 to %3)")
-                               .arg(key, QLocale().toString(min, 'f', decimals),
-                                    QLocale().toString(max, 'f', decimals)));
+                               .arg(key, QLocale().toString(spin->minimum(), 'f', decimals),
+                                    QLocale().toString(spin->maximum(), 'f', decimals)));
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return QString::number(spin->value(), 'g', 12).toStdString(); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },
@@ -396,6 +405,14 @@ void ConfigPanel::reparse() {
 
 QString ConfigPanel::configJson() const {
     return config_ ? QString::fromStdString(schedule::toJson(*config_)) : QString();
+}
+
+QStringList ConfigPanel::fieldKeys() const {
+    QStringList keys;
+    for (const auto& [key, f] : fields_) {
+        keys << key;
+    }
+    return keys;
 }
 
 QWidget* ConfigPanel::field(const QString& key) const {

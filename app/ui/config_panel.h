@@ -52,6 +52,7 @@ class ConfigPanel : public QWidget {
     // has no such field or the value does not fit it.
     bool setField(const QString& key, const QVariant& value);
     QWidget* field(const QString& key) const;
+    QStringList fieldKeys() const;  // the keys the fields set, sorted
     // Whether Ctrl+Z in `widget` (a field, or a part of one) should undo its own typing: true
     // for a widget that is no field of the panel, and for the field the last step of the history
     // changed. A field edited before another keeps no typing of its own to undo, so that its

@@ -52,12 +52,16 @@ class FocusRing final : public QWidget {
     }
 };
 
-// The item view or text edit that `w` is, or whose viewport it is; null for others and for
-// popups (a combo box's list).
-QAbstractScrollArea* framedArea(QObject* object) {
+// The item view or text edit that `w` is, or whose viewport it is, or a widget that asks for
+// the ring (the sweep chart: property pipescope_focus_ring); null for others and for popups (a
+// combo box's list).
+QWidget* framedArea(QObject* object) {
     auto* w = qobject_cast<QWidget*>(object);
     if (!w || (w->window() && w->window()->windowType() == Qt::Popup)) {
         return nullptr;
+    }
+    if (w->property("pipescope_focus_ring").toBool()) {
+        return w;
     }
     auto* area = qobject_cast<QAbstractScrollArea*>(w);
     if (!area) {
@@ -102,10 +106,11 @@ class FocusRingFilter final : public QObject {
             bringIntoView(qobject_cast<QWidget*>(watched),
                           static_cast<QFocusEvent*>(event)->reason());
         }
-        QAbstractScrollArea* area = framedArea(watched);
+        QWidget* area = framedArea(watched);
         if (!area) {
             return false;
         }
+        auto* scroll = qobject_cast<QAbstractScrollArea*>(area);
         QWidget* ring = focusRingOf(area);
         if (event->type() == QEvent::FocusIn) {
             if (!ring) {
@@ -113,7 +118,7 @@ class FocusRingFilter final : public QObject {
             }
             ring->raise();
             ring->show();
-        } else if (ring && !area->hasFocus() && !area->viewport()->hasFocus()) {
+        } else if (ring && !area->hasFocus() && !(scroll && scroll->viewport()->hasFocus())) {
             ring->hide();
         }
         return false;

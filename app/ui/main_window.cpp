@@ -1,5 +1,6 @@
 #include "main_window.h"
 
+#include <QAbstractButton>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDockWidget>
@@ -15,6 +16,7 @@
 #include <QProgressDialog>
 #include <QScreen>
 #include <QSettings>
+#include <QShortcutEvent>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QtConcurrent/QtConcurrentRun>
@@ -532,6 +534,24 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::Shortcut) {
+        // Alt and a letter that a button of the page shown shares with a config field (Alt+R:
+        // Run and First stage layers) presses the button, rather than moving the focus between
+        // the two; the field is a Tab away (docs/app.md, Keyboard).
+        const auto* shortcut = static_cast<QShortcutEvent*>(event);
+        auto* widget = qobject_cast<QWidget*>(watched);
+        if (!shortcut->isAmbiguous() || !widget || widget->window() != this) {
+            return false;
+        }
+        for (QAbstractButton* b : tabs_->currentWidget()->findChildren<QAbstractButton*>()) {
+            if (b->isVisible() && b->isEnabled() &&
+                QKeySequence::mnemonic(b->text()) == shortcut->key()) {
+                b->animateClick();
+                return true;
+            }
+        }
+        return false;
+    }
     if (event->type() != QEvent::ShortcutOverride) {
         return QMainWindow::eventFilter(watched, event);
     }

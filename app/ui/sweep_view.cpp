@@ -7,6 +7,7 @@
 #include <optional>
 
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLineF>
 #include <QPlainTextEdit>
 #include <QToolTip>
@@ -163,6 +164,19 @@ void noteCoincidentCurves(const QList<QCPGraph*>& mfu, const QList<QCPGraph*>& m
     }
 }
 
+// What one point measured, as its tooltip says it.
+QString pointText(const SweepPoint& p, const QString& key_label, const MemoryUnit& unit) {
+    return QObject::tr(
+               "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
+               "memory %7 %8")
+        .arg(QString::fromStdString(p.method), key_label, sweepValueText(p.value))
+        .arg(p.mfu * 100, 0, 'f', 1)
+        .arg(p.iteration_ms, 0, 'f', 1)
+        .arg(p.bubble_ratio * 100, 0, 'f', 1)
+        .arg(unit.of(static_cast<double>(p.peak_memory_bytes)), 0, 'f', unit.decimals)
+        .arg(QLatin1String(unit.name));
+}
+
 }  // namespace
 
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
@@ -211,19 +225,34 @@ QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoi
     for (const std::string& method : methods) {
         for (const auto& p : points) {
             if (p.ok && p.method == method && axis.x(p.value) == best_key) {
-                parts << QObject::tr(
-                             "%1 at %2 = %3\nMFU %4% · iteration %5 ms · bubble %6%\nmax peak "
-                             "memory %7 %8")
-                             .arg(QString::fromStdString(p.method), key_label,
-                                  sweepValueText(p.value))
-                             .arg(p.mfu * 100, 0, 'f', 1)
-                             .arg(p.iteration_ms, 0, 'f', 1)
-                             .arg(p.bubble_ratio * 100, 0, 'f', 1)
-                             .arg(unit.of(static_cast<double>(p.peak_memory_bytes)), 0, 'f',
-                                  unit.decimals)
-                             .arg(QLatin1String(unit.name));
+                parts << pointText(p, key_label, unit);
                 break;
             }
+        }
+    }
+    return parts.join(QStringLiteral("\n\n"));
+}
+
+QString describeSweepValue(const std::vector<SweepPoint>& points, const QString& key_label,
+                           int* index) {
+    const SweepAxis axis(points);
+    std::vector<double> xs;
+    for (const auto& v : axis.values) {
+        xs.push_back(axis.x(v));
+    }
+    std::sort(xs.begin(), xs.end());
+    if (xs.empty()) {
+        return {};
+    }
+    *index = std::clamp(*index, 0, static_cast<int>(xs.size()) - 1);
+    const MemoryUnit unit = memoryUnitOf(points);
+    QStringList parts;
+    for (const auto& p : points) {
+        if (axis.x(p.value) == xs[static_cast<std::size_t>(*index)]) {
+            parts << (p.ok ? pointText(p, key_label, unit)
+                           : QObject::tr("%1 at %2 = %3: could not be simulated")
+                                 .arg(QString::fromStdString(p.method), key_label,
+                                      sweepValueText(p.value)));
         }
     }
     return parts.join(QStringLiteral("\n\n"));
@@ -470,6 +499,11 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
                            QFont(plot_->font().family(), 10)));
     layout->addWidget(plot_, 1);
 
+    // The keys read the points too: Left and Right (Home, End) step through the values, and
+    // every method's figures at the value show as hovering shows them.
+    plot_->setFocusPolicy(Qt::StrongFocus);
+    plot_->setProperty("pipescope_focus_ring", true);
+    plot_->installEventFilter(this);
     // Hovering a point says what it measured.
     connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
         const QString text = describeSweepPointAt(plot_, points_, points_key_, event->position());
@@ -518,8 +552,30 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
             points_base_title_ = request_base_title_;
             points_base_name_ = request_base_name_;
             fillSweepPlot(plot_, points_, points_key_, points_base_title_);
+            reading_ = -1;
+            plot_->setAccessibleDescription(points_.empty() ? QString()
+                                                            : tr("Left and Right read the points"));
             emit finished();
         });
+}
+
+bool SweepView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched != plot_ || event->type() != QEvent::KeyPress || points_.empty()) {
+        return QWidget::eventFilter(watched, event);
+    }
+    const int key = static_cast<QKeyEvent*>(event)->key();
+    if (key == Qt::Key_Left || key == Qt::Key_Right) {
+        reading_ = reading_ < 0 ? 0 : reading_ + (key == Qt::Key_Left ? -1 : 1);
+    } else if (key == Qt::Key_Home || key == Qt::Key_End) {
+        reading_ = key == Qt::Key_Home ? 0 : static_cast<int>(points_.size());
+    } else {
+        return false;
+    }
+    const QString text = describeSweepValue(points_, points_key_, &reading_);
+    plot_->setAccessibleDescription(text);
+    QToolTip::showText(plot_->mapToGlobal(QPoint(plot_->width() / 2, plot_->height() / 3)), text,
+                       plot_);
+    return true;
 }
 
 void SweepView::setConfig(const schedule::Config& config) {

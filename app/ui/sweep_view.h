@@ -38,6 +38,11 @@ QString sweepBaseTitle(const schedule::Config& config, const QString& key);
 QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
                              const QString& key_label, const QPointF& pos);
 
+// What every method measured at one value of the sweep, the `*index`-th from the left of the
+// chart (clamped to the values there are): the keyboard's way to read the points.
+QString describeSweepValue(const std::vector<SweepPoint>& points, const QString& key_label,
+                           int* index);
+
 class SweepView : public QWidget {
     Q_OBJECT
 
@@ -61,6 +66,9 @@ class SweepView : public QWidget {
   signals:
     void finished();
 
+  protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
   private:
     SimulationController* controller_;
     std::optional<schedule::Config> config_;
@@ -74,6 +82,7 @@ class SweepView : public QWidget {
     QCustomPlot* plot_;
     std::vector<SweepPoint> points_;  // the sweep on the chart, for its tooltips
     QString points_key_;
+    int reading_ = -1;  // the value the keys read last (describeSweepValue), -1 before any
     // The sweep asked for last and its key, as the controls said then: a sweep it replaced
     // still reports (cancelled), and the key field may have been edited since.
     quint64 request_id_ = 0;

@@ -1,13 +1,18 @@
 // The config panel on its own: its undo history, what a restart keeps of it, the name line
 // that carries the edits, and the fields that apply to one vocabulary method only.
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLocale>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <pipescope/schedule/config_parse.h>
 
 #include "config_panel.h"
 #include "eliding_label.h"
@@ -24,6 +29,7 @@ class TstConfigPanel : public QObject {
     void fieldsStayPutAsEditsPileUp();
     void stageLayersFollowTheMethod();
     void comparisonListNeverBlocksTheConfig();
+    void fieldRangesAreTheValidators();
 };
 
 // Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
@@ -280,6 +286,65 @@ void TstConfigPanel::comparisonListNeverBlocksTheConfig() {
     QVERIFY(panel.isValid());
     QCOMPARE(panel.config()->compare.size(), std::size_t{2});
     QVERIFY2(panel.issuesText().isEmpty(), qPrintable(panel.issuesText()));
+}
+
+// Every number field holds only values the validator takes for its key, at both ends of its
+// range, and its tooltip states the range the field really has (a spin box rounds its bounds
+// to its decimals: P2P GB/s took 0.001 as 0.0, offered 0.0 and the validator refused it).
+void TstConfigPanel::fieldRangesAreTheValidators() {
+    app::ConfigPanel panel;
+    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
+    // The validator's messages for a value out of its key's own range, not for a rule that
+    // joins two keys ("must be at least parallel.pipeline (4)").
+    const QRegularExpression range(
+        R"re(^must be (at least [0-9]|at most [0-9]|greater than 0|in \())re");
+    const QRegularExpression stated(R"(([-0-9.,]+) to ([-0-9.,]+)\)$)");
+    const auto refusal = [&](const QString& key) {
+        for (const QString& line : panel.issuesText().split('\n')) {
+            if (line.startsWith(key + ": ") && range.match(line.mid(key.size() + 2)).hasMatch()) {
+                return line;
+            }
+        }
+        return QString();
+    };
+    int checked = 0;
+    for (const QString& key : panel.fieldKeys()) {
+        auto* spin = qobject_cast<QAbstractSpinBox*>(panel.field(key));
+        if (!spin) {
+            continue;
+        }
+        // A key that applies under one value of another (Chunks per rank, the stage layers):
+        // give that one its value, so that the key goes to the validator.
+        if (const auto owner = schedule::ownerOf(key.toStdString())) {
+            QVERIFY(panel.setField(QString::fromStdString(std::string(owner->path)),
+                                   QString::fromStdString(std::string(owner->value))));
+        }
+        QVERIFY2(panel.field(key)->isEnabled(), qPrintable(key));
+        auto* whole = qobject_cast<QSpinBox*>(spin);
+        auto* real = qobject_cast<QDoubleSpinBox*>(spin);
+        QVERIFY(whole || real);
+        const double low = whole ? whole->minimum() : real->minimum();
+        const double high = whole ? whole->maximum() : real->maximum();
+        const QVariant before = whole ? QVariant(whole->value()) : QVariant(real->value());
+        for (const double v : {low, high}) {
+            whole ? whole->setValue(static_cast<int>(v)) : real->setValue(v);
+            QVERIFY2(refusal(key).isEmpty(),
+                     qPrintable(QStringLiteral("%1 = %2 offered, refused: %3")
+                                    .arg(key)
+                                    .arg(v)
+                                    .arg(refusal(key))));
+        }
+        whole ? whole->setValue(before.toInt()) : real->setValue(before.toDouble());
+        // "auto" (null) stands for the lowest value of an optional count; the tooltip's range
+        // starts past it.
+        const double shown_low = spin->specialValueText().isEmpty() ? low : low + 1;
+        const auto m = stated.match(spin->toolTip());
+        QVERIFY2(m.hasMatch(), qPrintable(key + ": " + spin->toolTip()));
+        QCOMPARE(QLocale().toDouble(m.captured(1)), shown_low);
+        QCOMPARE(QLocale().toDouble(m.captured(2)), high);
+        ++checked;
+    }
+    QVERIFY(checked >= 15);
 }
 
 QTEST_MAIN(TstConfigPanel)

@@ -23,10 +23,12 @@
 #include <QSettings>
 #include <QTabBar>
 #include <QTemporaryDir>
+#include <QToolTip>
 #include <QtTest>
 
 #include "config_panel.h"
 #include "export_dialog.h"
+#include "focus_ring.h"
 #include "main_window.h"
 #include "sweep_view.h"
 #include "testsupport.h"
@@ -92,6 +94,9 @@ class TstKeyboard : public QObject {
     void tabWalksEachPageInOrder();
     void exportDialogTakesTabEscEnter();
     void sweepKeepsTheFocusOnItsPage();
+    void presetListHasALetterOfItsOwn();
+    void pageButtonsPressOnTheirLetter();
+    void sweepChartReadsByKeys();
 
   private:
     std::unique_ptr<app::MainWindow> window_;
@@ -235,7 +240,7 @@ void TstKeyboard::controlsSayWhatTheyDo() {
     int fields = 0;
     for (const QLabel* label : window_->configPanel()->findChildren<QLabel*>()) {
         const QWidget* field = label->buddy();
-        if (!field) {
+        if (!field || field->objectName() == "presets") {  // a list of configs, not a key
             continue;
         }
         ++fields;
@@ -453,6 +458,132 @@ void TstKeyboard::sweepKeepsTheFocusOnItsPage() {
              qPrintable(describe(QApplication::focusWidget())));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     QVERIFY2(QApplication::focusWidget() == run, qPrintable(describe(QApplication::focusWidget())));
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// The preset list is named (for a screen reader too) by a label whose letter nothing else in
+// the window has, so Alt and the letter reaches it from any page.
+void TstKeyboard::presetListHasALetterOfItsOwn() {
+    auto* presets = window_->configPanel()->findChild<QComboBox*>("presets");
+    QVERIFY(!presets->accessibleName().isEmpty());
+    const QLabel* label = nullptr;
+    for (const QLabel* l : window_->configPanel()->findChildren<QLabel*>()) {
+        label = l->buddy() == presets ? l : label;
+    }
+    QVERIFY(label);
+    const QString letter = mnemonicOf(label);
+    QVERIFY2(!letter.isEmpty(), qPrintable(describe(label)));
+    QStringList sharers;
+    for (QAction* top : window_->menuBar()->actions()) {
+        if (QKeySequence::mnemonic(top->text()).toString() == letter) {
+            sharers << describe(top);
+        }
+    }
+    for (const QWidget* w : window_->findChildren<QWidget*>()) {
+        if (w != label && mnemonicOf(w) == letter) {
+            sharers << describe(w);
+        }
+    }
+    QVERIFY2(sharers.isEmpty(), qPrintable(letter + " is also " + sharers.join(", ")));
+
+    for (int i = 0; i < kFixedTabs; ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        QWidget* from = window_->configPanel()->field("model.layers");
+        from->setFocus();
+        QTRY_VERIFY(from->hasFocus());
+        const QKeyCombination key = QKeySequence::mnemonic(label->text())[0];
+        QTest::keyClick(from, key.key(), key.keyboardModifiers());
+        QVERIFY2(presets->hasFocus(), qPrintable(describe(QApplication::focusWidget())));
+    }
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// Alt and a button's letter presses it while its page is shown, even where a config field has
+// the letter too (Alt+R Run and First stage layers, Alt+C Cancel and Cost source, Alt+M Compare
+// and Memory): once that only moved the focus between the two. Each button is enabled for the
+// check (Cancel is only during a run) and pressed with its signals blocked.
+void TstKeyboard::pageButtonsPressOnTheirLetter() {
+    QSet<QString> fields;
+    for (const QLabel* label : window_->configPanel()->findChildren<QLabel*>()) {
+        fields << mnemonicOf(label);
+    }
+    int pressed = 0;
+    int shared = 0;
+    for (int i = 0; i < kFixedTabs; ++i) {
+        window_->tabs()->setCurrentIndex(i);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        QWidget* page = window_->tabs()->widget(i);
+        for (QAbstractButton* b : page->findChildren<QAbstractButton*>()) {
+            const QKeySequence letter = QKeySequence::mnemonic(b->text());
+            if (letter.isEmpty() || !shownUnder(b, page)) {
+                continue;
+            }
+            const bool enabled = b->isEnabled();
+            b->setEnabled(true);
+            b->blockSignals(true);
+            QWidget* from = window_->configPanel()->field("model.layers");
+            from->setFocus();
+            QTRY_VERIFY(from->hasFocus());
+            QTest::keyClick(from, letter[0].key(), letter[0].keyboardModifiers());
+            const bool down = b->isDown();
+            QTRY_VERIFY(!b->isDown());
+            b->blockSignals(false);
+            b->setEnabled(enabled);
+            QVERIFY2(down, qPrintable(window_->tabs()->tabText(i) + ": " + letter.toString() +
+                                      " did not press " + describe(b) + ", focus on " +
+                                      describe(QApplication::focusWidget())));
+            ++pressed;
+            shared += fields.contains(letter.toString()) ? 1 : 0;
+        }
+    }
+    QVERIFY(pressed >= 10);
+    QVERIFY(shared >= 5);
+    window_->tabs()->setCurrentIndex(0);
+}
+
+// The sweep chart's points, which the mouse reads by hovering, read from the keyboard too: Tab
+// reaches the chart (its frame shows), Left and Right step through the values left to right,
+// Home and End go to the ends, and every method's figures at the value show in a tooltip and
+// the chart's accessible description.
+void TstKeyboard::sweepChartReadsByKeys() {
+    window_->tabs()->setCurrentIndex(2);
+    app::SweepView* sweep = window_->sweep();
+    for (QLineEdit* e : sweep->findChildren<QLineEdit*>()) {
+        if (!qobject_cast<QComboBox*>(e->parentWidget())) {
+            e->setText("64000, 32000, 128000");
+        }
+    }
+    QSignalSpy finished(sweep, &app::SweepView::finished);
+    sweep->run();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCustomPlot* plot = sweep->plot();
+    QVERIFY(plot->focusPolicy() & Qt::TabFocus);
+    window_->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    plot->setFocus(Qt::TabFocusReason);
+    QTRY_VERIFY(plot->hasFocus());
+    QVERIFY(app::focusRingOf(plot) && app::focusRingOf(plot)->isVisible());
+    const auto reads = [&](const char* value) {
+        const QString text = plot->accessibleDescription();
+        const QString at = QStringLiteral(" = %1\n").arg(value);
+        // One entry per method, each at the value.
+        return text.count(at) == 5 && text.count(" = ") == 5 && QToolTip::text() == text;
+    };
+    QTest::keyClick(plot, Qt::Key_Right);  // the first value from the left
+    QVERIFY2(reads("32000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Right);
+    QVERIFY2(reads("64000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_End);
+    QVERIFY2(reads("128000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Right);  // stays at the last
+    QVERIFY2(reads("128000"), qPrintable(plot->accessibleDescription()));
+    QTest::keyClick(plot, Qt::Key_Home);
+    QVERIFY2(reads("32000"), qPrintable(plot->accessibleDescription()));
+    QVERIFY(plot->accessibleDescription().contains("MFU "));
+    QToolTip::hideText();
     window_->tabs()->setCurrentIndex(0);
 }
 
