@@ -13,15 +13,10 @@
 
 #include <pipescope/app/simulation_job.h>
 
+#include "sweep_plot.h"
 #include "sweep_text.h"
 
 namespace pipescope::app {
-
-// Draws a sweep's MFU and peak-memory lines, one per method, into `plot`. Values that are not
-// numbers are placed at 0, 1, 2, ... with their text as tick labels. `title`, when given, leads
-// the chart's heading (an exported image names its config there).
-void fillSweepPlot(QCustomPlot* plot, const std::vector<SweepPoint>& points,
-                   const QString& key_label, const QString& title = {});
 
 // The config's name as a chart that stands alone (an export, a sweep) names it. A closing note
 // such as "(vocab-2 vs naive)" describes the file's compare list, not the one run or the sweep
@@ -32,16 +27,6 @@ QString standaloneConfigName(const schedule::Config& config);
 // The config a sweep varies, as its chart's heading names it ("base config: ..."): the config's
 // name (with its changes) and its schedule, unless the schedule is what is swept.
 QString sweepBaseTitle(const schedule::Config& config, const QString& key);
-
-// What the sweep point nearest to `pos` (within a few pixels) measured, for a tooltip: its
-// method and value, MFU, iteration time, bubble and peak memory. Empty away from every point.
-QString describeSweepPointAt(const QCustomPlot* plot, const std::vector<SweepPoint>& points,
-                             const QString& key_label, const QPointF& pos);
-
-// What every method measured at one value of the sweep, the `*index`-th from the left of the
-// chart (clamped to the values there are): the keyboard's way to read the points.
-QString describeSweepValue(const std::vector<SweepPoint>& points, const QString& key_label,
-                           int* index);
 
 class SweepView : public QWidget {
     Q_OBJECT
