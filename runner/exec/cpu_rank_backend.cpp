@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -158,21 +157,17 @@ void CpuRankBackend::optimizerStep(const kernels::cpu::AdamWConfig& config, std:
     adamw<float>(params, config, step);
     // A weight that is not finite makes every later loss NaN: stop at the step that did it,
     // the last iteration's included, with what went wrong and the likely cause.
-    char lr[32];
-    std::snprintf(lr, sizeof lr, "%g", config.lr);
     for (const auto& [name, p] : model_->namedParams()) {
         if (const std::string what = nonFinite(p->grad); !what.empty()) {
             throw std::runtime_error(
                 "the gradient of " + name + " is " + what +
-                (step > 1
-                     ? ": the training diverged; the learning rate (run.learning_rate = " +
-                           std::string(lr) + ") is probably too large"
-                     : " before any optimizer step: the initial model's values overflow fp32"));
+                (step > 1 ? ": " + divergenceCause(config.lr)
+                          : " before any optimizer step: the initial model's values overflow "
+                            "fp32"));
         }
         if (const std::string what = nonFinite(p->value); !what.empty()) {
             throw std::runtime_error("the optimizer step made the weights of " + name + " " + what +
-                                     ": the learning rate (run.learning_rate = " + lr +
-                                     ") is too large");
+                                     ": " + divergenceCause(config.lr));
         }
     }
 }

@@ -2,7 +2,6 @@
 // model and buffers (docs/schedule-ir.md, "Inputs of each op"; vocabulary-parallelism.md 3).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include <pipescope/kernels/cpu/ops.h>
 
@@ -141,13 +140,9 @@ double meanLoss(Ctx& c, const float* gmax, const float* gsum, const float* targe
     if (!std::isfinite(mean)) {
         // After an optimizer step the likely cause is a learning rate too large for the model;
         // before the first one it cannot be.
-        char lr[32];
-        std::snprintf(lr, sizeof lr, "%g", c.run.options.adamw.lr);
         throw OpError("the loss is " + std::string(std::isnan(mean) ? "NaN" : "infinite") +
                       " (micro-batch " + std::to_string(c.op.microbatch) + ")" +
-                      (c.it > 0 ? ": the training diverged; the learning rate "
-                                  "(run.learning_rate = " +
-                                      std::string(lr) + ") is probably too large"
+                      (c.it > 0 ? ": " + divergenceCause(c.run.options.adamw.lr)
                                 : " before any optimizer step: the initial model's values overflow "
                                   "fp32"));
     }

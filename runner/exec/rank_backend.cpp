@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -58,6 +59,13 @@ trace::OpRecord opRecord(const schedule::Op& op, const OpKey& key, std::int64_t 
     rec.peer = op.kind == schedule::OpKind::Bcast ? op.root : op.peer;
     rec.collective = static_cast<int>(op.collective);
     return rec;
+}
+
+std::string divergenceCause(double learning_rate) {
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", learning_rate);
+    return std::string("the training diverged; the learning rate (run.learning_rate = ") + lr +
+           ") is probably too large";
 }
 
 }  // namespace pipescope::exec

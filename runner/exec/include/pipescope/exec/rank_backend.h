@@ -134,4 +134,9 @@ class RankBackend {
     virtual void abort() {}
 };
 
+// The likely cause of a loss, gradient or weight gone NaN or infinite after optimizer steps, for
+// the error that stops the run: "the training diverged; the learning rate (run.learning_rate =
+// 1) is probably too large".
+std::string divergenceCause(double learning_rate);
+
 }  // namespace pipescope::exec
