@@ -31,13 +31,7 @@ std::string quoted(std::string_view s) {
 }
 
 std::string opsText(double ops) {
-    char text[32];
-    if (ops >= 1e6) {
-        std::snprintf(text, sizeof text, "%.1f million", ops / 1e6);
-    } else {
-        std::snprintf(text, sizeof text, "%.0f", ops);
-    }
-    return text;
+    return ops >= 1e6 ? trace::fixedText(ops / 1e6, 1) + " million" : trace::fixedText(ops, 0);
 }
 
 // Empty when the config's simulation fits in `budget` beside `held` bytes of runs kept already;

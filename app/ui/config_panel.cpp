@@ -26,6 +26,25 @@ std::string quoted(const QString& s) {
     return "\"" + s.toStdString() + "\"";
 }
 
+// A number field that reads a point as the decimal point, as the config file and the rest of the
+// app write numbers, and takes a comma for one too. In the system's locale a German user's
+// "312.5" TFLOP/s became 3125 (the point groups thousands there) and an English user's "0,85"
+// became 85, without a word.
+class DecimalSpinBox : public QDoubleSpinBox {
+  public:
+    DecimalSpinBox() {
+        QLocale plain = QLocale::c();
+        plain.setNumberOptions(QLocale::OmitGroupSeparator | QLocale::RejectGroupSeparator);
+        setLocale(plain);
+    }
+
+  protected:
+    QValidator::State validate(QString& input, int& pos) const override {
+        input.replace(QLatin1Char(','), QLatin1Char('.'));
+        return QDoubleSpinBox::validate(input, pos);
+    }
+};
+
 // The config of `base_json` with `overrides`. The file's "compare" list is checked against the
 // settings too, but the panel neither shows nor edits it: where only its variants fail (a
 // preset's naive and vocab-2 with the 12 layers a v-half redistributed config takes), the config
@@ -221,15 +240,15 @@ void ConfigPanel::addInt(QFormLayout* form, const QString& key, const QString& l
 void ConfigPanel::addDouble(QFormLayout* form, const QString& key, const QString& label, double min,
                             double max, int decimals, const QString& tip,
                             std::function<double(const schedule::Config&)> get) {
-    auto* spin = new QDoubleSpinBox;
+    auto* spin = new DecimalSpinBox;
     spin->setDecimals(decimals);
     spin->setRange(min, max);
     // The range as the field holds it: it rounds its bounds to its decimals (0.001 with one
     // decimal became 0.0, which the validator refuses), so a minimum must be one it can show.
     Q_ASSERT(spin->minimum() == min && spin->maximum() == max);
     spin->setToolTip(tip + QStringLiteral(" (%1; %2 to %3)")
-                               .arg(key, QLocale().toString(spin->minimum(), 'f', decimals),
-                                    QLocale().toString(spin->maximum(), 'f', decimals)));
+                               .arg(key, spin->locale().toString(spin->minimum(), 'f', decimals),
+                                    spin->locale().toString(spin->maximum(), 'f', decimals)));
     form->addRow(label, spin);
     fields_[key] = {spin, [spin] { return QString::number(spin->value(), 'g', 12).toStdString(); },
                     [spin, get](const schedule::Config& c) { spin->setValue(get(c)); },

@@ -191,6 +191,21 @@ std::optional<Args> parse(const QStringList& argv, QString* error) {
 
 }  // namespace
 
+QString argumentNotUtf8(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const QByteArray raw(argv[i]);
+        const QString text = QString::fromUtf8(raw);
+        if (text.toUtf8() != raw) {
+            return QStringLiteral(
+                       "argument %1 (\"%2\") is not UTF-8 text: the app can neither read nor "
+                       "write a file of that name; rename it (convmv renames a whole folder)")
+                .arg(i)
+                .arg(text);
+        }
+    }
+    return {};
+}
+
 QString headlessUsage() {
     return QStringLiteral(
         "usage: pipescope [--show explore|compare|sweep|run] [RUN.db | CONFIG.json ...]\n"

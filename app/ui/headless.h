@@ -12,5 +12,10 @@ bool wantsHeadless(const QStringList& args);
 // and prints what it wrote or why it could not.
 int runHeadless(const QStringList& args);
 QString headlessUsage();
+// Why argument `argv[i]` (i >= 1) cannot be taken, for the first one that is not UTF-8, or
+// empty. Qt reads arguments and file names as UTF-8: a name with other bytes (Latin-1's "\xe9")
+// reached it with U+FFFD in their place, so --out wrote a file of another name than the one given
+// and --config looked for one that is not there.
+QString argumentNotUtf8(int argc, char** argv);
 
 }  // namespace pipescope::app

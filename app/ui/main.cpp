@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
         args << QString::fromLocal8Bit(argv[i]);
     }
     const bool headless = pipescope::app::wantsHeadless(args);
+    if (const QString bad = pipescope::app::argumentNotUtf8(argc, argv);
+        headless && !bad.isEmpty()) {
+        std::fprintf(stderr, "pipescope: %s\n", bad.toUtf8().constData());
+        return 2;
+    }
     // With no display a Qt GUI program aborts; an export needs none, so it chooses the offscreen
     // platform itself unless the user picked one.
     if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {

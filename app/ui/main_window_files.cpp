@@ -323,7 +323,24 @@ void MainWindow::exportTrace(const RunDataPtr& run, const QString& path) {
                                              "this run has no trace to export");
         }
         // A simulated run has no file yet: write one to a temporary folder and export it.
-        QTemporaryDir tmp;
+        // Qt's temporary folder is "" where TMPDIR names a folder that is not there: the copy
+        // went to the root of the file system (or, where that is not writable, to "").
+        const QString temp = QDir::tempPath();
+        const auto refuse = [](const QString& where, const QString& why) {
+            return trace::TraceStatus::error(
+                trace::TraceStatus::Code::IoError,
+                QStringLiteral("%1: cannot make a temporary folder there for the run's trace (%2); "
+                               "set TMPDIR to a folder you can write")
+                    .arg(where, why)
+                    .toStdString());
+        };
+        if (temp.isEmpty()) {
+            return refuse(qEnvironmentVariable("TMPDIR"), QStringLiteral("no such folder"));
+        }
+        QTemporaryDir tmp(temp + QStringLiteral("/pipescope-XXXXXX"));
+        if (!tmp.isValid()) {
+            return refuse(temp, tmp.errorString());
+        }
         const std::string db = tmp.filePath(QStringLiteral("run.db")).toStdString();
         if (trace::TraceStatus st = saveSimTrace(*sim, db, 1, true); !st.ok()) {
             return st;

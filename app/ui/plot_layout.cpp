@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include <QLocale>
 #include <QResizeEvent>
 
 namespace pipescope::app {
@@ -470,6 +471,12 @@ void labelRows(QCPAxis* axis, const QStringList& labels, double offset) {
     axis->setProperty(kRowLabels, labels);
     axis->setProperty(kRowOffset, offset);
     showRowLabels(axis, 1);
+}
+
+void usePlainNumbers(QCustomPlot* plot) {
+    QLocale plain = QLocale::c();
+    plain.setNumberOptions(QLocale::OmitGroupSeparator);
+    plot->setLocale(plain);
 }
 
 void letPlotShrink(QCustomPlot* plot, int min_width) {

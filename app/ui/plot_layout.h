@@ -11,6 +11,11 @@ namespace pipescope::app {
 // Lets `plot` get as narrow as `min_width` and keeps its legends fitted on every resize.
 void letPlotShrink(QCustomPlot* plot, int min_width = 320);
 
+// Makes the tick labels of `plot` read as the app's other numbers do ("0.5", "1000"): QCustomPlot
+// writes them in the widget's locale, the system's, which gave "0,5" under German settings beside
+// values and titles with "0.45", and Arabic-Indic digits under Egyptian ones.
+void usePlainNumbers(QCustomPlot* plot);
+
 // Fits every legend of `plot` to its width, or to `size` when given (after legends were added
 // or replaced, or when the plot is about to take that size), and the tick counts of the axes
 // keepTickLabelsApart marked and the row names of labelRows to their heights. Where the plot is

@@ -26,6 +26,7 @@
 #include <pipescope/app/runs_library.h>
 #include <pipescope/schedule/config_parse.h>
 
+#include "plot_layout.h"
 #include "runs_panel.h"
 #include "text_tone.h"
 
@@ -153,6 +154,7 @@ RunPage::RunPage(bool restore, QWidget* parent)
     loss_ = new QCustomPlot;
     loss_->setAccessibleName(tr("Loss per iteration"));
     loss_->setMinimumSize(280, 140);
+    usePlainNumbers(loss_);
     loss_->addGraph();
     loss_->graph(0)->setLineStyle(QCPGraph::lsLine);
     loss_->graph(0)->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 4));

@@ -325,6 +325,7 @@ SummaryView::SummaryView(QWidget* parent) : QWidget(parent) {
     // Room for the headline, the chart titles, bars a few lines tall and the legends.
     plot_->setMinimumHeight(180);
     letPlotShrink(plot_);
+    usePlainNumbers(plot_);
     split->addWidget(plot_);
     model_ = new SummaryModel(this);
     table_ = makeFigureTable(model_);

@@ -101,6 +101,7 @@ SweepView::SweepView(QWidget* parent) : QWidget(parent) {
     plot_ = new QCustomPlot;
     plot_->setAccessibleName(tr("Sweep: iteration time per method and value"));
     letPlotShrink(plot_);
+    usePlainNumbers(plot_);
     // Until the first sweep: what the tab does, instead of an empty pair of axes.
     plot_->plotLayout()->clear();
     plot_->plotLayout()->addElement(

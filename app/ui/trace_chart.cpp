@@ -60,6 +60,7 @@ TraceChart::TraceChart(QWidget* parent) : QCustomPlot(parent) {
         tr("Each rank's ops over time and its memory; the line under the chart describes the "
            "selected op or range"));
     setMouseTracking(true);
+    usePlainNumbers(this);
     setNoAntialiasingOnDrag(true);
     // Memory curves zoomed in are thousands of steps: Qt's stroker for joined wide lines costs
     // hundreds of milliseconds there, separate segments a few.

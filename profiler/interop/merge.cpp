@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -10,6 +9,7 @@
 #include <utility>
 
 #include <pipescope/interop/merge.h>
+#include <pipescope/trace/number_text.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -51,9 +51,7 @@ std::optional<std::int64_t> clockShift(std::int64_t start, std::int64_t offset, 
 }
 
 std::string micros(std::int64_t ns) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
-    return text;
+    return trace::fixedText(static_cast<double>(ns) / 1e3, 1) + " us";
 }
 
 }  // namespace

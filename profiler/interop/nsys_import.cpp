@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include <pipescope/interop/nsys_import.h>
+#include <pipescope/trace/number_text.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -33,9 +33,7 @@ bool samePath(const std::string& a, const std::string& b) {
 
 std::string describeImport(const NsysImportReport& report, const std::string& output) {
     const auto micros = [](std::int64_t ns) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(ns) / 1e3);
-        return std::string(text);
+        return trace::fixedText(static_cast<double>(ns) / 1e3, 1) + " us";
     };
     std::string text;
     for (const auto& r : report.reports) {

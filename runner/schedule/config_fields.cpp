@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 namespace pipescope::schedule::detail {
@@ -17,20 +17,49 @@ std::string parentPath(const std::string& path) {
     return dot == std::string::npos ? std::string() : path.substr(0, dot);
 }
 
+// Whether `number`, a decimal that from_chars read whole but found beyond a double, is too large
+// (1e999) rather than too small (1e-999): the power of ten of its leading digit is not negative
+// (the largest double is about 1.8e308, the smallest about 4.9e-324).
+bool beyondLargest(std::string_view number) {
+    const auto e = number.find_first_of("eE");
+    const std::string_view mantissa = number.substr(0, e);
+    long long exponent = 0;
+    if (e != std::string_view::npos) {
+        std::string_view x = number.substr(e + 1);
+        x.remove_prefix(!x.empty() && x.front() == '+' ? 1 : 0);
+        const auto r = std::from_chars(x.data(), x.data() + x.size(), exponent);
+        if (r.ec != std::errc() || exponent > 100000 || exponent < -100000) {
+            return x.empty() || x.front() != '-';
+        }
+    }
+    const auto first = mantissa.find_first_of("123456789");
+    if (first == std::string_view::npos) {
+        return false;
+    }
+    const auto point = std::min(mantissa.find('.'), mantissa.size());
+    const long long power = first < point ? static_cast<long long>(point - first) - 1
+                                          : -static_cast<long long>(first - point);
+    return power + exponent >= 0;
+}
+
 // A string where a number belongs that reads as one JSON cannot hold: --set
 // run.learning_rate=1e999 or "inf" becomes a string (config.md, "Overrides"), and "got
-// \"1e999\"" alone does not say why.
+// \"1e999\"" alone does not say why. Read with from_chars, as JSON writes numbers: strtod
+// follows the C locale, which the app takes from the user (in German it read "1,5e999" as such
+// a number and not "1.5e999").
 std::string numberLikeHint(const Json& v) {
     if (!v.is_string()) {
         return {};
     }
-    const std::string& text = v.get_ref<const std::string&>();
+    std::string_view text = v.get_ref<const std::string&>();
     if (text.empty() || text.front() == ' ' || text.size() > 400) {
         return {};
     }
-    char* end = nullptr;
-    const double d = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size() || std::isfinite(d)) {
+    text.remove_prefix(text.front() == '+' && text.size() > 1 && text[1] != '-' ? 1 : 0);
+    double d = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (end != text.data() + text.size() ||
+        (ec == std::errc() ? std::isfinite(d) : !beyondLargest(text))) {
         return {};
     }
     const bool digits = std::isdigit(static_cast<unsigned char>(text.back())) != 0;

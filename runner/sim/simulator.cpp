@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <numeric>
 
 #include <pipescope/schedule/config_parse.h>
@@ -10,6 +9,7 @@
 #include <pipescope/schedule/validate.h>
 #include <pipescope/sim/cost_table.h>
 #include <pipescope/sim/simulator.h>
+#include <pipescope/trace/number_text.h>
 
 namespace pipescope::sim {
 
@@ -113,18 +113,18 @@ std::string beyondTheClock(double iteration, int iterations, const std::string& 
     const std::string years =
         std::to_string(std::llround(kMaxSimulatedNs / 1e9 / 86400.0 / 365.0)) + " years";
     if (iteration * 1e9 < kMaxSimulatedNs) {
-        char shown[64];
-        std::snprintf(shown, sizeof shown, "%.3g s each come to %.3g years", iteration,
-                      iteration * n / 86400.0 / 365.0);
+        const std::string shown = trace::significantText(iteration, 3) + " s each come to " +
+                                  trace::significantText(iteration * n / 86400.0 / 365.0, 3) +
+                                  " years";
         return key + ": " + std::to_string(iterations) + " iterations of " + shown +
                " of simulated time, beyond what a trace's nanosecond clock holds (about " + years +
                "); lower " + key;
     }
     // In double: llround of 1e30 days gave -9223372036854775808.
     const double days = iteration / 86400.0;
-    char shown[32];
-    std::snprintf(shown, sizeof shown, days < 1e15 ? "%.0f" : "%.3g", days);
-    return "model: one iteration takes " + std::string(std::isfinite(days) ? shown : "endless") +
+    const std::string shown =
+        days < 1e15 ? trace::fixedText(days, 0) : trace::significantText(days, 3);
+    return "model: one iteration takes " + (std::isfinite(days) ? shown : "endless") +
            " days of simulated time, beyond what a trace's nanosecond clock holds (about " + years +
            " over all iterations); check model.seq_len, model.hidden, model.layers, model.vocab, "
            "hardware.peak_tflops, hardware.gemm_efficiency, hardware.memory_gbps, "
@@ -285,10 +285,11 @@ SimOutcome simulateSchedule(const schedule::Config& config, schedule::Schedule s
             // No table: the times come from the hardware rates alone, so name those, not the
             // cost tables the config never gave.
             const auto& h = config.hardware;
-            char rates[200];
-            std::snprintf(rates, sizeof rates,
-                          "peak_tflops %g, memory_gbps %g, p2p_gbps %g, allreduce_gbps %g",
-                          h.peak_tflops, h.memory_gbps, h.p2p_gbps, h.allreduce_gbps);
+            using trace::significantText;
+            const std::string rates = "peak_tflops " + significantText(h.peak_tflops, 6) +
+                                      ", memory_gbps " + significantText(h.memory_gbps, 6) +
+                                      ", p2p_gbps " + significantText(h.p2p_gbps, 6) +
+                                      ", allreduce_gbps " + significantText(h.allreduce_gbps, 6);
             outcome.error = std::string("hardware: every op takes zero time at these rates (") +
                             rates +
                             ") with latency_us 0, so the iteration does too and MFU, throughput "

@@ -12,6 +12,9 @@
 
 #include "op_style.h"
 #include "plot_layout.h"
+#include "run_page.h"
+#include "summary_view.h"
+#include "sweep_view.h"
 #include "timeline_plot.h"
 #include "trace_chart.h"
 
@@ -46,6 +49,7 @@ class TstChartLayout : public QObject {
     void chartsReadAtEveryScale_data();
     void chartsReadAtEveryScale();
     void longViewsReadInSeconds();
+    void ticksIgnoreTheLocale();
     void capacityNoteWarnsOnlyWhenAPeakDoesNotFit_data();
     void capacityNoteWarnsOnlyWhenAPeakDoesNotFit();
     void peakLabelFitsShortCharts_data();
@@ -322,6 +326,45 @@ void TstChartLayout::longViewsReadInSeconds() {
     chart.setTimeRangeMs(QCPRange(0, 50));
     QCOMPARE(time->label(), QString("time (ms)"));
     QVERIFY(labels(time).contains("20"));
+}
+
+// Tick labels read as the app's other numbers do, whatever the system's locale: under German
+// settings the ticks said "0,5" beside titles and values with "0.45"; under Egyptian ones they
+// were in Arabic-Indic digits.
+void TstChartLayout::ticksIgnoreTheLocale() {
+    struct KeepDefault {
+        QLocale before;
+        ~KeepDefault() { QLocale::setDefault(before); }
+    } keep;
+    const QRegularExpression plain(R"(^-?[0-9]+(\.[0-9]+)?$)");
+    for (const QLocale& locale :
+         {QLocale(QLocale::German, QLocale::Germany), QLocale(QLocale::Arabic, QLocale::Egypt)}) {
+        QLocale::setDefault(locale);  // what widgets made from now on take
+        app::TraceChart chart;
+        chart.resize(1000, 600);
+        chart.setRuns({run_}, true);
+        chart.setTimeRangeMs(QCPRange(0, 0.5));
+        chart.replot();
+        const QVector<QString> labels =
+            chart.axisRects().front()->axis(QCPAxis::atBottom)->tickVectorLabels();
+        const QString shown = QStringList(labels.begin(), labels.end()).join(' ');
+        QVERIFY2(labels.size() > 2, qPrintable(shown));
+        for (const QString& label : labels) {
+            QVERIFY2(plain.match(label).hasMatch(), qPrintable(locale.name() + ": " + shown));
+        }
+        QVERIFY2(shown.contains('.'), qPrintable(shown));
+        // The app's other charts: the summary's, the sweep's and the run page's loss.
+        app::SummaryView summary;
+        app::SweepView sweep;
+        app::RunPage run_page(false);
+        QList<QCustomPlot*> plots = summary.findChildren<QCustomPlot*>();
+        plots += sweep.findChildren<QCustomPlot*>();
+        plots += run_page.findChildren<QCustomPlot*>();
+        QCOMPARE(plots.size(), 3);
+        for (const QCustomPlot* plot : plots) {
+            QCOMPARE(plot->locale().toString(1234.5), QString("1234.5"));
+        }
+    }
 }
 
 // The device capacity is named above the memory chart. It reads as a warning, in red, only where

@@ -30,6 +30,7 @@ class TstConfigPanel : public QObject {
     void stageLayersFollowTheMethod();
     void comparisonListNeverBlocksTheConfig();
     void fieldRangesAreTheValidators();
+    void decimalFieldsReadAPoint();
 };
 
 // Undo and redo step through whole configs: an edit, a field stepped several times in a row, a
@@ -340,11 +341,41 @@ void TstConfigPanel::fieldRangesAreTheValidators() {
         const double shown_low = spin->specialValueText().isEmpty() ? low : low + 1;
         const auto m = stated.match(spin->toolTip());
         QVERIFY2(m.hasMatch(), qPrintable(key + ": " + spin->toolTip()));
-        QCOMPARE(QLocale().toDouble(m.captured(1)), shown_low);
-        QCOMPARE(QLocale().toDouble(m.captured(2)), high);
+        QCOMPARE(spin->locale().toDouble(m.captured(1)), shown_low);
+        QCOMPARE(spin->locale().toDouble(m.captured(2)), high);
         ++checked;
     }
     QVERIFY(checked >= 15);
+}
+
+// The number fields read "312.5" as the config file writes it, and "312,5" as the same, whatever
+// the system's locale: under German settings "312.5" TFLOP/s became 3125 (the point groups
+// thousands there), and under English ones "0,85" became 85, without a word.
+void TstConfigPanel::decimalFieldsReadAPoint() {
+    struct KeepDefault {
+        QLocale before;
+        ~KeepDefault() { QLocale::setDefault(before); }
+    } keep;
+    for (const QLocale& locale : {QLocale(QLocale::German, QLocale::Germany),
+                                  QLocale(QLocale::English, QLocale::UnitedStates)}) {
+        QLocale::setDefault(locale);  // what widgets made from now on take
+        app::ConfigPanel panel;
+        QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
+        panel.show();
+        auto* peak = qobject_cast<QDoubleSpinBox*>(panel.field("hardware.peak_tflops"));
+        QVERIFY(peak);
+        for (const char* typed : {"312.5", "312,5", "0.5"}) {
+            peak->selectAll();
+            QTest::keyClicks(peak, QString::fromLatin1(typed));
+            QTest::keyClick(peak, Qt::Key_Enter);
+            const double want = QString::fromLatin1(typed).replace(',', '.').toDouble();
+            QVERIFY2(peak->value() == want,
+                     qPrintable(QStringLiteral("%1: typed %2, the field holds %3")
+                                    .arg(locale.name(), QString::fromLatin1(typed), peak->text())));
+            QCOMPARE(panel.config()->hardware.peak_tflops, want);
+        }
+        QVERIFY(panel.configJson().contains(QStringLiteral("\"peak_tflops\": 0.5")));
+    }
 }
 
 QTEST_MAIN(TstConfigPanel)

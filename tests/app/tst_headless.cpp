@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -46,6 +47,7 @@ class TstHeadless : public QObject {
     void unfinishedRunSaysSo();
     void badArgumentsLeaveTheOutputAlone_data();
     void badArgumentsLeaveTheOutputAlone();
+    void namesNotInUtf8AreRefused();
 
   private:
     QTemporaryDir dir_;
@@ -231,6 +233,28 @@ void TstHeadless::badArgumentsLeaveTheOutputAlone() {
     }
     QCOMPARE(run_(args + QStringList{"--out", path}), 2);
     QCOMPARE(readText(path), QStringLiteral("an earlier export"));
+}
+
+// A file name that is not UTF-8 (Latin-1's e acute, byte 0xE9) is refused, naming the argument:
+// Qt reads names as UTF-8, and the export was written to "x\uFFFD.png", another name.
+void TstHeadless::namesNotInUtf8AreRefused() {
+    QTemporaryDir dir;
+    QProcess p;
+    // Through the shell: an argument of QProcess is a QString, which cannot hold the byte.
+    p.start(QStringLiteral("sh"),
+            {QStringLiteral("-c"),
+             QStringLiteral(
+                 R"(exec "$0" --export timeline --config "$1" --out "$2/x$(printf '\351').png")"),
+             test::binaryPath(QStringLiteral("pipescope")), preset(), dir.path()});
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY2(err.contains("argument 6 (") && err.contains("is not UTF-8"), err.constData());
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList());
+
+    const char* names[] = {"pipescope", "--out", "caf\xc3\xa9.png", "caf\xe9.png"};
+    QCOMPARE(app::argumentNotUtf8(3, const_cast<char**>(names)), QString());
+    QVERIFY(app::argumentNotUtf8(4, const_cast<char**>(names)).startsWith("argument 3 ("));
 }
 
 QTEST_MAIN(TstHeadless)

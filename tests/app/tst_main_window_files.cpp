@@ -137,6 +137,24 @@ void TstMainWindowFiles::exportsTheTraceInTheBackground() {
     QVERIFY2(exported.last().at(1).toString().contains("moved or deleted after its tab opened it"),
              qPrintable(exported.last().at(1).toString()));
     QVERIFY(!QFileInfo::exists(dir.filePath("moved.json")));
+
+    // A simulated run is written to a temporary folder first: where TMPDIR names a folder that
+    // is not there (Qt then made it at the root of the file system) or a file, the message
+    // names it.
+    const QByteArray tmpdir = qgetenv("TMPDIR");
+    QVERIFY(test::writeFile(dir.filePath("plain"), "not a folder"));
+    window_->hide();
+    for (const QString& name : {QStringLiteral("gone"), QStringLiteral("plain")}) {
+        qputenv("TMPDIR", dir.filePath(name).toUtf8());
+        window_->exportTrace(window_->currentRun(), dir.filePath("notmp.json"));
+        QTRY_VERIFY_WITH_TIMEOUT(exported.count() == (name == "gone" ? 3 : 4), 20000);
+        tmpdir.isNull() ? qunsetenv("TMPDIR") : qputenv("TMPDIR", tmpdir);
+        const QString refusal = exported.last().at(1).toString();
+        QVERIFY2(refusal.startsWith(dir.filePath(name) + ": cannot make a temporary folder"),
+                 qPrintable(refusal));
+        QVERIFY(!QFileInfo::exists(dir.filePath("notmp.json")));
+    }
+    window_->show();
 }
 
 void TstMainWindowFiles::exportsTheChart() {

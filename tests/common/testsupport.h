@@ -2,8 +2,10 @@
 // PipeScope binaries, golden-file comparison with a readable diff.
 #pragma once
 
+#include <clocale>
 #include <csignal>
 #include <netinet/in.h>
+#include <string>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -128,5 +130,40 @@ inline QString compareWithGolden(const QString& golden_path, const QByteArray& a
     return QStringLiteral("output differs from %1 (written to %2):\n%3")
         .arg(golden_path, actual_path, text);
 }
+
+// While it lives, the C library reads and writes numbers with a decimal comma (LC_NUMERIC of
+// German, French, ...), as it does in the app for such a user: QCoreApplication takes the locale
+// from the environment. ok() is false where the system has no such locale (a clean machine has
+// only C.UTF-8; `localedef -i de_DE -f UTF-8 de_DE.UTF-8` makes one): skip the test then.
+class CommaLocale {
+  public:
+    CommaLocale() {
+        const char* now = std::setlocale(LC_NUMERIC, nullptr);
+        previous_ = now != nullptr ? now : "C";
+        for (const char* name : {"de_DE.UTF-8", "fr_FR.UTF-8", "es_ES.UTF-8", "it_IT.UTF-8",
+                                 "nl_NL.UTF-8", "ru_RU.UTF-8", "tr_TR.UTF-8", "de_DE", "fr_FR"}) {
+            if (std::setlocale(LC_NUMERIC, name) != nullptr &&
+                std::localeconv()->decimal_point[0] == ',') {
+                name_ = name;
+                return;
+            }
+        }
+        std::setlocale(LC_NUMERIC, previous_.c_str());
+    }
+    ~CommaLocale() { std::setlocale(LC_NUMERIC, previous_.c_str()); }
+    CommaLocale(const CommaLocale&) = delete;
+    CommaLocale& operator=(const CommaLocale&) = delete;
+
+    bool ok() const { return !name_.empty(); }
+    const std::string& name() const { return name_; }
+
+  private:
+    std::string previous_;
+    std::string name_;
+};
+
+// Why a test that needs a CommaLocale skips without one.
+inline constexpr const char* kNoCommaLocale =
+    "no locale with a decimal comma here (localedef -i de_DE -f UTF-8 de_DE.UTF-8 makes one)";
 
 }  // namespace pipescope::test

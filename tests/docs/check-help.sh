@@ -12,6 +12,9 @@
 #   docs/app.md ("Headless").
 # The app's options other than --export (--show) are the GUI's and are not compared.
 set -euo pipefail
+# The C collation: in Turkish, [a-z] leaves out the letter i (grep missed "import-nsys"), and
+# sort and comm must order alike.
+export LC_ALL=C
 
 bin=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)

@@ -6,6 +6,7 @@
 
 #include "testsupport.h"
 
+using namespace pipescope;
 using namespace pipescope::schedule;
 
 namespace {
@@ -46,6 +47,7 @@ class TstConfigErrors : public QObject {
     void baseIsValid();
     void invalidValues_data();
     void invalidValues();
+    void numberHintsIgnoreTheLocale();
     void invalidDocuments_data();
     void invalidDocuments();
     void syntaxErrors_data();
@@ -212,6 +214,19 @@ void TstConfigErrors::invalidValues_data() {
         R"(hardware.latency_us: must be a number, got "inf" (JSON has no NaN or infinity))");
     row("NaN", {"model.layers=NaN"},
         R"(model.layers: must be an integer, got "NaN" (JSON has no NaN or infinity))");
+    row("number with decimals beyond a double", {"hardware.p2p_gbps=2.5E+400"},
+        R"(hardware.p2p_gbps: must be a number, got "2.5E+400" (beyond the range of a number, about 1.8e308))");
+    row("number with many digits beyond a double", {"hardware.p2p_gbps=0.000123e313"},
+        R"(hardware.p2p_gbps: must be a number, got "0.000123e313" (beyond the range of a number, about 1.8e308))");
+    row("plus infinity", {"hardware.latency_us=+Infinity"},
+        R"(hardware.latency_us: must be a number, got "+Infinity" (JSON has no NaN or infinity))");
+    // Too small for a double is not beyond its range: JSON reads it as 0 unquoted.
+    row("number quoted below a double", {R"(hardware.p2p_gbps="1e-999")"},
+        R"(hardware.p2p_gbps: must be a number, got "1e-999")");
+    row("number quoted below a double with digits", {R"(hardware.p2p_gbps="1234e-999")"},
+        R"(hardware.p2p_gbps: must be a number, got "1234e-999")");
+    row("decimal comma", {"hardware.p2p_gbps=1,5e999"},
+        R"(hardware.p2p_gbps: must be a number, got "1,5e999")");
     row("peak zero", {"hardware.peak_tflops=0"},
         "hardware.peak_tflops: must be greater than 0, got 0");
     row("peak string", {R"(hardware.peak_tflops="fast")"},
@@ -291,6 +306,24 @@ void TstConfigErrors::invalidValues() {
     const ParseResult r = parseConfig(kBase, overridesFrom(sets));
     QVERIFY(!r.ok());
     QCOMPARE(issuesText(r), expected);
+}
+
+// The hint for a number beyond a double reads the number as JSON writes it, whatever the C
+// locale: in the app (which takes the user's locale) a German user's "1.5e999" had no hint and
+// "1,5e999" had one.
+void TstConfigErrors::numberHintsIgnoreTheLocale() {
+    const test::CommaLocale comma;
+    if (!comma.ok()) {
+        QSKIP(test::kNoCommaLocale);
+    }
+    const auto issue = [](const char* set) {
+        return issuesText(parseConfig(kBase, overridesFrom({QString::fromLatin1(set)})));
+    };
+    QCOMPARE(
+        issue("hardware.p2p_gbps=1.5e999"),
+        R"(hardware.p2p_gbps: must be a number, got "1.5e999" (beyond the range of a number, about 1.8e308))");
+    QCOMPARE(issue("hardware.p2p_gbps=1,5e999"),
+             R"(hardware.p2p_gbps: must be a number, got "1,5e999")");
 }
 
 void TstConfigErrors::invalidDocuments_data() {

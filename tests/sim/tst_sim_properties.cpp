@@ -9,6 +9,7 @@
 #include <pipescope/schedule/model_math.h>
 #include <pipescope/sim/cost_table.h>
 #include <pipescope/sim/simulator.h>
+#include <pipescope/trace/units.h>
 
 #include "config_fixtures.h"
 #include "testsupport.h"
@@ -21,7 +22,7 @@ namespace {
 std::string list(int n, double v) {
     std::string s = "[";
     for (int i = 0; i < n; ++i) {
-        s += (i ? "," : "") + std::to_string(v);
+        s += (i ? "," : "") + QString::number(v).toStdString();  // not "1000,000000" in German
     }
     return s + "]";
 }
@@ -99,6 +100,7 @@ class TstSimProperties : public QObject {
     void tableTimeSplitsOverTheRanksChunks();
     void splitBackwardDefersWWithinOneF1BsMemory();
     void absurdSizesAreRefusedWithTheLimit();
+    void messagesIgnoreTheLocale();
     void memoryReturnsToItsStaticLevel_data();
     void memoryReturnsToItsStaticLevel();
     void vocab2HoldsTheShardSoftmaxDuringS();
@@ -429,6 +431,39 @@ void TstSimProperties::absurdSizesAreRefusedWithTheLimit() {
 
     // Just inside the op limit still simulates (8 stages x 128 micro-batches: the paper's).
     QVERIFY(sim::simulate(test::makeConfig(8, 128, "1f1b", "vocab-2")).result);
+}
+
+// The simulator's refusals, and the memory figures of the app's charts and messages, write their
+// numbers with a point in a decimal-comma locale too, as the app runs for a German user (it
+// wrote "1,5e+308" and "4,00 GiB").
+void TstSimProperties::messagesIgnoreTheLocale() {
+    const test::CommaLocale comma;
+    if (!comma.ok()) {
+        QSKIP(test::kNoCommaLocale);
+    }
+    QCOMPARE(trace::memoryText(4 * trace::kBytesPerGiB), std::string("4.00 GiB"));
+    QCOMPARE(trace::memoryText(44.6 * trace::kBytesPerMiB), std::string("44.6 MiB"));
+
+    auto r = sim::simulate(test::makeConfig(
+        2, 8, "1f1b", "naive",
+        {"hardware.peak_tflops=1.5e308", "hardware.memory_gbps=1e308", "hardware.p2p_gbps=1e308",
+         "hardware.allreduce_gbps=1e308", "hardware.latency_us=0"}));
+    QVERIFY2(QString::fromStdString(r.error).contains("(peak_tflops 1.5e+308, memory_gbps 1e+308,"),
+             r.error.c_str());
+
+    auto endless = test::makeConfig(4, 8, "1f1b", "naive");
+    endless.hardware.latency_us = 1e30;
+    r = sim::simulate(endless);
+    QVERIFY2(QString::fromStdString(r.error).contains("2.2e+20 days"), r.error.c_str());
+
+    std::vector<std::string> long_ops = {"costs.source=table", "run.iterations=2147483647"};
+    for (const char* k : {"F", "B", "OPT"}) {
+        long_ops.push_back(std::string("costs.per_stage_us.") + k + "=" + list(2, 0.75e9));
+    }
+    r = sim::simulate(test::makeConfig(2, 2, "1f1b", "naive", long_ops));
+    const QRegularExpression point(R"(iterations of [0-9]+\.[0-9]+(e\+[0-9]+)? s each come to )"
+                                   R"([0-9]+(\.[0-9]+)?e\+[0-9]+ years)");
+    QVERIFY2(point.match(QString::fromStdString(r.error)).hasMatch(), r.error.c_str());
 }
 
 void TstSimProperties::zeroBubbleShrinksTheBubble() {

@@ -4,8 +4,9 @@
 // app's views and the command-line tables choose the same way.
 #pragma once
 
-#include <cstdio>
 #include <string>
+
+#include <pipescope/trace/number_text.h>
 
 namespace pipescope::trace {
 
@@ -29,9 +30,7 @@ inline MemoryUnit memoryUnitFor(double largest_bytes) {
 
 // "44.6 MiB", "9.54 GiB": in `unit`, or by default in the unit that suits the figure itself.
 inline std::string memoryText(double bytes, const MemoryUnit& unit) {
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f %s", unit.decimals, unit.of(bytes), unit.name);
-    return text;
+    return fixedText(unit.of(bytes), unit.decimals) + " " + unit.name;
 }
 inline std::string memoryText(double bytes) {
     return memoryText(bytes, memoryUnitFor(bytes));
