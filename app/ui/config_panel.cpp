@@ -30,13 +30,15 @@ std::string quoted(const QString& s) {
 // app write numbers, and takes a comma for one too. In the system's locale a German user's
 // "312.5" TFLOP/s became 3125 (the point groups thousands there) and an English user's "0,85"
 // became 85, without a word.
+void usePlainNumbers(QAbstractSpinBox* spin) {
+    QLocale plain = QLocale::c();
+    plain.setNumberOptions(QLocale::OmitGroupSeparator | QLocale::RejectGroupSeparator);
+    spin->setLocale(plain);
+}
+
 class DecimalSpinBox : public QDoubleSpinBox {
   public:
-    DecimalSpinBox() {
-        QLocale plain = QLocale::c();
-        plain.setNumberOptions(QLocale::OmitGroupSeparator | QLocale::RejectGroupSeparator);
-        setLocale(plain);
-    }
+    DecimalSpinBox() { usePlainNumbers(this); }
 
   protected:
     QValidator::State validate(QString& input, int& pos) const override {
@@ -44,6 +46,14 @@ class DecimalSpinBox : public QDoubleSpinBox {
         return QDoubleSpinBox::validate(input, pos);
     }
 };
+
+// A whole-number field in the digits the config file and the rest of the app use: in the
+// system's locale an Egyptian user's fields read "٣٢٧٦٨" beside the decimal fields' "312.5".
+QSpinBox* plainIntSpinBox() {
+    auto* spin = new QSpinBox;
+    usePlainNumbers(spin);
+    return spin;
+}
 
 // The config of `base_json` with `overrides`. The file's "compare" list is checked against the
 // settings too, but the panel neither shows nor edits it: where only its variants fail (a
@@ -223,7 +233,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
 void ConfigPanel::addInt(QFormLayout* form, const QString& key, const QString& label, int min,
                          int max, const QString& tip,
                          std::function<int(const schedule::Config&)> get) {
-    auto* spin = new QSpinBox;
+    auto* spin = plainIntSpinBox();
     spin->setRange(min, max);
     spin->setKeyboardTracking(true);
     // The range in the tooltip: a value typed outside it is not taken (the field keeps its own
@@ -281,7 +291,7 @@ void ConfigPanel::addChoice(QFormLayout* form, const QString& key, const QString
 void ConfigPanel::addOptionalInt(QFormLayout* form, const QString& key, const QString& label,
                                  const QString& tip,
                                  std::function<std::optional<int>(const schedule::Config&)> get) {
-    auto* spin = new QSpinBox;
+    auto* spin = plainIntSpinBox();
     spin->setRange(-1, 100000);
     spin->setSpecialValueText(tr("auto"));
     spin->setToolTip(tip + tr(" (%1; auto, or 0 to %2)").arg(key).arg(spin->maximum()));

@@ -376,6 +376,15 @@ void TstConfigPanel::decimalFieldsReadAPoint() {
         }
         QVERIFY(panel.configJson().contains(QStringLiteral("\"peak_tflops\": 0.5")));
     }
+    // Whole numbers too: under Egyptian settings the fields showed Arabic-Indic digits.
+    QLocale::setDefault(QLocale(QLocale::Arabic, QLocale::Egypt));
+    app::ConfigPanel panel;
+    QVERIFY(panel.loadPreset(QStringLiteral("default.json")));
+    for (const char* key : {"model.vocab", "parallel.microbatches"}) {
+        auto* spin = qobject_cast<QSpinBox*>(panel.field(key));
+        QVERIFY2(spin, key);
+        QCOMPARE(spin->text(), QString::number(spin->value()));
+    }
 }
 
 QTEST_MAIN(TstConfigPanel)
