@@ -441,6 +441,11 @@ void MessageHub::finish() {
     std::unique_lock<std::mutex> lock(m_);
     const auto give_up = Clock::now() + timeout_;
     for (;;) {
+        // Once the relay is gone, nothing more reaches this process from anyone: the others'
+        // Finish would never come (killing rank 0 held every other process for the timeout).
+        if (relay_ >= 0 && relay_ != rank_ && gone_[static_cast<std::size_t>(relay_)]) {
+            break;
+        }
         // After a failure, a rank that has been silent for the timeout (stopped, or its host
         // is unreachable) will not say Finish either: waiting another timeout for it only
         // holds this process.

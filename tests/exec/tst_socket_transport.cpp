@@ -72,6 +72,7 @@ class TstSocketTransport : public QObject {
     void abortReachesEveryRank();
     void aCancellationIsToldApart();
     void goneRankIsNamed();
+    void aGoneRelayHoldsNoOne();
     void aSendNamesAGoneRankBeforeItsReaderDoes();
     void stoppedRankIsNamedAndHoldsNoOne();
     void silentRelayIsMentioned();
@@ -244,6 +245,21 @@ void TstSocketTransport::goneRankIsNamed() {
     QVERIFY(clock.elapsed() < 5000);  // at once, not at the 20 s timeout
     QCOMPARE(st.code, CommStatus::Code::Aborted);
     QVERIFY2(st.message.find("rank 1 is gone") != std::string::npos, st.message.c_str());
+}
+
+// Rank 0, which passes on every message between the others, is killed: the others fail at once
+// naming it, and finish without waiting for each other's Finish, which can no longer reach them.
+// (They waited the whole timeout, --timeout's 600 s by default.)
+void TstSocketTransport::aGoneRelayHoldsNoOne() {
+    auto w = world(3, milliseconds(20000));
+    QVERIFY(w[0] && w[1] && w[2]);
+    w[0].reset();  // rank 0's process ends without finishing
+    QTRY_VERIFY(w[1]->problem().find("rank 0 is gone") != std::string::npos);
+    QTRY_VERIFY(w[2]->problem().find("rank 0 is gone") != std::string::npos);
+    QElapsedTimer clock;
+    clock.start();
+    finishAll(w);
+    QVERIFY2(clock.elapsed() < 10000, qPrintable(QString::number(clock.elapsed()) + " ms"));
 }
 
 // On a busy machine the thread that reads a connection may not run for a while after the peer's
