@@ -5,8 +5,11 @@
 // and a rank that goes away fails the others' waits at once, naming it. A rank that stops
 // without going away (SIGSTOP) is named by the wait that timed out on it, and holds the others
 // no longer than that.
+#include <arpa/inet.h>
 #include <cstring>
 #include <future>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -65,6 +68,9 @@ class TstSocketTransport : public QObject {
 
   private slots:
     void parsesAddresses();
+    void anAddressThatDropsPacketsTimesOut();
+    void aStalledHelloHoldsNoRendezvous();
+    void rankZeroNamesTheProcessesItTurnedAway();
     void messagesKeepOrderAndTags();
     void collectivesAndBootstrap();
     void clocksCompare();
@@ -88,6 +94,114 @@ void TstSocketTransport::parsesAddresses() {
     QVERIFY(error.find("HOST:PORT") != std::string::npos);
     QVERIFY(!parseRendezvous("node7:0", &error));
     QVERIFY(!parseRendezvous("node7:http", &error));
+}
+
+namespace {
+
+// A socket connected to (or, `listening`, listening with no backlog on) 127.0.0.1:`port`;
+// `port` 0: any free port, written back.
+int loopbackSocket(int* port, bool listening) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(*port));
+    auto* any = reinterpret_cast<sockaddr*>(&a);
+    socklen_t len = sizeof a;
+    const bool ok = listening ? ::bind(fd, any, len) == 0 && ::listen(fd, 0) == 0 &&
+                                    ::getsockname(fd, any, &len) == 0
+                              : ::connect(fd, any, len) == 0;
+    *port = ntohs(a.sin_port);
+    if (!ok) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+// Rank 0's address drops the connection's packets (a host that is down, a firewall): here a
+// listener whose one-place queue is full, so that the kernel drops further SYNs. The connect
+// timeout ends the attempt, named with its value; a blocking connect() waited out the kernel's
+// SYN retries (about two minutes) whatever the timeout.
+void TstSocketTransport::anAddressThatDropsPacketsTimesOut() {
+    int port = 0;
+    const int listener = loopbackSocket(&port, true);
+    QVERIFY(listener >= 0);
+    const int queued = loopbackSocket(&port, false);  // fills the queue
+    QVERIFY(queued >= 0);
+    QElapsedTimer clock;
+    clock.start();
+    std::string error;
+    auto t = SocketTransport::connect(1, 2, {"127.0.0.1", port}, 42, milliseconds(5000),
+                                      milliseconds(1500), &error);
+    const qint64 took = clock.elapsed();
+    ::close(queued);
+    ::close(listener);
+    QVERIFY(!t);
+    QVERIFY2(error.find("cannot reach rank 0 at 127.0.0.1:" + std::to_string(port) +
+                        " within 1.5 s") != std::string::npos,
+             error.c_str());
+    QVERIFY2(took < 20000, qPrintable(QString::number(took) + " ms"));
+}
+
+// A process that connects to the rendezvous and sends part of a header, then nothing (a probe,
+// a stray client): rank 0 drops it after a while and the run's rank 1 still joins. (Rank 0 read
+// the rest of its header with no limit, and the run never formed while it stayed connected.)
+void TstSocketTransport::aStalledHelloHoldsNoRendezvous() {
+    int port = pipescope::test::freeLoopbackPort();
+    const Rendezvous at{"127.0.0.1", port};
+    const auto join = [&](int r) {
+        return std::async(std::launch::async, [=] {
+            std::string error;
+            auto t = SocketTransport::connect(r, 2, at, 42, milliseconds(5000), milliseconds(20000),
+                                              &error);
+            if (!t) {
+                qWarning("rank %d: %s", r, error.c_str());
+            }
+            return t;
+        });
+    };
+    auto rank0 = join(0);
+    int stalled = -1;
+    for (int i = 0; i < 200 && stalled < 0; ++i) {  // once rank 0 listens
+        std::this_thread::sleep_for(milliseconds(20));
+        stalled = loopbackSocket(&port, false);
+    }
+    QVERIFY(stalled >= 0);
+    QCOMPARE(::send(stalled, "PSTF", 4, 0), ssize_t(4));
+    auto rank1 = join(1);
+    std::vector<std::unique_ptr<SocketTransport>> w(2);
+    w[1] = rank1.get();
+    ::close(stalled);
+    w[0] = rank0.get();
+    QVERIFY(w[0] && w[1]);
+    finishAll(w);
+}
+
+// A rank 1 started with another config (another run key) is turned away and told why; rank 0
+// goes on waiting for its own rank 1 and, when none comes, says whom it turned away. (It said
+// only that rank 1 never connected, as if it had not been started.)
+void TstSocketTransport::rankZeroNamesTheProcessesItTurnedAway() {
+    const Rendezvous at{"127.0.0.1", pipescope::test::freeLoopbackPort()};
+    auto rank0 = std::async(std::launch::async, [=] {
+        std::string error;
+        auto t =
+            SocketTransport::connect(0, 2, at, 42, milliseconds(5000), milliseconds(3000), &error);
+        return std::make_pair(t != nullptr, error);
+    });
+    std::string error;
+    auto stranger =
+        SocketTransport::connect(1, 2, at, 43, milliseconds(5000), milliseconds(3000), &error);
+    QVERIFY(!stranger);
+    QVERIFY2(error.find("belongs to another run") != std::string::npos, error.c_str());
+    const auto [joined, why] = rank0.get();
+    QVERIFY(!joined);
+    QVERIFY2(why.find("rank 0 waited 3 s") != std::string::npos &&
+                 why.find("turned away processes of another run") != std::string::npos &&
+                 why.find("claiming rank 1 of 2") != std::string::npos,
+             why.c_str());
 }
 
 void TstSocketTransport::messagesKeepOrderAndTags() {
