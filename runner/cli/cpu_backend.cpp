@@ -317,6 +317,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
+        if (transport) {
+            // An orderly leave: a process that just closed its connection would count as gone,
+            // and the others would take the file it refused to touch for its trace (and read
+            // or mark it); under mpirun, its early exit would end them before their traces
+            // are closed.
+            transport->finish();
+        }
         return refused(st.code == trace::TraceStatus::Code::Exists ||
                                st.code == trace::TraceStatus::Code::BadInput
                            ? kExitBadInput

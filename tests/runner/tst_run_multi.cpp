@@ -74,6 +74,7 @@ class TestRunMulti : public QObject {
     void anotherLaunchIsNotMerged();
     void eachProcessWritesItsOwnSummary();
     void aProcessNeverReplacesTheConfig();
+    void aRankThatCannotWriteItsTraceIsNotGone();
     void badLaunchValues();
 
   private:
@@ -618,6 +619,37 @@ void TestRunMulti::aProcessNeverReplacesTheConfig() {
             qPrintable(describe(r)));
         QCOMPARE(readFile(config), kTiny);
     }
+}
+
+void TestRunMulti::aRankThatCannotWriteItsTraceIsNotGone() {
+    // Rank 1 refuses to replace a file in its trace's place (no --force), tells the others and
+    // leaves. It left in order: rank 0 fails with its reason and leaves the file alone. (Its
+    // closed connection made it "gone": rank 0 took the file for rank 1's trace of this run, said
+    // it could not read it, and would have marked such a file failed.)
+    const QString theirs = dir_.filePath(QStringLiteral("refused-rank1.db"));
+    QVERIFY(writeFile(theirs, "not a trace"));
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(freshPort());
+    std::vector<Rank> ranks(2);
+    for (int r = 0; r < 2; ++r) {
+        auto& k = ranks[static_cast<std::size_t>(r)];
+        k.process = std::make_unique<QProcess>();
+        QStringList args{
+            config_,  "--backend",        "cpu",          "--out", dir_.filePath("refused.db"),
+            "--rank", QString::number(r), "--world-size", "2",     "--rendezvous",
+            address};
+        if (r == 0) {
+            args << "--force";
+        }
+        k.process->start(binaryPath(kRun), args);
+    }
+    finish(ranks, 30000);
+    QCOMPARE(ranks[1].process->exitCode(), 2);
+    QVERIFY2(ranks[1].err.contains("refused-rank1.db: file exists"), ranks[1].err.constData());
+    QCOMPARE(ranks[0].process->exitCode(), 4);
+    QVERIFY2(ranks[0].err.contains("rank 1 stopped: it cannot write its trace") &&
+                 !ranks[0].err.contains("rank 1's trace") && !ranks[0].err.contains("is gone"),
+             ranks[0].err.constData());
+    QCOMPARE(readFile(theirs), QByteArray("not a trace"));
 }
 
 void TestRunMulti::badLaunchValues() {
