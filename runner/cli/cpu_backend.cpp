@@ -158,6 +158,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         std::cerr << "pipescope-run: " << launch_error << "\n";
         return refused(kExitBadInput);
     }
+    if (!launch->warning.empty()) {
+        if (o.progress_jsonl) {
+            progressEvent(o, {{"event", "warning"}, {"message", launch->warning}});
+        } else {
+            std::cerr << "pipescope-run: warning: " << launch->warning << "\n";
+        }
+    }
     const bool multi = launch->world > 1;
     if (!multi && o.transport == "mpi") {
         std::cerr << "pipescope-run: --transport mpi connects the processes of a multi-process "

@@ -57,8 +57,17 @@ std::optional<LaunchContext> launchContext(const Options& o,
             const char* rank = getenv(s.rank);
             const char* world = getenv(s.world);
             if (rank == nullptr || world == nullptr) {
+                if ((rank == nullptr) != (world == nullptr) && c.warning.empty()) {
+                    c.warning = std::string(s.name) +
+                                " environment: " + (rank != nullptr ? s.rank : s.world) +
+                                " is set but " + (rank != nullptr ? s.world : s.rank) +
+                                " is not, so this process runs every rank itself; for one rank "
+                                "per process set both (a launcher does), or pass --rank and "
+                                "--world-size";
+                }
                 continue;
             }
+            c.warning.clear();
             const auto r = count(rank);
             const auto w = count(world);
             if (!r || !w) {

@@ -17,6 +17,7 @@ struct LaunchContext {
     int local_world = 1;     // the processes on this machine (they share its cores)
     std::string rendezvous;  // HOST:PORT where rank 0 listens (world > 1)
     std::string source;      // "flags", "torchrun", "Open MPI", "Slurm", "PMI" or "" (one process)
+    std::string warning;     // a launcher's variables half set: why this process runs every rank
 };
 
 // The default rendezvous of a multi-process run on one machine.

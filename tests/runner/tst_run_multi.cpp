@@ -706,6 +706,23 @@ void TestRunMulti::badLaunchValues() {
         QVERIFY2(err.contains("MASTER_PORT=65535: the runner meets one port above"),
                  err.constData());
     }
+    // RANK without WORLD_SIZE (an environment made by hand): no launcher started this process,
+    // which runs every rank, and says so (it did so silently: two such processes each ran the
+    // whole run and wrote one trace).
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANK"), QStringLiteral("1"));
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", dir_.filePath("half.db"),
+                                   "--iterations", "1"});
+        QVERIFY(p.waitForFinished(30000));
+        const QByteArray err = p.readAllStandardError();
+        QVERIFY2(p.exitCode() == 0, err.constData());
+        QVERIFY2(err.contains("warning: torchrun environment: RANK is set but WORLD_SIZE is not, "
+                              "so this process runs every rank itself"),
+                 err.constData());
+    }
     // --world-size 1 for a two-rank pipeline is as wrong as 3.
     const auto one = runBinary(kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
                                       "--rank", "0", "--world-size", "1"});
