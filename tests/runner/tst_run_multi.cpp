@@ -706,6 +706,20 @@ void TestRunMulti::badLaunchValues() {
         QVERIFY2(err.contains("MASTER_PORT=65535: the runner meets one port above"),
                  err.constData());
     }
+    // A bad address from the environment is named after the variable it came from (it was
+    // blamed on --rendezvous, which was not given).
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("PIPESCOPE_RENDEZVOUS"), QStringLiteral("node0"));
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                   "--rank", "1", "--world-size", "2"});
+        QVERIFY(p.waitForFinished(30000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains("PIPESCOPE_RENDEZVOUS: \"node0\" is not HOST:PORT"), err.constData());
+    }
     // RANK without WORLD_SIZE (an environment made by hand): no launcher started this process,
     // which runs every rank, and says so (it did so silently: two such processes each ran the
     // whole run and wrote one trace).
