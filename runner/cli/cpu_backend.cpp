@@ -448,8 +448,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         } else {
             human << std::fixed << std::setprecision(4) << loss;
         }
-        human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms\n"
-              << std::flush;
+        human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms";
+        if (multi) {
+            // Under a launcher that merges the processes' output, whose line this is.
+            human << "  (rank " << launch->rank << ")";
+        }
+        human << "\n" << std::flush;
         if (!diverging && loss > 2 * uniform_loss) {  // (false for NaN: another process's)
             diverging = true;
             char text[300];

@@ -208,9 +208,12 @@ void TestRunMulti::launcherEnvironment() {
     const QString out = dir_.filePath(QStringLiteral("env.db"));
     auto ranks = launch(out, 2, freshPort(), {}, true);
     finish(ranks);
-    for (auto& k : ranks) {
+    for (int r = 0; r < 2; ++r) {
+        const Rank& k = ranks[static_cast<std::size_t>(r)];
         QVERIFY2(k.process->exitCode() == 0, k.err.constData());
         QVERIFY2(k.out.contains("(from torchrun)"), k.out.constData());
+        // Each iteration line says whose it is: a launcher merges the processes' output.
+        QCOMPARE(k.out.count(" ms  (rank " + QByteArray::number(r) + ")\n"), 3);
     }
     QCOMPARE(lossesOf(ranks[0].out) + lossesOf(ranks[1].out), single_losses_);
 }
