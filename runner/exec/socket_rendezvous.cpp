@@ -68,6 +68,13 @@ void limitReads(int fd, int ms) {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
+// Whether the other end of joined connection `fd` has closed it (a joined rank sends nothing
+// until it is welcomed). False for -1.
+bool peerClosed(int fd) {
+    pollfd p{fd, POLLRDHUP, 0};
+    return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 constexpr int kHelloMs = 5000;  // the most a connection's hello may take to come
 
 }  // namespace
@@ -115,6 +122,15 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
     }
     int joined = 0;
     std::string turned_away;  // the processes of other runs, for the message if none of ours come
+    // Rank k joined, but its process has ended since: its place is free again.
+    const auto dropIfEnded = [&](int k) {
+        int& fd = (*fds)[static_cast<std::size_t>(k)];
+        if (peerClosed(fd)) {
+            ::close(fd);
+            fd = -1;
+            --joined;
+        }
+    };
     while (joined < world - 1) {
         pollfd p{listener, POLLIN, 0};
         const int ready = ::poll(&p, 1, msLeft());
@@ -152,6 +168,11 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
             continue;
         }
         limitReads(fd, 0);
+        // A rank that joined and whose process has ended since (killed while the others were
+        // still coming, and started again): the new process takes its place.
+        if (h.bytes == run_key && static_cast<int>(h.tag) == world && h.src > 0 && h.src < world) {
+            dropIfEnded(h.src);
+        }
         // A process of another run (another config, or the same port twice), or a second
         // process for a rank that has joined (one started twice): turned away, told why, and
         // this run goes on waiting for its own.
@@ -180,6 +201,11 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         }
         (*fds)[static_cast<std::size_t>(h.src)] = fd;
         ++joined;
+        // Before the welcome, a rank whose process ended since it joined leaves its place to
+        // be taken again.
+        for (int k = 1; k < world && joined == world - 1; ++k) {
+            dropIfEnded(k);
+        }
     }
     ::close(listener);
     // Everyone is here: welcome them.

@@ -18,6 +18,7 @@
 #include <pipescope/exec/socket_transport.h>
 
 #include "message_hub.h"  // runner/exec: the clock comparison both transports share
+#include "socket_wire.h"  // runner/exec: the rendezvous handshake
 #include "testsupport.h"
 
 using namespace pipescope::exec;
@@ -71,6 +72,7 @@ class TstSocketTransport : public QObject {
     void anAddressThatDropsPacketsTimesOut();
     void aStalledHelloHoldsNoRendezvous();
     void rankZeroNamesTheProcessesItTurnedAway();
+    void aRankStartedAgainTakesItsPlace();
     void messagesKeepOrderAndTags();
     void collectivesAndBootstrap();
     void clocksCompare();
@@ -202,6 +204,52 @@ void TstSocketTransport::rankZeroNamesTheProcessesItTurnedAway() {
                  why.find("turned away processes of another run") != std::string::npos &&
                  why.find("claiming rank 1 of 2") != std::string::npos,
              why.c_str());
+}
+
+// Rank 1 joins and its process ends before the world is complete (killed; here, a connection
+// that says hello as rank 1 and closes); rank 1 started again takes its place and the run forms.
+// (It was turned away as "a second one (started twice?)", and the run could never form.)
+void TstSocketTransport::aRankStartedAgainTakesItsPlace() {
+    int port = pipescope::test::freeLoopbackPort();
+    const Rendezvous at{"127.0.0.1", port};
+    const auto join = [&](int r) {
+        return std::async(std::launch::async, [=] {
+            std::string error;
+            auto t = SocketTransport::connect(r, 3, at, 42, milliseconds(5000), milliseconds(20000),
+                                              &error);
+            if (!t) {
+                qWarning("rank %d: %s", r, error.c_str());
+            }
+            return t;
+        });
+    };
+    auto rank0 = join(0);
+    int first = -1;
+    for (int i = 0; i < 200 && first < 0; ++i) {  // once rank 0 listens
+        std::this_thread::sleep_for(milliseconds(20));
+        first = loopbackSocket(&port, false);
+    }
+    QVERIFY(first >= 0);
+    wire::Header hello;
+    hello.type = static_cast<std::uint32_t>(wire::Type::Hello);
+    hello.src = 1;
+    hello.tag = 3;
+    hello.bytes = 42;
+    QCOMPARE(::send(first, &hello, sizeof hello, 0), ssize_t(sizeof hello));
+    ::close(first);
+    auto rank1 = join(1);
+    auto rank2 = join(2);
+    std::vector<std::unique_ptr<SocketTransport>> w;
+    w.push_back(rank0.get());
+    w.push_back(rank1.get());
+    w.push_back(rank2.get());
+    QVERIFY(w[0] && w[1] && w[2]);
+    float x = 3;
+    QVERIFY(w[1]->comm(1, 0)->send(2, 5, &x, 1).ok());
+    float y = 0;
+    QVERIFY(w[2]->comm(2, 0)->recv(1, 5, &y, 1).ok());
+    QCOMPARE(y, 3.0f);
+    finishAll(w);
 }
 
 void TstSocketTransport::messagesKeepOrderAndTags() {
