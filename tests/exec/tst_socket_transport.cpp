@@ -4,7 +4,9 @@
 // bootstrap bytes reach everyone, clocks compare, an abort reaches every rank with its reason,
 // and a rank that goes away fails the others' waits at once, naming it. A rank that stops
 // without going away (SIGSTOP) is named by the wait that timed out on it, and holds the others
-// no longer than that.
+// no longer than that; nor does a gone relay (rank 0). The rendezvous gives up in time on an
+// address that drops packets, is not held by a client that stalls mid-hello, names the processes
+// of another run it turned away, and lets a rank killed before the others came be started again.
 #include <arpa/inet.h>
 #include <cstring>
 #include <future>
