@@ -158,6 +158,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         std::cerr << "pipescope-run: " << launch_error << "\n";
         return refused(kExitBadInput);
     }
+    if (!launch->warning.empty()) {
+        if (o.progress_jsonl) {
+            progressEvent(o, {{"event", "warning"}, {"message", launch->warning}});
+        } else {
+            std::cerr << "pipescope-run: warning: " << launch->warning << "\n";
+        }
+    }
     const bool multi = launch->world > 1;
     if (!multi && o.transport == "mpi") {
         std::cerr << "pipescope-run: --transport mpi connects the processes of a multi-process "
@@ -317,6 +324,13 @@ int runExecBackend(const Options& o, const schedule::Config& config,
                   << (st.code == trace::TraceStatus::Code::Exists ? " (pass --force to replace it)"
                                                                   : "")
                   << "\n";
+        if (transport) {
+            // An orderly leave: a process that just closed its connection would count as gone,
+            // and the others would take the file it refused to touch for its trace (and read
+            // or mark it); under mpirun, its early exit would end them before their traces
+            // are closed.
+            transport->finish();
+        }
         return refused(st.code == trace::TraceStatus::Code::Exists ||
                                st.code == trace::TraceStatus::Code::BadInput
                            ? kExitBadInput
@@ -434,8 +448,12 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         } else {
             human << std::fixed << std::setprecision(4) << loss;
         }
-        human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms\n"
-              << std::flush;
+        human << "  " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms";
+        if (multi) {
+            // Under a launcher that merges the processes' output, whose line this is.
+            human << "  (rank " << launch->rank << ")";
+        }
+        human << "\n" << std::flush;
         if (!diverging && loss > 2 * uniform_loss) {  // (false for NaN: another process's)
             diverging = true;
             char text[300];

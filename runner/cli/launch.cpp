@@ -57,8 +57,17 @@ std::optional<LaunchContext> launchContext(const Options& o,
             const char* rank = getenv(s.rank);
             const char* world = getenv(s.world);
             if (rank == nullptr || world == nullptr) {
+                if ((rank == nullptr) != (world == nullptr) && c.warning.empty()) {
+                    c.warning = std::string(s.name) +
+                                " environment: " + (rank != nullptr ? s.rank : s.world) +
+                                " is set but " + (rank != nullptr ? s.world : s.rank) +
+                                " is not, so this process runs every rank itself; for one rank "
+                                "per process set both (a launcher does), or pass --rank and "
+                                "--world-size";
+                }
                 continue;
             }
+            c.warning.clear();
             const auto r = count(rank);
             const auto w = count(world);
             if (!r || !w) {
@@ -85,6 +94,7 @@ std::optional<LaunchContext> launchContext(const Options& o,
     }
     if (!o.rendezvous.empty()) {
         c.rendezvous = o.rendezvous;
+        c.rendezvous_from = "--rendezvous";
     } else if (const char* addr = getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') {
         const char* port = getenv("MASTER_PORT");
         if (port == nullptr || !count(port)) {
@@ -99,8 +109,10 @@ std::optional<LaunchContext> launchContext(const Options& o,
         }
         // torchrun's own store uses MASTER_PORT: the runner meets one port above it.
         c.rendezvous = std::string(addr) + ":" + std::to_string(*count(port) + 1);
+        c.rendezvous_from = "MASTER_ADDR and MASTER_PORT";
     } else if (const char* env = getenv("PIPESCOPE_RENDEZVOUS"); env != nullptr && *env != '\0') {
         c.rendezvous = env;
+        c.rendezvous_from = "PIPESCOPE_RENDEZVOUS";
     } else {
         c.rendezvous = kDefaultRendezvous;
     }

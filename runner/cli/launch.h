@@ -13,10 +13,12 @@ namespace pipescope::cli {
 struct LaunchContext {
     int rank = 0;
     int world = 1;
-    int local_rank = 0;      // the rank among this machine's processes: its GPU
-    int local_world = 1;     // the processes on this machine (they share its cores)
-    std::string rendezvous;  // HOST:PORT where rank 0 listens (world > 1)
-    std::string source;      // "flags", "torchrun", "Open MPI", "Slurm", "PMI" or "" (one process)
+    int local_rank = 0;           // the rank among this machine's processes: its GPU
+    int local_world = 1;          // the processes on this machine (they share its cores)
+    std::string rendezvous;       // HOST:PORT where rank 0 listens (world > 1)
+    std::string rendezvous_from;  // the flag or variables it came from, for messages
+    std::string source;   // "flags", "torchrun", "Open MPI", "Slurm", "PMI" or "" (one process)
+    std::string warning;  // a launcher's variables half set: why this process runs every rank
 };
 
 // The default rendezvous of a multi-process run on one machine.

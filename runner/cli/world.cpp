@@ -67,7 +67,7 @@ std::optional<World> joinWorld(const Options& options, const LaunchContext& laun
         } else {
             const auto rendezvous = exec::parseRendezvous(launch.rendezvous, &error);
             if (!rendezvous) {
-                std::cerr << "pipescope-run: --rendezvous: " << error << "\n";
+                std::cerr << "pipescope-run: " << launch.rendezvous_from << ": " << error << "\n";
                 return refused(kExitBadInput);
             }
             human << "rank " << launch.rank << " of " << launch.world << " (from " << launch.source

@@ -23,16 +23,6 @@ class Waiting {
     std::atomic<int>& n_;
 };
 
-// "4 s", "0.5 s", "90 s".
-std::string secondsText(std::chrono::milliseconds d) {
-    const auto ms = d.count();
-    if (ms % 1000 == 0 || ms >= 10'000) {
-        return std::to_string((ms + 500) / 1000) + " s";
-    }
-    const auto tenths = (ms + 50) / 100;
-    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
-}
-
 // Tags above any the interpreter makes (its iteration field stays far below 2^26).
 constexpr std::uint64_t kBootstrapTag = std::uint64_t{0xFFFF} << 48;
 // The tag of an Abort that a cancellation sent (kCancelledReason), told apart from a failure.
@@ -156,6 +146,15 @@ class MessageComm final : public Comm {
 };
 
 }  // namespace
+
+std::string secondsText(std::chrono::milliseconds d) {
+    const auto ms = d.count();
+    if (ms % 1000 == 0 || ms >= 10'000) {
+        return std::to_string((ms + 500) / 1000) + " s";
+    }
+    const auto tenths = (ms + 50) / 100;
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
 
 std::int64_t wallClockNs() {
     timespec ts{};
@@ -441,6 +440,11 @@ void MessageHub::finish() {
     std::unique_lock<std::mutex> lock(m_);
     const auto give_up = Clock::now() + timeout_;
     for (;;) {
+        // Once the relay is gone, nothing more reaches this process from anyone: the others'
+        // Finish would never come (killing rank 0 held every other process for the timeout).
+        if (relay_ >= 0 && relay_ != rank_ && gone_[static_cast<std::size_t>(relay_)]) {
+            break;
+        }
         // After a failure, a rank that has been silent for the timeout (stopped, or its host
         // is unreachable) will not say Finish either: waiting another timeout for it only
         // holds this process.

@@ -40,6 +40,9 @@ enum class Message : std::uint32_t {
 // CLOCK_REALTIME in nanoseconds: the clock traces and CUPTI use.
 std::int64_t wallClockNs();
 
+// A duration for messages: "4 s", "0.5 s", "90 s".
+std::string secondsText(std::chrono::milliseconds d);
+
 class MessageHub {
   public:
     // Sends one message to rank `dst` (-1: every other rank that is not gone). "" when it left,

@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <thread>
 #include <unistd.h>
 
+#include "message_hub.h"
 #include "socket_wire.h"
 
 namespace pipescope::exec::wire {
@@ -39,6 +41,41 @@ class Deadline {
   private:
     std::chrono::steady_clock::time_point end_;
 };
+
+// connect() that gives up after `ms`: a blocking one, to an address that drops packets (a host
+// that is down, a firewall), waits out the kernel's SYN retries, about two minutes, whatever the
+// timeout. False with errno set when it did not connect.
+bool connectWithin(int fd, const addrinfo& a, int ms) {
+    const int flags = ::fcntl(fd, F_GETFL, 0);
+    ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+    int err = ::connect(fd, a.ai_addr, a.ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        socklen_t n = sizeof err;
+        if (::poll(&p, 1, ms) <= 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &n) != 0) {
+            err = ETIMEDOUT;
+        }
+    }
+    ::fcntl(fd, F_SETFL, flags);
+    errno = err;
+    return err == 0;
+}
+
+// A bound on each read of the handshake (0: none, as the run's links have): a process that
+// connects and sends part of a header must not hold the rendezvous.
+void limitReads(int fd, int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// Whether the other end of joined connection `fd` has closed it (a joined rank sends nothing
+// until it is welcomed). False for -1.
+bool peerClosed(int fd) {
+    pollfd p{fd, POLLRDHUP, 0};
+    return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+constexpr int kHelloMs = 5000;  // the most a connection's hello may take to come
 
 }  // namespace
 
@@ -84,6 +121,16 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         return false;
     }
     int joined = 0;
+    std::string turned_away;  // the processes of other runs, for the message if none of ours come
+    // Rank k joined, but its process has ended since: its place is free again.
+    const auto dropIfEnded = [&](int k) {
+        int& fd = (*fds)[static_cast<std::size_t>(k)];
+        if (peerClosed(fd)) {
+            ::close(fd);
+            fd = -1;
+            --joined;
+        }
+    };
     while (joined < world - 1) {
         pollfd p{listener, POLLIN, 0};
         const int ready = ::poll(&p, 1, msLeft());
@@ -96,10 +143,15 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
                     ++count;
                 }
             }
-            *error = "rank 0 waited " + std::to_string(connect_timeout.count() / 1000) + " s at " +
-                     where + " for " + (count == 1 ? "rank " : "ranks ") + missing +
+            *error = "rank 0 waited " + detail::secondsText(connect_timeout) + " at " + where +
+                     " for " + (count == 1 ? "rank " : "ranks ") + missing +
                      " to connect (were they started, with the same rendezvous address and world "
-                     "size?)";
+                     "size?)" +
+                     (turned_away.empty()
+                          ? std::string()
+                          : "; it turned away processes of another run (another config, world "
+                            "size or --iterations), claiming " +
+                                turned_away + ": was every rank given the same config?");
             ::close(listener);
             return giveUp(fds);
         }
@@ -109,11 +161,17 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         }
         configureLink(fd);
         Header h;
-        pollfd q{fd, POLLIN, 0};
-        if (::poll(&q, 1, 5000) <= 0 || !readAll(fd, &h, sizeof h) || h.magic != kMagic ||
+        limitReads(fd, kHelloMs);
+        if (!readAll(fd, &h, sizeof h) || h.magic != kMagic ||
             h.type != static_cast<std::uint32_t>(Type::Hello)) {
             ::close(fd);  // not one of ours
             continue;
+        }
+        limitReads(fd, 0);
+        // A rank that joined and whose process has ended since (killed while the others were
+        // still coming, and started again): the new process takes its place.
+        if (h.bytes == run_key && static_cast<int>(h.tag) == world && h.src > 0 && h.src < world) {
+            dropIfEnded(h.src);
         }
         // A process of another run (another config, or the same port twice), or a second
         // process for a rank that has joined (one started twice): turned away, told why, and
@@ -127,6 +185,10 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
             no.dst = duplicate ? kDuplicate : kRejected;
             (void)writeAll(fd, &no, sizeof no);
             ::close(fd);
+            if (!duplicate) {
+                turned_away += (turned_away.empty() ? "rank " : ", rank ") + std::to_string(h.src) +
+                               " of " + std::to_string(h.tag);
+            }
             continue;
         }
         if (static_cast<int>(h.tag) != world || h.src <= 0 || h.src >= world) {
@@ -139,6 +201,11 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
         }
         (*fds)[static_cast<std::size_t>(h.src)] = fd;
         ++joined;
+        // Before the welcome, a rank whose process ended since it joined leaves its place to
+        // be taken again.
+        for (int k = 1; k < world && joined == world - 1; ++k) {
+            dropIfEnded(k);
+        }
     }
     ::close(listener);
     // Everyone is here: welcome them.
@@ -172,7 +239,7 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
         } else {
             for (addrinfo* a = list; a != nullptr && link < 0; a = a->ai_next) {
                 const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-                if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+                if (fd >= 0 && connectWithin(fd, *a, msLeft())) {
                     link = fd;
                 } else {
                     why = errnoText();
@@ -188,7 +255,7 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
         }
         if (msLeft() == 0) {
             *error = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + where +
-                     " within " + std::to_string(connect_timeout.count() / 1000) + " s: " + why;
+                     " within " + detail::secondsText(connect_timeout) + ": " + why;
             closeIfOpen(link);
             return -1;
         }
@@ -210,22 +277,31 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
     // Rank 0 answers once every rank has joined.
     Header answer;
     pollfd q{link, POLLIN, 0};
-    const bool answered = ::poll(&q, 1, std::max(1000, msLeft())) > 0 &&
-                          readAll(link, &answer, sizeof answer) && answer.magic == kMagic &&
-                          answer.type == static_cast<std::uint32_t>(Type::Hello);
+    const bool came = ::poll(&q, 1, std::max(1000, msLeft())) > 0;
+    limitReads(link, kHelloMs);
+    const bool read = came && readAll(link, &answer, sizeof answer);
+    limitReads(link, 0);
+    const bool answered =
+        read && answer.magic == kMagic && answer.type == static_cast<std::uint32_t>(Type::Hello);
     if (!answered || answer.dst != rank) {
-        *error = "rank " + std::to_string(rank) + ": " +
-                 (answered && answer.dst == kRejected
-                      ? "rank 0 at " + where +
-                            " belongs to another run (another config, world size or "
-                            "--iterations); give each run its own --rendezvous port"
-                  : answered && answer.dst == kDuplicate
-                      ? "rank 0 at " + where + " already has a rank " + std::to_string(rank) +
-                            " of this run: this process is a second one (started twice?)"
-                      : "connected to " + where +
-                            " but no rank 0 of this run welcomed it "
-                            "within the connect timeout (another "
-                            "program on that port, or a rank missing?)");
+        *error =
+            "rank " + std::to_string(rank) + ": " +
+            (answered && answer.dst == kRejected
+                 ? "rank 0 at " + where +
+                       " belongs to another run (another config, world size or "
+                       "--iterations): start every rank of a run with the same config and flags, "
+                       "and give each run its own --rendezvous port"
+             : answered && answer.dst == kDuplicate
+                 ? "rank 0 at " + where + " already has a rank " + std::to_string(rank) +
+                       " of this run: this process is a second one (started twice?)"
+             : read ? "what answered at " + where +
+                          " is not a rank 0 of pipescope-run (another program on that port?)"
+             : came ? "the connection to " + where +
+                          " closed before a rank 0 welcomed this process (rank 0 gave up "
+                          "or ended, or another program on that port)"
+                    : "connected to " + where + " but no rank 0 of this run welcomed it within " +
+                          detail::secondsText(connect_timeout) +
+                          " (a rank missing, or another program on that port?)");
         closeIfOpen(link);
         return -1;
     }

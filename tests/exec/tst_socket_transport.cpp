@@ -4,9 +4,14 @@
 // bootstrap bytes reach everyone, clocks compare, an abort reaches every rank with its reason,
 // and a rank that goes away fails the others' waits at once, naming it. A rank that stops
 // without going away (SIGSTOP) is named by the wait that timed out on it, and holds the others
-// no longer than that.
+// no longer than that; nor does a gone relay (rank 0). The rendezvous gives up in time on an
+// address that drops packets, is not held by a client that stalls mid-hello, names the processes
+// of another run it turned away, and lets a rank killed before the others came be started again.
+#include <arpa/inet.h>
 #include <cstring>
 #include <future>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -15,6 +20,7 @@
 #include <pipescope/exec/socket_transport.h>
 
 #include "message_hub.h"  // runner/exec: the clock comparison both transports share
+#include "socket_wire.h"  // runner/exec: the rendezvous handshake
 #include "testsupport.h"
 
 using namespace pipescope::exec;
@@ -65,6 +71,10 @@ class TstSocketTransport : public QObject {
 
   private slots:
     void parsesAddresses();
+    void anAddressThatDropsPacketsTimesOut();
+    void aStalledHelloHoldsNoRendezvous();
+    void rankZeroNamesTheProcessesItTurnedAway();
+    void aRankStartedAgainTakesItsPlace();
     void messagesKeepOrderAndTags();
     void collectivesAndBootstrap();
     void clocksCompare();
@@ -72,6 +82,7 @@ class TstSocketTransport : public QObject {
     void abortReachesEveryRank();
     void aCancellationIsToldApart();
     void goneRankIsNamed();
+    void aGoneRelayHoldsNoOne();
     void aSendNamesAGoneRankBeforeItsReaderDoes();
     void stoppedRankIsNamedAndHoldsNoOne();
     void silentRelayIsMentioned();
@@ -87,6 +98,160 @@ void TstSocketTransport::parsesAddresses() {
     QVERIFY(error.find("HOST:PORT") != std::string::npos);
     QVERIFY(!parseRendezvous("node7:0", &error));
     QVERIFY(!parseRendezvous("node7:http", &error));
+}
+
+namespace {
+
+// A socket connected to (or, `listening`, listening with no backlog on) 127.0.0.1:`port`;
+// `port` 0: any free port, written back.
+int loopbackSocket(int* port, bool listening) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(*port));
+    auto* any = reinterpret_cast<sockaddr*>(&a);
+    socklen_t len = sizeof a;
+    const bool ok = listening ? ::bind(fd, any, len) == 0 && ::listen(fd, 0) == 0 &&
+                                    ::getsockname(fd, any, &len) == 0
+                              : ::connect(fd, any, len) == 0;
+    *port = ntohs(a.sin_port);
+    if (!ok) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
+// Rank 0's address drops the connection's packets (a host that is down, a firewall): here a
+// listener whose one-place queue is full, so that the kernel drops further SYNs. The connect
+// timeout ends the attempt, named with its value; a blocking connect() waited out the kernel's
+// SYN retries (about two minutes) whatever the timeout.
+void TstSocketTransport::anAddressThatDropsPacketsTimesOut() {
+    int port = 0;
+    const int listener = loopbackSocket(&port, true);
+    QVERIFY(listener >= 0);
+    const int queued = loopbackSocket(&port, false);  // fills the queue
+    QVERIFY(queued >= 0);
+    QElapsedTimer clock;
+    clock.start();
+    std::string error;
+    auto t = SocketTransport::connect(1, 2, {"127.0.0.1", port}, 42, milliseconds(5000),
+                                      milliseconds(1500), &error);
+    const qint64 took = clock.elapsed();
+    ::close(queued);
+    ::close(listener);
+    QVERIFY(!t);
+    QVERIFY2(error.find("cannot reach rank 0 at 127.0.0.1:" + std::to_string(port) +
+                        " within 1.5 s") != std::string::npos,
+             error.c_str());
+    QVERIFY2(took < 20000, qPrintable(QString::number(took) + " ms"));
+}
+
+// A process that connects to the rendezvous and sends part of a header, then nothing (a probe,
+// a stray client): rank 0 drops it after a while and the run's rank 1 still joins. (Rank 0 read
+// the rest of its header with no limit, and the run never formed while it stayed connected.)
+void TstSocketTransport::aStalledHelloHoldsNoRendezvous() {
+    int port = pipescope::test::freeLoopbackPort();
+    const Rendezvous at{"127.0.0.1", port};
+    const auto join = [&](int r) {
+        return std::async(std::launch::async, [=] {
+            std::string error;
+            auto t = SocketTransport::connect(r, 2, at, 42, milliseconds(5000), milliseconds(20000),
+                                              &error);
+            if (!t) {
+                qWarning("rank %d: %s", r, error.c_str());
+            }
+            return t;
+        });
+    };
+    auto rank0 = join(0);
+    int stalled = -1;
+    for (int i = 0; i < 200 && stalled < 0; ++i) {  // once rank 0 listens
+        std::this_thread::sleep_for(milliseconds(20));
+        stalled = loopbackSocket(&port, false);
+    }
+    QVERIFY(stalled >= 0);
+    QCOMPARE(::send(stalled, "PSTF", 4, 0), ssize_t(4));
+    auto rank1 = join(1);
+    std::vector<std::unique_ptr<SocketTransport>> w(2);
+    w[1] = rank1.get();
+    ::close(stalled);
+    w[0] = rank0.get();
+    QVERIFY(w[0] && w[1]);
+    finishAll(w);
+}
+
+// A rank 1 started with another config (another run key) is turned away and told why; rank 0
+// goes on waiting for its own rank 1 and, when none comes, says whom it turned away. (It said
+// only that rank 1 never connected, as if it had not been started.)
+void TstSocketTransport::rankZeroNamesTheProcessesItTurnedAway() {
+    const Rendezvous at{"127.0.0.1", pipescope::test::freeLoopbackPort()};
+    auto rank0 = std::async(std::launch::async, [=] {
+        std::string error;
+        auto t =
+            SocketTransport::connect(0, 2, at, 42, milliseconds(5000), milliseconds(3000), &error);
+        return std::make_pair(t != nullptr, error);
+    });
+    std::string error;
+    auto stranger =
+        SocketTransport::connect(1, 2, at, 43, milliseconds(5000), milliseconds(3000), &error);
+    QVERIFY(!stranger);
+    QVERIFY2(error.find("belongs to another run") != std::string::npos, error.c_str());
+    const auto [joined, why] = rank0.get();
+    QVERIFY(!joined);
+    QVERIFY2(why.find("rank 0 waited 3 s") != std::string::npos &&
+                 why.find("turned away processes of another run") != std::string::npos &&
+                 why.find("claiming rank 1 of 2") != std::string::npos,
+             why.c_str());
+}
+
+// Rank 1 joins and its process ends before the world is complete (killed; here, a connection
+// that says hello as rank 1 and closes); rank 1 started again takes its place and the run forms.
+// (It was turned away as "a second one (started twice?)", and the run could never form.)
+void TstSocketTransport::aRankStartedAgainTakesItsPlace() {
+    int port = pipescope::test::freeLoopbackPort();
+    const Rendezvous at{"127.0.0.1", port};
+    const auto join = [&](int r) {
+        return std::async(std::launch::async, [=] {
+            std::string error;
+            auto t = SocketTransport::connect(r, 3, at, 42, milliseconds(5000), milliseconds(20000),
+                                              &error);
+            if (!t) {
+                qWarning("rank %d: %s", r, error.c_str());
+            }
+            return t;
+        });
+    };
+    auto rank0 = join(0);
+    int first = -1;
+    for (int i = 0; i < 200 && first < 0; ++i) {  // once rank 0 listens
+        std::this_thread::sleep_for(milliseconds(20));
+        first = loopbackSocket(&port, false);
+    }
+    QVERIFY(first >= 0);
+    wire::Header hello;
+    hello.type = static_cast<std::uint32_t>(wire::Type::Hello);
+    hello.src = 1;
+    hello.tag = 3;
+    hello.bytes = 42;
+    QCOMPARE(::send(first, &hello, sizeof hello, 0), ssize_t(sizeof hello));
+    ::close(first);
+    auto rank1 = join(1);
+    auto rank2 = join(2);
+    std::vector<std::unique_ptr<SocketTransport>> w;
+    w.push_back(rank0.get());
+    w.push_back(rank1.get());
+    w.push_back(rank2.get());
+    QVERIFY(w[0] && w[1] && w[2]);
+    float x = 3;
+    QVERIFY(w[1]->comm(1, 0)->send(2, 5, &x, 1).ok());
+    float y = 0;
+    QVERIFY(w[2]->comm(2, 0)->recv(1, 5, &y, 1).ok());
+    QCOMPARE(y, 3.0f);
+    finishAll(w);
 }
 
 void TstSocketTransport::messagesKeepOrderAndTags() {
@@ -244,6 +409,21 @@ void TstSocketTransport::goneRankIsNamed() {
     QVERIFY(clock.elapsed() < 5000);  // at once, not at the 20 s timeout
     QCOMPARE(st.code, CommStatus::Code::Aborted);
     QVERIFY2(st.message.find("rank 1 is gone") != std::string::npos, st.message.c_str());
+}
+
+// Rank 0, which passes on every message between the others, is killed: the others fail at once
+// naming it, and finish without waiting for each other's Finish, which can no longer reach them.
+// (They waited the whole timeout, --timeout's 600 s by default.)
+void TstSocketTransport::aGoneRelayHoldsNoOne() {
+    auto w = world(3, milliseconds(20000));
+    QVERIFY(w[0] && w[1] && w[2]);
+    w[0].reset();  // rank 0's process ends without finishing
+    QTRY_VERIFY(w[1]->problem().find("rank 0 is gone") != std::string::npos);
+    QTRY_VERIFY(w[2]->problem().find("rank 0 is gone") != std::string::npos);
+    QElapsedTimer clock;
+    clock.start();
+    finishAll(w);
+    QVERIFY2(clock.elapsed() < 10000, qPrintable(QString::number(clock.elapsed()) + " ms"));
 }
 
 // On a busy machine the thread that reads a connection may not run for a while after the peer's

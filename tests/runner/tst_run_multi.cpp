@@ -74,6 +74,7 @@ class TestRunMulti : public QObject {
     void anotherLaunchIsNotMerged();
     void eachProcessWritesItsOwnSummary();
     void aProcessNeverReplacesTheConfig();
+    void aRankThatCannotWriteItsTraceIsNotGone();
     void badLaunchValues();
 
   private:
@@ -207,9 +208,12 @@ void TestRunMulti::launcherEnvironment() {
     const QString out = dir_.filePath(QStringLiteral("env.db"));
     auto ranks = launch(out, 2, freshPort(), {}, true);
     finish(ranks);
-    for (auto& k : ranks) {
+    for (int r = 0; r < 2; ++r) {
+        const Rank& k = ranks[static_cast<std::size_t>(r)];
         QVERIFY2(k.process->exitCode() == 0, k.err.constData());
         QVERIFY2(k.out.contains("(from torchrun)"), k.out.constData());
+        // Each iteration line says whose it is: a launcher merges the processes' output.
+        QCOMPARE(k.out.count(" ms  (rank " + QByteArray::number(r) + ")\n"), 3);
     }
     QCOMPARE(lossesOf(ranks[0].out) + lossesOf(ranks[1].out), single_losses_);
 }
@@ -620,6 +624,37 @@ void TestRunMulti::aProcessNeverReplacesTheConfig() {
     }
 }
 
+void TestRunMulti::aRankThatCannotWriteItsTraceIsNotGone() {
+    // Rank 1 refuses to replace a file in its trace's place (no --force), tells the others and
+    // leaves. It left in order: rank 0 fails with its reason and leaves the file alone. (Its
+    // closed connection made it "gone": rank 0 took the file for rank 1's trace of this run, said
+    // it could not read it, and would have marked such a file failed.)
+    const QString theirs = dir_.filePath(QStringLiteral("refused-rank1.db"));
+    QVERIFY(writeFile(theirs, "not a trace"));
+    const QString address = QStringLiteral("127.0.0.1:%1").arg(freshPort());
+    std::vector<Rank> ranks(2);
+    for (int r = 0; r < 2; ++r) {
+        auto& k = ranks[static_cast<std::size_t>(r)];
+        k.process = std::make_unique<QProcess>();
+        QStringList args{
+            config_,  "--backend",        "cpu",          "--out", dir_.filePath("refused.db"),
+            "--rank", QString::number(r), "--world-size", "2",     "--rendezvous",
+            address};
+        if (r == 0) {
+            args << "--force";
+        }
+        k.process->start(binaryPath(kRun), args);
+    }
+    finish(ranks, 30000);
+    QCOMPARE(ranks[1].process->exitCode(), 2);
+    QVERIFY2(ranks[1].err.contains("refused-rank1.db: file exists"), ranks[1].err.constData());
+    QCOMPARE(ranks[0].process->exitCode(), 4);
+    QVERIFY2(ranks[0].err.contains("rank 1 stopped: it cannot write its trace") &&
+                 !ranks[0].err.contains("rank 1's trace") && !ranks[0].err.contains("is gone"),
+             ranks[0].err.constData());
+    QCOMPARE(readFile(theirs), QByteArray("not a trace"));
+}
+
 void TestRunMulti::badLaunchValues() {
     const auto half = runBinary(
         kRun, {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"), "--rank", "1"});
@@ -672,6 +707,37 @@ void TestRunMulti::badLaunchValues() {
         const QByteArray err = p.readAllStandardError();
         QCOMPARE(p.exitCode(), 2);
         QVERIFY2(err.contains("MASTER_PORT=65535: the runner meets one port above"),
+                 err.constData());
+    }
+    // A bad address from the environment is named after the variable it came from (it was
+    // blamed on --rendezvous, which was not given).
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("PIPESCOPE_RENDEZVOUS"), QStringLiteral("node0"));
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", dir_.filePath("x.db"),
+                                   "--rank", "1", "--world-size", "2"});
+        QVERIFY(p.waitForFinished(30000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 2);
+        QVERIFY2(err.contains("PIPESCOPE_RENDEZVOUS: \"node0\" is not HOST:PORT"), err.constData());
+    }
+    // RANK without WORLD_SIZE (an environment made by hand): no launcher started this process,
+    // which runs every rank, and says so (it did so silently: two such processes each ran the
+    // whole run and wrote one trace).
+    {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("RANK"), QStringLiteral("1"));
+        p.setProcessEnvironment(env);
+        p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", dir_.filePath("half.db"),
+                                   "--iterations", "1"});
+        QVERIFY(p.waitForFinished(30000));
+        const QByteArray err = p.readAllStandardError();
+        QVERIFY2(p.exitCode() == 0, err.constData());
+        QVERIFY2(err.contains("warning: torchrun environment: RANK is set but WORLD_SIZE is not, "
+                              "so this process runs every rank itself"),
                  err.constData());
     }
     // --world-size 1 for a two-rank pipeline is as wrong as 3.
