@@ -285,11 +285,14 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     }
 
     // The other processes, before any file is made: a world that cannot form writes nothing.
-    // The run's identity, its config and length, turns a process of another run away.
+    // The run's identity turns a process of another run away: its config and length, and what
+    // runs it (a CPU rank and a CUDA rank of one config, or two builds whose ops or wire format
+    // differ, must not form one run).
     int join_exit = kExitFailed;
     auto world = joinWorld(
         o, *launch,
-        std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations)),
+        std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations) + "#" +
+                                 o.backend + "#" PIPESCOPE_VERSION),
         human, &join_exit);
     if (!world) {
         return refused(join_exit);

@@ -336,8 +336,8 @@ std::unique_ptr<MpiTransport> MpiTransport::start(std::uint64_t run_key,
     }
     if (!strangers.empty()) {
         return fail("rank " + strangers +
-                    " of this MPI job run another config (or iteration count) than rank 0: "
-                    "every process of the job must run the same config");
+                    " of this MPI job run another config (or iteration count, backend or PipeScope "
+                    "version) than rank 0: every process of the job must run the same config");
     }
 
     State* raw = s.get();

@@ -288,8 +288,9 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
             "rank " + std::to_string(rank) + ": " +
             (answered && answer.dst == kRejected
                  ? "rank 0 at " + where +
-                       " belongs to another run (another config, world size or "
-                       "--iterations): start every rank of a run with the same config and flags, "
+                       " belongs to another run (another config, world size, --iterations, "
+                       "--backend or PipeScope version): start every rank of a run with the same "
+                       "config and flags, "
                        "and give each run its own --rendezvous port"
              : answered && answer.dst == kDuplicate
                  ? "rank 0 at " + where + " already has a rank " + std::to_string(rank) +
