@@ -562,22 +562,23 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         : result.status == exec::ExecResult::Status::Cancelled ? trace::RunStatus::Cancelled
                                                                : trace::RunStatus::Failed;
     const auto fin = writer.finish(status, result.message);
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     if (!fin.ok()) {
         std::cerr << "pipescope-run: " << fin.message << "\n";
     }
-    if (transport) {
-        // A rank whose process died left its trace "running": a survivor on its machine marks
-        // it, and the lowest rank still up reports what nobody here could mark.
-        if (!gone.empty()) {
-            int lowest_up = 0;
-            while (std::find(gone.begin(), gone.end(), lowest_up) != gone.end()) {
-                ++lowest_up;
-            }
-            markGoneTraces(o.out, gone, launch->rank, info.host, launch->rank == lowest_up,
-                           std::cerr);
+    // A rank whose process died left its trace "running": a survivor on its machine marks it,
+    // and the lowest rank still up reports what nobody here could mark. The signals are still
+    // caught while it does: mpirun sends SIGTERM to every process once one has ended, and that
+    // must not kill the survivor between the gone rank's trace and its mark.
+    if (transport && !gone.empty()) {
+        int lowest_up = 0;
+        while (std::find(gone.begin(), gone.end(), lowest_up) != gone.end()) {
+            ++lowest_up;
         }
+        markGoneTraces(o.out, gone, launch->rank, info.host, launch->rank == lowest_up, std::cerr);
+    }
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (transport) {
         // Every rank's trace is closed before any process leaves: a launcher that ends the job
         // when its first process exits with an error (mpirun does) cuts no trace short. This
         // also keeps rank 0, the socket transport's relay, up until the others are done.
