@@ -200,6 +200,21 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
                                                 path + ": cannot replace the existing file");
         }
     }
+    // A file that cannot be made a trace (a full disk, a file size limit) is removed as create()
+    // returns: left, it would read as "a SQLite database, but not a PipeScope trace".
+    struct RemoveUnlessOpen {
+        Impl& d;
+        const std::string& file;
+        ~RemoveUnlessOpen() {
+            if (!d.open) {
+                d.db.close();
+                std::error_code ec;
+                for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+                    std::filesystem::remove(file + suffix, ec);
+                }
+            }
+        }
+    } remove_unless_open{d, file};
     if (d.db.open(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
         d.fail(TraceStatus::Code::IoError,
                "cannot create: " + createProblem(file, d.db.errorMessage()));

@@ -110,6 +110,7 @@ class TestTraceCli : public QObject {
     void helpAndVersion();
     void stdoutFull();
     void exportInterrupted();
+    void fileSizeLimit();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -837,6 +838,34 @@ void TestTraceCli::exportInterrupted() {
                                                    " not written"),
                  qPrintable(out));
         QVERIFY(!QFile::exists(path(out)));
+        QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
+    }
+}
+
+// A file size limit (ulimit -f) reached while an output is written: the write fails with exit
+// code 4 and a message naming the output, the file it was to replace stays as it was, and no
+// partial file is left beside it. (SIGXFSZ used to kill the command and leave its partial file.)
+void TestTraceCli::fileSizeLimit() {
+    const QString big = path("limited.db");
+    QCOMPARE(test::writeFixtureTrace(big, test::manyOps(20000)), QString());
+    const QDir dir(dir_.path());
+    const QByteArray old_text = "a file the export was to replace\n";
+    const QList<QStringList> commands = {
+        {"export-csv", big, path("limited.csv"), "--force"},
+        {"export-chrome", big, path("limited.json"), "--force"},
+        {"merge", big, "-o", path("limited-merged.db"), "--force"},
+    };
+    for (const QStringList& args : commands) {
+        const QString out = args.at(args.size() - 2);
+        QVERIFY(test::writeFile(out, old_text));
+        const ProcessResult r = test::runBinaryWithFileLimit(kCli, args, 64 * 1024);
+        QVERIFY2(!r.crashed && r.exit_code == 4, qPrintable(args.front() + ": " + describe(r)));
+        // SQLite says "disk I/O error" for a merge (it does not keep the errno of a write).
+        QVERIFY2(r.err.contains(out.toUtf8()) &&
+                     (args.front() == "merge" || r.err.contains("File too large")),
+                 qPrintable(describe(r)));
+        QCOMPARE(test::readFile(out), old_text);
+        const QString hidden = "." + QFileInfo(out).fileName() + ".*";
         QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
     }
 }

@@ -58,6 +58,7 @@ class TestRunCli : public QObject {
     void lostOutputIsAFailure_data();
     void lostOutputIsAFailure();
     void readerThatGoesAwayLeavesAFinishedTrace();
+    void fileSizeLimit();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -715,6 +716,25 @@ void TestRunCli::readerThatGoesAwayLeavesAFinishedTrace() {
     pipescope::trace::TraceReader reader;
     QVERIFY(reader.open(db.toStdString()).ok());
     QCOMPARE(int(reader.run().status), int(pipescope::trace::RunStatus::Complete));
+}
+
+// A file size limit (ulimit -f) reached while the trace is written: exit 4 and a message naming
+// the trace, which says it failed; reached while the file is being made, no file at all. SIGXFSZ
+// used to kill the run and leave a trace "running", or a file that is no trace.
+void TestRunCli::fileSizeLimit() {
+    const QString db = path("limited.db");
+    ProcessResult r = runBinaryWithFileLimit(kRun, {default_, "--out", db}, 600 * 1024);
+    QVERIFY2(!r.crashed && r.exit_code == 4 && r.err.contains(db.toUtf8()),
+             qPrintable(describe(r)));
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Failed);
+
+    const QString tiny = path("limited-tiny.db");
+    r = runBinaryWithFileLimit(kRun, {default_, "--out", tiny}, 64 * 1024);
+    QVERIFY2(!r.crashed && r.exit_code == 4 && r.err.contains(tiny.toUtf8()),
+             qPrintable(describe(r)));
+    QCOMPARE(QDir(dir_.path()).entryList({"limited-tiny.db*"}, QDir::Files), QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)
