@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <pipescope/trace/output_path.h>
+#include <pipescope/trace/writer.h>
 
 namespace pipescope::interop::detail {
 
@@ -194,6 +195,13 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
                                          target + ": file exists (refusing to overwrite it)");
     }
     file_ = trace::followLinks(target);  // a link is kept; the file it names is replaced
+    if (trace::traceBeingWritten(file_)) {
+        return trace::TraceStatus::error(
+            Code::BadInput,
+            target +
+                ": another process is writing this trace now (a run in progress); refusing to "
+                "replace it: wait for it to end, or write to another file");
+    }
     std::string temp;
     const int fd = createBeside(file_, ".partial", &temp);
     if (fd < 0) {

@@ -18,6 +18,7 @@
 
 #include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
 
 #include "testsupport.h"
 #include "trace_fixture.h"
@@ -111,6 +112,7 @@ class TestTraceCli : public QObject {
     void stdoutFull();
     void exportInterrupted();
     void fileSizeLimit();
+    void mergeOntoATraceBeingWritten();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -868,6 +870,29 @@ void TestTraceCli::fileSizeLimit() {
         const QString hidden = "." + QFileInfo(out).fileName() + ".*";
         QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
     }
+}
+
+// `merge ... -o RUN.db --force` while a run still writes RUN.db: refused (exit 2), and the run's
+// trace is whole. The merge used to rename its output over the file under the run's writer.
+void TestTraceCli::mergeOntoATraceBeingWritten() {
+    const QString live = path("being-written.db");
+    trace::TraceWriter writer;
+    trace::RunInfo run;
+    run.name = "live";
+    run.ranks = 1;
+    run.iterations = 1;
+    QVERIFY(writer.create(live.toStdString(), run).ok());
+    QVERIFY(writer.flush().ok());
+    const ProcessResult r = runBinary(kCli, {"merge", good_, "-o", live, "--force"});
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(live.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(r)));
+    QVERIFY(writer.finish(trace::RunStatus::Complete).ok());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(live.toStdString()).ok());
+    QCOMPARE(reader.run().name, std::string("live"));
+    QCOMPARE(QDir(dir_.path()).entryList({".being-written.db.*"}, QDir::Hidden | QDir::Files),
+             QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestTraceCli)

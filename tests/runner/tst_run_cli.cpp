@@ -58,6 +58,7 @@ class TestRunCli : public QObject {
     void lostOutputIsAFailure_data();
     void lostOutputIsAFailure();
     void readerThatGoesAwayLeavesAFinishedTrace();
+    void secondRunNeverReplacesATraceBeingWritten();
     void fileSizeLimit();
 
   private:
@@ -716,6 +717,33 @@ void TestRunCli::readerThatGoesAwayLeavesAFinishedTrace() {
     pipescope::trace::TraceReader reader;
     QVERIFY(reader.open(db.toStdString()).ok());
     QCOMPARE(int(reader.run().status), int(pipescope::trace::RunStatus::Complete));
+}
+
+// A second run with --force onto the trace a run is writing now: refused (exit 2), and the first
+// run's trace is its own and whole. The second run used to delete the file under the first,
+// which went on into the deleted file and reported its trace written.
+void TestRunCli::secondRunNeverReplacesATraceBeingWritten() {
+    const QString db = path("two-writers.db");
+    QProcess first;
+    first.start(binaryPath(kRun),
+                {preset("small-2stage-naive.json"), "--iterations", "200000", "--out", db});
+    QVERIFY(first.waitForStarted(10000));
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(db) || first.state() == QProcess::NotRunning, 10000);
+    if (first.state() == QProcess::NotRunning) {
+        QSKIP(first.readAllStandardError().constData());  // refused: the disk is too full for it
+    }
+    const ProcessResult second =
+        runBinary(kRun, {default_, "--iterations", "1", "--out", db, "--force"});
+    QVERIFY(signalProcess(first, SIGINT));
+    QVERIFY(first.waitForFinished(60000));
+    QVERIFY2(second.exit_code == 2 &&
+                 second.err.contains(db.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(second)));
+    QCOMPARE(first.exitCode(), 130);
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Cancelled);
+    QCOMPARE(reader.rankCount(), 2);  // the first run's two stages, not the default's four
 }
 
 // A file size limit (ulimit -f) reached while the trace is written: exit 4 and a message naming
