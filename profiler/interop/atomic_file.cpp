@@ -40,6 +40,31 @@ int createBeside(const std::string& target, const char* suffix, std::string* tem
 
 }  // namespace
 
+trace::TraceStatus notTheTrace(const std::string& trace, const std::string& out) {
+    namespace fs = std::filesystem;
+    // Also for a file not there yet (a -wal): by its full name, links followed.
+    const auto fullName = [](const std::string& path) {
+        std::error_code ec;
+        const fs::path full = fs::weakly_canonical(fs::absolute(path, ec), ec);
+        return ec ? fs::path() : full;
+    };
+    const fs::path out_name = fullName(out);
+    for (const std::string suffix : {"", "-wal", "-shm", "-journal"}) {
+        const std::string file = trace + suffix;
+        std::error_code ec;
+        if ((fs::equivalent(file, out, ec) && !ec) ||
+            (!out_name.empty() && out_name == fullName(file))) {
+            return trace::TraceStatus::error(
+                Code::BadInput,
+                out + (suffix.empty() ? ": is the trace being exported; refusing to overwrite it"
+                                      : ": is the SQLite " + suffix +
+                                            " file of the trace being exported; refusing to "
+                                            "write there"));
+        }
+    }
+    return trace::TraceStatus::success();
+}
+
 AtomicFile::~AtomicFile() {
     discard();
 }

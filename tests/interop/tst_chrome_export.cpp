@@ -14,6 +14,7 @@
 #include <QtTest>
 
 #include <pipescope/interop/chrome_export.h>
+#include <pipescope/interop/csv_export.h>
 #include <pipescope/trace/reader.h>
 
 #include "testsupport.h"
@@ -56,6 +57,7 @@ class TestChromeExport : public QObject {
     void deterministic();
     void failedWriteLeavesNothing();
     void replacesExistingFile();
+    void neverReplacesTheTraceItReads();
     void zeroLengthOpsStandApart();
     void progressAndCancel();
 
@@ -316,6 +318,29 @@ void TestChromeExport::failedWriteLeavesNothing() {
     QVERIFY(!dir_st.ok());
     QCOMPARE(QDir(parent.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
              QStringList({"out.json"}));
+}
+
+// The app's Export trace dialog takes any name the user types: the trace itself (also through a
+// link), or its -wal, is refused, and the trace stays whole. Both exports used to rename their
+// output over it.
+void TestChromeExport::neverReplacesTheTraceItReads() {
+    const QByteArray before = test::readFile(trace_);
+    QVERIFY(QFile::link(trace_, dir_.filePath("link-to-trace.db")));
+    const std::string wal = trace_.toStdString() + "-wal";
+    for (const std::string& out :
+         {trace_.toStdString(), dir_.filePath("link-to-trace.db").toStdString(), wal}) {
+        for (const bool csv : {false, true}) {
+            const trace::TraceStatus st =
+                csv ? interop::exportCsv(reader_, out, interop::CsvTable::Op)
+                    : interop::exportChrome(reader_, out);
+            QVERIFY2(st.code == trace::TraceStatus::Code::BadInput, st.message.c_str());
+            QVERIFY2(st.message.rfind(out + ": is ", 0) == 0, st.message.c_str());
+        }
+    }
+    QCOMPARE(test::readFile(trace_), before);
+    QVERIFY(!QFile::exists(QString::fromStdString(wal)));
+    trace::TraceReader again;
+    QVERIFY(again.open(trace_.toStdString()).ok());
 }
 
 void TestChromeExport::replacesExistingFile() {
