@@ -516,6 +516,25 @@ class TstNsysImport : public QObject {
         QCOMPARE(out.kernelCount(), std::int64_t(kOps.size()));
     }
 
+    void neverReplacesItsInputs() {
+        // The app's "Write the run with Nsight's records to" dialog lists the run's trace, and
+        // takes any name typed: an input is refused even when replacing was confirmed. The
+        // import used to rename its output over it.
+        interop::NsysImportOptions options;
+        options.overwrite = true;
+        for (const QString& out : {QString("report.sqlite"), QString("run.db")}) {
+            const QByteArray before = test::readFile(path(out));
+            interop::NsysImportReport report;
+            const auto st = interop::importNsys(path("run.db").toStdString(),
+                                                {path("report.sqlite").toStdString()},
+                                                path(out).toStdString(), options, &report);
+            QVERIFY2(st.code == trace::TraceStatus::Code::BadInput, st.message.c_str());
+            QVERIFY2(st.message.find("refusing to replace it") != std::string::npos,
+                     st.message.c_str());
+            QCOMPARE(test::readFile(path(out)), before);
+        }
+    }
+
     void refusesWhatItCannotImport_data() {
         QTest::addColumn<QString>("run");
         QTest::addColumn<QStringList>("reports");
