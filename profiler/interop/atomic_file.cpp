@@ -1,7 +1,9 @@
 #include "atomic_file.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -19,10 +21,46 @@ constexpr int kMaxNameAttempts = 100;
 
 using Code = trace::TraceStatus::Code;
 
+// Removes what writers to `target` that were killed (kill -9, a crash, a power cut) left beside it:
+// ".NAME.PID-N<suffix>" (with an SQLite trace's -wal, -shm, -journal) of a process that is gone.
+// A process still there, on this machine, keeps its file.
+void removeStaleBeside(const std::string& target, const char* suffix) {
+    namespace fs = std::filesystem;
+    const fs::path path(target);
+    const std::string prefix = "." + path.filename().string() + ".";
+    const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind(prefix, 0) != 0) {
+            continue;
+        }
+        // PID-N<suffix>, then one of the SQLite files' endings or none.
+        const std::string rest = name.substr(prefix.size());
+        const std::size_t dash = rest.find('-');
+        const std::size_t at = rest.find(suffix);
+        if (dash == 0 || dash == std::string::npos || at == std::string::npos ||
+            rest.find_first_not_of("0123456789") != dash ||
+            rest.find_first_not_of("0123456789", dash + 1) != at) {
+            continue;
+        }
+        const std::string ending = rest.substr(at + std::strlen(suffix));
+        if (!ending.empty() && ending != "-wal" && ending != "-shm" && ending != "-journal") {
+            continue;
+        }
+        const long pid = std::strtol(rest.c_str(), nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            std::error_code ignored;
+            fs::remove(it->path(), ignored);
+        }
+    }
+}
+
 // Creates a new, empty hidden file beside `target` (same file system, so that a rename onto the
 // target is atomic): ".NAME.PID-N<suffix>". Its descriptor, open for writing, and its path in
 // `temp`; -1 with errno set when none can be made.
 int createBeside(const std::string& target, const char* suffix, std::string* temp) {
+    removeStaleBeside(target, suffix);
     const std::filesystem::path path(target);
     const std::string name = path.filename().string();
     for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {

@@ -2,6 +2,8 @@
 // read back with QJsonDocument to check what a viewer relies on.
 #include <algorithm>
 #include <map>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <QDir>
 #include <QFile>
@@ -58,6 +60,7 @@ class TestChromeExport : public QObject {
     void failedWriteLeavesNothing();
     void replacesExistingFile();
     void neverReplacesTheTraceItReads();
+    void removesWhatAKilledExportLeft();
     void zeroLengthOpsStandApart();
     void progressAndCancel();
 
@@ -341,6 +344,28 @@ void TestChromeExport::neverReplacesTheTraceItReads() {
     QVERIFY(!QFile::exists(QString::fromStdString(wal)));
     trace::TraceReader again;
     QVERIFY(again.open(trace_.toStdString()).ok());
+}
+
+// An export killed with kill -9 leaves its hidden temporary file: the next export to that name
+// removes it, and leaves a running writer's file and the user's own files alone.
+void TestChromeExport::removesWhatAKilledExportLeft() {
+    QTemporaryDir parent;
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::_exit(0);
+    }
+    QVERIFY(child > 0 && ::waitpid(child, nullptr, 0) == child);  // an id nobody has now
+    const QString gone = QString(".out.json.%1-0.tmp").arg(child);
+    const QString running = QString(".out.json.%1-3.tmp").arg(::getpid());
+    for (const QString& name : {gone, running, QString(".out.json.notes")}) {
+        QVERIFY(test::writeFile(parent.filePath(name), "x"));
+    }
+    QVERIFY(interop::exportChrome(reader_, parent.filePath("out.json").toStdString()).ok());
+    QStringList left = QDir(parent.path()).entryList(QDir::Files | QDir::Hidden);
+    QStringList kept = {".out.json.notes", running, "out.json"};
+    left.sort();
+    kept.sort();
+    QCOMPARE(left, kept);
 }
 
 void TestChromeExport::replacesExistingFile() {

@@ -3,6 +3,8 @@
 // the copied tables, and the refusals. Every expected figure is worked out from those tables.
 #include <algorithm>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <QtTest>
 
@@ -533,6 +535,27 @@ class TstNsysImport : public QObject {
                      st.message.c_str());
             QCOMPARE(test::readFile(path(out)), before);
         }
+    }
+
+    void removesWhatAKilledImportLeft() {
+        // An import killed with kill -9 leaves its hidden partial trace and SQLite's files
+        // beside it: the next import to that name removes them.
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::_exit(0);
+        }
+        QVERIFY(child > 0 && ::waitpid(child, nullptr, 0) == child);  // an id nobody has now
+        const QString stale = QString(".stale.db.%1-0.partial").arg(child);
+        for (const QString& name : {stale, stale + "-wal", stale + "-shm"}) {
+            QVERIFY(test::writeFile(path(name), "x"));
+        }
+        interop::NsysImportReport report;
+        const auto st =
+            interop::importNsys(path("run.db").toStdString(), {path("report.sqlite").toStdString()},
+                                path("stale.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(QDir(dir_.path()).entryList({".stale.db*"}, QDir::Files | QDir::Hidden),
+                 QStringList());
     }
 
     void refusesWhatItCannotImport_data() {
