@@ -74,6 +74,13 @@ TraceStatus finalizeUnderLock(const std::string& path, const std::string& messag
     if (marked != nullptr) {
         *marked = false;
     }
+    // Also where the rank rows cannot tell (a simulated run's ranks have no process id).
+    if (traceBeingWritten(path)) {
+        return TraceStatus::error(TraceStatus::Code::BadInput,
+                                  path +
+                                      ": another process is writing this trace now (a run in "
+                                      "progress); repair is for a run whose writer stopped");
+    }
     Db db;
     if (db.open(path, SQLITE_OPEN_READWRITE) != SQLITE_OK) {
         return TraceStatus::error(TraceStatus::Code::IoError,

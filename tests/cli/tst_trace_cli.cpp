@@ -113,6 +113,7 @@ class TestTraceCli : public QObject {
     void exportInterrupted();
     void fileSizeLimit();
     void mergeOntoATraceBeingWritten();
+    void repairOfATraceBeingWritten();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -893,6 +894,29 @@ void TestTraceCli::mergeOntoATraceBeingWritten() {
     QCOMPARE(reader.run().name, std::string("live"));
     QCOMPARE(QDir(dir_.path()).entryList({".being-written.db.*"}, QDir::Hidden | QDir::Files),
              QStringList());
+}
+
+// `repair` of a trace a simulation is writing now (its ranks have no process id to check):
+// refused (exit 2), and the run finishes its trace complete. It used to build the indexes and
+// mark the run failed under the writer.
+void TestTraceCli::repairOfATraceBeingWritten() {
+    const QString live = path("repair-while-written.db");
+    trace::TraceWriter writer;
+    trace::RunInfo run;
+    run.name = "live";
+    run.ranks = 1;
+    run.iterations = 1;
+    QVERIFY(writer.create(live.toStdString(), run).ok());
+    writer.addRank({0, "0", "sim", "", 0, 0});
+    QVERIFY(writer.flush().ok());
+    const ProcessResult r = runBinary(kCli, {"repair", live});
+    QVERIFY2(r.exit_code == 2 &&
+                 r.err.contains(live.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(r)));
+    QVERIFY(writer.finish(trace::RunStatus::Complete).ok());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(live.toStdString()).ok());
+    QVERIFY(reader.run().status == trace::RunStatus::Complete);
 }
 
 QTEST_GUILESS_MAIN(TestTraceCli)
