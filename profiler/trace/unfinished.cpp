@@ -74,8 +74,10 @@ TraceStatus finalizeUnderLock(const std::string& path, const std::string& messag
     if (marked != nullptr) {
         *marked = false;
     }
-    // Also where the rank rows cannot tell (a simulated run's ranks have no process id).
-    if (traceBeingWritten(path)) {
+    // A repair: also where the rank rows cannot tell (a simulated run's ranks have no process
+    // id). Not for a rank whose process was seen gone: a killed process's other threads may
+    // still hold its files for a moment after it shows as a zombie.
+    if (!only_running && traceBeingWritten(path)) {
         return TraceStatus::error(TraceStatus::Code::BadInput,
                                   path +
                                       ": another process is writing this trace now (a run in "
