@@ -201,9 +201,9 @@ int runRepair(const std::vector<std::string>& args) {
         path, "the run stopped before it finished; repaired by pipescope-trace repair");
     if (!st.ok()) {
         printErr(st.message);
-        const bool bad_input = st.code == TraceStatus::Code::NotPipeScope ||
-                               st.code == TraceStatus::Code::NewerVersion ||
-                               st.code == TraceStatus::Code::Corrupt;
+        const bool bad_input =
+            st.code == TraceStatus::Code::BadInput || st.code == TraceStatus::Code::NotPipeScope ||
+            st.code == TraceStatus::Code::NewerVersion || st.code == TraceStatus::Code::Corrupt;
         return bad_input ? kExitBadInput : kExitWriteFailed;
     }
     printErr("repaired " + path + ": indexes and summary levels built" +

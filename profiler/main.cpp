@@ -2,6 +2,7 @@
 // Data goes to stdout, messages to stderr. Exit codes: 0 ok, 2 bad arguments or a bad input
 // file, 4 an output could not be written, 130 interrupted (Ctrl+C) before the output was built
 // (merge, import-nsys).
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -151,6 +152,10 @@ int runHelp(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A file size limit (ulimit -f) reached while writing an output must fail that write (EFBIG:
+    // exit 4, the output's name and "File too large", its partial file removed), not kill the
+    // process with SIGXFSZ and leave the partial file behind.
+    std::signal(SIGXFSZ, SIG_IGN);
     const std::vector<std::string> all(argv + 1, argv + argc);
     if (all.empty()) {
         std::fputs(usage().c_str(), stderr);

@@ -550,6 +550,9 @@ int main(int argc, char** argv) {
     // SIGPIPE and leave its trace unfinished: the write fails instead, the run goes on and
     // finishes its trace, and the exit code says the output was lost.
     std::signal(SIGPIPE, SIG_IGN);
+    // Likewise a file size limit (ulimit -f) reached while the trace or a report is written:
+    // that write fails (EFBIG) and says so, rather than SIGXFSZ killing the run mid-file.
+    std::signal(SIGXFSZ, SIG_IGN);
     cli::writeStderrByLines();
     int rc = run(argc, argv);
     std::cerr.flush();

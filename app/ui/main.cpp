@@ -1,4 +1,5 @@
 // pipescope: the desktop app, or with --export a headless renderer (architecture.md, CLIs).
+#include <csignal>
 #include <cstdio>
 #include <optional>
 
@@ -41,6 +42,10 @@ std::optional<Geometry> geometryArgument(const QStringList& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // A file size limit (ulimit -f) reached by a save or an export fails that write (the message
+    // names the file; the file it would have replaced stays), rather than SIGXFSZ killing the
+    // app with every unsaved change.
+    std::signal(SIGXFSZ, SIG_IGN);
     QStringList args;
     for (int i = 0; i < argc; ++i) {
         args << QString::fromLocal8Bit(argv[i]);

@@ -1,13 +1,16 @@
 #include "atomic_file.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <unistd.h>
 
 #include <pipescope/trace/output_path.h>
+#include <pipescope/trace/writer.h>
 
 namespace pipescope::interop::detail {
 
@@ -18,10 +21,46 @@ constexpr int kMaxNameAttempts = 100;
 
 using Code = trace::TraceStatus::Code;
 
+// Removes what writers to `target` that were killed (kill -9, a crash, a power cut) left beside it:
+// ".NAME.PID-N<suffix>" (with an SQLite trace's -wal, -shm, -journal) of a process that is gone.
+// A process still there, on this machine, keeps its file.
+void removeStaleBeside(const std::string& target, const char* suffix) {
+    namespace fs = std::filesystem;
+    const fs::path path(target);
+    const std::string prefix = "." + path.filename().string() + ".";
+    const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind(prefix, 0) != 0) {
+            continue;
+        }
+        // PID-N<suffix>, then one of the SQLite files' endings or none.
+        const std::string rest = name.substr(prefix.size());
+        const std::size_t dash = rest.find('-');
+        const std::size_t at = rest.find(suffix);
+        if (dash == 0 || dash == std::string::npos || at == std::string::npos ||
+            rest.find_first_not_of("0123456789") != dash ||
+            rest.find_first_not_of("0123456789", dash + 1) != at) {
+            continue;
+        }
+        const std::string ending = rest.substr(at + std::strlen(suffix));
+        if (!ending.empty() && ending != "-wal" && ending != "-shm" && ending != "-journal") {
+            continue;
+        }
+        const long pid = std::strtol(rest.c_str(), nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+            std::error_code ignored;
+            fs::remove(it->path(), ignored);
+        }
+    }
+}
+
 // Creates a new, empty hidden file beside `target` (same file system, so that a rename onto the
 // target is atomic): ".NAME.PID-N<suffix>". Its descriptor, open for writing, and its path in
 // `temp`; -1 with errno set when none can be made.
 int createBeside(const std::string& target, const char* suffix, std::string* temp) {
+    removeStaleBeside(target, suffix);
     const std::filesystem::path path(target);
     const std::string name = path.filename().string();
     for (int attempt = 0; attempt < kMaxNameAttempts; ++attempt) {
@@ -38,6 +77,31 @@ int createBeside(const std::string& target, const char* suffix, std::string* tem
 }
 
 }  // namespace
+
+trace::TraceStatus notTheTrace(const std::string& trace, const std::string& out) {
+    namespace fs = std::filesystem;
+    // Also for a file not there yet (a -wal): by its full name, links followed.
+    const auto fullName = [](const std::string& path) {
+        std::error_code ec;
+        const fs::path full = fs::weakly_canonical(fs::absolute(path, ec), ec);
+        return ec ? fs::path() : full;
+    };
+    const fs::path out_name = fullName(out);
+    for (const std::string suffix : {"", "-wal", "-shm", "-journal"}) {
+        const std::string file = trace + suffix;
+        std::error_code ec;
+        if ((fs::equivalent(file, out, ec) && !ec) ||
+            (!out_name.empty() && out_name == fullName(file))) {
+            return trace::TraceStatus::error(
+                Code::BadInput,
+                out + (suffix.empty() ? ": is the trace being exported; refusing to overwrite it"
+                                      : ": is the SQLite " + suffix +
+                                            " file of the trace being exported; refusing to "
+                                            "write there"));
+        }
+    }
+    return trace::TraceStatus::success();
+}
 
 AtomicFile::~AtomicFile() {
     discard();
@@ -194,6 +258,13 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
                                          target + ": file exists (refusing to overwrite it)");
     }
     file_ = trace::followLinks(target);  // a link is kept; the file it names is replaced
+    if (trace::traceBeingWritten(file_)) {
+        return trace::TraceStatus::error(
+            Code::BadInput,
+            target +
+                ": another process is writing this trace now (a run in progress); refusing to "
+                "replace it: wait for it to end, or write to another file");
+    }
     std::string temp;
     const int fd = createBeside(file_, ".partial", &temp);
     if (fd < 0) {

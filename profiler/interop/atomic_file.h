@@ -43,6 +43,11 @@ class AtomicFile {
     trace::TraceStatus error_;
 };
 
+// Refuses (Code::BadInput) an export's output that is the trace it reads, through a link or a
+// hard link too, or one of that trace's SQLite files beside it (-wal, -shm, -journal): replacing
+// it would destroy the run. The app's save dialog, unlike the command line, let it through.
+trace::TraceStatus notTheTrace(const std::string& trace, const std::string& out);
+
 // The same for a trace that a TraceWriter builds (a merge, an import): it is written under a
 // hidden name beside its target and renamed onto it once finished, so that a job that fails,
 // is cancelled or is killed never leaves a half-built trace at the target, nor destroys the

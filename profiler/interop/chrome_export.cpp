@@ -34,6 +34,9 @@ class ChromeWriter {
     }
 
     trace::TraceStatus run(const std::string& out_path) {
+        if (trace::TraceStatus st = detail::notTheTrace(reader_.path(), out_path); !st.ok()) {
+            return st;
+        }
         detail::FlowMatcher flows;
         trace::TraceStatus st = reader_.forEachOp([&](const trace::OpRecord& op) {
             if (detail::isKnownOp(op) && placeable(op)) {

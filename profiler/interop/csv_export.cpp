@@ -168,6 +168,9 @@ trace::TraceStatus exportCsv(const trace::TraceReader& reader, const std::string
     steps.addTotal(table == CsvTable::Op       ? reader.opCount()
                    : table == CsvTable::Memory ? reader.memorySampleCount()
                                                : 0);
+    if (trace::TraceStatus st = detail::notTheTrace(reader.path(), out_path); !st.ok()) {
+        return st;
+    }
     detail::AtomicFile file;
     trace::TraceStatus st = file.open(out_path);
     if (!st.ok()) {

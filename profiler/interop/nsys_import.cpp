@@ -78,6 +78,22 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
             }
         }
     }
+    // The app's save dialog lets the user pick an input as the output, which the import would
+    // replace: the run's trace, or the export that cannot be made again without the profile.
+    for (const std::string& input : reports) {
+        if (samePath(input, output)) {
+            return TraceStatus::error(Code::BadInput, output +
+                                                          " is the Nsight Systems export read; "
+                                                          "refusing to replace it (write to "
+                                                          "another file)");
+        }
+    }
+    if (samePath(run, output)) {
+        return TraceStatus::error(Code::BadInput,
+                                  output +
+                                      " is the run's trace read; refusing to replace it (write "
+                                      "to another file)");
+    }
     trace::TraceReader reader;
     if (TraceStatus st = reader.open(run); !st.ok()) {
         return st;

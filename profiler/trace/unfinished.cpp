@@ -74,6 +74,15 @@ TraceStatus finalizeUnderLock(const std::string& path, const std::string& messag
     if (marked != nullptr) {
         *marked = false;
     }
+    // A repair: also where the rank rows cannot tell (a simulated run's ranks have no process
+    // id). Not for a rank whose process was seen gone: a killed process's other threads may
+    // still hold its files for a moment after it shows as a zombie.
+    if (!only_running && traceBeingWritten(path)) {
+        return TraceStatus::error(TraceStatus::Code::BadInput,
+                                  path +
+                                      ": another process is writing this trace now (a run in "
+                                      "progress); repair is for a run whose writer stopped");
+    }
     Db db;
     if (db.open(path, SQLITE_OPEN_READWRITE) != SQLITE_OK) {
         return TraceStatus::error(TraceStatus::Code::IoError,

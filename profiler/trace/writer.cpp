@@ -2,11 +2,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fcntl.h>
 #include <filesystem>
 #include <initializer_list>
 #include <mutex>
 #include <thread>
 #include <type_traits>
+#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -41,7 +43,46 @@ std::string createProblem(const std::string& file, const std::string& sqlite_mes
     return sqlite_message;
 }
 
+// The byte WritingLock locks: SQLite's lock bytes start at 1 GiB and take 510 bytes.
+constexpr off_t kWritingLockByte = 0x40000000 + 4096;
+
+struct flock writingLockRange(short type) {
+    struct flock range {};
+    range.l_type = type;
+    range.l_whence = SEEK_SET;
+    range.l_start = kWritingLockByte;
+    range.l_len = 1;
+    return range;
+}
+
 }  // namespace
+
+void WritingLock::take(const std::string& file) {
+    release();
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    struct flock range = writingLockRange(F_WRLCK);
+    if (fd_ >= 0 && ::fcntl(fd_, F_OFD_SETLK, &range) != 0) {
+        release();
+    }
+}
+
+void WritingLock::release() {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
+bool traceBeingWritten(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    struct flock range = writingLockRange(F_WRLCK);
+    const bool held = ::fcntl(fd, F_OFD_GETLK, &range) == 0 && range.l_type != F_UNLCK;
+    ::close(fd);
+    return held;
+}
 
 std::int64_t wallClockNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -192,6 +233,13 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
             return d.error = TraceStatus::error(TraceStatus::Code::Exists,
                                                 path + ": file exists (refusing to overwrite it)");
         }
+        if (traceBeingWritten(file)) {
+            return d.error = TraceStatus::error(
+                       TraceStatus::Code::BadInput,
+                       path +
+                           ": another process is writing this trace now (a run in progress); "
+                           "refusing to replace it: wait for it to end, or write to another file");
+        }
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
             fs::remove(file + suffix, ec);
         }
@@ -200,6 +248,23 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
                                                 path + ": cannot replace the existing file");
         }
     }
+    d.write_lock.take(file);  // before SQLite creates it: never a moment unlocked
+    // A file that cannot be made a trace (a full disk, a file size limit) is removed as create()
+    // returns: left, it would read as "a SQLite database, but not a PipeScope trace".
+    struct RemoveUnlessOpen {
+        Impl& d;
+        const std::string& file;
+        ~RemoveUnlessOpen() {
+            if (!d.open) {
+                d.db.close();
+                d.write_lock.release();
+                std::error_code ec;
+                for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+                    std::filesystem::remove(file + suffix, ec);
+                }
+            }
+        }
+    } remove_unless_open{d, file};
     if (d.db.open(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) != SQLITE_OK) {
         d.fail(TraceStatus::Code::IoError,
                "cannot create: " + createProblem(file, d.db.errorMessage()));
@@ -390,6 +455,7 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
         upd.step();
         d.open = false;
         d.db.close();
+        d.write_lock.release();
         return d.error;
     }
     std::string why;
@@ -416,6 +482,7 @@ TraceStatus TraceWriter::finish(RunStatus status, const std::string& message,
     }
     d.open = false;
     d.db.close();
+    d.write_lock.release();
     return d.error;
 }
 

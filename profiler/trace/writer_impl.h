@@ -53,6 +53,26 @@ struct Batch {
     }
 };
 
+// What traceBeingWritten() looks for: a lock a TraceWriter holds on its file while it writes. An
+// open file description's lock on one byte past SQLite's own lock bytes, so that it never meets
+// SQLite's locks and stays while this process opens and closes other descriptors of the file.
+class WritingLock {
+  public:
+    WritingLock() = default;
+    ~WritingLock() { release(); }
+    WritingLock(const WritingLock&) = delete;
+    WritingLock& operator=(const WritingLock&) = delete;
+
+    // Creates `file` if it is not there. Best effort: a file system without locks goes unlocked.
+    void take(const std::string& file);
+    // Only once SQLite has closed the file: closing a descriptor drops this process's POSIX
+    // locks on the file, SQLite's among them.
+    void release();
+
+  private:
+    int fd_ = -1;
+};
+
 // Adders fill `cur` under `mutex`; a full batch goes to the queue and the committer thread
 // writes it, so a thread that adds a row (a rank, CUPTI's drain) never waits for SQLite unless
 // the committer falls kMaxQueued batches behind. Only the committer touches the database while
@@ -60,6 +80,7 @@ struct Batch {
 struct TraceWriter::Impl {
     static constexpr std::size_t kMaxQueued = 4;
 
+    WritingLock write_lock;  // declared before `db`: released after the database is closed
     Db db;
     std::string path;
     WriterOptions options;

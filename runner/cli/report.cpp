@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 #include <pipescope/schedule/config.h>
+#include <pipescope/trace/output_path.h>
 #include <pipescope/trace/units.h>
 
 namespace pipescope::cli {
@@ -189,14 +193,47 @@ bool writeOutput(const std::string& path, const std::string& text) {
         }
         return true;
     }
+    // A file is replaced by renaming a complete file written beside it, so that a full disk or a
+    // file size limit leaves the file it would replace as it was (a sweep's table of last week),
+    // not cut short. A link is kept (the file it names is replaced); a pipe or a device, which a
+    // rename would replace, is written as it is.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const std::string file = trace::followLinks(path);
+    const fs::file_status old = fs::status(file, ec);
+    const bool direct =
+        trace::namedDescriptor(path) >= 0 || (fs::exists(old) && !fs::is_regular_file(old));
+    if (!direct && fs::exists(old) && ::access(file.c_str(), W_OK) != 0) {
+        const int err = errno;  // a read-only file is not replaced behind its back
+        std::cerr << "pipescope-run: cannot write " << path << ": " << std::strerror(err) << "\n";
+        return false;
+    }
+    const fs::path target(file);
+    const std::string temp =
+        direct ? file
+               : (target.parent_path() /
+                  ("." + target.filename().string() + "." + std::to_string(::getpid()) + ".tmp"))
+                     .string();
     errno = 0;
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
     f << text;
     f.close();  // the last of the text reaches the file only here, and so may fail only here
+    int err = errno;
+    if (f && !direct) {
+        if (fs::exists(old)) {
+            fs::permissions(temp, old.permissions(), ec);  // the file replaced keeps its mode
+        }
+        if (std::rename(temp.c_str(), file.c_str()) != 0) {
+            err = errno;
+            f.setstate(std::ios::failbit);
+        }
+    }
     if (!f) {
+        if (!direct) {
+            std::remove(temp.c_str());
+        }
         std::cerr << "pipescope-run: cannot write " << path
-                  << (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string())
-                  << "\n";
+                  << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
         return false;
     }
     return true;

@@ -48,6 +48,7 @@ class TstHeadless : public QObject {
     void badArgumentsLeaveTheOutputAlone_data();
     void badArgumentsLeaveTheOutputAlone();
     void namesNotInUtf8AreRefused();
+    void fileSizeLimitLeavesTheOutputAlone();
 
   private:
     QTemporaryDir dir_;
@@ -255,6 +256,25 @@ void TstHeadless::namesNotInUtf8AreRefused() {
     const char* names[] = {"pipescope", "--out", "caf\xc3\xa9.png", "caf\xe9.png"};
     QCOMPARE(app::argumentNotUtf8(3, const_cast<char**>(names)), QString());
     QVERIFY(app::argumentNotUtf8(4, const_cast<char**>(names)).startsWith("argument 3 ("));
+}
+
+// The pipescope binary under a file size limit (ulimit -f) smaller than the image: the export
+// fails with exit 4 and a message naming the file, which keeps what it held. SIGXFSZ used to
+// kill it (and would kill the app, unsaved changes and all, at a save or an export).
+void TstHeadless::fileSizeLimitLeavesTheOutputAlone() {
+    const QString png = dir_.filePath(QStringLiteral("limited.png"));
+    QVERIFY(test::writeFile(png, "an image the export was to replace"));
+    const test::ProcessResult r = test::runBinaryWithFileLimit(
+        QStringLiteral("pipescope"), {"--export", "timeline", "--config", preset(), "--out", png},
+        8 * 1024);
+    QVERIFY2(!r.crashed && r.exit_code == 4 && r.err.contains(png.toUtf8()),
+             qPrintable(QStringLiteral("exit %1%2: %3")
+                            .arg(r.exit_code)
+                            .arg(r.crashed ? " (crashed)" : "")
+                            .arg(QString::fromUtf8(r.err))));
+    QCOMPARE(test::readFile(png), QByteArray("an image the export was to replace"));
+    QCOMPARE(QDir(dir_.path()).entryList({"limited.png?*"}, QDir::Files | QDir::Hidden),
+             QStringList());
 }
 
 QTEST_MAIN(TstHeadless)

@@ -18,6 +18,7 @@
 
 #include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
 
 #include "testsupport.h"
 #include "trace_fixture.h"
@@ -110,6 +111,9 @@ class TestTraceCli : public QObject {
     void helpAndVersion();
     void stdoutFull();
     void exportInterrupted();
+    void fileSizeLimit();
+    void mergeOntoATraceBeingWritten();
+    void repairOfATraceBeingWritten();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -839,6 +843,80 @@ void TestTraceCli::exportInterrupted() {
         QVERIFY(!QFile::exists(path(out)));
         QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
     }
+}
+
+// A file size limit (ulimit -f) reached while an output is written: the write fails with exit
+// code 4 and a message naming the output, the file it was to replace stays as it was, and no
+// partial file is left beside it. (SIGXFSZ used to kill the command and leave its partial file.)
+void TestTraceCli::fileSizeLimit() {
+    const QString big = path("limited.db");
+    QCOMPARE(test::writeFixtureTrace(big, test::manyOps(20000)), QString());
+    const QDir dir(dir_.path());
+    const QByteArray old_text = "a file the export was to replace\n";
+    const QList<QStringList> commands = {
+        {"export-csv", big, path("limited.csv"), "--force"},
+        {"export-chrome", big, path("limited.json"), "--force"},
+        {"merge", big, "-o", path("limited-merged.db"), "--force"},
+    };
+    for (const QStringList& args : commands) {
+        const QString out = args.at(args.size() - 2);
+        QVERIFY(test::writeFile(out, old_text));
+        const ProcessResult r = test::runBinaryWithFileLimit(kCli, args, 64 * 1024);
+        QVERIFY2(!r.crashed && r.exit_code == 4, qPrintable(args.front() + ": " + describe(r)));
+        // SQLite says "disk I/O error" for a merge (it does not keep the errno of a write).
+        QVERIFY2(r.err.contains(out.toUtf8()) &&
+                     (args.front() == "merge" || r.err.contains("File too large")),
+                 qPrintable(describe(r)));
+        QCOMPARE(test::readFile(out), old_text);
+        const QString hidden = "." + QFileInfo(out).fileName() + ".*";
+        QCOMPARE(dir.entryList({hidden}, QDir::Hidden | QDir::Files), QStringList());
+    }
+}
+
+// `merge ... -o RUN.db --force` while a run still writes RUN.db: refused (exit 2), and the run's
+// trace is whole. The merge used to rename its output over the file under the run's writer.
+void TestTraceCli::mergeOntoATraceBeingWritten() {
+    const QString live = path("being-written.db");
+    trace::TraceWriter writer;
+    trace::RunInfo run;
+    run.name = "live";
+    run.ranks = 1;
+    run.iterations = 1;
+    QVERIFY(writer.create(live.toStdString(), run).ok());
+    QVERIFY(writer.flush().ok());
+    const ProcessResult r = runBinary(kCli, {"merge", good_, "-o", live, "--force"});
+    QVERIFY2(r.exit_code == 2, qPrintable(describe(r)));
+    QVERIFY2(r.err.contains(live.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(r)));
+    QVERIFY(writer.finish(trace::RunStatus::Complete).ok());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(live.toStdString()).ok());
+    QCOMPARE(reader.run().name, std::string("live"));
+    QCOMPARE(QDir(dir_.path()).entryList({".being-written.db.*"}, QDir::Hidden | QDir::Files),
+             QStringList());
+}
+
+// `repair` of a trace a simulation is writing now (its ranks have no process id to check):
+// refused (exit 2), and the run finishes its trace complete. It used to build the indexes and
+// mark the run failed under the writer.
+void TestTraceCli::repairOfATraceBeingWritten() {
+    const QString live = path("repair-while-written.db");
+    trace::TraceWriter writer;
+    trace::RunInfo run;
+    run.name = "live";
+    run.ranks = 1;
+    run.iterations = 1;
+    QVERIFY(writer.create(live.toStdString(), run).ok());
+    writer.addRank({0, "0", "sim", "", 0, 0});
+    QVERIFY(writer.flush().ok());
+    const ProcessResult r = runBinary(kCli, {"repair", live});
+    QVERIFY2(r.exit_code == 2 &&
+                 r.err.contains(live.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(r)));
+    QVERIFY(writer.finish(trace::RunStatus::Complete).ok());
+    trace::TraceReader reader;
+    QVERIFY(reader.open(live.toStdString()).ok());
+    QVERIFY(reader.run().status == trace::RunStatus::Complete);
 }
 
 QTEST_GUILESS_MAIN(TestTraceCli)

@@ -4,8 +4,10 @@
 
 #include <clocale>
 #include <csignal>
+#include <functional>
 #include <netinet/in.h>
 #include <string>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -66,9 +68,13 @@ struct ProcessResult {
 
 // Runs a PipeScope binary with an argument list (no shell) and waits for it.
 inline ProcessResult runBinary(const QString& name, const QStringList& args,
-                               int timeout_ms = 120000) {
+                               int timeout_ms = 120000,
+                               const std::function<void()>& in_child = {}) {
     ProcessResult r;
     QProcess p;
+    if (in_child) {
+        p.setChildProcessModifier(in_child);
+    }
     p.start(binaryPath(name), args);
     if (!p.waitForStarted(10000)) {
         r.err = p.errorString().toUtf8();
@@ -84,6 +90,16 @@ inline ProcessResult runBinary(const QString& name, const QStringList& args,
     r.out = p.readAllStandardOutput();
     r.err = p.readAllStandardError();
     return r;
+}
+
+// runBinary under a file size limit of `bytes` (ulimit -f): a write past it fails (EFBIG), or
+// kills a program that does not ignore SIGXFSZ.
+inline ProcessResult runBinaryWithFileLimit(const QString& name, const QStringList& args,
+                                            rlim_t bytes) {
+    return runBinary(name, args, 120000, [bytes] {
+        const rlimit limit{bytes, bytes};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+    });
 }
 
 inline QByteArray readFile(const QString& path) {

@@ -2,6 +2,8 @@
 // read back with QJsonDocument to check what a viewer relies on.
 #include <algorithm>
 #include <map>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <QDir>
 #include <QFile>
@@ -14,6 +16,7 @@
 #include <QtTest>
 
 #include <pipescope/interop/chrome_export.h>
+#include <pipescope/interop/csv_export.h>
 #include <pipescope/trace/reader.h>
 
 #include "testsupport.h"
@@ -56,6 +59,8 @@ class TestChromeExport : public QObject {
     void deterministic();
     void failedWriteLeavesNothing();
     void replacesExistingFile();
+    void neverReplacesTheTraceItReads();
+    void removesWhatAKilledExportLeft();
     void zeroLengthOpsStandApart();
     void progressAndCancel();
 
@@ -316,6 +321,51 @@ void TestChromeExport::failedWriteLeavesNothing() {
     QVERIFY(!dir_st.ok());
     QCOMPARE(QDir(parent.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
              QStringList({"out.json"}));
+}
+
+// The app's Export trace dialog takes any name the user types: the trace itself (also through a
+// link), or its -wal, is refused, and the trace stays whole. Both exports used to rename their
+// output over it.
+void TestChromeExport::neverReplacesTheTraceItReads() {
+    const QByteArray before = test::readFile(trace_);
+    QVERIFY(QFile::link(trace_, dir_.filePath("link-to-trace.db")));
+    const std::string wal = trace_.toStdString() + "-wal";
+    for (const std::string& out :
+         {trace_.toStdString(), dir_.filePath("link-to-trace.db").toStdString(), wal}) {
+        for (const bool csv : {false, true}) {
+            const trace::TraceStatus st =
+                csv ? interop::exportCsv(reader_, out, interop::CsvTable::Op)
+                    : interop::exportChrome(reader_, out);
+            QVERIFY2(st.code == trace::TraceStatus::Code::BadInput, st.message.c_str());
+            QVERIFY2(st.message.rfind(out + ": is ", 0) == 0, st.message.c_str());
+        }
+    }
+    QCOMPARE(test::readFile(trace_), before);
+    QVERIFY(!QFile::exists(QString::fromStdString(wal)));
+    trace::TraceReader again;
+    QVERIFY(again.open(trace_.toStdString()).ok());
+}
+
+// An export killed with kill -9 leaves its hidden temporary file: the next export to that name
+// removes it, and leaves a running writer's file and the user's own files alone.
+void TestChromeExport::removesWhatAKilledExportLeft() {
+    QTemporaryDir parent;
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::_exit(0);
+    }
+    QVERIFY(child > 0 && ::waitpid(child, nullptr, 0) == child);  // an id nobody has now
+    const QString gone = QString(".out.json.%1-0.tmp").arg(child);
+    const QString running = QString(".out.json.%1-3.tmp").arg(::getpid());
+    for (const QString& name : {gone, running, QString(".out.json.notes")}) {
+        QVERIFY(test::writeFile(parent.filePath(name), "x"));
+    }
+    QVERIFY(interop::exportChrome(reader_, parent.filePath("out.json").toStdString()).ok());
+    QStringList left = QDir(parent.path()).entryList(QDir::Files | QDir::Hidden);
+    QStringList kept = {".out.json.notes", running, "out.json"};
+    left.sort();
+    kept.sort();
+    QCOMPARE(left, kept);
 }
 
 void TestChromeExport::replacesExistingFile() {

@@ -3,6 +3,8 @@
 // the copied tables, and the refusals. Every expected figure is worked out from those tables.
 #include <algorithm>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <QtTest>
 
@@ -514,6 +516,46 @@ class TstNsysImport : public QObject {
                     .ok());
         QCOMPARE(checked, kOps.size());
         QCOMPARE(out.kernelCount(), std::int64_t(kOps.size()));
+    }
+
+    void neverReplacesItsInputs() {
+        // The app's "Write the run with Nsight's records to" dialog lists the run's trace, and
+        // takes any name typed: an input is refused even when replacing was confirmed. The
+        // import used to rename its output over it.
+        interop::NsysImportOptions options;
+        options.overwrite = true;
+        for (const QString& out : {QString("report.sqlite"), QString("run.db")}) {
+            const QByteArray before = test::readFile(path(out));
+            interop::NsysImportReport report;
+            const auto st = interop::importNsys(path("run.db").toStdString(),
+                                                {path("report.sqlite").toStdString()},
+                                                path(out).toStdString(), options, &report);
+            QVERIFY2(st.code == trace::TraceStatus::Code::BadInput, st.message.c_str());
+            QVERIFY2(st.message.find("refusing to replace it") != std::string::npos,
+                     st.message.c_str());
+            QCOMPARE(test::readFile(path(out)), before);
+        }
+    }
+
+    void removesWhatAKilledImportLeft() {
+        // An import killed with kill -9 leaves its hidden partial trace and SQLite's files
+        // beside it: the next import to that name removes them.
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::_exit(0);
+        }
+        QVERIFY(child > 0 && ::waitpid(child, nullptr, 0) == child);  // an id nobody has now
+        const QString stale = QString(".stale.db.%1-0.partial").arg(child);
+        for (const QString& name : {stale, stale + "-wal", stale + "-shm"}) {
+            QVERIFY(test::writeFile(path(name), "x"));
+        }
+        interop::NsysImportReport report;
+        const auto st =
+            interop::importNsys(path("run.db").toStdString(), {path("report.sqlite").toStdString()},
+                                path("stale.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(QDir(dir_.path()).entryList({".stale.db*"}, QDir::Files | QDir::Hidden),
+                 QStringList());
     }
 
     void refusesWhatItCannotImport_data() {

@@ -6,6 +6,8 @@
 #    both sizes given in one unit.
 # 2. Room for the trace but not for copying its write-ahead log into it at the end: exit 4, and
 #    the message says where the rest of the trace is; the two files read as one complete trace.
+# 3. An export, a merge and a report file that fill the disk: exit 4, the file they were to
+#    replace as it was, no partial file beside it.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 build=${1:-build/ci}
@@ -37,6 +39,32 @@ if [ "${2:-}" = --inside ]; then
     "$trace" stats "$dir/t.db" > "$dir.stats" 2>&1
     check "the trace with its log" $? 0 "status: complete" "$dir.stats"
     umount "$dir"
+
+    # 3. Outputs that replace a file on a disk that fills up: exit 4 naming the file, the old file
+    #    as it was, nothing left beside it.
+    "$run" "$preset" --out "$dir.db" --iterations 4 > /dev/null 2>&1 || status=1
+    mount -t tmpfs -o size=64k tmpfs "$dir" || exit 77
+    kept() {  # NAME FILE: FILE still holds the old text, and no hidden file is left
+        if [ "$(cat "$2")" != "old" ] || [ -n "$(find "$dir" -name '.*' -type f)" ]; then
+            echo "FAIL: $1: $2 holds \"$(head -c 40 "$2")\"; beside it: $(ls -A "$dir")"
+            status=1
+        fi
+    }
+    echo old > "$dir/t.csv"
+    echo old > "$dir/m.db"
+    echo old > "$dir/s.json"
+    dd if=/dev/zero of="$dir/filler" bs=4k > /dev/null 2>&1  # until the disk is full
+    "$trace" export-csv "$dir.db" "$dir/t.csv" --force > "$dir.log" 2>&1
+    check "export-csv" $? 4 "$dir/t.csv: writing failed: No space left on device" "$dir.log"
+    kept "export-csv" "$dir/t.csv"
+    "$trace" merge "$dir.db" -o "$dir/m.db" --force > "$dir.log" 2>&1
+    check "merge" $? 4 "$dir/m.db" "$dir.log"
+    kept "merge" "$dir/m.db"
+    "$run" "$preset" --save-schedule "$dir/s.json" > "$dir.log" 2>&1
+    check "--save-schedule" $? 4 "cannot write $dir/s.json: No space left on device" "$dir.log"
+    kept "--save-schedule" "$dir/s.json"
+    umount "$dir"
+    rm -f "$dir.db"
     rm -rf "$dir" "$dir.log" "$dir.stats"
     exit $status
 fi

@@ -58,6 +58,8 @@ class TestRunCli : public QObject {
     void lostOutputIsAFailure_data();
     void lostOutputIsAFailure();
     void readerThatGoesAwayLeavesAFinishedTrace();
+    void secondRunNeverReplacesATraceBeingWritten();
+    void fileSizeLimit();
 
   private:
     QString path(const QString& name) const { return dir_.filePath(name); }
@@ -715,6 +717,52 @@ void TestRunCli::readerThatGoesAwayLeavesAFinishedTrace() {
     pipescope::trace::TraceReader reader;
     QVERIFY(reader.open(db.toStdString()).ok());
     QCOMPARE(int(reader.run().status), int(pipescope::trace::RunStatus::Complete));
+}
+
+// A second run with --force onto the trace a run is writing now: refused (exit 2), and the first
+// run's trace is its own and whole. The second run used to delete the file under the first,
+// which went on into the deleted file and reported its trace written.
+void TestRunCli::secondRunNeverReplacesATraceBeingWritten() {
+    const QString db = path("two-writers.db");
+    QProcess first;
+    first.start(binaryPath(kRun),
+                {preset("small-2stage-naive.json"), "--iterations", "200000", "--out", db});
+    QVERIFY(first.waitForStarted(10000));
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(db) || first.state() == QProcess::NotRunning, 10000);
+    if (first.state() == QProcess::NotRunning) {
+        QSKIP(first.readAllStandardError().constData());  // refused: the disk is too full for it
+    }
+    const ProcessResult second =
+        runBinary(kRun, {default_, "--iterations", "1", "--out", db, "--force"});
+    QVERIFY(signalProcess(first, SIGINT));
+    QVERIFY(first.waitForFinished(60000));
+    QVERIFY2(second.exit_code == 2 &&
+                 second.err.contains(db.toUtf8() + ": another process is writing this trace now"),
+             qPrintable(describe(second)));
+    QCOMPARE(first.exitCode(), 130);
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Cancelled);
+    QCOMPARE(reader.rankCount(), 2);  // the first run's two stages, not the default's four
+}
+
+// A file size limit (ulimit -f) reached while the trace is written: exit 4 and a message naming
+// the trace, which says it failed; reached while the file is being made, no file at all. SIGXFSZ
+// used to kill the run and leave a trace "running", or a file that is no trace.
+void TestRunCli::fileSizeLimit() {
+    const QString db = path("limited.db");
+    ProcessResult r = runBinaryWithFileLimit(kRun, {default_, "--out", db}, 600 * 1024);
+    QVERIFY2(!r.crashed && r.exit_code == 4 && r.err.contains(db.toUtf8()),
+             qPrintable(describe(r)));
+    pipescope::trace::TraceReader reader;
+    QVERIFY(reader.open(db.toStdString()).ok());
+    QVERIFY(reader.run().status == pipescope::trace::RunStatus::Failed);
+
+    const QString tiny = path("limited-tiny.db");
+    r = runBinaryWithFileLimit(kRun, {default_, "--out", tiny}, 64 * 1024);
+    QVERIFY2(!r.crashed && r.exit_code == 4 && r.err.contains(tiny.toUtf8()),
+             qPrintable(describe(r)));
+    QCOMPARE(QDir(dir_.path()).entryList({"limited-tiny.db*"}, QDir::Files), QStringList());
 }
 
 QTEST_GUILESS_MAIN(TestRunCli)

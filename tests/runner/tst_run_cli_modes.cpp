@@ -2,6 +2,7 @@
 // --compare (table and one trace per variant), and schedule files (save, run, hand-broken).
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -39,6 +40,7 @@ class TestRunCliModes : public QObject {
     void initTestCase();
     void sweepTable();
     void sweepCsv();
+    void reportFilesAreNeverCutShort();
     void sweepWithInvalidPoint();
     void sweepAllPointsFail();
     void compareTable();
@@ -479,6 +481,36 @@ void TestRunCliModes::printSchedule() {
     QVERIFY(lines[3].contains(" L7 ") && lines[3].contains(" IB7 "));
     QVERIFY(lines[1].contains(" RECV_F0<0 ") && lines[1].contains(" SEND_B0>0 "));
     QVERIFY(QFile::exists(path("p.json")));
+}
+
+// A report file (--sweep-csv, --save-schedule) that cannot be written whole, here for a file
+// size limit: exit 4 naming it, and the file it was to replace is as it was, with nothing left
+// beside it. It used to be emptied first and left cut short at the limit.
+void TestRunCliModes::reportFilesAreNeverCutShort() {
+    const QByteArray old_text = "the table of an earlier sweep\n";
+    const QList<QStringList> commands = {
+        {small_, "--sweep", "model.vocab=32000,256000", "--sweep-csv", path("kept.csv")},
+        {small_, "--save-schedule", path("kept.json")},
+    };
+    for (const QStringList& args : commands) {
+        const QString out = args.back();
+        QVERIFY(writeFile(out, old_text));
+        const ProcessResult r = runBinaryWithFileLimit(kRun, args, 40);
+        QVERIFY2(r.exit_code == 4 && r.err.contains("cannot write " + out.toUtf8()),
+                 qPrintable(describe(r)));
+        QCOMPARE(readFile(out), old_text);
+        QCOMPARE(
+            QDir(dir_.path())
+                .entryList({"." + QFileInfo(out).fileName() + ".*"}, QDir::Files | QDir::Hidden),
+            QStringList());
+    }
+    // Within the limit the file is replaced, and keeps being the file a link names.
+    QVERIFY(QFile::link(path("kept.csv"), path("link.csv")));
+    const ProcessResult ok = runBinary(
+        kRun, {small_, "--sweep", "model.vocab=32000,256000", "--sweep-csv", path("link.csv")});
+    QVERIFY2(ok.exit_code == 0, qPrintable(describe(ok)));
+    QVERIFY(QFileInfo(path("link.csv")).isSymLink());
+    QVERIFY(readFile(path("kept.csv")).startsWith("model.vocab,"));
 }
 
 QTEST_GUILESS_MAIN(TestRunCliModes)

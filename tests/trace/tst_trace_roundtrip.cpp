@@ -114,6 +114,7 @@ class TstTraceRoundtrip : public QObject {
     void refusesToOverwrite();
     void namesAMissingFolder();
     void overwritesWhenAsked();
+    void neverReplacesATraceBeingWritten();
     void refusesNewerSchema();
     void checksSchemaVersionText_data();
     void checksSchemaVersionText();
@@ -351,6 +352,41 @@ void TstTraceRoundtrip::overwritesWhenAsked() {
     QCOMPARE(r.run().message, std::string("stopped by the user"));
     QCOMPARE(r.opCount(), 0);
     QVERIFY(r.timeRange().empty());
+}
+
+// Two writers on one file (a second `pipescope-run --out run.db --force` while the first still
+// writes it): the second is refused, and the first run's trace is whole. It used to delete the
+// file under the first writer, which went on writing into the deleted file and reported success.
+void TstTraceRoundtrip::neverReplacesATraceBeingWritten() {
+    const QString path = dir_.filePath("live.db");
+    const std::string file = path.toStdString();
+    QVERIFY(!traceBeingWritten(file));
+    TraceWriter first;
+    QVERIFY(first.create(file, sampleRun()).ok());
+    OpRecord op;
+    op.start_ns = 10;
+    op.end_ns = 20;
+    first.addOp(op);
+    QVERIFY(first.flush().ok());
+    QVERIFY(traceBeingWritten(file));
+
+    TraceWriter second;
+    WriterOptions opt;
+    opt.overwrite = true;
+    const auto st = second.create(file, sampleRun(), opt);
+    QCOMPARE(int(st.code), int(TraceStatus::Code::BadInput));
+    QVERIFY2(QString::fromStdString(st.message).startsWith(path + ": another process is writing"),
+             st.message.c_str());
+
+    QVERIFY(first.finish(RunStatus::Complete).ok());
+    QVERIFY(!traceBeingWritten(file));
+    TraceReader r;
+    QVERIFY(r.open(file).ok());
+    QCOMPARE(int(r.run().status), int(RunStatus::Complete));
+    QCOMPARE(r.opCount(), 1);
+    // Once the first writer is done, the file is replaced as asked.
+    QVERIFY(second.create(file, sampleRun(), opt).ok());
+    QVERIFY(second.finish(RunStatus::Complete).ok());
 }
 
 void TstTraceRoundtrip::refusesNewerSchema() {

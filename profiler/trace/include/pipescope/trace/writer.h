@@ -87,6 +87,12 @@ class TraceWriter {
     std::unique_ptr<Impl> impl_;
 };
 
+// Whether a TraceWriter, of this process or another one on this machine, is writing `path` now
+// (from create() until finish() or its end). Such a file is never replaced: --force, or a merge
+// onto it, would delete the trace of a run in progress under its runner, which would go on and
+// report a trace that is gone.
+bool traceBeingWritten(const std::string& path);
+
 // Builds the indexes and level-of-detail tables of a trace that has none (a run that crashed
 // before finish()), and, if it is still "running", marks it failed with `message`. Used by
 // `pipescope-trace repair`; never run on a file another process is still writing.
