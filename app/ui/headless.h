@@ -12,5 +12,8 @@ bool wantsHeadless(const QStringList& args);
 // and prints what it wrote or why it could not.
 int runHeadless(const QStringList& args);
 QString headlessUsage();
+// Writes `text` to stdout: 0, or 4 after saying so on stderr when it cannot be written (a
+// closed stdout, a full disk behind it), as pipescope-run and pipescope-trace report it.
+int printOut(const QString& text);
 
 }  // namespace pipescope::app
