@@ -132,6 +132,7 @@ std::string usage() {
     }
     text += "  " + std::string(kProgram) + " help COMMAND\n";
     text += "  " + std::string(kProgram) + " --version\n\n";
+    text += "Options go before or after the files, as --opt VALUE or --opt=VALUE; -- ends them.\n";
     text +=
         "exit codes: 0 ok, 2 bad arguments or bad input file, 4 writing an output failed, 130 "
         "interrupted\n";

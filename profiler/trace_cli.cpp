@@ -68,6 +68,10 @@ ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::s
                 p.error = name + " needs a value";
                 return p;
             }
+        } else if (flags.count(name)) {
+            // "--json=1" named the whole word an unknown option, though --json is known.
+            p.error = name + " takes no value, but was given '" + a.substr(eq + 1) + "'";
+            return p;
         } else {
             p.error = "unknown option '" + a + "'";
             return p;

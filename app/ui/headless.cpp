@@ -1,6 +1,8 @@
 #include "headless.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include <QFileInfo>
 
@@ -43,8 +45,18 @@ struct Args {
 std::optional<Args> parse(const QStringList& argv, QString* error) {
     Args a;
     for (int i = 1; i < argv.size(); ++i) {
-        const QString& s = argv[i];
+        // --opt=VALUE as well as --opt VALUE, as pipescope-run and pipescope-trace take them.
+        QString s = argv[i];
+        std::optional<QString> attached;
+        if (const qsizetype eq = s.indexOf(QLatin1Char('='));
+            s.startsWith(QLatin1String("--")) && eq > 0) {
+            attached = s.mid(eq + 1);
+            s.truncate(eq);
+        }
         const auto value = [&](const char* name) -> std::optional<QString> {
+            if (attached) {
+                return std::exchange(attached, std::nullopt);
+            }
             if (i + 1 >= argv.size()) {
                 *error = QStringLiteral("%1 needs a value").arg(QLatin1String(name));
                 return std::nullopt;
@@ -220,7 +232,9 @@ QString headlessUsage() {
 }
 
 bool wantsHeadless(const QStringList& args) {
-    return args.contains(QStringLiteral("--export"));
+    return args.contains(QStringLiteral("--export")) ||
+           std::any_of(args.begin(), args.end(),
+                       [](const QString& a) { return a.startsWith(QLatin1String("--export=")); });
 }
 
 int runHeadless(const QStringList& argv) {
@@ -382,7 +396,17 @@ int runHeadless(const QStringList& argv) {
         err(result.error);
         return result.bad_request ? kExitBadInput : kExitFailed;
     }
-    std::printf("%s\n", QFileInfo(a->out).absoluteFilePath().toLocal8Bit().constData());
+    // A script reads the path from here: losing it is not a success.
+    return printOut(QFileInfo(a->out).absoluteFilePath() + QLatin1Char('\n'));
+}
+
+int printOut(const QString& text) {
+    const QByteArray bytes = text.toLocal8Bit();
+    const auto size = static_cast<std::size_t>(bytes.size());
+    if (std::fwrite(bytes.constData(), 1, size, stdout) != size || std::fflush(stdout) != 0) {
+        err(QStringLiteral("cannot write to standard output"));
+        return kExitFailed;
+    }
     return kExitOk;
 }
 

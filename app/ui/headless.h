@@ -17,5 +17,8 @@ QString headlessUsage();
 // reached it with U+FFFD in their place, so --out wrote a file of another name than the one given
 // and --config looked for one that is not there.
 QString argumentNotUtf8(int argc, char** argv);
+// Writes `text` to stdout: 0, or 4 after saying so on stderr when it cannot be written (a
+// closed stdout, a full disk behind it), as pipescope-run and pipescope-trace report it.
+int printOut(const QString& text);
 
 }  // namespace pipescope::app

@@ -62,12 +62,10 @@ int main(int argc, char** argv) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
     }
     if (args.contains(QStringLiteral("--help")) || args.contains(QStringLiteral("-h"))) {
-        std::printf("%s", pipescope::app::headlessUsage().toLocal8Bit().constData());
-        return 0;
+        return pipescope::app::printOut(pipescope::app::headlessUsage());
     }
     if (args.contains(QStringLiteral("--version"))) {
-        std::printf("pipescope %s\n", PIPESCOPE_VERSION);
-        return 0;
+        return pipescope::app::printOut(QStringLiteral("pipescope " PIPESCOPE_VERSION "\n"));
     }
     if (!headless && qEnvironmentVariableIsEmpty("DISPLAY") &&
         qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
@@ -87,11 +85,20 @@ int main(int argc, char** argv) {
     // Qt has taken its own options (-geometry, -style, ...) out of the arguments by now.
     QStringList paths = QApplication::arguments().mid(1);
     QString view;
+    bool view_given = false;
     for (int i = 0; i < paths.size();) {
         const QString a = paths[i];
-        if (a == QLatin1String("--show") && i + 1 < paths.size()) {
-            view = paths[i + 1];
-            paths.remove(i, 2);
+        if (a == QLatin1String("--show") || a.startsWith(QLatin1String("--show="))) {
+            // --show VIEW or --show=VIEW; without a view it was "unknown option --show".
+            const bool attached = a != QLatin1String("--show");
+            if (!attached && i + 1 >= paths.size()) {
+                std::fprintf(stderr,
+                             "pipescope: --show needs a view: explore, compare, sweep or run\n");
+                return 2;
+            }
+            view = attached ? a.mid(7) : paths[i + 1];
+            view_given = true;
+            paths.remove(i, attached ? 1 : 2);
         } else if (a.startsWith(QLatin1Char('-'))) {
             std::fprintf(stderr, "pipescope: unknown option \"%s\"\n%s", qPrintable(a),
                          pipescope::app::headlessUsage().toLocal8Bit().constData());
@@ -100,7 +107,7 @@ int main(int argc, char** argv) {
             ++i;
         }
     }
-    if (!view.isEmpty() && !pipescope::app::MainWindow::isView(view)) {
+    if (view_given && !pipescope::app::MainWindow::isView(view)) {
         std::fprintf(stderr,
                      "pipescope: --show: unknown view \"%s\"; use explore, compare, sweep or run\n",
                      qPrintable(view));

@@ -227,7 +227,11 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
         return partial.named(st);
     }
     const auto fail = [&](const TraceStatus& why) {
-        writer.finish(trace::RunStatus::Failed, why.message);
+        // A cancelled one is discarded at once: building its indexes first (seconds for a large
+        // trace) held up the Ctrl+C that asked to stop.
+        if (why.code != TraceStatus::Code::Cancelled) {
+            writer.finish(trace::RunStatus::Failed, why.message);
+        }
         return why;
     };
     // Times are on rank 0's clock now: the offsets are applied (kept as metrics).
@@ -424,6 +428,11 @@ TraceStatus mergeTraces(const std::vector<std::string>& inputs, const std::strin
                                        [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {
         return partial.named(st);
+    }
+    // Ctrl+C while the indexes were built: that part runs to its end, but the output is not
+    // delivered (it was, with exit 0, as if nobody had asked to stop).
+    if (progress.stopped()) {
+        return progress.cancelled();
     }
     return partial.commit();
 }

@@ -167,7 +167,11 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
         return partial.named(st);
     }
     const auto fail = [&](TraceStatus why) {
-        writer.finish(trace::RunStatus::Failed, why.message);
+        // A cancelled one is discarded at once: building its indexes first (seconds for a large
+        // trace) held up the Ctrl+C that asked to stop.
+        if (why.code != Code::Cancelled) {
+            writer.finish(trace::RunStatus::Failed, why.message);
+        }
         return why;
     };
     // The ranks the file lists: one process's file of a multi-process run lists its own.
@@ -230,6 +234,11 @@ TraceStatus importNsys(const std::string& run, const std::vector<std::string>& r
                            [&](double fraction) { progress.finishing(fraction); });
         !st.ok()) {
         return partial.named(st);
+    }
+    // Ctrl+C while the indexes were built: that part runs to its end, but the output is not
+    // delivered (it was, with exit 0, as if nobody had asked to stop).
+    if (progress.stopped()) {
+        return progress.cancelled();
     }
     return partial.commit();
 }

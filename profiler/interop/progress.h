@@ -33,11 +33,12 @@ class Progress {
         return !stopped_;
     }
     bool stopped() const { return stopped_; }
-    // The writer's finish, after the reading: `fraction` of it done. It cannot be cancelled (the
-    // file would be left half built), so what the caller answers is not heard.
-    void finishing(double fraction) const {
-        if (fn_) {
-            (void)fn_(read_share_ + (1 - read_share_) * fraction);
+    // The writer's finish, after the reading: `fraction` of it done. It is not stopped midway
+    // (the file would be left half built), but a stop asked for during it is kept: stopped()
+    // then tells the job to discard what it finished rather than deliver it.
+    void finishing(double fraction) {
+        if (fn_ && !fn_(read_share_ + (1 - read_share_) * fraction)) {
+            stopped_ = true;
         }
     }
     trace::TraceStatus cancelled() const {

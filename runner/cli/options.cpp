@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <stdexcept>
+#include <string_view>
 #include <unistd.h>
 #include <utility>
 
@@ -71,6 +72,15 @@ bool sameTarget(const std::string& a, const std::string& b) {
     return ec_a || ec_b ? a == b : ca == cb;
 }
 
+// Every option parseOptions takes, for the "did you mean" of an unknown one.
+const std::vector<std::string_view> kOptionNames = {
+    "--help",       "--version",      "--backend",       "--out",        "--force",
+    "--iterations", "--summary-json", "--progress",      "--set",        "--sweep",
+    "--sweep-csv",  "--compare",      "--save-schedule", "--schedule",   "--print-schedule",
+    "--timeout",    "--gemm-report",  "--rank",          "--world-size", "--rendezvous",
+    "--transport",  "--nccl",         "--lane-sync",     "--cupti",      "--list-devices",
+    "--json"};
+
 }  // namespace
 
 std::string derivedOutputClash(const Options& o, const std::string& what, const std::string& path) {
@@ -102,7 +112,8 @@ const char* usage() {
     return R"(usage: pipescope-run CONFIG.json [options]
        pipescope-run --list-devices [--json]
 
-Runs a pipeline-parallel training config on a backend and writes its trace.
+Runs a pipeline-parallel training config on a backend and writes its trace. Options come in
+any order and take their value as --opt VALUE or --opt=VALUE.
 
   --backend sim|cpu|cuda   executor (default sim: the virtual-clock simulator)
   --out RUN.db             trace file to write (optional for sim)
@@ -141,7 +152,7 @@ Runs a pipeline-parallel training config on a backend and writes its trace.
                            builds with MPI)
   --list-devices           list the backends and whether this build can run them
   --json                   with --list-devices: print the list as JSON
-  --help, --version
+  --help, -h, --version
 
 Exit codes: 0 success, 2 bad config or arguments, 3 backend not available here,
 4 run failed, 130 cancelled.
@@ -156,8 +167,20 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
         return out;
     };
     for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
+        // "--opt=VALUE" as well as "--opt VALUE", as pipescope-trace takes them: a script that
+        // wrote --out=run.db was told "unknown option --out=run.db".
+        std::string a = args[i];
+        std::optional<std::string> attached;
+        if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+            attached = a.substr(eq + 1);
+            a.resize(eq);
+        }
         auto value = [&](std::string* dst) -> bool {
+            if (attached) {
+                *dst = *attached;
+                attached.reset();
+                return true;
+            }
             if (i + 1 >= args.size()) {
                 return false;
             }
@@ -337,6 +360,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
         } else if (a == "--json") {
             o.json = true;
         } else if (!a.empty() && a[0] == '-' && a != "-") {
+            if (const auto meant = schedule::closestName(a, kOptionNames)) {
+                return fail("unknown option " + a + " (did you mean " + std::string(*meant) + "?)");
+            }
             return fail("unknown option " + a + " (see pipescope-run --help)");
         } else if (a.empty()) {
             return fail("the config file name is an empty string");
@@ -344,6 +370,9 @@ ParsedOptions parseOptions(const std::vector<std::string>& args) {
             o.config_path = a;
         } else {
             return fail("unexpected argument \"" + a + "\": give one config file");
+        }
+        if (attached) {
+            return fail(a + " takes no value, but was given \"" + *attached + "\"");
         }
     }
     if (!o.help && !o.version && !o.list_devices && o.config_path.empty()) {

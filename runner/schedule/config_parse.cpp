@@ -356,6 +356,11 @@ std::optional<std::string> configKeyProblem(std::string_view path) {
     return detail::checkKeyPath(path);
 }
 
+std::optional<std::string_view> closestName(std::string_view word,
+                                            const std::vector<std::string_view>& candidates) {
+    return detail::closestMatch(word, candidates);
+}
+
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error) {
     const auto fail = [&](std::string message) -> std::optional<Override> {
         if (error != nullptr) {

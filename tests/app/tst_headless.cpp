@@ -49,6 +49,10 @@ class TstHeadless : public QObject {
     void badArgumentsLeaveTheOutputAlone();
     void namesNotInUtf8AreRefused();
     void fileSizeLimitLeavesTheOutputAlone();
+    void valueAfterAnEqualsSign();
+    void lostStdoutIsAFailure_data();
+    void lostStdoutIsAFailure();
+    void showWithoutAView();
 
   private:
     QTemporaryDir dir_;
@@ -275,6 +279,66 @@ void TstHeadless::fileSizeLimitLeavesTheOutputAlone() {
     QCOMPARE(test::readFile(png), QByteArray("an image the export was to replace"));
     QCOMPARE(QDir(dir_.path()).entryList({"limited.png?*"}, QDir::Files | QDir::Hidden),
              QStringList());
+}
+
+void TstHeadless::valueAfterAnEqualsSign() {
+    // --opt=VALUE as pipescope-run and pipescope-trace take it: it was "unknown option
+    // --out=...", and --export=VIEW did not even make the export headless.
+    const QString png = dir_.filePath(QStringLiteral("equals.png"));
+    const QStringList args{"--export=timeline", "--config=" + preset(), "--width=800",
+                           "--out=" + png};
+    QVERIFY(app::wantsHeadless(QStringList{QStringLiteral("pipescope")} + args));
+    QCOMPARE(run_(args), 0);
+    QCOMPARE(QImage(png).width(), 800);
+}
+
+void TstHeadless::lostStdoutIsAFailure_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("writes_image");
+    QTest::newRow("export") << QStringList{"--export", "timeline",
+                                           "--config", preset(),
+                                           "--out",    dir_.filePath(QStringLiteral("lost.png"))}
+                            << true;
+    QTest::newRow("--version") << QStringList{"--version"} << false;
+    QTest::newRow("--help") << QStringList{"--help"} << false;
+}
+
+void TstHeadless::lostStdoutIsAFailure() {
+    // A script reads the written path (or the version) from stdout: a full disk behind it was
+    // exit 0 with nothing there.
+    QFETCH(QStringList, args);
+    QFETCH(bool, writes_image);
+    if (!QFile::exists(QStringLiteral("/dev/full"))) {
+        QSKIP("no /dev/full here");
+    }
+    QFile::remove(dir_.filePath(QStringLiteral("lost.png")));
+    QProcess p;
+    p.setStandardOutputFile(QStringLiteral("/dev/full"));
+    p.start(test::binaryPath(QStringLiteral("pipescope")), args);
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 4, err.constData());
+    QVERIFY2(err.contains("pipescope: cannot write to standard output"), err.constData());
+    QCOMPARE(QFile::exists(dir_.filePath(QStringLiteral("lost.png"))), writes_image);
+}
+
+void TstHeadless::showWithoutAView() {
+    // The app's own option missing its value was "unknown option --show"; an empty one was
+    // taken for no --show at all.
+    for (const auto& [args, message] :
+         {std::pair{QStringList{"--show"}, QByteArray("--show needs a view")},
+          std::pair{QStringList{"--show="}, QByteArray("--show: unknown view \"\"")}}) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        p.setProcessEnvironment(env);
+        p.start(test::binaryPath(QStringLiteral("pipescope")), args);
+        QVERIFY(p.waitForFinished(60000));
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(p.exitCode() == 2 && err.contains(message), err.constData());
+    }
 }
 
 QTEST_MAIN(TstHeadless)

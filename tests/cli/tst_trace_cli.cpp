@@ -739,6 +739,9 @@ void TestTraceCli::badArguments_data() {
         << QStringList({"ops", "GOOD", "--iteration", "x"}) << "--iteration needs a whole number";
     QTest::newRow("stats unknown option")
         << QStringList({"stats", "GOOD", "--fast"}) << "unknown option '--fast'";
+    // A known flag given a value was "unknown option '--json=1'".
+    QTest::newRow("flag given a value") << QStringList({"stats", "GOOD", "--json=1"})
+                                        << "stats: --json takes no value, but was given '1'";
     QTest::newRow("iteration not a number")
         << QStringList({"stats", "GOOD", "--iteration", "x"}) << "--iteration needs a whole number";
     QTest::newRow("iteration without value")

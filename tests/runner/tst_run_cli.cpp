@@ -52,6 +52,7 @@ class TestRunCli : public QObject {
     void deterministicTrace();
     void listDevices();
     void helpNamesTheBackendsOfRealRunOptions();
+    void valueAfterAnEqualsSign();
     void interruptedWriteIsCancelled();
     void interruptWhileFinishingKeepsItComplete();
     void outputThatIsNotAFileIsRefused();
@@ -313,6 +314,22 @@ void TestRunCli::badInput_data() {
     QTest::newRow("unknown option")
         << QStringList{default_, "--frobnicate"}
         << QStringList{"unknown option --frobnicate (see pipescope-run --help)"};
+    // A slip of a letter names the option meant, as the config's unknown keys do.
+    QTest::newRow("unknown option near a known one")
+        << QStringList{default_, "--iteration", "2"}
+        << QStringList{"unknown option --iteration (did you mean --iterations?)"};
+    QTest::newRow("--opt=VALUE of an unknown option")
+        << QStringList{default_, "--ouput=" + path("x.db")}
+        << QStringList{"unknown option --ouput (did you mean --out?)"};
+    // --opt=VALUE is taken for an option with a value, so a flag given one says so.
+    QTest::newRow("flag given a value")
+        << QStringList{default_, "--force=yes"}
+        << QStringList{"--force takes no value, but was given \"yes\""};
+    QTest::newRow("--iterations=0")
+        << QStringList{default_, "--iterations=0"}
+        << QStringList{"--iterations: must be a whole number from 1 to 2147483647, got \"0\""};
+    QTest::newRow("empty --out=") << QStringList{default_, "--out="}
+                                  << QStringList{"--out needs a file name, not an empty string"};
     QTest::newRow("--iterations 0")
         << QStringList{default_, "--iterations", "0"}
         << QStringList{"--iterations: must be a whole number from 1 to 2147483647, got \"0\""};
@@ -594,6 +611,23 @@ void TestRunCli::helpNamesTheBackendsOfRealRunOptions() {
         const QString entry = text.mid(at, text.indexOf("\n  --", at + 1) - at);
         QVERIFY2(entry.contains("cpu") && entry.contains("cuda"), qPrintable(entry));
     }
+}
+
+void TestRunCli::valueAfterAnEqualsSign() {
+    // --out=FILE as pipescope-trace takes it: it was "unknown option --out=FILE", exit 2.
+    const QString db = path("equals.db");
+    const ProcessResult r = runBinary(
+        kRun, {default_, "--out=" + db, "--iterations=2", "--summary-json=-", "--set=run.seed=7"});
+    QVERIFY2(r.exit_code == 0 && !r.crashed, qPrintable(describe(r)));
+    QString error;
+    const QJsonObject s = parseObject(r.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error + "\n" + describe(r)));
+    QCOMPARE(s.value("trace").toString(), db);
+    const ProcessResult st = runBinary(kTraceCli, {"stats", db, "--json"});
+    QVERIFY2(st.exit_code == 0, qPrintable(describe(st)));
+    const QJsonObject stats = parseObject(st.out, &error);
+    QVERIFY2(error.isEmpty(), qPrintable(error + "\n" + describe(st)));
+    QCOMPARE(stats.value("iterations").toObject().value("recorded").toInt(), 2);
 }
 
 void TestRunCli::interruptedWriteIsCancelled() {

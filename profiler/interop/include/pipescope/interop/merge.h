@@ -43,13 +43,14 @@ struct MergeOptions {
     bool overwrite = false;
     // Called now and then with the share of the merge done (0..1): copying the rows up to
     // kMergeWritingFrom, then finishing the output. Returning false while copying stops the
-    // merge, which then fails with Code::Cancelled and leaves no output; after that, what it
-    // returns is not heard.
+    // merge, which then fails with Code::Cancelled and leaves no output; returning false after
+    // that lets the output's indexes be built to their end, and then the merge fails the same
+    // way, leaving no output.
     std::function<bool(double)> progress;
 };
 
 // From this share of the progress on, the merge writes its output's indexes and summary levels:
-// it can no longer be cancelled.
+// it can no longer stop at once.
 inline constexpr double kMergeWritingFrom = 0.6;
 
 // Writes `output` from `inputs`. Fails (nothing written) when an input is not a trace, two inputs

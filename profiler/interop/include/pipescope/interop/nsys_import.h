@@ -46,15 +46,16 @@ struct NsysImportReport {
 };
 
 // From this share of the progress on, the import writes its output's indexes and summary
-// levels: it can no longer be cancelled.
+// levels: it can no longer stop at once.
 inline constexpr double kNsysImportWritingFrom = 0.65;
 
 struct NsysImportOptions {
     bool overwrite = false;
     // Called now and then with the share of the import done (0..1): reading the inputs up to
     // kNsysImportWritingFrom, then finishing the output. Returning false while reading stops
-    // the import, which then fails with Code::Cancelled and leaves no output; after that, what
-    // it returns is not heard.
+    // the import, which then fails with Code::Cancelled and leaves no output; returning false
+    // after that lets the output's indexes be built to their end, and then the import fails the
+    // same way, leaving no output.
     std::function<bool(double)> progress;
 };
 

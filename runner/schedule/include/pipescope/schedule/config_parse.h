@@ -66,6 +66,12 @@ std::optional<KeyOwner> ownerOf(std::string_view path);
 // ("unknown key (did you mean \"model.hidden\"?)"), as --set reports it.
 std::optional<std::string> configKeyProblem(std::string_view path);
 
+// The one candidate closest to `word` (a case slip, one or two letters wrong, missing, extra or
+// swapped), as the config's "did you mean" suggestions pick it; nullopt when none is that close
+// or two are equally close. For the command lines' unknown options.
+std::optional<std::string_view> closestName(std::string_view word,
+                                            const std::vector<std::string_view>& candidates);
+
 // Parses "model.vocab=256000" into an Override; nullopt (and *error set) when malformed.
 std::optional<Override> parseOverride(std::string_view assignment, std::string* error);
 
