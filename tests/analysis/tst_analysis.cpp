@@ -42,6 +42,8 @@ class TestAnalysis : public QObject {
     void cutShortIteration();
     void oneOpShortIsCutShort();
     void damagedTraceSaysSo();
+    void iterationsJustOutsideTheRunAreStray();
+    void outsideNoteNamesTheEarliestIteration();
     void damagedMetricTableSaysSo();
     void memoryPastInt64SaysSo();
     void absurdMemoryRowSaysSo();
@@ -259,6 +261,50 @@ void TestAnalysis::damagedTraceSaysSo() {
     QVERIFY(!s.mfu);  // from no model FLOPs, no MFU
     const QJsonObject o = QJsonDocument::fromJson(analysis::formatStatsJson(s).c_str()).object();
     QCOMPARE(o.value("damage").toArray().size(), 7);
+}
+
+// Iterations just outside the run's 0 to iterations - 1 (one past the end, -1) are stray too.
+void TestAnalysis::iterationsJustOutsideTheRunAreStray() {
+    const QString path = dir_.filePath("stray-edges.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db,
+                          "UPDATE op SET iteration = 2 WHERE rowid = 3;"
+                          "UPDATE op SET iteration = -1 WHERE rowid = 4;",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const RunStats s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    QCOMPARE(QString::fromStdString(s.damage.front()),
+             QString("2 ops are numbered outside the run's iterations 0 to 1 (iteration -1 and "
+                     "others); left out of the iterations, their time counted where it falls"));
+    QCOMPARE(s.iterations.size(), std::size_t{2});
+    QCOMPARE(s.iterations.back().iteration, 1);
+}
+
+// Of the ops far outside the run's time, the note names the earliest-numbered, wherever the file
+// stores it (here after one of iteration 1).
+void TestAnalysis::outsideNoteNamesTheEarliestIteration() {
+    const QString path = dir_.filePath("outside-order.db");
+    QCOMPARE(test::writeFixtureTrace(path), QString());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(path.toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db,
+                          "UPDATE op SET iteration = 1 WHERE rowid = 1;"
+                          "UPDATE op SET iteration = 0 WHERE rowid = 2;"
+                          "UPDATE op SET start_ns = 3000000000000000000, "
+                          "end_ns = 3000000000000000001 WHERE rowid IN (1, 2);",
+                          nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(db);
+    const RunStats s = analyze(path);
+    QCOMPARE(s.damage.size(), std::size_t{1});
+    const std::string& note = s.damage.front();
+    QVERIFY2(note.find("2 ops lie far outside") == 0, note.c_str());
+    QVERIFY2(note.find(" iteration 0 ") != std::string::npos, note.c_str());
+    QVERIFY2(note.find(" iteration 1 ") == std::string::npos, note.c_str());
 }
 
 // Memory samples whose categories add up past 2^63 - 1 bytes (found by fuzzing: two samples of

@@ -39,6 +39,8 @@ class TestAnalysisReports : public QObject {
     void comparison();
     void comparisonSameWithinRounding_data();
     void comparisonSameWithinRounding();
+    void comparisonOfZerosIsSame();
+    void opKindSlowestTieNamesTheLowestRank();
     void reports();
     void opKinds();
     void opKindReports();
@@ -567,6 +569,39 @@ void TestAnalysisReports::progressAndCancel() {
         QCOMPARE(calls, 1);
         QVERIFY(cancelled.ranks.empty());
     }
+}
+
+// Two runs with a figure of zero (no bubble at all, say) are the same there, not better or worse.
+void TestAnalysisReports::comparisonOfZerosIsSame() {
+    analysis::RunStats a = stats_a_;
+    a.mean_bubble_ratio = 0.0;
+    analysis::RunStats b = a;
+    const analysis::RunComparison c = analysis::compareRuns({a, b});
+    const auto it = std::find_if(c.quantities.begin(), c.quantities.end(),
+                                 [](const auto& q) { return q.key == "bubble_ratio"; });
+    QVERIFY(it != c.quantities.end());
+    QCOMPARE(QString(analysis::toString(it->verdicts[1])), QString("same"));
+    QVERIFY(!it->relative[1]);  // no relative change from 0
+}
+
+// Of ranks whose ops of a kind took equally long, the slowest named is the lowest.
+void TestAnalysisReports::opKindSlowestTieNamesTheLowestRank() {
+    analysis::RunStats s;
+    s.measured = {0, 1};  // two iterations: the times are per iteration
+    for (int rank : {1, 2, 3}) {
+        analysis::OpKindTotals t;
+        t.rank = rank;
+        t.lane = trace::Lane::Compute;
+        t.kind = trace::OpKind::F;
+        t.add(rank == 3 ? 100 : 500);
+        s.op_kinds.push_back(t);
+    }
+    const auto rows = analysis::compareOpKinds({s});
+    QCOMPARE(rows.size(), std::size_t{1});
+    QVERIFY(rows.front().runs.front());
+    QCOMPARE(rows.front().runs.front()->slowest_rank, 1);
+    QCOMPARE(rows.front().runs.front()->slowest_ns, 250.0);
+    QCOMPARE(rows.front().runs.front()->total_ns, 550.0);
 }
 
 QTEST_GUILESS_MAIN(TestAnalysisReports)

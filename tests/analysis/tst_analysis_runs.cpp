@@ -37,6 +37,7 @@ class TestAnalysisRuns : public QObject {
     void aRankThatStopsFirstCutsTheRestShort();
     void anyStoredOrderGivesTheSameFigures_data();
     void anyStoredOrderGivesTheSameFigures();
+    void iterationPeakStartsFromItsStart();
 
   private:
     QTemporaryDir dir_;
@@ -216,6 +217,41 @@ void TestAnalysisRuns::anyStoredOrderGivesTheSameFigures() {
         return out;
     };
     QVERIFY(tally(y) == tally(x));
+}
+
+// The peak of one iteration: memory freed exactly as the iteration starts is not part of it (the
+// level carried in is the one at its start), though a level carried in unchanged is.
+void TestAnalysisRuns::iterationPeakStartsFromItsStart() {
+    const QString path = dir_.filePath("iteration-peak.db");
+    {
+        trace::TraceWriter w;
+        trace::RunInfo run;
+        run.name = "peak";
+        run.backend = "sim";
+        run.ranks = 1;
+        run.iterations = 2;
+        QVERIFY(w.create(path.toStdString(), run).ok());
+        w.addRank({0, "0", "sim", "", 0, 0});
+        for (int it = 0; it < 2; ++it) {
+            trace::OpRecord o;
+            o.iteration = it;
+            o.op_index = it;
+            o.start_ns = 100 * it;
+            o.end_ns = o.start_ns + 100;
+            w.addOp(o);
+        }
+        w.addMemory({0, 50, 5000, trace::MemoryCategory::Weights});
+        w.addMemory({0, 100, 1000, trace::MemoryCategory::Weights});  // freed as iteration 1 starts
+        w.addMemory({0, 150, 2000, trace::MemoryCategory::Weights});
+        QVERIFY(w.finish(trace::RunStatus::Complete).ok());
+    }
+    analysis::AnalysisOptions options;
+    options.iteration = 1;
+    RunStats s;
+    QVERIFY(analysis::analyzeFile(path.toStdString(), options, &s).ok());
+    QVERIFY(s.ranks.front().peak_memory.present);
+    QCOMPARE(s.ranks.front().peak_memory.bytes, std::int64_t{2000});
+    QCOMPARE(s.ranks.front().peak_memory.t_ns, std::int64_t{150});
 }
 
 QTEST_GUILESS_MAIN(TestAnalysisRuns)

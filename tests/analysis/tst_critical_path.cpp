@@ -50,6 +50,12 @@ class TstCriticalPath : public QObject {
     void lastEndTiesGoToTheLaterStart();
     void aMemberJoiningTogetherIsNotWaitedFor();
     void outputBroadcastFollowsThePreviousLoss();
+    void endTiesGoToTheOpFirstInSchedule();
+    void aCollectiveWaitsFromTheLastMembersJoin();
+    void aReceiveWaitsForTheSendToItsRank();
+    void aReceivePostedAfterItsSendDidNotWait();
+    void aCollectiveWaitsForItsOwnMember();
+    void predecessorTiesGoToTheStream();
     void stepsAreNamed_data();
     void stepsAreNamed();
 };
@@ -196,6 +202,122 @@ void TstCriticalPath::stepsAreNamed() {
     OpRecord o = op(0, 0, static_cast<OpKind>(kind), microbatch, 0, 1, 1);
     o.collective = collective;
     QCOMPARE(QString::fromStdString(trace::opLabel(o)), label);
+}
+
+void TstCriticalPath::endTiesGoToTheOpFirstInSchedule() {
+    // B0 and the empty W0 behind it end together; the send that follows waited for B0, and the
+    // path goes through it, not through the W that took no time.
+    std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::F, 0, 0, 10),
+        op(0, 1, OpKind::B, 0, 10, 20),
+        op(0, 2, OpKind::W, 0, 20, 20),
+        op(0, 3, OpKind::SendB, 0, 20, 25, 1),
+    };
+    ops[2].lane = trace::Lane::Compute;
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    std::vector<OpKind> kinds;
+    for (const auto& o : path->ops()) {
+        kinds.push_back(o.kind);
+    }
+    QCOMPARE(kinds, (std::vector<OpKind>{OpKind::F, OpKind::B, OpKind::SendB}));
+}
+
+void TstCriticalPath::aCollectiveWaitsFromTheLastMembersJoin() {
+    // Rank 0 joined the all-reduce at 0, rank 1 only at 60, after its F: the all-reduce waited
+    // for rank 1 from 60, and the path goes on there at its join.
+    const std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::AllReduce, 0, 0, 101),
+        op(1, 0, OpKind::F, 0, 0, 60),
+        op(1, 1, OpKind::AllReduce, 0, 60, 99),
+    };
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    const auto share = [&](PathCategory c) {
+        return path->by_category[static_cast<std::size_t>(c)];
+    };
+    QCOMPARE(share(PathCategory::Compute), std::int64_t{60});
+    QCOMPARE(share(PathCategory::Collective), std::int64_t{41});
+    QCOMPARE(share(PathCategory::Gap), std::int64_t{0});
+}
+
+void TstCriticalPath::aReceiveWaitsForTheSendToItsRank() {
+    // Rank 0 sends micro-batch 0 forward twice, to rank 1 and later to rank 2 (a V-shaped
+    // placement): rank 1's receive waited for the send to rank 1.
+    const std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::F, 0, 0, 5),
+        op(0, 1, OpKind::SendF, 0, 5, 10, 1),
+        op(0, 2, OpKind::SendF, 0, 15, 18, 2),
+        op(1, 0, OpKind::RecvF, 0, 0, 20, 0),
+    };
+    const auto path = analysis::criticalPath(ops, 0, 3);
+    QVERIFY(path);
+    std::vector<std::pair<OpKind, int>> on_path;
+    for (const auto& o : path->ops()) {
+        on_path.emplace_back(o.kind, o.peer);
+    }
+    const std::vector<std::pair<OpKind, int>> expected = {
+        {OpKind::F, -1}, {OpKind::SendF, 1}, {OpKind::RecvF, 0}};
+    QCOMPARE(on_path, expected);
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::P2P)], std::int64_t{15});
+}
+
+void TstCriticalPath::aReceivePostedAfterItsSendDidNotWait() {
+    // Rank 1 posts the receive of micro-batch 0 at 30, long after rank 0's send ended at 8: it
+    // did not wait, and the path stays on rank 1, behind its F of micro-batch 1.
+    const std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::F, 0, 0, 5),   op(0, 1, OpKind::SendF, 0, 5, 8, 1),
+        op(1, 0, OpKind::F, 1, 0, 30),  op(1, 1, OpKind::RecvF, 0, 30, 31, 0),
+        op(1, 2, OpKind::F, 0, 31, 50),
+    };
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    std::vector<std::pair<int, OpKind>> on_path;
+    for (const auto& o : path->ops()) {
+        on_path.emplace_back(o.rank, o.kind);
+    }
+    const std::vector<std::pair<int, OpKind>> expected = {
+        {1, OpKind::F}, {1, OpKind::RecvF}, {1, OpKind::F}};
+    QCOMPARE(on_path, expected);
+}
+
+void TstCriticalPath::aCollectiveWaitsForItsOwnMember() {
+    // Rank 1 runs two all-reduces of micro-batch 0 (input and output gradients): rank 0's
+    // first one waited for rank 1's first, which joined at 10, not for the second.
+    std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::AllReduce, 0, 0, 101),
+        op(1, 0, OpKind::F, 0, 0, 10),
+        op(1, 1, OpKind::AllReduce, 0, 10, 100),
+        op(1, 2, OpKind::AllReduce, 0, 70, 95),
+    };
+    ops[0].collective = 2;
+    ops[2].collective = 2;
+    ops[3].collective = 5;
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Collective)],
+             std::int64_t{91});
+    QCOMPARE(path->by_category[static_cast<std::size_t>(PathCategory::Gap)], std::int64_t{0});
+}
+
+void TstCriticalPath::predecessorTiesGoToTheStream() {
+    // B0 starts as F1 (before it on the compute stream) and the send of micro-batch 0 end:
+    // the stream's op is its predecessor.
+    const std::vector<OpRecord> ops = {
+        op(0, 0, OpKind::F, 0, 0, 5),
+        op(0, 1, OpKind::SendF, 0, 5, 10, 1),
+        op(0, 2, OpKind::F, 1, 5, 10),
+        op(0, 3, OpKind::B, 0, 10, 20),
+    };
+    const auto path = analysis::criticalPath(ops, 0, 2);
+    QVERIFY(path);
+    std::vector<std::pair<OpKind, int>> on_path;
+    for (const auto& o : path->ops()) {
+        on_path.emplace_back(o.kind, o.microbatch);
+    }
+    const std::vector<std::pair<OpKind, int>> expected = {
+        {OpKind::F, 0}, {OpKind::F, 1}, {OpKind::B, 0}};
+    QCOMPARE(on_path, expected);
 }
 
 QTEST_GUILESS_MAIN(TstCriticalPath)

@@ -266,6 +266,7 @@ void TstAppcoreModels::opKindCells() {
     QCOMPARE(text(f, OpKindModel::Ops), QString("6"));
     QCOMPARE(text(f, OpKindModel::Time), QString("0.046"));
     QCOMPARE(text(f, OpKindModel::Share), QString("21.3"));
+    QCOMPARE(text(f, OpKindModel::Mean), QString("0.008"));  // 46 us over 6 ops
     QCOMPARE(text(f, OpKindModel::Min), QString("0.005"));
     QCOMPARE(text(f, OpKindModel::Max), QString("0.010"));
     QCOMPARE(text(f, OpKindModel::Bandwidth), QString("\u2014"));

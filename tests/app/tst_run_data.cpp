@@ -217,6 +217,17 @@ void TstRunData::traceRecoversTheGraphsMessages() {
             std::set<std::pair<int, int>> recovered;
             for (const auto& d : file->dependencies(op)) {
                 recovered.insert(key(d));
+                // What came before on its own lane had ended when it started, and the receive a
+                // compute op needs is that of its own chunk.
+                if (d.rank == op.rank && d.lane == op.lane) {
+                    QVERIFY2(d.end_ns <= op.start_ns,
+                             qPrintable(QString::fromStdString(app::opLabel(op) + " after " +
+                                                               app::opLabel(d))));
+                }
+                if ((op.kind == trace::OpKind::F || op.kind == trace::OpKind::B) &&
+                    (d.kind == trace::OpKind::RecvF || d.kind == trace::OpKind::RecvB)) {
+                    QCOMPARE(d.chunk, op.chunk);
+                }
             }
             // The same op in the simulation, by rank and index in the rank's list.
             const auto it = std::find_if(simulated[r].begin(), simulated[r].end(),

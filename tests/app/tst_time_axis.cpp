@@ -262,6 +262,9 @@ void TstTimeAxis::ticks_data() {
     QTest::newRow("negative times")
         << -3e3 << 3e3 << 600.0 << 1e3 << 7 << QString::fromUtf8("-3 \u00b5s")
         << QString::fromUtf8("3 \u00b5s");
+    QTest::newRow("warm-up before an aligned start")
+        << -2e9 << 5e8 << 1000.0 << 2e8 << 13 << "-2.0 s"
+        << "0.4 s";
     QTest::newRow("no tick inside") << 1.5e3 << 2.5e3 << 10.0 << 1e4 << 0 << ""
                                     << "";
     QTest::newRow("empty view") << 0.0 << 1e6 << 0.0 << 0.0 << 0 << ""

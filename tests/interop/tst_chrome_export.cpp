@@ -18,6 +18,7 @@
 #include <pipescope/interop/chrome_export.h>
 #include <pipescope/interop/csv_export.h>
 #include <pipescope/trace/reader.h>
+#include <pipescope/trace/writer.h>
 
 #include "testsupport.h"
 #include "trace_fixture.h"
@@ -62,6 +63,7 @@ class TestChromeExport : public QObject {
     void neverReplacesTheTraceItReads();
     void removesWhatAKilledExportLeft();
     void zeroLengthOpsStandApart();
+    void unchangedLevelsGiveNoEvent();
     void progressAndCancel();
 
   private:
@@ -428,6 +430,48 @@ void TestChromeExport::zeroLengthOpsStandApart() {
             QVERIFY2(names.size() == 1, qPrintable(names.join(", ")));
         }
     }
+}
+
+// A sample that leaves every level as it was (a category set again to its value) gives no
+// counter event: the counter changes only where memory does; and an instant that ends one rank's
+// samples is its own event, though the next rank's first sample is at the same time.
+void TestChromeExport::unchangedLevelsGiveNoEvent() {
+    const QString path = dir_.filePath("same-level.db");
+    {
+        trace::TraceWriter w;
+        trace::RunInfo run;
+        run.name = "same level";
+        run.backend = "sim";
+        run.ranks = 2;
+        run.iterations = 1;
+        QVERIFY(w.create(path.toStdString(), run).ok());
+        w.addRank({0, "0", "sim", "", 0, 0});
+        w.addRank({1, "1", "sim", "", 0, 0});
+        trace::OpRecord o;
+        o.end_ns = 100;
+        w.addOp(o);
+        w.addMemory({0, 0, 100, trace::MemoryCategory::Weights});
+        w.addMemory({0, 10, 100, trace::MemoryCategory::Weights});
+        w.addMemory({0, 20, 200, trace::MemoryCategory::Weights});
+        w.addMemory({1, 20, 50, trace::MemoryCategory::Activations});
+        QVERIFY(w.finish(trace::RunStatus::Complete).ok());
+    }
+    trace::TraceReader reader;
+    QVERIFY(reader.open(path.toStdString()).ok());
+    interop::ChromeExportStats stats;
+    QVERIFY(
+        interop::exportChrome(reader, dir_.filePath("same-level.json").toStdString(), &stats).ok());
+    QCOMPARE(stats.counter_events, std::int64_t{3});
+    QMap<qint64, QVector<QJsonObject>> by_pid;
+    for (const QJsonValue& v :
+         eventsOf(QJsonDocument::fromJson(test::readFile(dir_.filePath("same-level.json"))), "C")) {
+        by_pid[v.toObject().value("pid").toInteger()].append(v.toObject());
+    }
+    QCOMPARE(by_pid.value(1).size(), 2);  // rank 0: at 0 and 20 ns
+    QCOMPARE(by_pid.value(1).at(1).value("ts").toDouble(), 0.02);
+    QCOMPARE(by_pid.value(1).at(1).value("args").toObject().value("weights").toInteger(), 200);
+    QCOMPARE(by_pid.value(2).size(), 1);  // rank 1
+    QCOMPARE(by_pid.value(2).at(0).value("args").toObject().keys(), QStringList{"activations"});
 }
 
 // The export says how far it is and stops when asked, leaving the target as it was.

@@ -443,6 +443,24 @@ class TstNsysImport : public QObject {
         QVERIFY(!QFile::exists(path("far.db")));
     }
 
+    void startEndRangesAreOpRangesToo() {
+        // Ranges started and ended on any thread (nvtxRangeStart/End, event type 60) name ops as
+        // push/pop ranges do.
+        QVERIFY(QFile::copy(path("report.sqlite"), path("start-end.sqlite")));
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open(path("start-end.sqlite").toUtf8().constData(), &db), SQLITE_OK);
+        QVERIFY(execSql(db, "UPDATE NVTX_EVENTS SET eventType = 60 WHERE eventType = 59"));
+        sqlite3_close(db);
+        interop::NsysImportReport report;
+        const auto st = interop::importNsys(path("run.db").toStdString(),
+                                            {path("start-end.sqlite").toStdString()},
+                                            path("start-end.db").toStdString(), {}, &report);
+        QVERIFY2(st.ok(), st.message.c_str());
+        QCOMPARE(report.reports.front().op_ranges, 6);
+        QCOMPARE(report.reports.front().matched, 5);
+        QCOMPARE(report.gpu_rows, 4);
+    }
+
     void backwardsRecordsAreCounted() {
         // A kernel that ends before it starts (a damaged or edited export): copied as it is,
         // counted in the summary, and taking no time in its op's device span, which would end

@@ -27,6 +27,7 @@ class TstTraceCrash : public QObject {
     void slowWriterKilled();
     void racingMarkersMarkOnce();
     void readOnlyFolderSaysWhy();
+    void repairKeepsWhyAFailedRunEnded();
 
   private:
     // Writes batches of `rows` ops to `path` in a child process and kills it inside the
@@ -249,6 +250,44 @@ void TstTraceCrash::readOnlyFolderSaysWhy() {
                                        "through a -shm file it cannot make in this read-only "
                                        "folder"),
              qPrintable(stats.second));
+}
+
+void TstTraceCrash::repairKeepsWhyAFailedRunEnded() {
+    // A writer that failed marks its run failed with the reason and builds no indexes; a repair
+    // builds them, and keeps that status and reason rather than claiming the run was cut short.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("failed.db");
+    {
+        TraceWriter w;
+        RunInfo run;
+        run.name = "failed";
+        run.backend = "sim";
+        run.ranks = 1;
+        run.iterations = 1;
+        QVERIFY(w.create(path.toStdString(), run).ok());
+        w.addRank({0, "0", "sim", "", 0, 0});
+        OpRecord o;
+        o.end_ns = 1000;
+        w.addOp(o);
+        QVERIFY(w.flush().ok());
+    }
+    const char* why = "writing a batch failed: database or disk is full";
+    {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr),
+                 SQLITE_OK);
+        const std::string sql =
+            std::string("UPDATE run SET status = 'failed', message = '") + why + "' WHERE id = 1";
+        QCOMPARE(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    }
+    QVERIFY(finalizeTrace(path.toStdString(), "repaired").ok());
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(r.finalized());
+    QCOMPARE(int(r.run().status), int(RunStatus::Failed));
+    QCOMPARE(r.run().message, std::string(why));
+    QCOMPARE(r.opCount(), std::int64_t{1});
 }
 
 QTEST_GUILESS_MAIN(TstTraceCrash)

@@ -222,8 +222,12 @@ class TstTraceLod : public QObject {
     void opsLodMatchesBruteForce_data();
     void opsLodMatchesBruteForce();
     void lodBoundsEntriesPerPixel();
+    void foldedTiesKeepTheFirstKind();
+    void windowsStartingInsideAFoldedEntry();
+    void memoryLodRawIsExact_data();
     void memoryLodRawIsExact();
     void memoryLodKeepsPeaks();
+    void memoryLodKeepsDips();
     void unfinishedTraceStillAnswers();
     void damagedLevelsAreNotTrusted();
     void damagedTimeRangeIsNotTrusted();
@@ -232,6 +236,7 @@ class TstTraceLod : public QObject {
 
   private:
     QString writeTrace(const RandomTrace& t, const QString& name, bool finish);
+    void compareWithBruteForce(std::int64_t t0, std::int64_t t1, int pixels);
     QTemporaryDir dir_;
     RandomTrace trace_;
     TraceReader reader_;
@@ -328,6 +333,11 @@ void TstTraceLod::opsLodMatchesBruteForce() {
     const auto span = static_cast<double>(trace_.span);
     const auto t0 = static_cast<std::int64_t>(from * span);
     const auto t1 = t0 + std::max<std::int64_t>(1, static_cast<std::int64_t>(fraction * span));
+    compareWithBruteForce(t0, t1, pixels);
+}
+
+// The reader's opsLod for [t0, t1) against the folding rules computed from all ops.
+void TstTraceLod::compareWithBruteForce(std::int64_t t0, std::int64_t t1, int pixels) {
     const LodOptions options;
     const auto result = reader_.opsLod(t0, t1, pixels, options);
     QCOMPARE(result.lanes.size(), std::size_t(3 * kLaneCount));
@@ -393,8 +403,142 @@ void TstTraceLod::lodBoundsEntriesPerPixel() {
              qPrintable(QString("read %1 of %2 rows").arg(result.rows_read).arg(dense.ops.size())));
 }
 
+void TstTraceLod::foldedTiesKeepTheFirstKind() {
+    // F and B of one duration take turns, two of each per W_2 bucket: every stored entry holds
+    // as much F as B, and the first kind, F, colours it (as an entry folded on reading does).
+    RandomTrace t;
+    t.ranks = 1;
+    for (int p = 0; p < 2000; ++p) {
+        for (const auto& [kind, offset] : {std::pair{OpKind::F, 0}, std::pair{OpKind::B, 4096}}) {
+            OpRecord o;
+            o.rank = 0;
+            o.kind = kind;
+            o.microbatch = p % 8;
+            o.op_index = static_cast<int>(t.ops.size());
+            o.start_ns = std::int64_t{p} * 8192 + offset;
+            o.end_ns = o.start_ns + 100;
+            o.id = static_cast<std::int64_t>(t.ops.size()) + 1;
+            t.ops.push_back(o);
+            t.span = o.end_ns;
+        }
+    }
+    // Then an op exactly W_3 long, the shortest that level 3 does not fold: it stays itself.
+    OpRecord wide = t.ops.back();
+    wide.op_index += 1;
+    wide.id += 1;
+    wide.start_ns = 16'400'000;
+    wide.end_ns = wide.start_ns + lodWidth(3);
+    t.ops.push_back(wide);
+    t.span = wide.end_ns;
+    const QString path = writeTrace(t, "ties.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    LodOptions no_folding;
+    no_folding.fold_pixels = 0;
+    const auto result = r.opsLod(0, t.span, 100, no_folding);
+    QCOMPARE(result.level, 3);
+    std::size_t entries = 0;
+    bool wide_seen = false;
+    for (const auto& lane : result.lanes) {
+        for (const auto& e : lane.entries) {
+            if (e.op_id >= 0) {
+                QCOMPARE(e.op_id, wide.id);
+                wide_seen = true;
+                continue;
+            }
+            QVERIFY2(e.kind == OpKind::F && e.mixed, qPrintable(describe(e)));
+            ++entries;
+        }
+    }
+    QVERIFY(wide_seen);
+    QVERIFY(entries > 10);
+
+    // Two ops whose joined span is exactly the fold threshold (2 pixels) fold into one entry.
+    RandomTrace pair;
+    pair.ranks = 1;
+    for (const auto& [start, end] : {std::pair{0, 50}, std::pair{100, 200}}) {
+        OpRecord o;
+        o.rank = 0;
+        o.op_index = static_cast<int>(pair.ops.size());
+        o.start_ns = start;
+        o.end_ns = end;
+        o.id = static_cast<std::int64_t>(pair.ops.size()) + 1;
+        pair.ops.push_back(o);
+    }
+    const QString pair_path = writeTrace(pair, "fold-threshold.db", true);
+    TraceReader p;
+    QVERIFY(p.open(pair_path.toStdString()).ok());
+    const auto folded = p.opsLod(0, 1000, 10);  // 100 ns a pixel: a threshold of 200 ns
+    QCOMPARE(folded.lanes.front().entries.size(), std::size_t(1));
+    QCOMPARE(folded.lanes.front().entries.front().count, 2);
+}
+
+void TstTraceLod::windowsStartingInsideAFoldedEntry() {
+    // A folded entry can begin up to 2 W before a window and still reach into it (a bucket of
+    // narrow ops and the last one's length): windows that start just before such entries end.
+    const std::int64_t span = trace_.span;
+    const int pixels = 400;
+    int checked = 0;
+    for (int level = 2; level < kLodLevels && lodWidth(level) * pixels < span; ++level) {
+        const auto probe = reader_.opsLod(0, lodWidth(level) * pixels, pixels);
+        if (probe.level != level) {
+            continue;
+        }
+        for (int rank = 0; rank < trace_.ranks; ++rank) {
+            int here = 0;
+            for (const auto& g : foldedGroups(trace_, rank, 0, level)) {
+                if (g.end_ns - g.start_ns <= lodWidth(level) + 1 || here == 5) {
+                    continue;
+                }
+                const std::int64_t t0 = g.end_ns - 1;
+                compareWithBruteForce(t0, t0 + lodWidth(level) * pixels, pixels);
+                if (QTest::currentTestFailed()) {
+                    return;
+                }
+                ++here;
+                ++checked;
+            }
+        }
+    }
+    QVERIFY2(checked > 0, "no folded entry longer than its bucket width");
+}
+
+void TstTraceLod::memoryLodKeepsDips() {
+    // A level that dips for one sample in ten: every pixel of a zoomed-out view shows the dip.
+    RandomTrace t;
+    t.ranks = 1;
+    for (int i = 0; i < 2000; ++i) {
+        t.memory.push_back(
+            {0, std::int64_t{i} * 1000, i % 10 == 5 ? 10 : 1000, MemoryCategory::Weights});
+    }
+    OpRecord o;
+    o.rank = 0;
+    o.id = 1;
+    o.end_ns = 2'000'000;
+    t.ops.push_back(o);
+    const QString path = writeTrace(t, "dips.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    const auto result = r.memoryLod(0, 0, 2'000'000, 10);
+    QVERIFY2(result.level >= 0, "the view reads raw samples, not levels");
+    for (const auto& px : result.pixels) {
+        QCOMPARE(px.max[kMemoryCategoryCount], std::int64_t{1000});
+        if (px.t_ns > 0) {  // the first pixel starts from nothing allocated
+            QCOMPARE(px.min[kMemoryCategoryCount], std::int64_t{10});
+            QCOMPARE(px.min[0], std::int64_t{10});
+        }
+    }
+}
+
+void TstTraceLod::memoryLodRawIsExact_data() {
+    QTest::addColumn<std::int64_t>("offset");
+    QTest::newRow("starting between samples") << std::int64_t{-500};
+    QTest::newRow("starting at a sample") << std::int64_t{0};
+}
+
 void TstTraceLod::memoryLodRawIsExact() {
     // Narrow windows are answered from raw samples: compare pixel by pixel.
+    QFETCH(std::int64_t, offset);
     const int rank = 1;
     std::vector<MemorySample> samples;
     for (const auto& m : trace_.memory) {
@@ -402,7 +546,7 @@ void TstTraceLod::memoryLodRawIsExact() {
             samples.push_back(m);
         }
     }
-    const std::int64_t t0 = samples[samples.size() / 2].t_ns - 500;
+    const std::int64_t t0 = samples[samples.size() / 2].t_ns + offset;
     const std::int64_t t1 = t0 + 100'000;
     const int pixels = 400;
     const auto result = reader_.memoryLod(rank, t0, t1, pixels);
@@ -483,6 +627,7 @@ void TstTraceLod::unfinishedTraceStillAnswers() {
     QVERIFY(r.open(path.toStdString()).ok());
     QVERIFY(!r.finalized());
     QCOMPARE(int(r.run().status), int(RunStatus::Running));
+    QCOMPARE(r.iterationCount(), 3);  // iterations 0 to 2, counted from the ops
     const auto result = r.opsLod(0, small.span, 300);
     QCOMPARE(result.level, -1);
     const double threshold = 2.0 * result.ns_per_pixel;
