@@ -26,6 +26,28 @@ QString siblingPath(const QString& trace_path, const char* suffix) {
     return info.dir().filePath(info.completeBaseName() + QLatin1String(suffix));
 }
 
+// Writes `bytes` to `path`, which must not exist yet: the name is taken by creating the file, so
+// two windows that chose the same run name in the same second cannot both write it (the second
+// used to replace the first's config and log, and its runner then refused the trace).
+bool writeNewFile(const QString& path, const QByteArray& bytes, QString* error) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::NewOnly)) {
+        *error = QFileInfo::exists(path)
+                     ? QObject::tr(
+                           "%1 exists already: another run took this name (a second "
+                           "PipeScope window?); start the run again for a new name")
+                           .arg(path)
+                     : QObject::tr("%1: cannot write: %2").arg(path, f.errorString());
+        return false;
+    }
+    if (f.write(bytes) != bytes.size() || !f.flush()) {
+        *error = QObject::tr("%1: cannot write: %2").arg(path, f.errorString());
+        f.remove();
+        return false;
+    }
+    return true;
+}
+
 bool writeFile(const QString& path, const QByteArray& bytes, QString* error) {
     QSaveFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
@@ -186,7 +208,7 @@ bool RunnerProcess::start(const RunRequest& request, QString* error) {
         return false;
     }
     const QString config_path = siblingPath(request.trace_path, ".json");
-    if (!writeFile(config_path, request.config_json.toUtf8(), error)) {
+    if (!writeNewFile(config_path, request.config_json.toUtf8(), error)) {
         return false;
     }
     request_ = request;

@@ -91,6 +91,7 @@ class TstRunPage : public QObject {
     void runsATinyConfigAndOpensIt();
     void cancelMidRunLeavesACancelledTrace();
     void closingMidRunKeepsTheLog();
+    void runNameTakenMeanwhileIsNotReplaced();
     void runnerErrorIsShown();
     void divergedRunIsShown();
     void runnerWarningIsShown();
@@ -294,6 +295,24 @@ void TstRunPage::closingMidRunKeepsTheLog() {
     trace::TraceReader reader;
     QVERIFY(reader.open(request.trace_path.toStdString()).ok());
     QVERIFY(reader.run().status == trace::RunStatus::Cancelled);
+}
+
+// A run whose name another window took since it was chosen (its config is there already) does
+// not start: the other run's config stays as it was, and no runner replaces its files.
+void TstRunPage::runNameTakenMeanwhileIsNotReplaced() {
+    const QString config = dir_.filePath(QStringLiteral("taken.json"));
+    QVERIFY(test::writeFile(config, "the other window's config"));
+    app::RunnerProcess runner;
+    app::RunRequest request;
+    request.config_json = kTiny;
+    request.iterations = 2;
+    request.trace_path = dir_.filePath(QStringLiteral("taken.db"));
+    QString error;
+    QVERIFY(!runner.start(request, &error));
+    QVERIFY2(error.contains(config) && error.contains(QStringLiteral("another run took this name")),
+             qPrintable(error));
+    QCOMPARE(test::readFile(config), QByteArray("the other window's config"));
+    QVERIFY(!QFileInfo::exists(request.trace_path));
 }
 
 void TstRunPage::runnerErrorIsShown() {
