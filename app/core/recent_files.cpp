@@ -28,6 +28,20 @@ bool sameFile(const QString& stored, const QString& path) {
 RecentFiles::RecentFiles(QString key, int max, QString settings_path)
     : key_(std::move(key)), max_(std::max(1, max)), settings_path_(std::move(settings_path)) {}
 
+QString settingsNotWritable(const QString& settings_path) {
+    const auto s = settings_path.isEmpty()
+                       ? std::make_unique<QSettings>()
+                       : std::make_unique<QSettings>(settings_path, QSettings::IniFormat);
+    if (s->isWritable()) {
+        return {};
+    }
+    return QObject::tr(
+               "Settings cannot be saved to %1 (it or its folder is not writable): the "
+               "window layout, recent files, runs folder and last config will not be "
+               "kept after this session")
+        .arg(s->fileName());
+}
+
 QStringList RecentFiles::load() const {
     const auto s = settings_path_.isEmpty()
                        ? std::make_unique<QSettings>()

@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include <cstdio>
+
 #include <QAbstractButton>
 #include <QApplication>
 #include <QCloseEvent>
@@ -205,6 +207,12 @@ MainWindow::MainWindow(bool restore, QWidget* parent) : QMainWindow(parent), res
     }
     if (!loaded) {
         config_->loadPreset(QStringLiteral("default.json"));
+    }
+    if (restore_) {
+        if (const QString problem = settingsNotWritable(); !problem.isEmpty()) {
+            std::fprintf(stderr, "pipescope: %s\n", problem.toUtf8().constData());
+            statusBar()->showMessage(problem, 30000);
+        }
     }
 }
 

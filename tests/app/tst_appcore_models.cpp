@@ -59,6 +59,7 @@ class TstAppcoreModels : public QObject {
     void compareCsv();
     void recentFiles();
     void recentFilesSameFileTwoWays();
+    void settingsThatCannotBeSavedAreNamed();
     void defaultRunsFolderKeepsOldRuns();
 
   private:
@@ -669,6 +670,22 @@ void TstAppcoreModels::recentFiles() {
     QVERIFY(recent.files(false).isEmpty());
     QVERIFY(!QSettings(ini, QSettings::IniFormat).contains("recent"));
     QCOMPARE(app::RecentFiles("x", 0, ini).maxCount(), 1);
+}
+
+// Settings under a folder that cannot be made (a file stands where the folder goes, as with
+// XDG_CONFIG_HOME naming a file) are named, and a writable place gives no message.
+void TstAppcoreModels::settingsThatCannotBeSavedAreNamed() {
+    QTemporaryDir dir;
+    QVERIFY(app::settingsNotWritable(dir.filePath(QStringLiteral("ok/pipescope.conf"))).isEmpty());
+    const QString file = dir.filePath(QStringLiteral("a-file"));
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write("not a folder") > 0);
+    }
+    const QString ini = file + QStringLiteral("/PipeScope/pipescope.conf");
+    const QString problem = app::settingsNotWritable(ini);
+    QVERIFY2(problem.contains(ini) && problem.contains(QStringLiteral("not writable")),
+             qPrintable(problem));
 }
 
 void TstAppcoreModels::recentFilesSameFileTwoWays() {

@@ -34,4 +34,10 @@ class RecentFiles {
     QString settings_path_;
 };
 
+// Why settings (in the INI file `settings_path`, or the application's QSettings when empty)
+// cannot be saved: the file or its folder is not writable (XDG_CONFIG_HOME naming a file, a
+// read-only home). Empty when they can. The window layout, recent files, the runs folder and the
+// last config are kept there, and were lost at every close without a word.
+QString settingsNotWritable(const QString& settings_path = {});
+
 }  // namespace pipescope::app
