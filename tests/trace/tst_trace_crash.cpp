@@ -1,8 +1,10 @@
 // Crash safety: a writer killed in the middle of a batch leaves a readable file with every
 // earlier batch intact and the run marked as not finished; a slow writer's rows reach the file
 // within the batch age, though no batch fills; of several processes that race to mark such a
-// file failed, one does; such a file in a folder the reader cannot write says what that means.
+// file failed, one does; such a file in a folder the reader cannot write says what that means;
+// its runner counts as gone only where a rank ran on this host.
 #include <atomic>
+#include <limits>
 #include <sqlite3.h>
 #include <thread>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <pipescope/trace/liveness.h>
 #include <pipescope/trace/reader.h>
 #include <pipescope/trace/writer.h>
 
@@ -28,6 +31,7 @@ class TstTraceCrash : public QObject {
     void racingMarkersMarkOnce();
     void readOnlyFolderSaysWhy();
     void repairKeepsWhyAFailedRunEnded();
+    void runnerGoneOnlyForRanksHere();
 
   private:
     // Writes batches of `rows` ops to `path` in a child process and kills it inside the
@@ -288,6 +292,51 @@ void TstTraceCrash::repairKeepsWhyAFailedRunEnded() {
     QCOMPARE(int(r.run().status), int(RunStatus::Failed));
     QCOMPARE(r.run().message, std::string(why));
     QCOMPARE(r.opCount(), std::int64_t{1});
+}
+
+void TstTraceCrash::runnerGoneOnlyForRanksHere() {
+    // An unfinished trace whose ranks ran on another host (a cluster run read on a laptop), or
+    // have no process id (a simulation), cannot be told gone: the app showed such a run in
+    // progress as "stopped" and the CLI told the user to repair it.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("elsewhere.db");
+    // Above any pid_max: no process has this id.
+    const std::int64_t no_process = std::numeric_limits<std::int32_t>::max();
+    {
+        TraceWriter w;
+        RunInfo run;
+        run.name = "elsewhere";
+        run.backend = "cpu";
+        run.ranks = 2;
+        run.iterations = 1;
+        QVERIFY(w.create(path.toStdString(), run).ok());
+        w.addRank({0, "0", "cpu", thisHost() + ".elsewhere.invalid", 0, no_process});
+        w.addRank({1, "1", "cpu", "", 0, 0});
+        OpRecord o;
+        o.end_ns = 1000;
+        w.addOp(o);
+        QVERIFY(w.flush().ok());
+    }
+    {
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        QCOMPARE(int(r.run().status), int(RunStatus::Running));
+        QVERIFY(!runnerGone(r));
+        QCOMPARE(runnerAliveHere(r), std::int64_t{0});
+    }
+    // The same ranks recorded on this host (an empty host is this one): their process is gone.
+    {
+        sqlite3* db = nullptr;
+        QCOMPARE(sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr),
+                 SQLITE_OK);
+        QCOMPARE(
+            sqlite3_exec(db, "UPDATE rank SET host = '' WHERE rank = 0", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+        sqlite3_close(db);
+    }
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(runnerGone(r));
 }
 
 QTEST_GUILESS_MAIN(TstTraceCrash)

@@ -228,7 +228,10 @@ class TstTraceLod : public QObject {
     void memoryLodRawIsExact();
     void memoryLodKeepsPeaks();
     void memoryLodKeepsDips();
+    void memoryLodStartsEachRankEmpty();
     void unfinishedTraceStillAnswers();
+    void emptyTraceHasNoIterations();
+    void levelsSkipOpsOfANewerKind();
     void damagedLevelsAreNotTrusted();
     void damagedTimeRangeIsNotTrusted();
     void wrongLevelsInRangeAreNotTrusted();
@@ -530,6 +533,37 @@ void TstTraceLod::memoryLodKeepsDips() {
     }
 }
 
+void TstTraceLod::memoryLodStartsEachRankEmpty() {
+    // Rank 0 holds weights and gradients, rank 1 only weights: rank 1's summary levels count
+    // none of rank 0's gradients (its first samples set one category of seven).
+    RandomTrace t;
+    t.ranks = 2;
+    for (int i = 0; i < 2000; ++i) {
+        const std::int64_t at = std::int64_t{i} * 1000;
+        t.memory.push_back({0, at, 1000, MemoryCategory::Weights});
+        t.memory.push_back({0, at, 500, MemoryCategory::Grads});
+        t.memory.push_back({1, at, 100 + i % 2, MemoryCategory::Weights});
+    }
+    OpRecord o;
+    o.rank = 0;
+    o.id = 1;
+    o.end_ns = 2'000'000;
+    t.ops.push_back(o);
+    const QString path = writeTrace(t, "two-ranks-memory.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    const auto result = r.memoryLod(1, 0, 2'000'000, 10);
+    QVERIFY2(result.level >= 0, "the view reads raw samples, not levels");
+    QVERIFY(!result.pixels.empty());
+    for (const auto& px : result.pixels) {
+        QVERIFY2(px.max[kMemoryCategoryCount] <= 101,
+                 qPrintable(QString("rank 1 at %1 ns: a total of %2 bytes, expected at most 101")
+                                .arg(px.t_ns)
+                                .arg(px.max[kMemoryCategoryCount])));
+        QCOMPARE(px.max[static_cast<std::size_t>(MemoryCategory::Grads)], std::int64_t{0});
+    }
+}
+
 void TstTraceLod::memoryLodRawIsExact_data() {
     QTest::addColumn<std::int64_t>("offset");
     QTest::newRow("starting between samples") << std::int64_t{-500};
@@ -641,6 +675,61 @@ void TstTraceLod::unfinishedTraceStillAnswers() {
                  std::count_if(small.ops.begin(), small.ops.end(), [&](const OpRecord& o) {
                      return o.rank == 2 && overlapsWindow(o, 0, small.span);
                  })));
+}
+
+void TstTraceLod::emptyTraceHasNoIterations() {
+    // A finished run without ops (a run stopped before its first op) has no iterations, as an
+    // unfinished one without ops has none.
+    const RandomTrace empty;
+    for (const bool finish : {true, false}) {
+        const QString path = writeTrace(empty, finish ? "empty.db" : "empty-unfinished.db", finish);
+        TraceReader r;
+        QVERIFY(r.open(path.toStdString()).ok());
+        QCOMPARE(r.finalized(), finish);
+        QCOMPARE(r.opCount(), std::int64_t{0});
+        QCOMPARE(r.iterationCount(), 0);
+    }
+}
+
+void TstTraceLod::levelsSkipOpsOfANewerKind() {
+    // A file of a newer minor format may hold op kinds this build does not know (kind ==
+    // kOpKindCount is the first of them). The summary levels leave them out as the raw views
+    // do: counted into a folded entry they made it "mixed" and wrote past the per-kind sums.
+    RandomTrace t;
+    t.ranks = 1;
+    for (int i = 0; i < 2000; ++i) {
+        OpRecord o;
+        o.rank = 0;
+        o.id = i + 1;
+        o.lane = Lane::Compute;
+        o.kind = i % 2 == 0 ? OpKind::F : static_cast<OpKind>(kOpKindCount);
+        o.microbatch = i;
+        o.op_index = i;
+        o.start_ns = std::int64_t{i} * 1000;
+        o.end_ns = o.start_ns + 100;
+        t.ops.push_back(o);
+    }
+    t.span = t.ops.back().end_ns;
+    const QString path = writeTrace(t, "newer-kind.db", true);
+    TraceReader r;
+    QVERIFY(r.open(path.toStdString()).ok());
+    QVERIFY(r.finalized());
+    for (const int pixels : {100, 10}) {
+        const auto result = r.opsLod(0, t.span, pixels);
+        QVERIFY2(result.level >= 0, "the view reads raw ops, not levels");
+        std::int64_t counted = 0;
+        std::int64_t busy = 0;
+        for (const auto& lane : result.lanes) {
+            for (const auto& e : lane.entries) {
+                QVERIFY2(lane.lane == Lane::Compute && e.kind == OpKind::F && !e.mixed,
+                         qPrintable(describe(e)));
+                counted += e.count;
+                busy += e.busy_ns;
+            }
+        }
+        QCOMPARE(counted, std::int64_t{1000});
+        QCOMPARE(busy, std::int64_t{1000 * 100});
+    }
 }
 
 void TstTraceLod::damagedLevelsAreNotTrusted() {

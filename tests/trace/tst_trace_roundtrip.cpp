@@ -431,6 +431,13 @@ void TstTraceRoundtrip::checksSchemaVersionText_data() {
                           << QStringLiteral(
                                  "\"1234567890123456789012345678901234567890...\" is "
                                  "not a version any PipeScope writes");
+    // Ten digits (past any 32-bit user_version) are damage, not a newer version.
+    QTest::newRow("ten digits") << set("1000000000") << corrupt
+                                << QStringLiteral(
+                                       "\"1000000000\" is not a version any PipeScope writes");
+    QTest::newRow("nine digits") << set("100000000") << int(TraceStatus::Code::NewerVersion)
+                                 << QStringLiteral("trace schema version 100000000;");
+    QTest::newRow("leading zeros") << set("0000000002") << int(TraceStatus::Code::Ok) << QString();
     QTest::newRow("newer") << set("3") << int(TraceStatus::Code::NewerVersion)
                            << QStringLiteral(
                                   "v.db: written by a newer PipeScope (trace schema "
@@ -445,6 +452,15 @@ void TstTraceRoundtrip::checksSchemaVersionText_data() {
         << QStringLiteral(
                "v.db: its schema version (PRAGMA user_version) is -3, not a version "
                "any PipeScope writes: the file is damaged");
+    QTest::newRow("pragma -1")
+        << QStringLiteral("PRAGMA user_version = -1") << corrupt
+        << QStringLiteral("its schema version (PRAGMA user_version) is -1, not a version");
+    // Without the text row to disagree with, only the pragma check refuses -1.
+    QTest::newRow("pragma -1 alone")
+        << QStringLiteral(
+               "PRAGMA user_version = -1; DELETE FROM pipescope_meta WHERE key = "
+               "'schema_version'")
+        << corrupt << QStringLiteral("(PRAGMA user_version) is -1, not a version");
     QTest::newRow("zero pragma") << QStringLiteral("PRAGMA user_version = 0")
                                  << int(TraceStatus::Code::NotPipeScope)
                                  << QStringLiteral(
