@@ -125,6 +125,17 @@ std::string commandList() {
     return list + ", help";
 }
 
+// " (did you mean 'stats'?)" when `word` is a slip of one command's name.
+std::string commandHint(std::string_view word) {
+    std::vector<std::string_view> names;
+    for (const Command& c : kCommands) {
+        names.emplace_back(c.name);
+    }
+    names.emplace_back("help");
+    names.emplace_back("--version");
+    return didYouMean(word, names);
+}
+
 std::string usage() {
     std::string text = std::string("usage: ") + kProgram + " COMMAND [ARGS]\n\ncommands:\n";
     for (const Command& c : kCommands) {
@@ -146,7 +157,8 @@ int runHelp(const std::vector<std::string>& args) {
     if (const Command* c = findCommand(args[0])) {
         return printOut(commandHelp(*c));
     }
-    printErr("no command '" + args[0] + "'; commands: " + commandList());
+    printErr("no command '" + args[0] + "'" + commandHint(args[0]) +
+             "; commands: " + commandList());
     return kExitBadInput;
 }
 
@@ -173,7 +185,8 @@ int main(int argc, char** argv) {
     }
     const Command* cmd = findCommand(first);
     if (!cmd) {
-        printErr("unknown command '" + first + "'; commands: " + commandList());
+        printErr("unknown command '" + first + "'" + commandHint(first) +
+                 "; commands: " + commandList());
         return kExitBadInput;
     }
     try {

@@ -1,5 +1,6 @@
 #include "trace_cli.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -30,6 +31,50 @@ int badArguments(const Command& c, const std::string& problem) {
     printErr(std::string(c.name) + ": " + problem);
     std::fputs(("usage: " + std::string(kProgram) + " " + c.synopsis + "\n").c_str(), stderr);
     return kExitBadInput;
+}
+
+namespace {
+
+// Edits from `a` to `b`: letters changed, added, removed, or two neighbours swapped.
+std::size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) {
+        for (std::size_t j = 0; j <= b.size(); ++j) {
+            if (i == 0 || j == 0) {
+                d[i][j] = i + j;
+                continue;
+            }
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                                d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string didYouMean(std::string_view word, const std::vector<std::string_view>& names) {
+    // Pasted garbage is not within two edits of a name; skip its distance table.
+    if (word.size() > 64) {
+        return {};
+    }
+    std::string_view best;
+    std::size_t best_distance = 3;
+    bool tied = false;
+    for (const std::string_view name : names) {
+        const std::size_t dist = editDistance(word, name);
+        if (dist < best_distance && dist < name.size()) {
+            best = name;
+            best_distance = dist;
+            tied = false;
+        } else if (!best.empty() && dist == best_distance) {
+            tied = true;
+        }
+    }
+    return best.empty() || tied ? std::string() : " (did you mean '" + std::string(best) + "'?)";
 }
 
 ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::string>& flags,
@@ -73,7 +118,10 @@ ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::s
             p.error = name + " takes no value, but was given '" + a.substr(eq + 1) + "'";
             return p;
         } else {
-            p.error = "unknown option '" + a + "'";
+            std::vector<std::string_view> known(flags.begin(), flags.end());
+            known.insert(known.end(), valued.begin(), valued.end());
+            known.push_back("--help");
+            p.error = "unknown option '" + a + "'" + didYouMean(name, known);
             return p;
         }
     }

@@ -49,6 +49,10 @@ struct ParsedArgs {
     std::string error;
 };
 
+// " (did you mean 'NAME'?)" for the one name of `names` within two edits (a letter wrong,
+// missing, extra or swapped) of `word`, closer than any other; "" when none or two are.
+std::string didYouMean(std::string_view word, const std::vector<std::string_view>& names);
+
 ParsedArgs parseArgs(const std::vector<std::string>& args, const std::set<std::string>& flags,
                      const std::set<std::string>& valued);
 

@@ -437,6 +437,11 @@ int run(int argc, char** argv) {
         return kExitNoBackend;
     }
     const int iterations = o.iterations.value_or(config.run.iterations);
+    // A real run is cancelled by Ctrl-C or SIGTERM from here on, also while it is simulated and
+    // its world meets: it ends with "finished" and exit 130, not killed without a word.
+    if (!o.compare && (o.backend == "cpu" || o.backend == "cuda")) {
+        cli::catchCancelSignals();
+    }
     progressEvent(o, {{"event", "started"},
                       {"backend", o.backend},
                       {"config", config.name},

@@ -140,6 +140,11 @@ std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& 
 
 }  // namespace
 
+void catchCancelSignals() {
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+}
+
 int runExecBackend(const Options& o, const schedule::Config& config,
                    const schedule::Schedule& schedule, const std::string& command_line,
                    std::ostream& human) {
@@ -147,9 +152,20 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     // Every exit after "started" reports "finished", so that a reader of the progress stream
     // never waits for it.
     const auto refused = [&](int rc) {
-        progressEvent(o, {{"event", "finished"}, {"status", "failed"}, {"db", nullptr}});
+        progressEvent(o, {{"event", "finished"},
+                          {"status", rc == kExitCancelled ? "cancelled" : "failed"},
+                          {"db", nullptr}});
         return rc;
     };
+    // A signal (caught since before "started") that came before the run, while it was simulated
+    // or its memory estimated.
+    const auto cancelledBeforeRun = [&] {
+        std::cerr << "pipescope-run: cancelled (Ctrl-C or SIGTERM) before the run started\n";
+        return refused(kExitCancelled);
+    };
+    if (g_cancel.load()) {
+        return cancelledBeforeRun();
+    }
     // One process per rank when a launcher (or --rank/--world-size) says so.
     std::string launch_error;
     const auto launch = launchContext(
@@ -284,6 +300,9 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         return refused(kExitBadInput);
     }
 
+    if (g_cancel.load()) {
+        return cancelledBeforeRun();
+    }
     // The other processes, before any file is made: a world that cannot form writes nothing.
     // The run's identity turns a process of another run away: its config and length, and what
     // runs it (a CPU rank and a CUDA rank of one config, or two builds whose ops or wire format
@@ -293,7 +312,7 @@ int runExecBackend(const Options& o, const schedule::Config& config,
         o, *launch,
         std::hash<std::string>{}(schedule::toJson(config) + "#" + std::to_string(iterations) + "#" +
                                  o.backend + "#" PIPESCOPE_VERSION),
-        human, &join_exit);
+        human, &join_exit, &g_cancel);
     if (!world) {
         return refused(join_exit);
     }
@@ -369,8 +388,8 @@ int runExecBackend(const Options& o, const schedule::Config& config,
     // On disk at once: a process killed before its first batch still says which rank it was.
     (void)writer.flush();
 
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
+    // (Ctrl-C and SIGTERM are caught since catchCancelSignals: one that came since the world
+    // formed cancels the run at its first op.)
     setGemmRecording(o.gemm_report, cuda);
     keepFreedMemory();
 

@@ -29,7 +29,8 @@ std::string newRunId() {
 }  // namespace
 
 std::optional<World> joinWorld(const Options& options, const LaunchContext& launch,
-                               std::uint64_t run_key, std::ostream& human, int* exit_code) {
+                               std::uint64_t run_key, std::ostream& human, int* exit_code,
+                               const std::atomic<bool>* cancel) {
     World world;
     std::unique_ptr<exec::Transport>& transport = world.transport;
     const auto refused = [&](int rc) {
@@ -75,10 +76,10 @@ std::optional<World> joinWorld(const Options& options, const LaunchContext& laun
                   << std::flush;
             transport = exec::SocketTransport::connect(
                 launch.rank, launch.world, *rendezvous, run_key, timeout,
-                std::min(timeout, std::chrono::milliseconds(300000)), &error);
+                std::min(timeout, std::chrono::milliseconds(300000)), &error, cancel);
             if (!transport) {
                 std::cerr << "pipescope-run: " << error << "\n";
-                return refused(kExitFailed);
+                return refused(cancel != nullptr && cancel->load() ? kExitCancelled : kExitFailed);
             }
         }
         world.start_offset = transport->measureClockOffset(32);

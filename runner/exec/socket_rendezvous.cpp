@@ -76,12 +76,19 @@ bool peerClosed(int fd) {
 }
 
 constexpr int kHelloMs = 5000;  // the most a connection's hello may take to come
+// The longest single wait of the rendezvous: a cancel (Ctrl-C, SIGTERM) is heard within it, even
+// when its signal went to another thread and interrupted none of them.
+constexpr int kCancelCheckMs = 100;
+
+bool isSet(const std::atomic<bool>* flag) {
+    return flag != nullptr && flag->load();
+}
 
 }  // namespace
 
 bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
                  std::chrono::milliseconds connect_timeout, std::vector<int>* fds,
-                 std::string* error) {
+                 std::string* error, const std::atomic<bool>* cancel) {
     const std::string where = address(rendezvous);
     const Deadline deadline(connect_timeout);
     const auto msLeft = [&] { return deadline.msLeft(); };
@@ -133,7 +140,16 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
     };
     while (joined < world - 1) {
         pollfd p{listener, POLLIN, 0};
-        const int ready = ::poll(&p, 1, msLeft());
+        const int ready = ::poll(&p, 1, std::min(msLeft(), kCancelCheckMs));
+        if (isSet(cancel)) {
+            *error = "cancelled (Ctrl-C or SIGTERM) while rank 0 waited at " + where +
+                     " for the other ranks to connect";
+            ::close(listener);
+            return giveUp(fds);
+        }
+        if ((ready < 0 && errno == EINTR) || (ready == 0 && msLeft() > 0)) {
+            continue;
+        }
         if (ready <= 0) {
             std::string missing;
             int count = 0;
@@ -221,7 +237,8 @@ bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
 }
 
 int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
-              std::chrono::milliseconds connect_timeout, std::string* error) {
+              std::chrono::milliseconds connect_timeout, std::string* error,
+              const std::atomic<bool>* cancel) {
     const std::string where = address(rendezvous);
     const Deadline deadline(connect_timeout);
     const auto msLeft = [&] { return deadline.msLeft(); };
@@ -253,6 +270,11 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
         if (link >= 0) {
             break;
         }
+        if (isSet(cancel)) {
+            *error = "cancelled (Ctrl-C or SIGTERM) while rank " + std::to_string(rank) +
+                     " waited for rank 0 at " + where;
+            return -1;
+        }
         if (msLeft() == 0) {
             *error = "rank " + std::to_string(rank) + " cannot reach rank 0 at " + where +
                      " within " + detail::secondsText(connect_timeout) + ": " + why;
@@ -276,8 +298,22 @@ int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t r
     }
     // Rank 0 answers once every rank has joined.
     Header answer;
-    pollfd q{link, POLLIN, 0};
-    const bool came = ::poll(&q, 1, std::max(1000, msLeft())) > 0;
+    const Deadline welcome(std::chrono::milliseconds(std::max(1000, msLeft())));
+    bool came = false;
+    while (!came && !isSet(cancel)) {
+        pollfd q{link, POLLIN, 0};
+        const int ready = ::poll(&q, 1, std::min(welcome.msLeft(), kCancelCheckMs));
+        came = ready > 0;
+        if ((ready < 0 && errno != EINTR) || (ready == 0 && welcome.msLeft() == 0)) {
+            break;
+        }
+    }
+    if (isSet(cancel)) {
+        *error = "cancelled (Ctrl-C or SIGTERM) while rank " + std::to_string(rank) +
+                 " waited for rank 0 at " + where + " to welcome it";
+        closeIfOpen(link);
+        return -1;
+    }
     limitReads(link, kHelloMs);
     const bool read = came && readAll(link, &answer, sizeof answer);
     limitReads(link, 0);

@@ -248,20 +248,19 @@ void SocketTransport::finish() {
     s_->hub.finish();
 }
 
-std::unique_ptr<SocketTransport> SocketTransport::connect(int rank, int world,
-                                                          const Rendezvous& rendezvous,
-                                                          std::uint64_t run_key,
-                                                          std::chrono::milliseconds timeout,
-                                                          std::chrono::milliseconds connect_timeout,
-                                                          std::string* error) {
+std::unique_ptr<SocketTransport> SocketTransport::connect(
+    int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+    std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,
+    std::string* error, const std::atomic<bool>* cancel) {
     auto s = std::make_unique<State>(rank, world, timeout);
     s->rendezvous = rendezvous;
     if (rank == 0) {
-        if (!gatherRanks(world, rendezvous, run_key, connect_timeout, &s->fds, error)) {
+        if (!gatherRanks(world, rendezvous, run_key, connect_timeout, &s->fds, error, cancel)) {
             return nullptr;
         }
     } else {
-        const int link = joinRank0(rank, world, rendezvous, run_key, connect_timeout, error);
+        const int link =
+            joinRank0(rank, world, rendezvous, run_key, connect_timeout, error, cancel);
         if (link < 0) {
             return nullptr;
         }

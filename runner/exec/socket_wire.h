@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -97,14 +98,16 @@ inline void configureLink(int fd) {
 
 // Rank 0: listens at `rendezvous` until the `world` − 1 others of this run (`run_key`) have
 // joined, turning away processes of other runs, then welcomes them. (*fds)[k] is rank k's
-// connection (fds[0] unused). False and `error` when they do not all come in time.
+// connection (fds[0] unused). False and `error` when they do not all come in time, or when
+// `cancel` (if given) turns true while it waits.
 bool gatherRanks(int world, const Rendezvous& rendezvous, std::uint64_t run_key,
                  std::chrono::milliseconds connect_timeout, std::vector<int>* fds,
-                 std::string* error);
+                 std::string* error, const std::atomic<bool>* cancel = nullptr);
 
 // Rank `rank` > 0: connects to rank 0 (retrying while it comes up), introduces itself and waits
-// for the welcome. The connection, or −1 and `error`.
+// for the welcome. The connection, or −1 and `error` (also when `cancel`, if given, turns true).
 int joinRank0(int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
-              std::chrono::milliseconds connect_timeout, std::string* error);
+              std::chrono::milliseconds connect_timeout, std::string* error,
+              const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace pipescope::exec::wire

@@ -732,13 +732,26 @@ void TestTraceCli::badArguments_data() {
                                      << "unknown command 'frobnicate'; commands: stats, compare, "
                                         "ops, kernels, critical-path, export-chrome, "
                                         "export-csv, repair, merge, import-nsys, help";
+    // A slip of a command's or an option's name was told only that it is unknown.
+    QTest::newRow("command slip") << QStringList({"stat", "GOOD"})
+                                  << "unknown command 'stat' (did you mean 'stats'?); commands: ";
+    QTest::newRow("command swapped letters")
+        << QStringList({"exprot-csv", "GOOD", "OUT"})
+        << "unknown command 'exprot-csv' (did you mean 'export-csv'?)";
+    QTest::newRow("help of a slip") << QStringList({"help", "critcal-path"})
+                                    << "no command 'critcal-path' (did you mean 'critical-path'?)";
+    QTest::newRow("flag slip") << QStringList({"stats", "GOOD", "--jsn"})
+                               << "stats: unknown option '--jsn' (did you mean '--json'?)";
+    QTest::newRow("valued option slip")
+        << QStringList({"ops", "GOOD", "--iteraton=1"})
+        << "ops: unknown option '--iteraton=1' (did you mean '--iteration'?)";
     QTest::newRow("stats without file") << QStringList({"stats"}) << "missing the trace file";
     QTest::newRow("stats two files") << QStringList({"stats", "GOOD", "GOOD"}) << "exactly one";
     QTest::newRow("ops without file") << QStringList({"ops"}) << "missing the trace file";
     QTest::newRow("ops bad iteration")
         << QStringList({"ops", "GOOD", "--iteration", "x"}) << "--iteration needs a whole number";
     QTest::newRow("stats unknown option")
-        << QStringList({"stats", "GOOD", "--fast"}) << "unknown option '--fast'";
+        << QStringList({"stats", "GOOD", "--fast"}) << "stats: unknown option '--fast'\n";
     // A known flag given a value was "unknown option '--json=1'".
     QTest::newRow("flag given a value") << QStringList({"stats", "GOOD", "--json=1"})
                                         << "stats: --json takes no value, but was given '1'";

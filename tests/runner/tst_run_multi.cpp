@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unistd.h>
 
+#include <QDir>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QRegularExpression>
@@ -68,6 +69,8 @@ class TestRunMulti : public QObject {
     void cancelReachesTheOthers();
     void aLateSignalStillCancels();
     void ctrlCOnEveryProcessCancelsEach();
+    void cancelWhileMeeting_data();
+    void cancelWhileMeeting();
     void wrongOffsetsAreReported();
     void anotherRunIsTurnedAway();
     void aRankStartedTwiceIsTurnedAway();
@@ -409,6 +412,46 @@ void TestRunMulti::cancelReachesTheOthers() {
     trace::TraceReader r1;
     QVERIFY(r1.open(dir_.filePath(QStringLiteral("cancel-rank1.db")).toStdString()).ok());
     QVERIFY(r1.run().status == trace::RunStatus::Cancelled);
+}
+
+// Ctrl-C or SIGTERM between "started" and the run (while it is simulated, its memory estimated
+// or its world meets) killed the process without the "finished" event that the app waits for.
+// Here a process waits at the rendezvous for a rank that never comes.
+void TestRunMulti::cancelWhileMeeting_data() {
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<int>("signal");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("rank 0, SIGTERM")
+        << 0 << SIGTERM << "cancelled (Ctrl-C or SIGTERM) while rank 0 waited at 127.0.0.1:";
+    QTest::newRow("rank 1, Ctrl-C")
+        << 1 << SIGINT << "cancelled (Ctrl-C or SIGTERM) while rank 1 waited for rank 0";
+}
+
+void TestRunMulti::cancelWhileMeeting() {
+    QFETCH(int, rank);
+    QFETCH(int, signal);
+    QFETCH(QString, message);
+    const QString db = dir_.filePath(QStringLiteral("meeting.db"));
+    QProcess p;
+    p.start(binaryPath(kRun), {config_, "--backend", "cpu", "--out", db, "--force", "--progress",
+                               "jsonl", "--rank", QString::number(rank), "--world-size", "2",
+                               "--rendezvous", QStringLiteral("127.0.0.1:%1").arg(freshPort())});
+    QVERIFY(p.waitForStarted(10000));
+    QByteArray err;
+    QTRY_VERIFY_WITH_TIMEOUT((err += p.readAllStandardError()).contains("meeting at") ||
+                                 p.state() == QProcess::NotRunning,
+                             30000);
+    QVERIFY2(p.state() == QProcess::Running, err.constData());
+    QTest::qWait(300);
+    QVERIFY(signalProcess(p, signal));
+    QVERIFY(p.waitForFinished(10000));
+    err += p.readAllStandardError();
+    const QList<QByteArray> lines = p.readAllStandardOutput().trimmed().split('\n');
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 130 && err.contains(message.toUtf8()), err.constData());
+    QVERIFY2(lines.first().startsWith(R"({"event":"started")"), lines.first().constData());
+    QCOMPARE(lines.last(), QByteArray(R"({"event":"finished","status":"cancelled","db":null})"));
+    QVERIFY(QDir(dir_.path()).entryList({QStringLiteral("meeting*")}).isEmpty());
 }
 
 void TestRunMulti::ctrlCOnEveryProcessCancelsEach() {

@@ -10,6 +10,7 @@
 // the timeout.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -37,13 +38,11 @@ class SocketTransport final : public Transport {
     // others, who retry until `connect_timeout`. `run_key` tells this run's processes from
     // another run's at the same address (a hash of the config): rank 0 turns those away.
     // `timeout` bounds every later wait. Null and `error` (naming the address and what failed)
-    // when the world cannot be formed.
-    static std::unique_ptr<SocketTransport> connect(int rank, int world,
-                                                    const Rendezvous& rendezvous,
-                                                    std::uint64_t run_key,
-                                                    std::chrono::milliseconds timeout,
-                                                    std::chrono::milliseconds connect_timeout,
-                                                    std::string* error);
+    // when the world cannot be formed, or at once when `cancel` (if given) turns true.
+    static std::unique_ptr<SocketTransport> connect(
+        int rank, int world, const Rendezvous& rendezvous, std::uint64_t run_key,
+        std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,
+        std::string* error, const std::atomic<bool>* cancel = nullptr);
 
     int rank() const override;
     int world() const override;
