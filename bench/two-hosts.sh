@@ -84,8 +84,10 @@ until_iteration() {
         grep -qE '^iteration +[0-9]+ \(6/' "$1" 2> /dev/null && return 0
         sleep 0.1
     done
-    echo "FAIL: $1 shows no sixth iteration after $wait_s s"
+    echo "FAIL: $1 shows no sixth iteration after $wait_s s; it ends:"
+    tail -n 5 "$1" | sed 's/^/    /'
     status=1
+    return 1
 }
 
 status=0
@@ -130,7 +132,16 @@ stop_test() {
     local p0=${pids[-1]}
     node 1 "$name" "$out/$name-node1.log" --iterations 100000
     local p1=${pids[-1]}
-    until_iteration "$out/$name-node0.log"
+    if ! until_iteration "$out/$name-node0.log"; then
+        # A run that never got going: node0 would wait out its rendezvous (minutes) for a node1
+        # that is not coming, and the test would end at CTest's timeout saying nothing.
+        echo "    node1's log ends:"
+        tail -n 5 "$out/$name-node1.log" | sed 's/^/    /'
+        kill -9 "$p0" "$p1" 2> /dev/null
+        wait "$p0" "$p1" 2> /dev/null
+        pids=()
+        return
+    fi
     local t0
     t0=$(now_ms)
     if [ "$how" = kill ]; then
@@ -164,7 +175,8 @@ stop_test cut cut 60000 "rank 1 is gone: its host stopped answering"
 echo "== two processes per node; rank 3 (node1) killed"
 per_node=2 preset_of=resources/presets/small-4stage-vocab-2.json
 for r in 0 1 2 3; do node $r four "$out/four-rank$r.log" --iterations 100000; done
-until_iteration "$out/four-rank0.log"
+# (A run that never got going is stopped whole: its ranks would wait out their rendezvous.)
+until_iteration "$out/four-rank0.log" || kill -9 "${pids[@]}" 2> /dev/null
 kill -9 "${pids[3]}"
 for i in 0 1 2; do wait "${pids[$i]}" 2> /dev/null; done
 wait "${pids[3]}" 2> /dev/null
