@@ -5,21 +5,10 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-
-#include "exit_codes.h"
-#include "gemm_report.h"
-#include "gone_traces.h"
-#include "launch.h"
-#include "report.h"
-#include "world.h"
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <thread>
 #include <unistd.h>
 
@@ -33,6 +22,14 @@
 #include <pipescope/trace/liveness.h>
 #include <pipescope/trace/units.h>
 #include <pipescope/trace/writer.h>
+
+#include "exit_codes.h"
+#include "gemm_report.h"
+#include "gone_traces.h"
+#include "launch.h"
+#include "report.h"
+#include "run_memory.h"
+#include "world.h"
 #if PIPESCOPE_HAVE_CUDA
 #include <pipescope/cuda/cuda_rank_backend.h>
 #include <pipescope/cuda/devices.h>
@@ -49,20 +46,6 @@ std::atomic<bool> g_cancel{false};
 
 extern "C" void onSignal(int) {
     g_cancel.store(true);
-}
-
-// MemAvailable of /proc/meminfo in bytes; 0 when unknown.
-std::int64_t availableMemory() {
-    std::ifstream f("/proc/meminfo");
-    std::string key;
-    std::int64_t kib = 0;
-    std::string unit;
-    while (f >> key >> kib >> unit) {
-        if (key == "MemAvailable:") {
-            return kib * 1024;
-        }
-    }
-    return 0;
 }
 
 // The wall clock at the moment of a steady-clock reading. Ops are timed on the steady clock from
@@ -100,45 +83,6 @@ bool cpuBackendBuilt(std::string* why) {
     return false;
 #endif
 }
-
-namespace {
-
-// A training step frees its activations at the end of each iteration and allocates them again in
-// the next. glibc would hand the freed heap back to the kernel and the next iteration would fault
-// every page in again (measured: 3 ms of a 28 ms iteration on the small 2-stage preset, in the
-// ops that first reach a new high-water mark). Like the caching allocators of the frameworks, the
-// runner keeps what it has allocated: no trimming, and blocks up to 32 MiB from the heap rather
-// than from mmap.
-void keepFreedMemory() {
-#if defined(__GLIBC__)
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-#endif
-}
-
-// The memory the CPU backend will hold per rank: the simulator's memory model of this config
-// with every tensor in fp32, which is what the CPU kernels use.
-std::optional<std::vector<std::int64_t>> estimateMemory(const schedule::Config& config,
-                                                        const schedule::Schedule& schedule,
-                                                        std::string* error) {
-    schedule::Config fp32 = config;
-    fp32.model.dtype = schedule::DType::FP32;
-    sim::SimOptions so;
-    so.schedule = &schedule;
-    so.iterations = 1;  // the memory of one iteration; a real run's clock is not simulated
-    auto out = sim::simulate(fp32, so);
-    if (!out.result) {
-        *error = out.error;
-        return std::nullopt;
-    }
-    std::vector<std::int64_t> peaks;
-    for (const auto& m : out.result->memory) {
-        peaks.push_back(m.peak_bytes);
-    }
-    return peaks;
-}
-
-}  // namespace
 
 void catchCancelSignals() {
     std::signal(SIGINT, onSignal);
