@@ -259,11 +259,7 @@ trace::TraceStatus PartialTrace::prepare(const std::string& target, bool overwri
     }
     file_ = trace::followLinks(target);  // a link is kept; the file it names is replaced
     if (trace::traceBeingWritten(file_)) {
-        return trace::TraceStatus::error(
-            Code::BadInput,
-            target +
-                ": another process is writing this trace now (a run in progress); refusing to "
-                "replace it: wait for it to end, or write to another file");
+        return trace::refuseToReplaceTraceBeingWritten(target);
     }
     std::string temp;
     const int fd = createBeside(file_, ".partial", &temp);

@@ -84,6 +84,14 @@ bool traceBeingWritten(const std::string& path) {
     return held;
 }
 
+TraceStatus refuseToReplaceTraceBeingWritten(const std::string& path) {
+    return TraceStatus::error(TraceStatus::Code::BadInput,
+                              path +
+                                  ": another process is writing this trace now (a run in "
+                                  "progress); refusing to replace it: wait for it to end, or "
+                                  "write to another file");
+}
+
 std::int64_t wallClockNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -234,11 +242,7 @@ TraceStatus TraceWriter::create(const std::string& path, const RunInfo& run,
                                                 path + ": file exists (refusing to overwrite it)");
         }
         if (traceBeingWritten(file)) {
-            return d.error = TraceStatus::error(
-                       TraceStatus::Code::BadInput,
-                       path +
-                           ": another process is writing this trace now (a run in progress); "
-                           "refusing to replace it: wait for it to end, or write to another file");
+            return d.error = refuseToReplaceTraceBeingWritten(path);
         }
         for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
             fs::remove(file + suffix, ec);

@@ -92,6 +92,9 @@ class TraceWriter {
 // onto it, would delete the trace of a run in progress under its runner, which would go on and
 // report a trace that is gone.
 bool traceBeingWritten(const std::string& path);
+// The refusal to replace `path` (named as the user gave it) while traceBeingWritten() holds:
+// one message for a run's --force and for the outputs of merge, import and export.
+TraceStatus refuseToReplaceTraceBeingWritten(const std::string& path);
 
 // Builds the indexes and level-of-detail tables of a trace that has none (a run that crashed
 // before finish()), and, if it is still "running", marks it failed with `message`. Used by
